@@ -1,0 +1,3 @@
+module github.com/validmail/validmail
+
+go 1.26.8
