@@ -4,10 +4,10 @@ package emailcheck
 type aliasRule uint8
 
 const (
-	aliasRuleUnknown   aliasRule = iota // provider's rule not known
-	aliasRulePlus                       // "+tag" is ignored
-	aliasRulePlusDots                   // "+tag" and dots are ignored (consumer Gmail)
-	aliasRuleDash                       // "-tag" is ignored (Yahoo)
+	aliasRuleUnknown  aliasRule = iota // provider's rule not known
+	aliasRulePlus                      // "+tag" is ignored
+	aliasRulePlusDots                  // "+tag" and dots are ignored (consumer Gmail)
+	aliasRuleDash                      // "-tag" is ignored (Yahoo)
 )
 
 // domainClass is what the lists and provider rules say about a domain. It
