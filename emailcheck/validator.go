@@ -1,23 +1,175 @@
 package emailcheck
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"iter"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/net/idna"
+	"golang.org/x/sync/singleflight"
 )
 
+// ErrClosed is returned by Validate after Close.
+var ErrClosed = errors.New("emailcheck: validator closed")
+
+// Defaults for the zero values of Config and ManyOptions.
+const (
+	DefaultQueryTimeout = 2 * time.Second
+	DefaultRetries      = 1
+	DefaultMaxInFlight  = 512
+	DefaultCacheSize    = 100_000
+	DefaultMinTTL       = time.Minute
+	DefaultMaxTTL       = 24 * time.Hour
+	DefaultFailureTTL   = 5 * time.Second
+	DefaultConcurrency  = 512
+)
+
+// resolvConfPath is where the system's nameservers are read from.
+const resolvConfPath = "/etc/resolv.conf"
+
 // Validator validates addresses. It is safe for concurrent use; create one
-// and share it, so that its DNS cache is shared.
+// and share it, so that its DNS cache and in-flight lookups are shared.
 type Validator struct {
-	cfg Config
+	cfg        Config
+	syntax     SyntaxOptions
+	resolver   *resolver
+	classifier *classifier
+	cache      *lru.Cache[string, *domainInfo] // nil when caching is off
+	flights    singleflight.Group
+	blocked    []string
+	budget     time.Duration // upper bound of one domain lookup
+
+	base   context.Context // parent of every lookup; cancelled by Close
+	cancel context.CancelFunc
+	mu     sync.Mutex // guards closed and lookups.Add
+	closed bool
+	lookup sync.WaitGroup
 }
 
-// New returns a Validator configured by cfg; nil means all defaults.
+// New returns a Validator configured by cfg; nil means all defaults. It
+// reads /etc/resolv.conf when cfg names no nameservers, and fails on an
+// invalid configuration. It starts no goroutines.
 func New(cfg *Config) (*Validator, error) {
 	var c Config
 	if cfg != nil {
 		c = *cfg
 	}
-	return &Validator{cfg: c}, nil
+	if err := c.setDefaults(); err != nil {
+		return nil, err
+	}
+	cl, err := newClassifier(c.DisposableDomains, c.AllowDomains)
+	if err != nil {
+		return nil, err
+	}
+	blocked := make([]string, 0, len(c.BlockDomains))
+	for _, d := range c.BlockDomains {
+		n, err := normalizeDomain(d)
+		if err != nil {
+			return nil, fmt.Errorf("emailcheck: BlockDomains: %q: %w", d, err)
+		}
+		blocked = append(blocked, n)
+	}
+	v := &Validator{
+		cfg: c,
+		syntax: SyntaxOptions{
+			AllowQuotedLocal:    c.AllowQuotedLocal,
+			AllowAddressLiteral: c.AllowAddressLiteral,
+			ASCIILocalOnly:      c.ASCIILocalOnly,
+		},
+		resolver:   newResolver(c.Nameservers, c.QueryTimeout, c.Retries, c.MaxInFlight),
+		classifier: cl,
+		blocked:    blocked,
+		// Every query may be retried, a CNAME adds a query, and a lookup
+		// never runs more than one MX and one address query in sequence.
+		budget: c.QueryTimeout * time.Duration(c.Retries+1) * 3,
+	}
+	if c.CacheSize > 0 {
+		v.cache, err = lru.New[string, *domainInfo](c.CacheSize)
+		if err != nil {
+			return nil, fmt.Errorf("emailcheck: cache: %w", err)
+		}
+	}
+	v.base, v.cancel = context.WithCancel(context.Background())
+	return v, nil
+}
+
+// setDefaults fills zero fields with their defaults and checks the rest.
+func (c *Config) setDefaults() error {
+	c.QueryTimeout = cmp.Or(c.QueryTimeout, DefaultQueryTimeout)
+	switch {
+	case c.Retries == 0:
+		c.Retries = DefaultRetries
+	case c.Retries < 0:
+		c.Retries = 0
+	}
+	c.MaxInFlight = cmp.Or(c.MaxInFlight, DefaultMaxInFlight)
+	c.CacheSize = cmp.Or(c.CacheSize, DefaultCacheSize)
+	c.MinTTL = cmp.Or(c.MinTTL, DefaultMinTTL)
+	c.MaxTTL = cmp.Or(c.MaxTTL, DefaultMaxTTL)
+	switch {
+	case c.FailureTTL == 0:
+		c.FailureTTL = DefaultFailureTTL
+	case c.FailureTTL < 0:
+		c.FailureTTL = 0
+	}
+	c.Source = cmp.Or(c.Source, SourceAPI)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	switch {
+	case c.QueryTimeout < 0:
+		return errors.New("emailcheck: QueryTimeout must not be negative")
+	case c.MaxInFlight < 0:
+		return errors.New("emailcheck: MaxInFlight must not be negative")
+	case c.MinTTL < 0 || c.MaxTTL < c.MinTTL:
+		return fmt.Errorf("emailcheck: TTL bounds [%v, %v] are invalid", c.MinTTL, c.MaxTTL)
+	}
+	if len(c.Nameservers) == 0 {
+		servers, err := systemNameservers(resolvConfPath)
+		if err != nil {
+			return fmt.Errorf("emailcheck: no Nameservers configured and none usable in %s: %w", resolvConfPath, err)
+		}
+		c.Nameservers = servers
+		return nil
+	}
+	servers := make([]string, len(c.Nameservers))
+	for i, s := range c.Nameservers {
+		host, port, err := net.SplitHostPort(s)
+		if err != nil {
+			// A bare host or IP means the standard port.
+			host, port = strings.Trim(s, "[]"), "53"
+		}
+		if host == "" || port == "" {
+			return fmt.Errorf("emailcheck: nameserver %q is not host:port", s)
+		}
+		servers[i] = net.JoinHostPort(host, port)
+	}
+	c.Nameservers = servers
+	return nil
+}
+
+// normalizeDomain turns a configured domain into lower-case A-label form.
+func normalizeDomain(d string) (string, error) {
+	d = strings.TrimSuffix(strings.TrimSpace(d), ".")
+	a, err := idna.Lookup.ToASCII(d)
+	if err != nil {
+		return "", err
+	}
+	if a == "" {
+		return "", errors.New("empty domain")
+	}
+	return strings.ToLower(a), nil
 }
 
 // CallOption adjusts one call of Validate.
@@ -27,33 +179,277 @@ type callOptions struct {
 	source string
 }
 
-// WithSource sets meta.source for one call.
+// WithSource sets meta.source for one call, for example [SourceAPIAsync].
 func WithSource(source string) CallOption {
 	return func(o *callOptions) { o.source = source }
 }
 
 // Validate checks one address. An unacceptable address is reported in the
-// Result, never as an error; the error is non-nil only when ctx ends first.
+// Result, never as an error: the error is non-nil only when ctx ends before
+// the answer (ctx's error) or after Close ([ErrClosed]). A DNS lookup never
+// outlasts the configured timeouts and retries, whatever ctx allows.
 func (v *Validator) Validate(ctx context.Context, email string, opts ...CallOption) (Result, error) {
-	return Result{}, nil
+	start := time.Now()
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	source := v.cfg.Source
+	if len(opts) > 0 {
+		var o callOptions
+		for _, opt := range opts {
+			opt(&o)
+		}
+		source = cmp.Or(o.source, source)
+	}
+	res := Result{
+		Email: email,
+		Confidence: Confidence{
+			AliasStatus:       AliasMaybeNot,
+			EquivalentDomains: []string{},
+		},
+		Provider: Provider{Name: "Unknown"},
+		Meta:     Meta{Source: source},
+	}
+	if err := v.check(ctx, start, email, &res); err != nil {
+		return Result{}, err
+	}
+	res.Meta.LatencyMS = time.Since(start).Milliseconds()
+	return res, nil
+}
+
+// check fills res with the verdict on email.
+func (v *Validator) check(ctx context.Context, now time.Time, email string, res *Result) error {
+	addr, err := ParseAddress(email, v.syntax)
+	if err != nil {
+		res.Confidence.Status = StatusInvalidFormat
+		res.Confidence.Score = score(StatusInvalidFormat, evidence{})
+		return nil
+	}
+	res.Validations.Syntax = true
+	if addr.IsLiteral {
+		v.checkLiteral(addr, res)
+		return nil
+	}
+	domain := addr.ASCIIDomain
+
+	var info *domainInfo
+	if isSpecialUse(domain) || v.isBlocked(domain) {
+		info = &domainInfo{outcome: outcomeUnknown, class: v.classifier.classifyDomain(domain, nil)}
+		res.Confidence.Status = StatusInvalid
+	} else {
+		info, err = v.domainInfo(ctx, now, domain)
+		if err != nil {
+			return err
+		}
+		res.Confidence.Status = statusOf(info)
+		res.Validations.DomainExists = info.exists()
+		res.Validations.MXRecords = info.outcome == outcomeMX
+		res.MXHosts = slices.Clone(info.mxHosts)
+		res.Provider.Name = info.class.provider
+	}
+	res.Validations.IsDisposable = info.class.disposable
+
+	role, alias, canonical := v.classifier.classifyLocal(addr.Local, domain, info.class)
+	res.Confidence.IsRoleBased = role
+	res.Confidence.AliasStatus = alias
+	if canonical != "" {
+		res.Confidence.CanonicalEmail = &canonical
+	}
+	if len(info.class.equivalent) > 0 {
+		res.Confidence.EquivalentDomains = slices.Clone(info.class.equivalent)
+	}
+	res.Confidence.Score = score(res.Confidence.Status, evidence{
+		role:       role,
+		aliasGuess: alias == AliasPossible,
+		implicitMX: info.outcome == outcomeImplicitMX,
+		nullMX:     info.outcome == outcomeNullMX,
+	})
+	return nil
+}
+
+// statusOf maps a domain's DNS verdict and class to a status, in the
+// documented order of precedence.
+func statusOf(info *domainInfo) Status {
+	switch info.outcome {
+	case outcomeNXDomain:
+		return StatusInvalidDomain
+	case outcomeUnknown:
+		return StatusUnknown
+	case outcomeNoMX, outcomeNullMX:
+		return StatusNoMXRecords
+	}
+	if info.class.disposable {
+		return StatusDisposable
+	}
+	return StatusLikely
+}
+
+// checkLiteral judges an address literal (user@[192.0.2.1]): mail to it goes
+// straight to that host, as for a domain with only an A record, so it is
+// LIKELY under ImplicitMX and NO_MX_RECORDS otherwise; a literal that is not
+// a public unicast address is INVALID.
+func (v *Validator) checkLiteral(addr Address, res *Result) {
+	lit := strings.TrimSuffix(strings.TrimPrefix(addr.ASCIIDomain, "["), "]")
+	if len(lit) > 5 && strings.EqualFold(lit[:5], "ipv6:") {
+		lit = lit[5:]
+	}
+	ip, err := netip.ParseAddr(lit)
+	ip = ip.Unmap()
+	if err != nil || !ip.IsGlobalUnicast() || ip.IsPrivate() {
+		res.Confidence.Status = StatusInvalid
+		res.Confidence.Score = score(StatusInvalid, evidence{})
+		return
+	}
+	res.Validations.DomainExists = true
+	res.Confidence.Status = StatusNoMXRecords
+	if v.cfg.ImplicitMX {
+		res.Confidence.Status = StatusLikely
+	}
+	res.Confidence.Score = score(res.Confidence.Status, evidence{implicitMX: true})
+}
+
+func (v *Validator) isBlocked(domain string) bool {
+	for _, b := range v.blocked {
+		if isDomainOrSub(domain, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// domainInfo returns the verdict on a domain from the cache, or from one
+// DNS lookup shared by every caller asking for the same domain meanwhile.
+func (v *Validator) domainInfo(ctx context.Context, now time.Time, domain string) (*domainInfo, error) {
+	if info, ok := v.cached(domain, now); ok {
+		return info, nil
+	}
+	ch := v.flights.DoChan(domain, func() (any, error) {
+		if info, ok := v.cached(domain, time.Now()); ok {
+			return info, nil
+		}
+		v.mu.Lock()
+		if v.closed {
+			v.mu.Unlock()
+			return nil, ErrClosed
+		}
+		v.lookup.Add(1)
+		v.mu.Unlock()
+		defer v.lookup.Done()
+
+		lctx, cancel := context.WithTimeout(v.base, v.budget)
+		defer cancel()
+		info, ttl := v.resolveDomain(lctx, domain)
+		if v.cache != nil && ttl > 0 && v.base.Err() == nil {
+			info.expires = time.Now().Add(ttl)
+			v.cache.Add(domain, info)
+		}
+		return info, nil
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*domainInfo), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (v *Validator) cached(domain string, now time.Time) (*domainInfo, bool) {
+	if v.cache == nil {
+		return nil, false
+	}
+	info, ok := v.cache.Get(domain)
+	if !ok || now.After(info.expires) {
+		return nil, false
+	}
+	return info, true
 }
 
 // ManyOptions configures ValidateMany. The zero value gives defaults.
 type ManyOptions struct {
-	// Concurrency bounds the validations in flight. Default 512.
+	// Concurrency bounds the validations in flight, and so how far reading
+	// from the input runs ahead of the results consumed. Default 512.
 	Concurrency int
-	// Source sets meta.source for every result.
+	// Source sets meta.source for every result; default Config.Source.
 	Source string
 }
 
 // ValidateMany validates every address of emails with bounded concurrency
-// and yields the results in input order. Reading from emails stops while
-// results wait to be consumed (back-pressure). When ctx ends, it yields
-// ctx's error once and stops; breaking out of the loop cancels the work in
-// flight.
+// and yields the results in input order. The input is read no faster than
+// results are consumed (back-pressure): at most Concurrency addresses are
+// in flight or waiting to be yielded. When ctx ends it yields ctx's error
+// once and stops. Breaking out of the loop cancels the work in flight;
+// ValidateMany returns only after every goroutine it started has ended.
 func (v *Validator) ValidateMany(ctx context.Context, emails iter.Seq[string], opts *ManyOptions) iter.Seq2[Result, error] {
-	return func(yield func(Result, error) bool) {}
+	var o ManyOptions
+	if opts != nil {
+		o = *opts
+	}
+	conc := cmp.Or(o.Concurrency, DefaultConcurrency)
+	if conc < 1 {
+		conc = 1
+	}
+	source := cmp.Or(o.Source, v.cfg.Source)
+	return func(yield func(Result, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		var workers sync.WaitGroup
+		defer workers.Wait()
+		defer cancel()
+
+		type slot struct {
+			res  Result
+			err  error
+			done chan struct{}
+		}
+		pending := make(chan *slot, conc)
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			defer close(pending)
+			for email := range emails {
+				s := &slot{done: make(chan struct{})}
+				select {
+				case pending <- s:
+				case <-ctx.Done():
+					return
+				}
+				workers.Add(1)
+				go func() {
+					defer workers.Done()
+					defer close(s.done)
+					s.res, s.err = v.Validate(ctx, email, WithSource(source))
+				}()
+			}
+		}()
+		for s := range pending {
+			<-s.done
+			if s.err != nil {
+				if err := ctx.Err(); err != nil && !errors.Is(s.err, err) {
+					s.err = err
+				}
+				yield(Result{}, s.err)
+				return
+			}
+			if !yield(s.res, nil) {
+				return
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			yield(Result{}, err)
+		}
+	}
 }
 
-// Close releases the Validator's resources. It is safe to call more than once.
-func (v *Validator) Close() error { return nil }
+// Close cancels the DNS lookups in flight, waits for them to end, and makes
+// later calls of Validate that need DNS fail with [ErrClosed]. Answers
+// already cached are still served. It is safe to call more than once.
+func (v *Validator) Close() error {
+	v.mu.Lock()
+	v.closed = true
+	v.mu.Unlock()
+	v.cancel()
+	v.lookup.Wait()
+	return nil
+}

@@ -1,0 +1,196 @@
+package emailcheck
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// dnsOutcome is what DNS says about a domain's ability to receive mail.
+type dnsOutcome uint8
+
+const (
+	outcomeMX         dnsOutcome = iota // at least one usable MX host
+	outcomeImplicitMX                   // no MX, but A/AAAA accepted under Config.ImplicitMX
+	outcomeNoMX                         // the domain exists but has no usable mail server
+	outcomeNullMX                       // the domain publishes a null MX (RFC 7505)
+	outcomeNXDomain                     // the domain does not exist
+	outcomeUnknown                      // DNS could not answer
+)
+
+// domainInfo is the cached verdict on one domain.
+type domainInfo struct {
+	outcome dnsOutcome
+	mxHosts []string // usable MX hosts, most preferred first
+	class   domainClass
+	expires time.Time
+}
+
+// exists reports whether DNS showed that the domain exists.
+func (d *domainInfo) exists() bool {
+	switch d.outcome {
+	case outcomeMX, outcomeImplicitMX, outcomeNoMX, outcomeNullMX:
+		return true
+	}
+	return false
+}
+
+// resolveDomain looks a domain up over DNS: MX, and when Config.ImplicitMX
+// may need them, A and AAAA at the same time. It returns the verdict and how
+// long it may be cached.
+func (v *Validator) resolveDomain(ctx context.Context, domain string) (*domainInfo, time.Duration) {
+	fqdn := dns.Fqdn(domain)
+
+	type answer struct {
+		set rrset
+		err error
+	}
+	var aCh, aaaaCh chan answer
+	if v.cfg.ImplicitMX {
+		aCh, aaaaCh = make(chan answer, 1), make(chan answer, 1)
+		go func() { s, err := v.resolver.lookup(ctx, fqdn, dns.TypeA); aCh <- answer{s, err} }()
+		go func() { s, err := v.resolver.lookup(ctx, fqdn, dns.TypeAAAA); aaaaCh <- answer{s, err} }()
+	}
+	mx, mxErr := v.resolver.lookup(ctx, fqdn, dns.TypeMX)
+
+	info := &domainInfo{}
+	ttl := v.cfg.FailureTTL
+	switch {
+	case mxErr != nil:
+		info.outcome = outcomeUnknown
+		v.logFailure(ctx, domain, mxErr)
+	case mx.rcode == dns.RcodeNameError && !mx.aliased:
+		info.outcome = outcomeNXDomain
+		ttl = v.negativeTTL(mx.negTTL)
+	default:
+		hosts, null := usableMX(mx.records)
+		switch {
+		case len(hosts) > 0:
+			info.outcome, info.mxHosts = outcomeMX, hosts
+			ttl = v.clampTTL(mx.ttl)
+		case null:
+			info.outcome = outcomeNullMX
+			ttl = v.clampTTL(mx.ttl)
+		default:
+			info.outcome = outcomeNoMX
+			ttl = v.negativeTTL(mx.negTTL)
+			if len(mx.records) > 0 {
+				ttl = v.clampTTL(mx.ttl)
+			}
+		}
+	}
+	if aCh != nil {
+		a, aaaa := <-aCh, <-aaaaCh
+		if info.outcome == outcomeNoMX {
+			switch {
+			case hasUsableAddress(a.set.records) || hasUsableAddress(aaaa.set.records):
+				info.outcome = outcomeImplicitMX
+				ttl = min(ttl, v.clampTTL(min(positiveTTL(a.set), positiveTTL(aaaa.set))))
+			case a.err != nil || aaaa.err != nil:
+				// We cannot tell whether an address record exists.
+				info.outcome = outcomeUnknown
+				ttl = v.cfg.FailureTTL
+				v.logFailure(ctx, domain, errors.Join(a.err, aaaa.err))
+			}
+		}
+	}
+	info.class = v.classifier.classifyDomain(domain, info.mxHosts)
+	return info, ttl
+}
+
+// positiveTTL is the TTL of a non-empty answer, or the maximum otherwise so
+// that it does not lower a minimum.
+func positiveTTL(s rrset) uint32 {
+	if len(s.records) == 0 {
+		return ^uint32(0)
+	}
+	return s.ttl
+}
+
+// usableMX returns the MX hosts that can receive mail, most preferred first
+// and without duplicates, and whether the set is a null MX (RFC 7505). Hosts
+// that are the root, "localhost" or an IP address are not usable.
+func usableMX(records []dns.RR) (hosts []string, null bool) {
+	type pref struct {
+		host string
+		pref uint16
+	}
+	var found []pref
+	for _, rr := range records {
+		mx, ok := rr.(*dns.MX)
+		if !ok {
+			continue
+		}
+		host := strings.TrimSuffix(strings.ToLower(mx.Mx), ".")
+		if host == "" {
+			null = true
+			continue
+		}
+		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+			continue
+		}
+		if _, err := netip.ParseAddr(host); err == nil {
+			continue
+		}
+		found = append(found, pref{host, mx.Preference})
+	}
+	if len(found) == 0 {
+		return nil, null && len(records) == 1
+	}
+	slices.SortStableFunc(found, func(a, b pref) int { return int(a.pref) - int(b.pref) })
+	hosts = make([]string, 0, len(found))
+	for _, p := range found {
+		if !slices.Contains(hosts, p.host) {
+			hosts = append(hosts, p.host)
+		}
+	}
+	return hosts, false
+}
+
+// hasUsableAddress reports whether an A or AAAA set holds an address mail
+// could be delivered to: not loopback, unspecified, link-local or multicast.
+func hasUsableAddress(records []dns.RR) bool {
+	for _, rr := range records {
+		var addr netip.Addr
+		switch r := rr.(type) {
+		case *dns.A:
+			addr, _ = netip.AddrFromSlice(r.A.To4())
+		case *dns.AAAA:
+			addr, _ = netip.AddrFromSlice(r.AAAA)
+		}
+		if usableIP(addr.Unmap()) {
+			return true
+		}
+	}
+	return false
+}
+
+func usableIP(a netip.Addr) bool {
+	return a.IsValid() && !a.IsLoopback() && !a.IsUnspecified() && !a.IsLinkLocalUnicast() &&
+		!a.IsLinkLocalMulticast() && !a.IsMulticast() && !a.IsInterfaceLocalMulticast()
+}
+
+// clampTTL turns an answer's TTL into a cache lifetime within
+// [MinTTL, MaxTTL].
+func (v *Validator) clampTTL(ttl uint32) time.Duration {
+	d := time.Duration(ttl) * time.Second
+	return min(max(d, v.cfg.MinTTL), v.cfg.MaxTTL)
+}
+
+// negativeTTL is the cache lifetime of a negative answer: the SOA minimum
+// when the server sent one (RFC 2308), clamped like any TTL.
+func (v *Validator) negativeTTL(soaMin uint32) time.Duration {
+	if soaMin == 0 {
+		return v.cfg.MinTTL
+	}
+	return v.clampTTL(soaMin)
+}
+
+func (v *Validator) logFailure(ctx context.Context, domain string, err error) {
+	v.cfg.Logger.DebugContext(ctx, "emailcheck: dns lookup failed", "domain", domain, "err", err)
+}
