@@ -1,0 +1,101 @@
+// Package emailcheck tells whether an email address is deliverable and
+// classifies it: syntax, DNS (MX, with A/AAAA fallback on request),
+// disposable, role and alias detection, provider, score and status.
+//
+// It is pure and self-contained: no storage, no HTTP. A [Validator] is safe
+// for concurrent use and caches DNS answers, so one Validator should serve a
+// whole process.
+//
+//	v, err := emailcheck.New(nil) // nameservers from /etc/resolv.conf
+//	if err != nil { ... }
+//	defer v.Close()
+//	res, err := v.Validate(ctx, "jane.doe+news@gmail.com")
+//	// res.Confidence.Status == emailcheck.StatusLikely
+//	// *res.Confidence.CanonicalEmail == "janedoe@gmail.com"
+//
+// [Validator.ValidateMany] validates a list of any length with bounded
+// concurrency and back-pressure, yielding results in input order.
+//
+// # Syntax
+//
+// Addresses are judged as RFC 5321 mailboxes under a deliverability
+// profile; [ParseAddress] documents it in full. Quoted local parts and
+// address literals are off by default ([Config.AllowQuotedLocal],
+// [Config.AllowAddressLiteral]); non-ASCII local parts (RFC 6531) are on.
+// Input is never trimmed or otherwise repaired.
+//
+// # DNS
+//
+// Queries go over the wire with github.com/miekg/dns to [Config.Nameservers]
+// (default: /etc/resolv.conf), with a per-exchange timeout, retries across
+// servers, EDNS0, and TCP when a UDP answer is truncated. A CNAME at the
+// domain is followed. The outcome of a domain is:
+//
+//   - NXDOMAIN: the domain does not exist (INVALID_DOMAIN).
+//   - NOERROR with at least one usable MX host: LIKELY (or DISPOSABLE).
+//     MX hosts that are the root ("."), "localhost" or an IP address are
+//     not usable; a null MX (RFC 7505, a single "0 .") means "no mail".
+//   - NOERROR without a usable MX host: NO_MX_RECORDS ("no valid mail
+//     servers"), even when the domain has A/AAAA records: parked and typo
+//     domains often have only those. With [Config.ImplicitMX] the RFC 5321
+//     §5.1 fallback is accepted: A/AAAA records that are not loopback,
+//     unspecified, link-local or multicast make the domain LIKELY with
+//     mx_records=false and a lower score. MX and address queries then run
+//     side by side.
+//   - SERVFAIL, REFUSED, a timeout, or an answer that cannot be parsed or
+//     is for another question: UNKNOWN. DNS trouble is never reported as
+//     INVALID_DOMAIN.
+//
+// Answers are cached (an LRU of [Config.CacheSize] domains): positive ones
+// for their TTL and negative ones for the SOA minimum (RFC 2308), both
+// clamped to [[Config.MinTTL], [Config.MaxTTL]]; failures only for the
+// short [Config.FailureTTL]. Concurrent lookups of one domain share one set
+// of queries. A lookup never outlasts its timeouts and retries, whatever the
+// caller's context allows; a caller whose context ends stops waiting at once.
+//
+// Reserved and special-use names (the TLDs test, example, invalid,
+// localhost, local, onion, arpa, alt and internal, and example.com/.net/.org)
+// and [Config.BlockDomains] are INVALID without a query; their syntax is
+// still reported true.
+//
+// # Status
+//
+// The first that applies wins: INVALID_FORMAT (syntax false), INVALID
+// (reserved, special-use or blocked domain; a literal that is not a public
+// unicast address), INVALID_DOMAIN (NXDOMAIN), UNKNOWN (DNS could not
+// answer), NO_MX_RECORDS, DISPOSABLE, LIKELY.
+//
+// An address literal (when allowed) is treated like a domain with only an A
+// record: NO_MX_RECORDS by default, LIKELY with ImplicitMX.
+//
+// # Score
+//
+// confidence_score is deterministic: the status sets a base, and each piece
+// of bad evidence subtracts from it. LIKELY never falls below 50; every
+// other status stays below 50. 100 is reserved for evidence not gathered
+// (a mailbox confirmed over SMTP).
+//
+//	status          base    evidence                     penalty
+//	LIKELY            90    role account                     -15
+//	UNKNOWN           40    implicit MX (A/AAAA only)        -25
+//	DISPOSABLE        20    "+tag" on an unknown provider     -5
+//	NO_MX_RECORDS     10    (5 for a null MX)
+//	INVALID_DOMAIN     5
+//	INVALID            0    (penalties do not apply)
+//	INVALID_FORMAT     0    (penalties do not apply)
+//
+// The result is floored at 50 for LIKELY and at 0 otherwise. Examples: a
+// plain address on a domain with MX: 90; admin@ on it: 75; a role account on
+// an A-only domain under ImplicitMX: 50.
+//
+// # Classification
+//
+// See the rules documented on the classifier in classify.go: disposable
+// domains (by domain, parent domain and MX host), role accounts, provider
+// names, sub-address aliases, canonical addresses and equivalent domains.
+//
+// # Testing
+//
+// Package [github.com/validmail/validmail/emailcheck/dnstest] serves zones
+// held in Go values on loopback, so tests need no network.
+package emailcheck
