@@ -1,0 +1,154 @@
+package emailcheck_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/emailcheck/dnstest"
+)
+
+// generatedZone answers every name "dN.bench" (any N) with an MX record, so
+// a test can use as many distinct domains as it likes.
+func generatedZone() *dnstest.Options {
+	return &dnstest.Options{Fallback: func(name string) (dnstest.Domain, bool) {
+		if !strings.HasSuffix(name, ".bench") && !strings.HasSuffix(name, ".bench.") {
+			return dnstest.Domain{}, false
+		}
+		host := "mx." + strings.TrimSuffix(name, ".")
+		return dnstest.Domain{MX: []dnstest.MX{{Pref: 10, Host: host}, {Pref: 20, Host: "mx2.provider.net"}}}, true
+	}}
+}
+
+func BenchmarkValidateCached(b *testing.B) {
+	bb := setup(b, emailcheck.Config{})
+	ctx := context.Background()
+	if _, err := bb.v.Validate(ctx, "john.doe@good.com"); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := bb.v.Validate(ctx, "john.doe@good.com"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkValidateCachedParallel(b *testing.B) {
+	bb := setup(b, emailcheck.Config{})
+	ctx := context.Background()
+	if _, err := bb.v.Validate(ctx, "john.doe@good.com"); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := bb.v.Validate(ctx, "john.doe@good.com"); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkValidate1000Domains validates 1,000 addresses on 1,000 distinct,
+// uncached domains against a server that takes 20 ms to answer, with the
+// default settings. One op is the whole list.
+func BenchmarkValidate1000Domains(b *testing.B) {
+	srv := dnstest.Start(b, nil, generatedZone())
+	srv.SetLatency(20 * time.Millisecond)
+	emails := make([]string, 1000)
+	round := 0
+	for b.Loop() {
+		b.StopTimer()
+		round++
+		for i := range emails {
+			emails[i] = fmt.Sprintf("user@d%d-%d.bench", round, i)
+		}
+		v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		n := 0
+		for res, err := range v.ValidateMany(context.Background(), sliceSeq(emails), nil) {
+			if err != nil || res.Confidence.Status != emailcheck.StatusLikely {
+				b.Fatalf("%s: %s %v", res.Email, res.Confidence.Status, err)
+			}
+			n++
+		}
+		b.StopTimer()
+		v.Close()
+		if n != len(emails) {
+			b.Fatalf("%d results", n)
+		}
+		b.StartTimer()
+	}
+}
+
+func sliceSeq(s []string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for _, e := range s {
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+// BenchmarkCacheHeap reports the heap that cached domains hold, scaled to
+// 100,000 domains.
+func BenchmarkCacheHeap(b *testing.B) {
+	for b.Loop() {
+		perDomain := cachedBytesPerDomain(b, 20_000)
+		b.ReportMetric(perDomain*100_000/(1<<20), "MiB/100k-domains")
+	}
+}
+
+// TestCacheHeapBudget checks that 100,000 cached domains fit in 64 MiB of
+// heap, measured on a sample of real lookups.
+func TestCacheHeapBudget(t *testing.T) {
+	n := 20_000
+	if testing.Short() {
+		n = 2_000
+	}
+	perDomain := cachedBytesPerDomain(t, n)
+	total := perDomain * 100_000 / (1 << 20)
+	t.Logf("cache: %.0f bytes per domain, %.1f MiB per 100,000 domains", perDomain, total)
+	if total > 64 {
+		t.Errorf("100,000 cached domains would hold %.1f MiB; budget 64 MiB", total)
+	}
+}
+
+// cachedBytesPerDomain resolves n distinct domains through a fresh
+// Validator and returns the heap growth per domain it keeps cached.
+func cachedBytesPerDomain(tb testing.TB, n int) float64 {
+	tb.Helper()
+	srv := dnstest.Start(tb, nil, generatedZone())
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, CacheSize: n})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer v.Close()
+	emails := make([]string, n)
+	for i := range emails {
+		emails[i] = fmt.Sprintf("u@heap%d.bench", i)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for res, err := range v.ValidateMany(context.Background(), sliceSeq(emails), nil) {
+		if err != nil || res.Confidence.Status != emailcheck.StatusLikely {
+			tb.Fatalf("%s: %s %v", res.Email, res.Confidence.Status, err)
+		}
+	}
+	emails = nil
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(v)
+	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
+}

@@ -1,0 +1,69 @@
+package emailcheck_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"slices"
+
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/emailcheck/dnstest"
+)
+
+func ExampleValidator_Validate() {
+	// A DNS server on loopback stands in for the Internet here; in
+	// production leave Nameservers empty to use /etc/resolv.conf.
+	srv, err := dnstest.NewServer(dnstest.Zone{
+		"gmail.com": {MX: []dnstest.MX{{Pref: 5, Host: "gmail-smtp-in.l.google.com"}}},
+	}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer v.Close()
+
+	res, err := v.Validate(context.Background(), "Jane.Doe+news@gmail.com")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Confidence.Status, res.Confidence.Score, res.Provider.Name)
+	fmt.Println(res.Confidence.AliasStatus, *res.Confidence.CanonicalEmail, res.Confidence.EquivalentDomains)
+	// Output:
+	// LIKELY 90 Google
+	// ALIAS_CONFIRMED janedoe@gmail.com [googlemail.com]
+}
+
+func ExampleValidator_ValidateMany() {
+	srv, err := dnstest.NewServer(dnstest.Zone{
+		"shop.io": {MX: []dnstest.MX{{Pref: 10, Host: "mx.shop.io"}}},
+		"typo.io": {A: []string{"192.0.2.7"}},
+	}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer v.Close()
+
+	list := []string{"ann@shop.io", "bob@typo.io", "not an address", "eve@gone.io", "info@shop.io"}
+	for res, err := range v.ValidateMany(context.Background(), slices.Values(list), nil) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%-15s %-14s %d\n", res.Email, res.Confidence.Status, res.Confidence.Score)
+	}
+	// Output:
+	// ann@shop.io     LIKELY         90
+	// bob@typo.io     NO_MX_RECORDS  10
+	// not an address  INVALID_FORMAT 0
+	// eve@gone.io     INVALID_DOMAIN 5
+	// info@shop.io    LIKELY         75
+}

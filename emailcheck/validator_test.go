@@ -1,0 +1,481 @@
+package emailcheck_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/emailcheck/dnstest"
+)
+
+// testZone is the DNS world of these tests.
+func testZone() dnstest.Zone {
+	return dnstest.Zone{
+		"good.com":         {MX: []dnstest.MX{{Pref: 10, Host: "mx1.good.com"}, {Pref: 20, Host: "mx2.good.com"}}},
+		"nodata.com":       {TXT: []string{"v=spf1 -all"}},
+		"servfail.com":     {Rcode: dns.RcodeServerFailure},
+		"refused.com":      {Rcode: dns.RcodeRefused},
+		"timeout.com":      {Drop: true},
+		"garbage.com":      {Garbage: true},
+		"wrongid.com":      {WrongID: true},
+		"truncated.com":    {Truncate: true, MX: []dnstest.MX{{Pref: 10, Host: "mx.truncated.com"}}},
+		"nullmx.com":       {MX: []dnstest.MX{{Pref: 0, Host: "."}}, A: []string{"192.0.2.1"}},
+		"aonly.com":        {A: []string{"192.0.2.10"}},
+		"loopbacka.com":    {A: []string{"127.0.0.1"}},
+		"localmx.com":      {MX: []dnstest.MX{{Pref: 10, Host: "localhost"}}},
+		"ipmx.com":         {MX: []dnstest.MX{{Pref: 10, Host: "192.0.2.25"}}},
+		"alias.com":        {CNAME: "target.net"},
+		"target.net":       {MX: []dnstest.MX{{Pref: 5, Host: "mail.target.net"}}},
+		"xn--bcher-kva.de": {MX: []dnstest.MX{{Pref: 10, Host: "mx.xn--bcher-kva.de"}}},
+		"mailinator.com":   {MX: []dnstest.MX{{Pref: 10, Host: "mail.mailinator.com"}}},
+		"inbox.mailinator.com": {
+			MX: []dnstest.MX{{Pref: 10, Host: "mail.mailinator.com"}},
+		},
+		"burner-front.com": {MX: []dnstest.MX{{Pref: 10, Host: "mail2.mailinator.com"}}},
+		"gmail.com":        {MX: []dnstest.MX{{Pref: 5, Host: "gmail-smtp-in.l.google.com"}}},
+		"workspace.io":     {MX: []dnstest.MX{{Pref: 1, Host: "aspmx.l.google.com"}}},
+		"outlook.com":      {MX: []dnstest.MX{{Pref: 5, Host: "outlook-com.olc.protection.outlook.com"}}},
+		"yahoo.com":        {MX: []dnstest.MX{{Pref: 1, Host: "mta5.am0.yahoodns.net"}}},
+		"blocked.org":      {MX: []dnstest.MX{{Pref: 10, Host: "mx.blocked.org"}}},
+	}
+}
+
+type bundle struct {
+	srv *dnstest.Server
+	v   *emailcheck.Validator
+}
+
+func setup(t testing.TB, cfg emailcheck.Config) bundle {
+	t.Helper()
+	srv := dnstest.Start(t, testZone(), nil)
+	cfg.Nameservers = []string{srv.Addr()}
+	if cfg.QueryTimeout == 0 {
+		cfg.QueryTimeout = 200 * time.Millisecond
+	}
+	v, err := emailcheck.New(&cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { v.Close() })
+	return bundle{srv: srv, v: v}
+}
+
+func TestValidateStatuses(t *testing.T) {
+	t.Parallel()
+	type want struct {
+		status                  emailcheck.Status
+		syntax, exists, mx, dis bool
+		score                   int
+		provider                string
+	}
+	tests := []struct {
+		name, email string
+		implicitMX  bool
+		want        want
+	}{
+		{"likely", "jane@good.com", false, want{emailcheck.StatusLikely, true, true, true, false, 90, "good.com"}},
+		{"bad syntax", "jane@@good.com", false, want{emailcheck.StatusInvalidFormat, false, false, false, false, 0, "Unknown"}},
+		{"empty", "", false, want{emailcheck.StatusInvalidFormat, false, false, false, false, 0, "Unknown"}},
+		{"nxdomain", "jane@nx-nowhere.com", false, want{emailcheck.StatusInvalidDomain, true, false, false, false, 5, "Unknown"}},
+		{"nodata", "jane@nodata.com", false, want{emailcheck.StatusNoMXRecords, true, true, false, false, 10, "Unknown"}},
+		{"servfail", "jane@servfail.com", false, want{emailcheck.StatusUnknown, true, false, false, false, 40, "Unknown"}},
+		{"refused", "jane@refused.com", false, want{emailcheck.StatusUnknown, true, false, false, false, 40, "Unknown"}},
+		{"timeout", "jane@timeout.com", false, want{emailcheck.StatusUnknown, true, false, false, false, 40, "Unknown"}},
+		{"garbage answer", "jane@garbage.com", false, want{emailcheck.StatusUnknown, true, false, false, false, 40, "Unknown"}},
+		{"mismatched id", "jane@wrongid.com", false, want{emailcheck.StatusUnknown, true, false, false, false, 40, "Unknown"}},
+		{"truncated then tcp", "jane@truncated.com", false, want{emailcheck.StatusLikely, true, true, true, false, 90, "truncated.com"}},
+		{"null mx", "jane@nullmx.com", false, want{emailcheck.StatusNoMXRecords, true, true, false, false, 5, "Unknown"}},
+		{"null mx ignores A under implicit", "jane@nullmx.com", true, want{emailcheck.StatusNoMXRecords, true, true, false, false, 5, "Unknown"}},
+		{"A only", "jane@aonly.com", false, want{emailcheck.StatusNoMXRecords, true, true, false, false, 10, "Unknown"}},
+		{"A only implicit", "jane@aonly.com", true, want{emailcheck.StatusLikely, true, true, false, false, 65, "Unknown"}},
+		{"loopback A implicit", "jane@loopbacka.com", true, want{emailcheck.StatusNoMXRecords, true, true, false, false, 10, "Unknown"}},
+		{"nxdomain implicit", "jane@nx-nowhere.com", true, want{emailcheck.StatusInvalidDomain, true, false, false, false, 5, "Unknown"}},
+		{"mx localhost", "jane@localmx.com", false, want{emailcheck.StatusNoMXRecords, true, true, false, false, 10, "Unknown"}},
+		{"mx ip address", "jane@ipmx.com", false, want{emailcheck.StatusNoMXRecords, true, true, false, false, 10, "Unknown"}},
+		{"cname at domain", "jane@alias.com", false, want{emailcheck.StatusLikely, true, true, true, false, 90, "target.net"}},
+		{"idn domain", "jane@bücher.de", false, want{emailcheck.StatusLikely, true, true, true, false, 90, "xn--bcher-kva.de"}},
+		{"disposable", "x@mailinator.com", false, want{emailcheck.StatusDisposable, true, true, true, true, 20, "mailinator.com"}},
+		{"disposable parent", "x@inbox.mailinator.com", false, want{emailcheck.StatusDisposable, true, true, true, true, 20, "mailinator.com"}},
+		{"disposable by mx", "x@burner-front.com", false, want{emailcheck.StatusDisposable, true, true, true, true, 20, "mailinator.com"}},
+		{"special use", "jane@mail.test", false, want{emailcheck.StatusInvalid, true, false, false, false, 0, "Unknown"}},
+		{"example.com", "jane@sub.example.com", false, want{emailcheck.StatusInvalid, true, false, false, false, 0, "Unknown"}},
+		{"blocked", "jane@mail.blocked.org", false, want{emailcheck.StatusInvalid, true, false, false, false, 0, "Unknown"}},
+		{"role lowers score", "admin@good.com", false, want{emailcheck.StatusLikely, true, true, true, false, 75, "good.com"}},
+		{"gmail", "jane@gmail.com", false, want{emailcheck.StatusLikely, true, true, true, false, 90, "Google"}},
+		{"workspace", "jane@workspace.io", false, want{emailcheck.StatusLikely, true, true, true, false, 90, "Google"}},
+		{"outlook", "jane@outlook.com", false, want{emailcheck.StatusLikely, true, true, true, false, 90, "Microsoft"}},
+		{"yahoo", "jane@yahoo.com", false, want{emailcheck.StatusLikely, true, true, true, false, 90, "Yahoo"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, emailcheck.Config{ImplicitMX: tc.implicitMX, BlockDomains: []string{"blocked.org"}})
+			res, err := b.v.Validate(context.Background(), tc.email)
+			if err != nil {
+				t.Fatalf("Validate(%q): %v", tc.email, err)
+			}
+			got := want{res.Confidence.Status, res.Validations.Syntax, res.Validations.DomainExists,
+				res.Validations.MXRecords, res.Validations.IsDisposable, res.Confidence.Score, res.Provider.Name}
+			if got != tc.want {
+				t.Errorf("Validate(%q)\n got %+v\nwant %+v", tc.email, got, tc.want)
+			}
+			if res.Email != tc.email {
+				t.Errorf("Email = %q, want the input %q", res.Email, tc.email)
+			}
+			if res.Confidence.EquivalentDomains == nil {
+				t.Error("EquivalentDomains is nil; want a non-nil slice")
+			}
+			checkScoreConsistent(t, res)
+		})
+	}
+}
+
+// checkScoreConsistent asserts the documented relation of score and status.
+func checkScoreConsistent(t *testing.T, res emailcheck.Result) {
+	t.Helper()
+	s := res.Confidence.Score
+	if s < 0 || s >= 100 {
+		t.Errorf("score %d outside [0, 100)", s)
+	}
+	if (res.Confidence.Status == emailcheck.StatusLikely) != (s >= 50) {
+		t.Errorf("status %s with score %d: LIKELY must be >= 50 and every other status < 50", res.Confidence.Status, s)
+	}
+}
+
+func TestValidateSpecialUseSendsNoQuery(t *testing.T) {
+	t.Parallel()
+	b := setup(t, emailcheck.Config{})
+	for _, email := range []string{"a@x.test", "a@x.invalid", "a@x.localhost", "a@printer.local", "a@x.onion",
+		"a@1.2.0.192.in-addr.arpa", "a@example.com", "a@example.net", "a@example.org", "a@mail.example", "a@corp.internal"} {
+		res, err := b.v.Validate(context.Background(), email)
+		if err != nil || res.Confidence.Status != emailcheck.StatusInvalid {
+			t.Errorf("Validate(%q) = %s, %v; want INVALID", email, res.Confidence.Status, err)
+		}
+	}
+	if n := b.srv.Queries(); n != 0 {
+		t.Errorf("%d queries reached the server; want 0", n)
+	}
+}
+
+func TestValidateClassification(t *testing.T) {
+	t.Parallel()
+	b := setup(t, emailcheck.Config{})
+	str := func(s string) *string { return &s }
+	tests := []struct {
+		email      string
+		role       bool
+		alias      emailcheck.AliasStatus
+		canonical  *string
+		equivalent []string
+	}{
+		{"jane@good.com", false, emailcheck.AliasMaybeNot, nil, []string{}},
+		{"Admin+alerts@good.com", true, emailcheck.AliasPossible, str("Admin@good.com"), []string{}},
+		{"jane+news@good.com", false, emailcheck.AliasPossible, str("jane@good.com"), []string{}},
+		{"John.Doe+news@gmail.com", false, emailcheck.AliasConfirmed, str("johndoe@gmail.com"), []string{"googlemail.com"}},
+		{"jane+x@workspace.io", false, emailcheck.AliasConfirmed, str("jane@workspace.io"), []string{}},
+		{"jane+shop@outlook.com", false, emailcheck.AliasConfirmed, str("jane@outlook.com"), []string{}},
+		{"jane-shop@yahoo.com", false, emailcheck.AliasConfirmed, str("jane@yahoo.com"), []string{}},
+		{"postmaster@yahoo.com", true, emailcheck.AliasMaybeNot, nil, []string{}},
+	}
+	for _, tc := range tests {
+		res, err := b.v.Validate(context.Background(), tc.email)
+		if err != nil {
+			t.Fatalf("Validate(%q): %v", tc.email, err)
+		}
+		c := res.Confidence
+		if c.IsRoleBased != tc.role || c.AliasStatus != tc.alias {
+			t.Errorf("%s: role=%v alias=%s; want role=%v alias=%s", tc.email, c.IsRoleBased, c.AliasStatus, tc.role, tc.alias)
+		}
+		if (c.CanonicalEmail == nil) != (tc.canonical == nil) || (c.CanonicalEmail != nil && *c.CanonicalEmail != *tc.canonical) {
+			t.Errorf("%s: canonical=%v; want %v", tc.email, deref(c.CanonicalEmail), deref(tc.canonical))
+		}
+		if !slices.Equal(c.EquivalentDomains, tc.equivalent) {
+			t.Errorf("%s: equivalent=%q; want %q", tc.email, c.EquivalentDomains, tc.equivalent)
+		}
+		checkScoreConsistent(t, res)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+func TestResultJSONShape(t *testing.T) {
+	t.Parallel()
+	b := setup(t, emailcheck.Config{})
+	res, err := b.v.Validate(context.Background(), "jane@good.com", emailcheck.WithSource(emailcheck.SourceAPIAsync))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Meta.LatencyMS = 3
+	got, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"email":"jane@good.com","validations":{"syntax":true,"domain_exists":true,"mx_records":true,"is_disposable":false},` +
+		`"confidence":{"confidence_score":90,"status":"LIKELY","is_role_based":false,"alias_status":"MAYBE_NOT_ALIAS","canonical_email":null,"equivalent_domains":[]},` +
+		`"provider":{"name":"good.com"},"meta":{"latency_ms":3,"source":"api_async"}}`
+	if string(got) != want {
+		t.Errorf("JSON\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestValidateCachesAnswers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, emailcheck.Config{})
+	ctx := context.Background()
+	for i := range 50 {
+		if _, err := b.v.Validate(ctx, fmt.Sprintf("user%d@good.com", i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.v.Validate(ctx, fmt.Sprintf("user%d@nx-cached.com", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := b.srv.QueryCount("good.com", dns.TypeMX); n != 1 {
+		t.Errorf("good.com MX queried %d times; want 1 (cached)", n)
+	}
+	if n := b.srv.QueryCount("nx-cached.com", dns.TypeMX); n != 1 {
+		t.Errorf("nx-cached.com MX queried %d times; want 1 (negative answer cached)", n)
+	}
+}
+
+func TestValidateFailuresCachedBriefly(t *testing.T) {
+	t.Parallel()
+	b := setup(t, emailcheck.Config{FailureTTL: 50 * time.Millisecond, Retries: -1})
+	ctx := context.Background()
+	b.v.Validate(ctx, "a@servfail.com")
+	b.v.Validate(ctx, "b@servfail.com")
+	if n := b.srv.QueryCount("servfail.com", dns.TypeMX); n != 1 {
+		t.Errorf("queries within FailureTTL = %d; want 1", n)
+	}
+	time.Sleep(80 * time.Millisecond)
+	b.srv.Set("servfail.com", dnstest.Domain{MX: []dnstest.MX{{Pref: 1, Host: "mx.servfail.com"}}})
+	res, _ := b.v.Validate(ctx, "c@servfail.com")
+	if res.Confidence.Status != emailcheck.StatusLikely {
+		t.Errorf("after FailureTTL and recovery: %s; want LIKELY", res.Confidence.Status)
+	}
+}
+
+func TestValidateSharesConcurrentLookups(t *testing.T) {
+	t.Parallel()
+	b := setup(t, emailcheck.Config{})
+	b.srv.SetLatency(20 * time.Millisecond)
+	const calls = 10_000
+	var wg sync.WaitGroup
+	errs := make(chan error, calls)
+	for i := range calls {
+		wg.Go(func() {
+			res, err := b.v.Validate(context.Background(), fmt.Sprintf("u%d@good.com", i))
+			if err == nil && res.Confidence.Status != emailcheck.StatusLikely {
+				err = fmt.Errorf("status %s", res.Confidence.Status)
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := b.srv.Queries(); n > 2 {
+		t.Errorf("%d queries reached the server for %d concurrent calls; want <= 2", n, calls)
+	}
+}
+
+func TestValidateTimeoutBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, emailcheck.Config{QueryTimeout: 100 * time.Millisecond, Retries: 1})
+	start := time.Now()
+	res, err := b.v.Validate(context.Background(), "a@timeout.com")
+	if err != nil || res.Confidence.Status != emailcheck.StatusUnknown {
+		t.Fatalf("got %s, %v; want UNKNOWN", res.Confidence.Status, err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("took %v; want about 2 x 100ms", d)
+	}
+	if n := b.srv.QueryCount("timeout.com", dns.TypeMX); n != 2 {
+		t.Errorf("sent %d queries; want 2 (one retry)", n)
+	}
+}
+
+func TestValidateContext(t *testing.T) {
+	t.Parallel()
+	b := setup(t, emailcheck.Config{QueryTimeout: 2 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.v.Validate(ctx, "a@good.com"); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled context: err = %v; want context.Canceled", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := b.v.Validate(ctx, "a@timeout.com")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v; want context.DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("returned after %v; want promptly after the context's 50ms", d)
+	}
+}
+
+func TestValidateBadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, emailcheck.Config{})
+	huge := strings.Repeat("a", 10<<20) + "@good.com"
+	labels := strings.TrimSuffix(strings.Repeat("a.", 300), ".") + ".com"
+	for _, email := range []string{"", " ", huge, "a@" + labels, "\xff\xfe@good.com", "a\x00b@good.com",
+		"a\nb@good.com", "a@good.com\r\n", "<a@good.com>", "Jane <a@good.com>", "a@[127.0.0.1]"} {
+		start := time.Now()
+		res, err := b.v.Validate(context.Background(), email)
+		if err != nil {
+			t.Errorf("Validate(%.30q): %v", email, err)
+		}
+		if res.Confidence.Status != emailcheck.StatusInvalidFormat {
+			t.Errorf("Validate(%.30q) = %s; want INVALID_FORMAT", email, res.Confidence.Status)
+		}
+		if d := time.Since(start); d > 100*time.Millisecond {
+			t.Errorf("Validate(%.30q) took %v", email, d)
+		}
+	}
+	if n := b.srv.Queries(); n != 0 {
+		t.Errorf("%d queries for malformed input; want 0", n)
+	}
+}
+
+func TestAddressLiterals(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		email    string
+		implicit bool
+		want     emailcheck.Status
+	}{
+		{"a@[192.0.2.1]", false, emailcheck.StatusInvalid}, // documentation range: not public
+		{"a@[8.8.8.8]", false, emailcheck.StatusNoMXRecords},
+		{"a@[8.8.8.8]", true, emailcheck.StatusLikely},
+		{"a@[127.0.0.1]", true, emailcheck.StatusInvalid},
+		{"a@[10.1.2.3]", true, emailcheck.StatusInvalid},
+		{"a@[IPv6:2001:4860::8888]", true, emailcheck.StatusLikely},
+	}
+	for _, tc := range tests {
+		b := setup(t, emailcheck.Config{AllowAddressLiteral: true, ImplicitMX: tc.implicit})
+		res, err := b.v.Validate(context.Background(), tc.email)
+		if err != nil || res.Confidence.Status != tc.want {
+			t.Errorf("Validate(%q, implicit=%v) = %s, %v; want %s", tc.email, tc.implicit, res.Confidence.Status, err, tc.want)
+		}
+		checkScoreConsistent(t, res)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	t.Parallel()
+	for name, cfg := range map[string]emailcheck.Config{
+		"ttl bounds":      {Nameservers: []string{"127.0.0.1:53"}, MinTTL: time.Hour, MaxTTL: time.Minute},
+		"bad nameserver":  {Nameservers: []string{":"}},
+		"bad block entry": {Nameservers: []string{"127.0.0.1:53"}, BlockDomains: []string{"bad..domain"}},
+	} {
+		if _, err := emailcheck.New(&cfg); err == nil {
+			t.Errorf("%s: New succeeded; want an error", name)
+		}
+	}
+}
+
+func TestValidateManyOrderAndCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t, emailcheck.Config{})
+	emails := []string{"a@good.com", "bad", "b@nx-many.com", "c@gmail.com", "d@servfail.com"}
+	var got []emailcheck.Status
+	for res, err := range b.v.ValidateMany(context.Background(), slices.Values(emails), &emailcheck.ManyOptions{Concurrency: 2, Source: "dashboard"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Meta.Source != "dashboard" {
+			t.Errorf("source %q; want dashboard", res.Meta.Source)
+		}
+		got = append(got, res.Confidence.Status)
+	}
+	want := []emailcheck.Status{emailcheck.StatusLikely, emailcheck.StatusInvalidFormat, emailcheck.StatusInvalidDomain,
+		emailcheck.StatusLikely, emailcheck.StatusUnknown}
+	if !slices.Equal(got, want) {
+		t.Errorf("statuses %v; want %v in input order", got, want)
+	}
+
+	// Breaking out early stops reading the input.
+	read := 0
+	endless := func(yield func(string) bool) {
+		for i := 0; ; i++ {
+			read++
+			if !yield(fmt.Sprintf("u%d@good.com", i)) {
+				return
+			}
+		}
+	}
+	n := 0
+	for range b.v.ValidateMany(context.Background(), endless, &emailcheck.ManyOptions{Concurrency: 4}) {
+		if n++; n == 10 {
+			break
+		}
+	}
+	if read > 10+4+1 {
+		t.Errorf("read %d addresses for 10 results with concurrency 4; want back-pressure", read)
+	}
+
+	// A cancelled context ends the sequence with its error.
+	ctx, cancel := context.WithCancel(context.Background())
+	var lastErr error
+	count := 0
+	for _, err := range b.v.ValidateMany(ctx, endless, nil) {
+		if err != nil {
+			lastErr = err
+			break
+		}
+		if count++; count == 100 {
+			cancel()
+		}
+	}
+	if !errors.Is(lastErr, context.Canceled) {
+		t.Errorf("after cancel: last error %v; want context.Canceled", lastErr)
+	}
+}
+
+func TestCloseLeavesNoGoroutines(t *testing.T) {
+	srv := dnstest.Start(t, testZone(), nil)
+	before := runtime.NumGoroutine()
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, QueryTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	v.Validate(ctx, "a@timeout.com") // leaves a lookup in flight
+	start := time.Now()
+	v.Close()
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Close took %v; want it to cancel the lookup in flight", d)
+	}
+	if _, err := v.Validate(context.Background(), "a@other-domain.com"); !errors.Is(err, emailcheck.ErrClosed) {
+		t.Errorf("Validate after Close: %v; want ErrClosed", err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after Close; %d before New", n, before)
+	}
+}
