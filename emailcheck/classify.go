@@ -33,9 +33,10 @@ import (
 // Role addresses. The local part is a role mailbox (info, support,
 // no-reply, ...) when it is on the embedded list from
 // mixmaxhq/role-based-email-addresses (MIT), compared without regard to
-// ASCII case, either as written or with its sub-address tag removed: the
-// "+tag" always, and a "-tag" too at providers that use dashes (Yahoo). A
-// local part with non-ASCII characters is never a role address.
+// ASCII case after removing its "+tag". At providers that use dashes
+// (Yahoo) it is also a role mailbox when the part before its "-tag" is, so
+// both no-reply and sales-2024 are. A local part with non-ASCII characters
+// is never a role address.
 //
 // Provider. provider.name comes from the MX hosts, most preferred first: the
 // first host under a known provider's or gateway's domain names it (Google,
