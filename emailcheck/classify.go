@@ -1,5 +1,28 @@
 package emailcheck
 
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
+	"golang.org/x/net/publicsuffix"
+)
+
+// The embedded lists; see data/README.md for their sources and licenses.
+var (
+	//go:embed data/disposable_domains.txt
+	embeddedDisposable string
+	//go:embed data/disposable_allowlist.txt
+	embeddedAllowlist string
+	//go:embed data/role_localparts.txt
+	embeddedRoles string
+)
+
 // aliasRule is how a provider treats sub-address tags.
 type aliasRule uint8
 
@@ -19,25 +42,324 @@ type domainClass struct {
 	equivalent []string // never nil; shared, callers copy before handing out
 }
 
+// provider is one entry of the provider index.
+type provider struct {
+	name string
+	rule aliasRule
+}
+
 // classifier holds the embedded and configured lists. It is immutable after
 // construction and safe for concurrent use.
-type classifier struct{}
+type classifier struct {
+	disposable map[string]struct{}
+	allow      map[string]struct{}
+	roles      map[string]struct{}
+	byMX       map[string]*provider // MX host suffix → provider
+	byDomain   map[string]*provider // consumer mailbox domain → provider
+	yahoo      *provider
+	equivalent map[string][]string // domain → the other members of its group
+	none       []string            // the empty equivalent list
+}
 
 // newClassifier builds the classifier from the embedded lists plus the extra
 // disposable domains and the allowlist from Config.
 func newClassifier(extraDisposable, allow []string) (*classifier, error) {
-	return &classifier{}, nil
+	c := &classifier{
+		disposable: make(map[string]struct{}, strings.Count(embeddedDisposable, "\n")+len(extraDisposable)),
+		allow:      make(map[string]struct{}, strings.Count(embeddedAllowlist, "\n")+len(allow)),
+		roles:      make(map[string]struct{}, strings.Count(embeddedRoles, "\n")),
+		byMX:       make(map[string]*provider),
+		byDomain:   make(map[string]*provider),
+		equivalent: make(map[string][]string),
+		none:       []string{},
+	}
+	addLines(c.disposable, embeddedDisposable)
+	addLines(c.allow, embeddedAllowlist)
+	addLines(c.roles, embeddedRoles)
+	if err := addConfigured(c.disposable, extraDisposable, "disposable domain"); err != nil {
+		return nil, err
+	}
+	if err := addConfigured(c.allow, allow, "allowed domain"); err != nil {
+		return nil, err
+	}
+
+	for _, s := range providerSpecs() {
+		p := &provider{name: s.name, rule: s.rule}
+		for _, h := range s.mx {
+			c.byMX[h] = p
+		}
+		for _, d := range s.domains {
+			c.byDomain[d] = p
+		}
+		if s.name == "Yahoo" {
+			c.yahoo = p
+		}
+	}
+	for _, g := range equivalentGroups() {
+		for _, d := range g {
+			others := make([]string, 0, len(g)-1)
+			for _, o := range g {
+				if o != d {
+					others = append(others, o)
+				}
+			}
+			slices.Sort(others)
+			c.equivalent[d] = others
+		}
+	}
+	return c, nil
+}
+
+// addLines adds each non-blank line of data that is not a "#" comment to
+// set. The keys share data's memory.
+func addLines(set map[string]struct{}, data string) {
+	for line := range strings.Lines(data) {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		set[line] = struct{}{}
+	}
+}
+
+// addConfigured normalizes each configured domain and adds it to set.
+func addConfigured(set map[string]struct{}, domains []string, what string) error {
+	for _, raw := range domains {
+		d, err := normalizeListDomain(raw)
+		if err != nil {
+			return fmt.Errorf("emailcheck: %s %q: %w", what, raw, err)
+		}
+		set[d] = struct{}{}
+	}
+	return nil
+}
+
+// normalizeListDomain turns a configured domain into the lower-case A-label
+// form the lists use.
+func normalizeListDomain(raw string) (string, error) {
+	d := strings.TrimSuffix(strings.TrimSpace(raw), ".")
+	if d == "" {
+		return "", errors.New("empty domain")
+	}
+	a, err := idna.Lookup.ToASCII(d)
+	if err != nil {
+		return "", err
+	}
+	if len(a) > 253 {
+		return "", errors.New("domain longer than 253 octets")
+	}
+	for label := range strings.SplitSeq(a, ".") {
+		if label == "" || len(label) > 63 {
+			return "", errors.New("empty label or label longer than 63 octets")
+		}
+	}
+	if _, err := publicsuffix.EffectiveTLDPlusOne(a); err != nil {
+		return "", errors.New("a public suffix, which would never match")
+	}
+	return a, nil
 }
 
 // classifyDomain classifies a lower-case A-label domain given its usable MX
 // hosts (lower-case, no trailing dot, most preferred first; nil when unknown).
 func (c *classifier) classifyDomain(asciiDomain string, mxHosts []string) domainClass {
-	return domainClass{provider: "Unknown", equivalent: []string{}}
+	p := c.providerOf(asciiDomain, mxHosts)
+	if asciiDomain == "gmail.com" || asciiDomain == "googlemail.com" {
+		p.rule = aliasRulePlusDots
+	}
+	eq := c.equivalent[asciiDomain]
+	if eq == nil {
+		eq = c.none
+	}
+	return domainClass{
+		disposable: c.isDisposable(asciiDomain, mxHosts),
+		provider:   p.name,
+		rule:       p.rule,
+		equivalent: eq,
+	}
+}
+
+// isDisposable applies the disposable rules to a domain and its MX hosts.
+func (c *classifier) isDisposable(domain string, mxHosts []string) bool {
+	if reg, err := publicsuffix.EffectiveTLDPlusOne(domain); err == nil {
+		if matchUp(c.allow, domain, reg) {
+			return false
+		}
+		if matchUp(c.disposable, domain, reg) {
+			return true
+		}
+	}
+	for _, h := range mxHosts {
+		reg, err := publicsuffix.EffectiveTLDPlusOne(h)
+		if err != nil {
+			continue
+		}
+		if _, ok := c.disposable[reg]; ok && !matchUp(c.allow, h, reg) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchUp reports whether domain, or one of its parents down to reg (its
+// registrable domain, a suffix of it), is in set.
+func matchUp(set map[string]struct{}, domain, reg string) bool {
+	for {
+		if _, ok := set[domain]; ok {
+			return true
+		}
+		if len(domain) <= len(reg) {
+			return false
+		}
+		i := strings.IndexByte(domain, '.')
+		if i < 0 {
+			return false
+		}
+		domain = domain[i+1:]
+	}
+}
+
+// providerOf names the provider of a domain from its MX hosts, then from
+// the domain itself, then from the most preferred MX host's registrable
+// domain.
+func (c *classifier) providerOf(domain string, mxHosts []string) provider {
+	for _, h := range mxHosts {
+		for s := h; ; {
+			if p, ok := c.byMX[s]; ok {
+				return *p
+			}
+			i := strings.IndexByte(s, '.')
+			if i < 0 {
+				break
+			}
+			s = s[i+1:]
+		}
+	}
+	if p, ok := c.byDomain[domain]; ok {
+		return *p
+	}
+	if reg, err := publicsuffix.EffectiveTLDPlusOne(domain); err == nil &&
+		strings.HasPrefix(reg, "yahoo.") && reg != "yahoo.co.jp" {
+		// Yahoo's regional domains (yahoo.co.uk, yahoo.com.br, ...);
+		// Yahoo Japan is a separate company.
+		return *c.yahoo
+	}
+	if len(mxHosts) > 0 {
+		h := mxHosts[0]
+		if reg, err := publicsuffix.EffectiveTLDPlusOne(h); err == nil {
+			return provider{name: reg}
+		}
+		return provider{name: h}
+	}
+	return provider{name: "Unknown"}
 }
 
 // classifyLocal classifies a local part under the domain's class: whether it
 // is a role mailbox, its alias status, and the canonical address ("" when no
 // alias is detected).
 func (c *classifier) classifyLocal(local, asciiDomain string, dc domainClass) (role bool, alias AliasStatus, canonical string) {
-	return false, AliasMaybeNot, ""
+	role = c.isRole(local, dc.rule)
+
+	sep := byte('+')
+	if dc.rule == aliasRuleDash {
+		sep = '-'
+	}
+	i := strings.IndexByte(local, sep)
+	if i <= 0 {
+		// No separator, or one at the start: part of the name.
+		return role, AliasMaybeNot, ""
+	}
+	base := local[:i]
+	switch dc.rule {
+	case aliasRuleUnknown:
+		return role, AliasPossible, base + "@" + asciiDomain
+	case aliasRulePlusDots:
+		if strings.Count(base, ".") == len(base) {
+			return role, AliasMaybeNot, ""
+		}
+		return role, AliasConfirmed, gmailCanonical(base)
+	default:
+		return role, AliasConfirmed, lowerJoin(base, asciiDomain)
+	}
+}
+
+// isRole reports whether local, lower-cased and with its tag removed, is a
+// role mailbox. It does not allocate for local parts of up to 64 octets.
+func (c *classifier) isRole(local string, rule aliasRule) bool {
+	var buf [64]byte
+	b := buf[:0]
+	for i := 0; i < len(local); i++ {
+		ch := local[i]
+		if ch >= 0x80 {
+			return false // the list is ASCII
+		}
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		b = append(b, ch)
+	}
+	if i := bytes.IndexByte(b, '+'); i > 0 {
+		b = b[:i]
+	}
+	if _, ok := c.roles[string(b)]; ok {
+		return true
+	}
+	if rule == aliasRuleDash {
+		if i := bytes.IndexByte(b, '-'); i > 0 {
+			_, ok := c.roles[string(b[:i])]
+			return ok
+		}
+	}
+	return false
+}
+
+// lowerJoin returns lower(local) + "@" + domain with one allocation when
+// local is ASCII.
+func lowerJoin(local, domain string) string {
+	var sb strings.Builder
+	sb.Grow(len(local) + 1 + len(domain))
+	for i := 0; i < len(local); i++ {
+		ch := local[i]
+		if ch >= 0x80 {
+			return lowerUTF8(local) + "@" + domain
+		}
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		sb.WriteByte(ch)
+	}
+	sb.WriteByte('@')
+	sb.WriteString(domain)
+	return sb.String()
+}
+
+// gmailCanonical returns the consumer Gmail address for a local part
+// without its tag: dots removed, lower-cased, at gmail.com.
+func gmailCanonical(base string) string {
+	const domain = "@gmail.com"
+	var sb strings.Builder
+	sb.Grow(len(base) + len(domain))
+	for i := 0; i < len(base); i++ {
+		ch := base[i]
+		if ch >= 0x80 {
+			return lowerUTF8(strings.ReplaceAll(base, ".", "")) + domain
+		}
+		if ch == '.' {
+			continue
+		}
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		sb.WriteByte(ch)
+	}
+	sb.WriteString(domain)
+	return sb.String()
+}
+
+// lowerUTF8 lower-cases a non-ASCII local part. Invalid UTF-8, which the
+// parser does not accept, is returned unchanged rather than mangled.
+func lowerUTF8(s string) string {
+	if !utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToLower(s)
 }

@@ -90,9 +90,63 @@
 //
 // # Classification
 //
-// See the rules documented on the classifier in classify.go: disposable
-// domains (by domain, parent domain and MX host), role accounts, provider
-// names, sub-address aliases, canonical addresses and equivalent domains.
+// Disposable domains. An address is disposable when its domain, or a parent
+// of it up to and including the registrable domain (the public suffix plus
+// one label, from the Public Suffix List), is on the embedded list of
+// temporary-mailbox domains or in Config.DisposableDomains; a bare public
+// suffix never matches. It is also disposable when the registrable domain
+// of any of its MX hosts is on that list: a custom domain whose mail goes to
+// a burner service. Domains on the embedded allowlist or in
+// [Config.AllowDomains], matched on the domain and its parents the same way,
+// are never disposable, whatever their MX hosts; an allowed MX host does not
+// make a domain disposable either. Configured entries are trimmed,
+// lower-cased, stripped of a trailing dot and converted to A-labels; an
+// entry that is not a domain name, or is a public suffix, makes New fail.
+// The embedded lists are disposable-email-domains (CC0) and its former
+// allowlist, copied on 2026-11-21.
+//
+// Role addresses. The local part is a role mailbox (info, support,
+// no-reply, ...) when it is on the embedded list from
+// mixmaxhq/role-based-email-addresses (MIT), compared without regard to
+// ASCII case after removing its "+tag". At providers that use dashes
+// (Yahoo) it is also a role mailbox when the part before its "-tag" is, so
+// both no-reply and sales-2024 are. A local part with non-ASCII characters
+// is never a role address.
+//
+// Provider. provider.name comes from the MX hosts, most preferred first: the
+// first host under a known provider's or gateway's domain names it (Google,
+// Microsoft, Yahoo, Apple iCloud, Proton, Fastmail, Zoho, Yandex, Mail.ru,
+// GMX, Mimecast, Proofpoint, Barracuda, Cisco Secure Email, Amazon SES, ...).
+// Failing that, well-known consumer domains are recognised by name
+// (gmail.com is Google, hotmail.com is Microsoft, yahoo.* except
+// yahoo.co.jp is Yahoo). Failing that, the name is the registrable domain of
+// the most preferred MX host (a self-hosted domain reports itself), and
+// "Unknown" when there is no MX host.
+//
+// Aliases. Sub-addressing rules are known for consumer Gmail (gmail.com and
+// googlemail.com: "+tag" is ignored and so are dots), for Google Workspace
+// domains (by MX), Microsoft (consumer domains and Microsoft 365), Apple
+// iCloud, Proton, Fastmail and Zoho ("+tag" is ignored), and for Yahoo
+// ("-tag" is ignored; Yahoo mailbox names cannot contain "+", so a "+" there
+// is not a tag). A tag under a known rule is ALIAS_CONFIRMED; a "+tag" where
+// the rule is not known (other providers, gateways, self-hosted mail) is
+// ALIAS_POSSIBLE; anything else is MAYBE_NOT_ALIAS. A tag starts at the
+// first separator and runs to the end of the local part; it may be empty
+// ("john+@gmail.com"), but a separator at the very start ("+john") is part
+// of the name, not a tag. When an alias is detected, canonical_email is the
+// address without the tag, with the domain in A-label form. Under a known
+// rule the local part is lower-cased, since those providers ignore case; for
+// ALIAS_POSSIBLE it is kept as written. For consumer Gmail the dots are
+// removed too and googlemail.com becomes gmail.com. canonical_email is null
+// when no alias is detected, even for a Gmail address with dots: dots are
+// not a tag.
+//
+// Equivalent domains. equivalent_domains lists the other domains that reach
+// the same mailbox: gmail.com and googlemail.com; icloud.com, me.com and
+// mac.com; proton.me, protonmail.com, protonmail.ch and pm.me; the yandex
+// domains (yandex.ru, yandex.com, ya.ru, yandex.by, yandex.kz, yandex.ua,
+// yandex.com.tr). It is sorted, and empty for any other domain. Microsoft's
+// outlook.com, hotmail.com and live.com are separate mailboxes.
 //
 // # Testing
 //
