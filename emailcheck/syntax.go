@@ -214,8 +214,8 @@ var byteClass = func() (t [256]uint8) {
 // literals ([tag:...]) and bare IPv6 addresses without the tag are rejected.
 //
 // Always rejected: empty input, comments, folding white space, display names
-// and angle brackets, surrounding or inner white space, control characters
-// and invalid UTF-8.
+// and angle brackets, surrounding or inner white space, control characters,
+// and invalid UTF-8 or U+FFFD anywhere.
 //
 // On success, Local and Domain are the input on each side of the @, so
 // Local+"@"+Domain == s; ASCIIDomain is the lower-case A-label form without a
