@@ -7,9 +7,7 @@ require (
 	github.com/miekg/dns v1.1.73
 	golang.org/x/net v0.62.0
 	golang.org/x/sync v0.24.0
+	golang.org/x/text v0.43.0
 )
 
-require (
-	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.43.0 // indirect
-)
+require golang.org/x/sys v0.49.0 // indirect
