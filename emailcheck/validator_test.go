@@ -437,6 +437,7 @@ func TestValidateManyOrderAndCancel(t *testing.T) {
 
 	// A cancelled context ends the sequence with its error.
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var lastErr error
 	count := 0
 	for _, err := range b.v.ValidateMany(ctx, endless, nil) {
