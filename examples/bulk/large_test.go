@@ -235,3 +235,42 @@ func TestLargeList(t *testing.T) {
 		t.Errorf("warm rate %.0f addresses/s, want at least 20,000", rate)
 	}
 }
+
+// TestHugeInput streams 100 MB of CSV through the command from a pipe and
+// reports the peak memory, which must not grow with the input. It takes
+// about a minute, so it runs only when BULK_HUGE_TEST is set.
+func TestHugeInput(t *testing.T) {
+	if os.Getenv("BULK_HUGE_TEST") == "" {
+		t.Skip("set BULK_HUGE_TEST=1 to stream 100 MB through the command")
+	}
+	const size = 100 << 20
+	srv := startDNS(t, 20*time.Millisecond)
+	pr, pw := io.Pipe()
+	note := strings.Repeat("lorem ipsum ", 16)
+	rows := 0
+	go func() {
+		w := bufio.NewWriter(pw)
+		n, _ := fmt.Fprint(w, "email,note\n")
+		for written := n; written < size; written += n {
+			n, _ = fmt.Fprintf(w, "u%d@d%d.bulkmail.net,%s%d\n", rows, rows%5000, note, rows)
+			rows++
+		}
+		w.Flush()
+		pw.Close()
+	}()
+	runtime.GC()
+	peak := startMemPeak()
+	start := time.Now()
+	var stderr strings.Builder
+	code := run(t.Context(), []string{"-dns", srv.Addr(), "-quiet"}, pr, io.Discard, &stderr)
+	took := time.Since(start)
+	heap := peak.done()
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	t.Logf("%d MiB, %d rows in %v (%.0f addresses/s); peak Go heap in use %.1f MiB; process VmHWM %s",
+		size>>20, rows, took.Round(time.Millisecond), float64(rows)/took.Seconds(), float64(heap)/(1<<20), vmHWM())
+	if heap > 200<<20 {
+		t.Errorf("peak heap %d MiB: memory grows with the input", heap>>20)
+	}
+}

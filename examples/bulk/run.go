@@ -58,7 +58,7 @@ Progress and summary
 
 Validation runs in this process with the emailcheck library, querying the
 nameservers of -dns (default: those of /etc/resolv.conf); results carry
-meta.source "api". Ctrl-C stops the run: the rows finished so far are
+meta.source "api", as any direct call of the library does. Ctrl-C stops the run: the rows finished so far are
 written, the summary is printed, and the exit code is 130.
 Exit codes: 0 success, 1 usage or I/O error, 130 interrupted.
 
@@ -94,8 +94,8 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	dns := fs.String("dns", "", "comma-separated nameservers as `host:port` (default: /etc/resolv.conf)")
 	fs.IntVar(&o.concurrency, "concurrency", emailcheck.DefaultConcurrency, "addresses validated at once")
 	fs.DurationVar(&o.timeout, "timeout", emailcheck.DefaultQueryTimeout, "timeout of one DNS query")
-	only := fs.String("only", "", "write only rows with these `STATUS`es, comma-separated (e.g. LIKELY); the summary still counts every row")
-	fs.BoolVar(&o.dedupe, "dedupe", false, "validate and write each distinct address (compared case-insensitively) once, at its first occurrence; later rows with it are dropped and counted as duplicates")
+	only := fs.String("only", "", "write only rows with these `STATUS`es, comma-separated, of LIKELY, DISPOSABLE, NO_MX_RECORDS, UNKNOWN, INVALID_DOMAIN, INVALID, INVALID_FORMAT; the summary still counts every row")
+	fs.BoolVar(&o.dedupe, "dedupe", false, "validate and write each distinct address (compared case-insensitively) once, at its first occurrence; later rows with it are dropped and counted as duplicates (memory grows by about 20 bytes per distinct address)")
 	fs.StringVar(&o.format, "format", "csv", "output format: csv or jsonl")
 	fs.StringVar(&o.out, "o", "", "write to `FILE` instead of standard output")
 	fs.StringVar(&o.column, "column", "", "the email column of a CSV input: a header `NAME` or a 1-based INDEX (with an INDEX, the first row is a header unless that field holds an @)")

@@ -91,6 +91,17 @@ func (s *screen) text() []string {
 	return out
 }
 
+// buildCommand builds the command into dir and returns its path.
+func buildCommand(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "bulk")
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // barFrame matches a drawn progress bar: "… 42% |████      | [1s:2s]".
 var barFrame = regexp.MustCompile(`\d+% \|[^|]*\| +\[[^\]]*\]`)
 
@@ -103,11 +114,7 @@ func TestTerminalProgressBar(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "bulk")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCommand(t, dir)
 	srv := startDNS(t, 10*time.Millisecond)
 	in, out := filepath.Join(dir, "list.txt"), filepath.Join(dir, "out.csv")
 	var list strings.Builder
@@ -172,4 +179,58 @@ func TestTerminalProgressBar(t *testing.T) {
 		t.Errorf("last line should match %s:\n%s", want, strings.Join(lines, "\n"))
 	}
 	t.Logf("%d frames, such as %q\nfinal screen:\n%s", len(frames), frames, strings.Join(lines, "\n"))
+}
+
+// TestSignalInterrupts sends SIGINT to the built command while it waits
+// for more input and checks that it stops at once, writes the rows
+// finished so far in order, prints the summary and exits with 130.
+func TestSignalInterrupts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	t.Parallel()
+	bin := buildCommand(t, t.TempDir())
+	srv := startDNS(t, 0)
+	cmd := exec.Command(bin, "-dns", srv.Addr())
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	const rows = 50
+	for i := range rows {
+		fmt.Fprintf(stdin, "u%d@d%d.bulkmail.net\n", i, i)
+	}
+	time.Sleep(time.Second) // the input stays open: the command waits for more
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the command did not stop on SIGINT")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+		t.Errorf("exit code %d, want %d; stderr:\n%s", code, exitInterrupted, stderr.String())
+	}
+	_, got, statuses := statusColumn(t, stdout.String())
+	if len(got) != rows {
+		t.Errorf("%d rows written, want the %d received before the signal", len(got), rows)
+	}
+	for i, r := range got {
+		if want := fmt.Sprintf("u%d@d%d.bulkmail.net", i, i); r[0] != want || statuses[i] != "LIKELY" {
+			t.Errorf("row %d = %q %s, want %s LIKELY", i, r[0], statuses[i], want)
+		}
+	}
+	if !strings.Contains(stderr.String(), "Summary (interrupted") || !strings.Contains(stderr.String(), "bulk: interrupted") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
 }
