@@ -16,12 +16,15 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
-	"golang.org/x/net/idna"
 	"golang.org/x/sync/singleflight"
 )
 
 // ErrClosed is returned by Validate after Close.
 var ErrClosed = errors.New("emailcheck: validator closed")
+
+// ErrConfig is matched (with errors.Is) by every error New returns for an
+// invalid Config.
+var ErrConfig = errors.New("emailcheck: invalid configuration")
 
 // Defaults for the zero values of Config and ManyOptions.
 const (
@@ -66,17 +69,17 @@ func New(cfg *Config) (*Validator, error) {
 		c = *cfg
 	}
 	if err := c.setDefaults(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	cl, err := newClassifier(c.DisposableDomains, c.AllowDomains)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	blocked := make([]string, 0, len(c.BlockDomains))
 	for _, d := range c.BlockDomains {
 		n, err := normalizeDomain(d)
 		if err != nil {
-			return nil, fmt.Errorf("emailcheck: BlockDomains: %q: %w", d, err)
+			return nil, fmt.Errorf("%w: BlockDomains entry %q: %w", ErrConfig, d, err)
 		}
 		blocked = append(blocked, n)
 	}
@@ -159,17 +162,15 @@ func (c *Config) setDefaults() error {
 	return nil
 }
 
-// normalizeDomain turns a configured domain into lower-case A-label form.
+// normalizeDomain turns a configured domain into lower-case A-label form,
+// holding it to the same rules as the domain of an address.
 func normalizeDomain(d string) (string, error) {
 	d = strings.TrimSuffix(strings.TrimSpace(d), ".")
-	a, err := idna.Lookup.ToASCII(d)
+	addr, err := ParseAddress("postmaster@"+d, SyntaxOptions{})
 	if err != nil {
 		return "", err
 	}
-	if a == "" {
-		return "", errors.New("empty domain")
-	}
-	return strings.ToLower(a), nil
+	return addr.ASCIIDomain, nil
 }
 
 // CallOption adjusts one call of Validate.
@@ -294,8 +295,7 @@ func (v *Validator) checkLiteral(addr Address, res *Result) {
 		lit = lit[5:]
 	}
 	ip, err := netip.ParseAddr(lit)
-	ip = ip.Unmap()
-	if err != nil || !ip.IsGlobalUnicast() || ip.IsPrivate() {
+	if err != nil || !publicUnicast(ip.Unmap()) {
 		res.Confidence.Status = StatusInvalid
 		res.Confidence.Score = score(StatusInvalid, evidence{})
 		return
@@ -306,6 +306,24 @@ func (v *Validator) checkLiteral(addr Address, res *Result) {
 		res.Confidence.Status = StatusLikely
 	}
 	res.Confidence.Score = score(res.Confidence.Status, evidence{implicitMX: true})
+}
+
+// publicUnicast reports whether ip is a unicast address routed on the
+// public Internet: not private, loopback, link-local, shared (CGNAT),
+// documentation, benchmarking or reserved space.
+func publicUnicast(ip netip.Addr) bool {
+	if !ip.IsGlobalUnicast() || ip.IsPrivate() {
+		return false
+	}
+	for _, p := range []string{
+		"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15",
+		"198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4", "2001:db8::/32", "2001::/23",
+	} {
+		if netip.MustParsePrefix(p).Contains(ip) {
+			return false
+		}
+	}
+	return true
 }
 
 func (v *Validator) isBlocked(domain string) bool {
