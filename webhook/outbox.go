@@ -218,7 +218,8 @@ type Endpoints interface {
 	// RotateSecret makes p.Secret the current secret. The replaced one
 	// joins PreviousSecrets with ExpiresAt p.PreviousExpiresAt; previous
 	// secrets expired at p.Now are dropped. It returns ErrNotFound for an
-	// account without an endpoint.
+	// account without an endpoint and ErrInvalidSecret for a p.Secret
+	// that [ParseSecret] rejects.
 	RotateSecret(ctx context.Context, p RotateSecretParams) (Endpoint, error)
 
 	// DisableEndpoint sets Enabled to false and DisabledReason to
