@@ -247,7 +247,7 @@ func testLeaseConcurrent(t *testing.T, ob webhook.Outbox, _ webhook.Endpoints) {
 	errs := make(chan error, workers)
 	for range workers {
 		wg.Go(func() {
-			for {
+			for range events { // bounded, should leasing never run dry
 				ds, err := ob.Lease(t.Context(), webhook.LeaseParams{Now: at(time.Second), Limit: 7, Duration: time.Hour})
 				if err != nil {
 					errs <- err
