@@ -277,10 +277,12 @@ func (d *Dispatcher) handle(ctx context.Context, del Delivery) {
 		d.finish(bg, log, del, OutcomeDead, "no webhook endpoint configured")
 		return
 	case err != nil:
+		next := d.cfg.Now()
 		if ctx.Err() == nil {
 			log.Warn("webhook: reading the endpoint", "err", err)
+			next = next.Add(d.cfg.BusyDelay)
 		}
-		d.putBack(bg, log, del, d.cfg.Now().Add(d.cfg.BusyDelay))
+		d.putBack(bg, log, del, next)
 		return
 	case !ep.Enabled:
 		d.finish(bg, log, del, OutcomeDead, "webhook endpoint disabled")
