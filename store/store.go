@@ -16,6 +16,8 @@ var (
 	ErrInvalidKey = errors.New("store: invalid API key")
 	// ErrEmailTaken reports an account email already registered.
 	ErrEmailTaken = errors.New("store: email already registered")
+	// ErrKeyExists reports a [CreateKeyParams.Secret] already in use.
+	ErrKeyExists = errors.New("store: key already exists")
 	// ErrInvalidEmail reports an empty account email.
 	ErrInvalidEmail = errors.New("store: invalid email")
 )
@@ -147,7 +149,8 @@ type Accounts interface {
 	// CreateKey creates a key and returns it with its secret. The secret
 	// is returned here only: the backend stores its hash and prefix, never
 	// the secret. Unknown account: [ErrNotFound]. Invalid permission:
-	// an error matching [ErrInvalidPermission].
+	// an error matching [ErrInvalidPermission]. A given secret already in
+	// use: [ErrKeyExists].
 	CreateKey(ctx context.Context, p CreateKeyParams) (Key, string, error)
 
 	// ListKeys returns the account's keys, revoked ones included, oldest
