@@ -103,8 +103,8 @@ func (s *Store) addBalance(ctx context.Context, tx pgx.Tx, account string, delta
 		return fail(ctx, "apply: balance", err)
 	}
 	tag, err := tx.Exec(ctx, s.sql(`
-		UPDATE {schema}.credit_balances SET balance = balance + $2
-		WHERE account = $1 AND balance >= -$2`), account, delta)
+		UPDATE {schema}.credit_balances SET balance = balance + $2::bigint
+		WHERE account = $1 AND balance >= -$2::bigint`), account, delta)
 	if err != nil {
 		return fail(ctx, "apply: balance", err)
 	}

@@ -194,7 +194,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 		)
 		UPDATE {schema}.jobs j
 		SET state = 'running', token = gen_random_uuid()::text,
-		    lease_expires_at = now() + $2::bigint * interval '1 microsecond'
+		    lease_expires_at = clock_timestamp() + $2::bigint * interval '1 microsecond'
 		FROM next WHERE j.id = next.next_id
 		RETURNING `+jobColumns), p.Max, p.Duration.Microseconds())
 	if err != nil {
@@ -235,7 +235,7 @@ func (s *Store) Heartbeat(ctx context.Context, p jobs.HeartbeatParams) (time.Tim
 	var exists bool
 	err := s.pool.QueryRow(ctx, s.sql(`
 		WITH renewed AS (
-			UPDATE {schema}.jobs SET lease_expires_at = now() + $3::bigint * interval '1 microsecond'
+			UPDATE {schema}.jobs SET lease_expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond'
 			WHERE id = $1::bigint AND state = 'running' AND token = $2::text
 			RETURNING lease_expires_at
 		)

@@ -89,7 +89,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	s := &Store{
 		pool:   pool,
 		schema: schema,
-		ident:  pgx.Identifier{schema}.Sanitize(),
+		ident:  quoteIdent(schema),
 		logger: cmp.Or(c.Logger, slog.New(slog.DiscardHandler)),
 		subs:   make(map[chan struct{}]struct{}),
 	}
@@ -119,6 +119,9 @@ func (s *Store) Schema() string { return s.schema }
 func (s *Store) sql(query string) string {
 	return strings.ReplaceAll(query, "{schema}", s.ident)
 }
+
+// quoteIdent quotes name as an SQL identifier.
+func quoteIdent(name string) string { return pgx.Identifier{name}.Sanitize() }
 
 // channel is the NOTIFY channel of the store's jobs table; the jobs_notify
 // trigger computes the same name.
