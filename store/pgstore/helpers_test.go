@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/store/pgstore"
 )
 
@@ -72,4 +73,9 @@ func newStore(t testing.TB) *pgstore.Store {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// creditsGrant is a grant of n credits to account.
+func creditsGrant(account string, n int64) credits.Change {
+	return credits.Change{Account: account, Delta: n, Reason: credits.ReasonGrant}
 }
