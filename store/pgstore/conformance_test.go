@@ -10,10 +10,12 @@ import (
 )
 
 func TestCredits(t *testing.T) {
+	testPool(t)
 	creditstest.Run(t, func(t *testing.T) credits.Store { return newStore(t) })
 }
 
 func TestJobs(t *testing.T) {
+	testPool(t)
 	jobstest.Run(t, func(t *testing.T) jobstest.Backend {
 		s := newStore(t)
 		return jobstest.Backend{Driver: s, Credits: s, Events: s.Outbox}
@@ -21,6 +23,7 @@ func TestJobs(t *testing.T) {
 }
 
 func TestAccounts(t *testing.T) {
+	testPool(t)
 	storetest.Run(t, func(t *testing.T) storetest.Backend {
 		s := newStore(t)
 		return storetest.Backend{Accounts: s, Credits: s, Dump: s.Dump}
