@@ -537,14 +537,16 @@ func testCrashRescue(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	ids := mustEnqueue(t, b, acct, 50)
-	crashed := mustLease(t, b, 100, 40*time.Millisecond)
+	// The lease is long enough that a loaded machine cannot let it expire
+	// before the first rescue, and the sleep outlasts it.
+	crashed := mustLease(t, b, 100, 500*time.Millisecond)
 	if len(crashed) != 50 {
 		t.Fatalf("leased %d, want 50", len(crashed))
 	}
 	if n, err := b.q.RescueExpired(ctx); err != nil || n != 0 {
 		t.Fatalf("rescue before expiry: %d, %v", n, err)
 	}
-	time.Sleep(60 * time.Millisecond)
+	time.Sleep(600 * time.Millisecond)
 	n, err := b.q.RescueExpired(ctx)
 	if err != nil || n != 50 {
 		t.Fatalf("rescue after expiry: %d, %v; want 50", n, err)
@@ -726,7 +728,7 @@ func testRetry(t *testing.T, b *bundle) {
 	acct := account()
 	ids := mustEnqueue(t, b, acct, 1)
 	l := mustLease(t, b, 1, time.Minute)[0]
-	if err := b.q.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(100 * time.Millisecond), Error: "boom"}); err != nil {
+	if err := b.q.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(time.Second), Error: "boom"}); err != nil {
 		t.Fatal(err)
 	}
 	j, err := b.q.Get(ctx, acct, ids[0])
@@ -740,7 +742,7 @@ func testRetry(t *testing.T, b *bundle) {
 		t.Fatalf("second retry under the same lease: %v, want ErrLeaseLost", err)
 	}
 	var l2 jobs.Lease
-	waitFor(t, 2*time.Second, "the retried job", func() bool {
+	waitFor(t, 5*time.Second, "the retried job", func() bool {
 		ls := mustLease(t, b, 1, time.Minute)
 		if len(ls) == 1 {
 			l2 = ls[0]
