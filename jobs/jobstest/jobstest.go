@@ -603,13 +603,13 @@ func testRescueRace(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	ids := mustEnqueue(t, b, acct, 1)
-	l := mustLease(t, b, 1, 30*time.Millisecond)[0]
+	l := mustLease(t, b, 1, 300*time.Millisecond)[0]
 	r, _ := likely(ctx, l.Email)
 	r.Provider.Name = "Marker"
 	if err := b.q.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // the old lease would have expired by now
+	time.Sleep(400 * time.Millisecond) // the old lease would have expired by now
 	if n, err := b.q.RescueExpired(ctx); err != nil || n != 0 {
 		t.Fatalf("rescue after completion: %d, %v; want 0", n, err)
 	}
@@ -687,15 +687,17 @@ func testHeartbeat(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	mustEnqueue(t, b, acct, 1)
-	l := mustLease(t, b, 1, 40*time.Millisecond)[0]
+	// Margins are wide enough for a loaded machine: each renewal comes
+	// well before the lease would end.
+	l := mustLease(t, b, 1, 400*time.Millisecond)[0]
 	for range 3 {
-		time.Sleep(20 * time.Millisecond)
-		exp, err := b.q.Heartbeat(ctx, l, 60*time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
+		exp, err := b.q.Heartbeat(ctx, l, 600*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !exp.After(time.Now().Add(30 * time.Millisecond)) {
-			t.Fatalf("heartbeat expiry %v is not about 60ms from now", exp)
+		if !exp.After(time.Now().Add(300 * time.Millisecond)) {
+			t.Fatalf("heartbeat expiry %v is not about 600ms from now", exp)
 		}
 		if n, err := b.q.RescueExpired(ctx); err != nil || n != 0 {
 			t.Fatalf("rescued a renewed lease: %d, %v", n, err)
