@@ -89,14 +89,17 @@ func New() *Store {
 
 // Outbox returns a copy of the events recorded for account by job
 // completions, oldest first.
-func (s *Store) Outbox(account string) []jobs.Event {
+func (s *Store) Outbox(ctx context.Context, account string) ([]jobs.Event, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]jobs.Event, len(s.outbox[account]))
 	for i, e := range s.outbox[account] {
 		out[i] = jobs.Event{ID: e.ID, Payload: append([]byte(nil), e.Payload...)}
 	}
-	return out
+	return out, nil
 }
 
 // Dump returns every piece of data the Store holds, JSON-encoded. It is
