@@ -117,14 +117,18 @@ func (s *Store) wrap(ctx context.Context, op string, err error) error {
 }
 
 // code returns the code a script failed with ("NOTFOUND" for an error reply
-// "VM_NOTFOUND ...") and the words after it, or "" when err is not such a
-// reply.
+// "VM_NOTFOUND ..." or, as the server reports errors raised inside a
+// script, "ERR VM_NOTFOUND ...") and the words after it, or "" when err is
+// not such a reply.
 func code(err error) (string, []string) {
 	var re redis.Error
 	if !errors.As(err, &re) {
 		return "", nil
 	}
 	f := strings.Fields(re.Error())
+	if len(f) > 0 && f[0] == "ERR" {
+		f = f[1:]
+	}
 	if len(f) == 0 {
 		return "", nil
 	}
