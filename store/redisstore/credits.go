@@ -16,12 +16,16 @@ func (s *Store) Balance(ctx context.Context, account string) (int64, error) {
 	if err := checkCtx(ctx, "balance"); err != nil {
 		return 0, err
 	}
-	n, err := s.rdb.Get(ctx, s.key("bal:"+account)).Int64()
+	v, err := s.rdb.Get(ctx, s.key("bal:"+account)).Result()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, s.wrap(ctx, "balance", err)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: balance %q", ErrBadData, v)
 	}
 	return n, nil
 }
