@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -99,7 +100,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	for i := 0; i < len(f); i += width {
 		r := f[i : i+width]
 		cost, err1 := strconv.ParseInt(r[3], 10, 64)
-		errs, err2 := strconv.Atoi(r[4])
+		errs, err2 := strconv.Atoi(cmp.Or(r[4], "0"))
 		created, err3 := micros(r[6])
 		exp, err4 := micros(r[8])
 		if err := errors.Join(err1, err2, err3, err4); err != nil {
@@ -254,7 +255,7 @@ func jobFromHash(id string, m map[string]string) (jobs.Job, error) {
 	j := jobs.Job{ID: id, Account: m["account"], Email: m["email"], LastError: m["last_error"], State: jobs.StateActive}
 	var err1, err2, err3, err4 error
 	j.Cost, err1 = strconv.ParseInt(m["cost"], 10, 64)
-	j.Errors, err2 = strconv.Atoi(m["errors"])
+	j.Errors, err2 = strconv.Atoi(cmp.Or(m["errors"], "0"))
 	j.CreatedAt, err3 = micros(m["created"])
 	j.CompletedAt, err4 = micros(m["completed"])
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
