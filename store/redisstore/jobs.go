@@ -77,9 +77,13 @@ func idRange(first string, n int) ([]string, error) {
 	return ids, nil
 }
 
+// maxLease bounds the jobs one Lease call hands out (Lua's unpack limits
+// the arguments of one command).
+const maxLease = 1000
+
 // Lease implements [jobs.Driver]: one script moves due retries to the ready
 // set, takes the lowest ids, and records each lease in the leases sorted
-// set scored by its expiry.
+// set scored by its expiry. It hands out at most 1,000 jobs per call.
 func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, error) {
 	if err := checkCtx(ctx, "lease"); err != nil {
 		return nil, err
@@ -88,7 +92,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 		return nil, fmt.Errorf("jobs: invalid lease request (max %d, duration %v)", p.Max, p.Duration)
 	}
 	keys := []string{s.key("ready"), s.key("delayed"), s.key("leases")}
-	f, err := s.run(ctx, scriptLease, keys, s.key("job:"), p.Max, max(p.Duration.Microseconds(), 1), token()).StringSlice()
+	f, err := s.run(ctx, scriptLease, keys, s.key("job:"), min(p.Max, maxLease), max(p.Duration.Microseconds(), 1), token()).StringSlice()
 	if err != nil {
 		return nil, s.wrap(ctx, "lease", err)
 	}

@@ -249,22 +249,26 @@ for _, id in ipairs(ids) do
   fields[#fields + 1] = f
 end
 -- writes
-for _, id in ipairs(due) do
-  redis.call('ZREM', KEYS[2], id)
-  redis.call('ZADD', KEYS[1], id, id)
+if #due > 0 then
+  local z = {}
+  for _, id in ipairs(due) do z[#z + 1] = id; z[#z + 1] = id end
+  redis.call('ZREM', KEYS[2], unpack(due))
+  redis.call('ZADD', KEYS[1], unpack(z))
 end
 local exp = now + tonumber(ARGV[3])
-local out = {}
+local out, leased = {}, {}
 for i, id in ipairs(chosen) do
-  redis.call('ZREM', KEYS[1], id)
   local f = fields[i]
   if f[1] == 'a' then
     local tok = ARGV[4] .. '.' .. i
     redis.call('HSET', ARGV[1] .. id, 'state', 'r', 'token', tok, 'expires', str(exp))
-    redis.call('ZADD', KEYS[3], exp, id)
+    leased[#leased + 1] = exp
+    leased[#leased + 1] = id
     for _, v in ipairs({id, f[2] or '', f[3] or '', f[4] or '0', f[5] or '0', f[6] or '', f[7] or '', tok, str(exp)}) do out[#out + 1] = v end
   end
 end
+if #chosen > 0 then redis.call('ZREM', KEYS[1], unpack(chosen)) end
+if #leased > 0 then redis.call('ZADD', KEYS[3], unpack(leased)) end
 return out
 `)
 
