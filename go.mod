@@ -3,6 +3,7 @@ module github.com/validmail/validmail
 go 1.26.8
 
 require (
+	github.com/google/uuid v1.6.0
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/miekg/dns v1.1.73
 	golang.org/x/net v0.62.0

@@ -1,0 +1,19 @@
+// Package credits keeps per-account credit balances as an append-only ledger.
+//
+// A [Ledger] is the concrete type callers use; it runs over a [Store], the
+// small interface a backend implements (see store/memstore, store/pgstore and
+// store/redisstore). Every change is an [Entry] in the account's history, and
+// the balance always equals the sum of the history's deltas.
+//
+// The rules every Store keeps, checked by the conformance suite in
+// credits/creditstest:
+//
+//   - No balance ever goes below zero: a charge of N is all or nothing, and a
+//     charge larger than the balance fails with an [*InsufficientError]
+//     (matching [ErrInsufficient]) and changes nothing.
+//   - A change carrying an idempotency key is applied at most once per
+//     account: repeating the key with the same delta and reason returns the
+//     original entry; repeating it with a different delta or reason fails
+//     with [ErrIdempotencyConflict].
+//   - An account that has never had an entry has a balance of zero.
+package credits

@@ -1,0 +1,233 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/validmail/validmail/emailcheck"
+)
+
+// Errors reported by a [Queue] and by every [Driver].
+var (
+	// ErrNotFound reports an unknown job, a job of another account, or a job
+	// removed after its retention.
+	ErrNotFound = errors.New("jobs: not found")
+	// ErrLeaseLost reports a lease token that no longer holds the job: the
+	// lease expired and was rescued, or the job is already completed.
+	ErrLeaseLost = errors.New("jobs: lease lost")
+	// ErrEmptyBatch reports an enqueue of no addresses.
+	ErrEmptyBatch = errors.New("jobs: empty batch")
+	// ErrBatchReplayed reports, on a driver without [ChargingDriver], an
+	// idempotency key that was already used for a batch: the credits were
+	// not charged again, but the original job ids are not known.
+	ErrBatchReplayed = errors.New("jobs: batch already enqueued under this idempotency key")
+)
+
+// State is a job's state as users see it.
+type State string
+
+// States.
+const (
+	// StateActive: accepted and not yet done (waiting, running or waiting
+	// for a retry).
+	StateActive State = "active"
+	// StateCompleted: done; the job has a result.
+	StateCompleted State = "completed"
+)
+
+// Job is one address to validate.
+type Job struct {
+	// ID is numeric text, unique and increasing.
+	ID string
+	// Account owns the job.
+	Account string
+	// Email is the address to validate.
+	Email string
+	// State is [StateActive] or [StateCompleted].
+	State State
+	// Result is nil while the job is active.
+	Result *emailcheck.Result
+	// Cost is the number of credits charged for the job at enqueue (0 or
+	// 1); it is what an UNKNOWN result refunds.
+	Cost int64
+	// Errors counts failed attempts: retries with an error and rescued
+	// leases.
+	Errors int
+	// LastError is the message of the latest failed attempt.
+	LastError string
+	// CreatedAt is when the job was enqueued.
+	CreatedAt time.Time
+	// CompletedAt is when the job completed; zero while active.
+	CompletedAt time.Time
+}
+
+// Lease is a job handed to one worker until ExpiresAt.
+type Lease struct {
+	Job
+	// Token identifies this lease; every change made under the lease
+	// presents it.
+	Token string
+	// ExpiresAt is when the lease ends unless renewed.
+	ExpiresAt time.Time
+}
+
+// Event is an opaque record written to the account's outbox in the same
+// atomic step as a completion (the webhook dispatcher delivers it).
+type Event struct {
+	// ID identifies the event; delivering it twice must be recognisable.
+	ID string
+	// Payload is the event body.
+	Payload []byte
+}
+
+// EnqueueParams describes a batch for [Driver.Enqueue].
+type EnqueueParams struct {
+	// Account owns the jobs; required.
+	Account string
+	// Emails holds one address per job, in order; at least one.
+	Emails []string
+	// Cost is the credits each job was charged, recorded in [Job.Cost].
+	Cost int64
+}
+
+// EnqueueChargedParams describes a batch for [ChargingDriver.EnqueueCharged]
+// and [Queue.EnqueueCharged]: one credit is charged per address.
+type EnqueueChargedParams struct {
+	// Account owns the jobs and pays for them; required.
+	Account string
+	// Emails holds one address per job, in order; at least one.
+	Emails []string
+	// IdempotencyKey, when set, makes the batch apply once per account:
+	// a repeat with as many addresses returns the original ids without
+	// charging or enqueueing; a repeat with another count fails with
+	// credits.ErrIdempotencyConflict.
+	IdempotencyKey string
+}
+
+// LeaseParams describes a lease request.
+type LeaseParams struct {
+	// Max is the most jobs to lease; at least 1.
+	Max int
+	// Duration is the lease length; positive.
+	Duration time.Duration
+}
+
+// HeartbeatParams renews a lease.
+type HeartbeatParams struct {
+	ID    string
+	Token string
+	// Duration is the new lease length, counted from now.
+	Duration time.Duration
+}
+
+// CompleteParams completes a leased job.
+type CompleteParams struct {
+	ID    string
+	Token string
+	// Result is stored as the job's result.
+	Result emailcheck.Result
+	// Refund, when positive, is credited back to the job's account (reason
+	// refund, reference the job id) in the same atomic step.
+	Refund int64
+	// Event, when not nil, is appended to the account's outbox in the same
+	// atomic step.
+	Event *Event
+}
+
+// RetryParams gives a leased job back.
+type RetryParams struct {
+	ID    string
+	Token string
+	// RunAt is the earliest time the job may be leased again; zero means
+	// now.
+	RunAt time.Time
+	// Error, when set, records a failed attempt: it becomes LastError and
+	// Errors grows by one. An empty Error hands the job back without
+	// counting an attempt (a worker shutting down).
+	Error string
+}
+
+// RescueParams selects expired leases to rescue.
+type RescueParams struct {
+	// Limit is the most jobs to rescue in one call; 0 means no limit.
+	Limit int
+}
+
+// CleanupParams selects completed jobs to remove.
+type CleanupParams struct {
+	// CompletedBefore: completed jobs that completed before this time are
+	// removed. Active jobs are never removed.
+	CompletedBefore time.Time
+	// Limit is the most jobs to remove in one call; 0 means no limit.
+	Limit int
+}
+
+// Driver is the storage a [Queue] runs over.
+//
+// A Driver may be called concurrently from many goroutines and, for shared
+// backends, from many processes; each method is atomic on its own. Every
+// method must honor ctx: when ctx ends first it returns an error wrapping
+// ctx.Err(), and a change it did not acknowledge must not be half applied.
+// Time (lease expiry, run-at, completion) is the driver's clock.
+type Driver interface {
+	// Enqueue creates one available job per address and returns their ids,
+	// in the order of p.Emails, unique and increasing.
+	Enqueue(ctx context.Context, p EnqueueParams) ([]string, error)
+
+	// Lease hands out up to p.Max available jobs whose run-at has come,
+	// lowest ids first, each with a new unique token and an expiry p.Duration
+	// from now. A job is never leased to two holders at once.
+	Lease(ctx context.Context, p LeaseParams) ([]Lease, error)
+
+	// Heartbeat extends a lease held by p.Token and returns its new expiry.
+	// A token that no longer holds the job: [ErrLeaseLost]. Unknown job:
+	// [ErrNotFound].
+	Heartbeat(ctx context.Context, p HeartbeatParams) (time.Time, error)
+
+	// Complete stores the result and marks the job completed, refunds
+	// p.Refund and appends p.Event, all in one atomic step, if and only if
+	// p.Token still holds the job; otherwise it changes nothing and returns
+	// [ErrLeaseLost] (unknown job: [ErrNotFound]).
+	Complete(ctx context.Context, p CompleteParams) error
+
+	// Retry makes a leased job available again at p.RunAt, if p.Token still
+	// holds it ([ErrLeaseLost] otherwise).
+	Retry(ctx context.Context, p RetryParams) error
+
+	// RescueExpired makes every job whose lease has expired available
+	// again, counting a failed attempt, and returns how many it rescued.
+	// Each rescue is a compare-and-set on the job's state and token: a job
+	// completed or re-leased meanwhile is left alone.
+	RescueExpired(ctx context.Context, p RescueParams) (int, error)
+
+	// Get returns the job with the id if it belongs to account, else
+	// [ErrNotFound] (a malformed id is also [ErrNotFound]).
+	Get(ctx context.Context, account, id string) (Job, error)
+
+	// Cleanup removes completed jobs per p and returns how many it removed.
+	Cleanup(ctx context.Context, p CleanupParams) (int, error)
+}
+
+// ChargingDriver is a [Driver] that can charge credits and enqueue a batch in
+// one atomic step: afterwards either every job exists and the charge is in
+// the ledger, or neither. The [Queue] uses it when the driver implements it.
+//
+// EnqueueCharged charges len(p.Emails) credits (reason charge, idempotency
+// key p.IdempotencyKey) and enqueues the jobs with Cost 1. Too few credits:
+// a *credits.InsufficientError and nothing written. A replayed key: see
+// [EnqueueChargedParams.IdempotencyKey].
+type ChargingDriver interface {
+	Driver
+	EnqueueCharged(ctx context.Context, p EnqueueChargedParams) ([]string, error)
+}
+
+// Notifier is implemented by a [Driver] that can tell idle workers about new
+// jobs, so that they need not only poll.
+type Notifier interface {
+	// Subscribe returns a channel that receives a value soon after jobs
+	// are enqueued (signals may be coalesced; a signal may also be
+	// spurious). The subscription ends, and the channel is no longer sent
+	// to, when ctx ends. It may be called concurrently.
+	Subscribe(ctx context.Context) (<-chan struct{}, error)
+}

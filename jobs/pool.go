@@ -1,0 +1,398 @@
+package jobs
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/validmail/validmail/emailcheck"
+)
+
+// Validator validates one address. *emailcheck.Validator satisfies it. It
+// must be safe for concurrent use; an error means the validation could not
+// be done (the job is retried), never that the address is bad.
+type Validator interface {
+	Validate(ctx context.Context, email string, opts ...emailcheck.CallOption) (emailcheck.Result, error)
+}
+
+// Pool defaults.
+const (
+	DefaultWorkers       = 8
+	DefaultLeaseDuration = 30 * time.Second
+	DefaultPollInterval  = time.Second
+	DefaultMaxAttempts   = 5
+	DefaultJobTimeout    = time.Minute
+	DefaultCleanupEvery  = time.Hour
+)
+
+// PoolConfig configures a [Pool]. The zero value gives the defaults.
+type PoolConfig struct {
+	// Workers is the number of jobs validated at once. Default
+	// [DefaultWorkers].
+	Workers int
+	// LeaseDuration is the length of a lease; leases are renewed every
+	// HeartbeatInterval while their job runs. Default
+	// [DefaultLeaseDuration].
+	LeaseDuration time.Duration
+	// HeartbeatInterval is how often held leases are renewed. Default a
+	// third of LeaseDuration.
+	HeartbeatInterval time.Duration
+	// PollInterval is how often an idle pool looks for jobs when no
+	// notification wakes it first. Default [DefaultPollInterval].
+	PollInterval time.Duration
+	// RescueInterval is how often expired leases (of workers that died)
+	// are rescued. Default half of LeaseDuration.
+	RescueInterval time.Duration
+	// CleanupInterval is how often completed jobs past the queue's
+	// retention are removed. Default [DefaultCleanupEvery]; negative
+	// disables cleanup.
+	CleanupInterval time.Duration
+	// MaxAttempts bounds the attempts at a job; when they run out the job
+	// completes with [UnknownResult] and its cost is refunded. Default
+	// [DefaultMaxAttempts].
+	MaxAttempts int
+	// Backoff returns the wait before attempt number failures+1, given
+	// the number of failures so far (1 or more). Default: 1 s doubling per
+	// failure, at most 5 minutes, with up to 10% jitter.
+	Backoff func(failures int) time.Duration
+	// JobTimeout bounds one validation. Default [DefaultJobTimeout].
+	JobTimeout time.Duration
+	// Notifier wakes idle workers when jobs are enqueued. Default: the
+	// queue's driver, if it implements [Notifier].
+	Notifier Notifier
+	// NewEvent, when set, builds the outbox event written in the same
+	// atomic step as a job's completion. An error is logged and the job is
+	// retried.
+	NewEvent func(job Job, result emailcheck.Result) (*Event, error)
+	// OnComplete, when set, is called after each job this pool completed,
+	// with the job in its completed state. It runs on the worker's
+	// goroutine and must not block for long.
+	OnComplete func(ctx context.Context, job Job)
+	// Logger receives the pool's records. Default: discard.
+	Logger *slog.Logger
+}
+
+// Pool leases jobs from a [Queue], validates them and completes them.
+// Create it with [NewPool] and start it with [Pool.Run].
+type Pool struct {
+	q         *Queue
+	v         Validator
+	cfg       PoolConfig
+	notifier  Notifier
+	logger    *slog.Logger
+	running   atomic.Bool
+	completed atomic.Int64
+}
+
+// NewPool returns a Pool working q's jobs with v. cfg may be nil. It starts
+// nothing; call [Pool.Run].
+func NewPool(q *Queue, v Validator, cfg *PoolConfig) (*Pool, error) {
+	if q == nil || v == nil {
+		return nil, errors.New("jobs: NewPool needs a queue and a validator")
+	}
+	var c PoolConfig
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Workers < 0 || c.LeaseDuration < 0 || c.HeartbeatInterval < 0 || c.PollInterval < 0 ||
+		c.RescueInterval < 0 || c.MaxAttempts < 0 || c.JobTimeout < 0 {
+		return nil, fmt.Errorf("jobs: negative value in PoolConfig")
+	}
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.LeaseDuration = cmp.Or(c.LeaseDuration, DefaultLeaseDuration)
+	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, c.LeaseDuration/3)
+	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
+	c.RescueInterval = cmp.Or(c.RescueInterval, c.LeaseDuration/2)
+	c.CleanupInterval = cmp.Or(c.CleanupInterval, DefaultCleanupEvery)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
+	c.JobTimeout = cmp.Or(c.JobTimeout, DefaultJobTimeout)
+	if c.Backoff == nil {
+		c.Backoff = DefaultBackoff
+	}
+	if c.HeartbeatInterval >= c.LeaseDuration {
+		return nil, fmt.Errorf("jobs: HeartbeatInterval %v must be shorter than LeaseDuration %v", c.HeartbeatInterval, c.LeaseDuration)
+	}
+	n := c.Notifier
+	if n == nil {
+		n, _ = q.driver.(Notifier)
+	}
+	return &Pool{
+		q:        q,
+		v:        v,
+		cfg:      c,
+		notifier: n,
+		logger:   cmp.Or(c.Logger, slog.New(slog.DiscardHandler)),
+	}, nil
+}
+
+// DefaultBackoff waits 1 s after the first failure, doubling per failure up
+// to 5 minutes, plus up to 10% jitter.
+func DefaultBackoff(failures int) time.Duration {
+	d := time.Second << min(max(failures-1, 0), 9)
+	d = min(d, 5*time.Minute)
+	return d + rand.N(d/10+1)
+}
+
+// Completed returns the number of jobs this pool has completed.
+func (p *Pool) Completed() int64 { return p.completed.Load() }
+
+// Run works jobs until ctx ends, then drains: it stops leasing, finishes
+// the validations in flight, hands leased but unstarted jobs back to the
+// queue, and returns nil. Run may be called once at a time.
+func (p *Pool) Run(ctx context.Context) error {
+	if !p.running.CompareAndSwap(false, true) {
+		return errors.New("jobs: pool already running")
+	}
+	defer p.running.Store(false)
+
+	r := &run{
+		p:        p,
+		capacity: 2 * p.cfg.Workers,
+		held:     make(map[string]string),
+		freed:    make(chan struct{}, 1),
+		wake:     make(chan struct{}, 1),
+	}
+	var notify <-chan struct{}
+	if p.notifier != nil {
+		ch, err := p.notifier.Subscribe(ctx)
+		if err != nil {
+			p.logger.WarnContext(ctx, "jobs: notifications unavailable, polling only", "err", err)
+		} else {
+			notify = ch
+		}
+	}
+
+	work := make(chan Lease, r.capacity)
+	var workers sync.WaitGroup
+	for range p.cfg.Workers {
+		workers.Go(func() { r.worker(ctx, work) })
+	}
+	stopAux := make(chan struct{})
+	var aux sync.WaitGroup
+	aux.Go(func() { r.heartbeats(ctx, stopAux) })
+	aux.Go(func() { r.every(ctx, p.cfg.RescueInterval, r.rescue) })
+	if p.cfg.CleanupInterval > 0 {
+		aux.Go(func() { r.every(ctx, p.cfg.CleanupInterval, r.cleanup) })
+	}
+
+	r.fetch(ctx, work, notify)
+	close(work)
+	workers.Wait()
+	close(stopAux)
+	aux.Wait()
+	return nil
+}
+
+// run is the state of one Run call.
+type run struct {
+	p           *Pool
+	capacity    int
+	outstanding atomic.Int64 // leased and not yet finished
+	mu          sync.Mutex
+	held        map[string]string // job id → lease token, for heartbeats
+	freed       chan struct{}     // a worker finished a job
+	wake        chan struct{}     // rescued jobs are available
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// fetch leases jobs into work until ctx ends.
+func (r *run) fetch(ctx context.Context, work chan<- Lease, notify <-chan struct{}) {
+	p := r.p
+	poll := time.NewTimer(p.cfg.PollInterval)
+	defer poll.Stop()
+	for ctx.Err() == nil {
+		want := r.capacity - int(r.outstanding.Load())
+		got := 0
+		if want > 0 {
+			leases, err := p.q.driver.Lease(ctx, LeaseParams{Max: want, Duration: p.cfg.LeaseDuration})
+			if err != nil && ctx.Err() == nil {
+				p.logger.ErrorContext(ctx, "jobs: lease", "err", err)
+			}
+			got = len(leases)
+			r.outstanding.Add(int64(got))
+			r.mu.Lock()
+			for _, l := range leases {
+				r.held[l.ID] = l.Token
+			}
+			r.mu.Unlock()
+			for _, l := range leases {
+				work <- l // never blocks: at most capacity leases are outstanding
+			}
+			if err == nil && got == want {
+				continue
+			}
+		}
+		var freed chan struct{}
+		if want <= 0 || got > 0 {
+			freed = r.freed
+		}
+		poll.Reset(p.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+		case <-notify:
+		case <-r.wake:
+		case <-freed:
+		case <-poll.C:
+		}
+	}
+}
+
+func (r *run) worker(ctx context.Context, work <-chan Lease) {
+	for l := range work {
+		if ctx.Err() != nil {
+			r.handBack(ctx, l)
+		} else {
+			r.process(ctx, l)
+		}
+		r.mu.Lock()
+		delete(r.held, l.ID)
+		r.mu.Unlock()
+		r.outstanding.Add(-1)
+		signal(r.freed)
+	}
+}
+
+func (r *run) handBack(ctx context.Context, l Lease) {
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := r.p.q.driver.Retry(hctx, RetryParams{ID: l.ID, Token: l.Token})
+	if err != nil && !errors.Is(err, ErrLeaseLost) {
+		r.p.logger.WarnContext(ctx, "jobs: hand back lease", "job", l.ID, "err", err)
+	}
+}
+
+func (r *run) process(ctx context.Context, l Lease) {
+	p := r.p
+	// The job runs to its end even when ctx ends: draining finishes it.
+	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.JobTimeout)
+	defer cancel()
+
+	var res emailcheck.Result
+	if l.Errors >= p.cfg.MaxAttempts {
+		res = UnknownResult(l.Email)
+	} else {
+		var err error
+		res, err = p.v.Validate(jctx, l.Email, emailcheck.WithSource(emailcheck.SourceAPIAsync))
+		if err != nil {
+			failures := l.Errors + 1
+			if failures < p.cfg.MaxAttempts {
+				rerr := p.q.driver.Retry(jctx, RetryParams{
+					ID: l.ID, Token: l.Token,
+					RunAt: time.Now().Add(p.cfg.Backoff(failures)),
+					Error: err.Error(),
+				})
+				if rerr != nil && !errors.Is(rerr, ErrLeaseLost) {
+					p.logger.ErrorContext(ctx, "jobs: retry", "job", l.ID, "err", rerr)
+				}
+				return
+			}
+			p.logger.WarnContext(ctx, "jobs: attempts exhausted, completing as UNKNOWN", "job", l.ID, "err", err)
+			res = UnknownResult(l.Email)
+		}
+	}
+	res.Meta.Source = emailcheck.SourceAPIAsync
+
+	cp := CompleteParams{ID: l.ID, Token: l.Token, Result: res}
+	if res.Confidence.Status == emailcheck.StatusUnknown {
+		cp.Refund = l.Cost
+	}
+	job := l.Job
+	job.State = StateCompleted
+	job.Result = &res
+	if p.cfg.NewEvent != nil {
+		ev, err := p.cfg.NewEvent(job, res)
+		if err != nil {
+			p.logger.ErrorContext(ctx, "jobs: build event", "job", l.ID, "err", err)
+			_ = p.q.driver.Retry(jctx, RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(p.cfg.Backoff(l.Errors + 1)), Error: err.Error()})
+			return
+		}
+		cp.Event = ev
+	}
+	if err := p.q.driver.Complete(jctx, cp); err != nil {
+		if errors.Is(err, ErrLeaseLost) {
+			p.logger.DebugContext(ctx, "jobs: lease lost before completion", "job", l.ID)
+		} else {
+			// The lease expires and the job is rescued and retried.
+			p.logger.ErrorContext(ctx, "jobs: complete", "job", l.ID, "err", err)
+		}
+		return
+	}
+	p.completed.Add(1)
+	if p.cfg.OnComplete != nil {
+		job.CompletedAt = time.Now()
+		p.cfg.OnComplete(jctx, job)
+	}
+}
+
+// heartbeats renews held leases until stop is closed.
+func (r *run) heartbeats(ctx context.Context, stop <-chan struct{}) {
+	p := r.p
+	t := time.NewTicker(p.cfg.HeartbeatInterval)
+	defer t.Stop()
+	hctx := context.WithoutCancel(ctx)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		held := make([]HeartbeatParams, 0, len(r.held))
+		for id, tok := range r.held {
+			held = append(held, HeartbeatParams{ID: id, Token: tok, Duration: p.cfg.LeaseDuration})
+		}
+		r.mu.Unlock()
+		for _, h := range held {
+			if _, err := p.q.driver.Heartbeat(hctx, h); err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrNotFound) {
+				p.logger.WarnContext(ctx, "jobs: heartbeat", "job", h.ID, "err", err)
+			}
+		}
+	}
+}
+
+// every calls f every d until ctx ends.
+func (r *run) every(ctx context.Context, d time.Duration, f func(context.Context)) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f(ctx)
+		}
+	}
+}
+
+func (r *run) rescue(ctx context.Context) {
+	n, err := r.p.q.RescueExpired(ctx)
+	if err != nil && ctx.Err() == nil {
+		r.p.logger.ErrorContext(ctx, "jobs: rescue expired leases", "err", err)
+	}
+	if n > 0 {
+		r.p.logger.InfoContext(ctx, "jobs: rescued expired leases", "count", n)
+		signal(r.wake)
+	}
+}
+
+func (r *run) cleanup(ctx context.Context) {
+	n, err := r.p.q.Cleanup(ctx)
+	if err != nil && ctx.Err() == nil {
+		r.p.logger.ErrorContext(ctx, "jobs: cleanup", "err", err)
+	}
+	if n > 0 {
+		r.p.logger.InfoContext(ctx, "jobs: removed completed jobs past retention", "count", n)
+	}
+}

@@ -1,0 +1,191 @@
+package jobs
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/emailcheck"
+)
+
+// DefaultRetention is how long completed jobs are kept by default.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// Config configures a [Queue]. The zero value gives the defaults.
+type Config struct {
+	// Retention is how long completed jobs are kept before [Queue.Cleanup]
+	// removes them. Default [DefaultRetention].
+	Retention time.Duration
+	// Logger receives the queue's records. Default: discard.
+	Logger *slog.Logger
+}
+
+// Queue is the job queue. It is safe for concurrent use.
+type Queue struct {
+	driver    Driver
+	ledger    *credits.Ledger
+	retention time.Duration
+	logger    *slog.Logger
+}
+
+// NewQueue returns a Queue over driver. ledger charges batches when driver
+// is not a [ChargingDriver]; it may be nil when [Queue.EnqueueCharged] is
+// not used with such a driver. cfg may be nil.
+func NewQueue(driver Driver, ledger *credits.Ledger, cfg *Config) (*Queue, error) {
+	if driver == nil {
+		return nil, errors.New("jobs: nil driver")
+	}
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Retention < 0 {
+		return nil, fmt.Errorf("jobs: negative retention %v", c.Retention)
+	}
+	return &Queue{
+		driver:    driver,
+		ledger:    ledger,
+		retention: cmp.Or(c.Retention, DefaultRetention),
+		logger:    cmp.Or(c.Logger, slog.New(slog.DiscardHandler)),
+	}, nil
+}
+
+// Driver returns the driver the queue runs over.
+func (q *Queue) Driver() Driver { return q.driver }
+
+// Enqueue adds one job per address for the account, without charging, and
+// returns their ids in order.
+func (q *Queue) Enqueue(ctx context.Context, account string, emails []string) ([]string, error) {
+	if err := checkBatch(account, emails); err != nil {
+		return nil, err
+	}
+	return q.driver.Enqueue(ctx, EnqueueParams{Account: account, Emails: emails})
+}
+
+// EnqueueCharged charges one credit per address and enqueues the jobs,
+// atomically: either all jobs exist and the charge is recorded, or neither.
+// Too few credits: a *credits.InsufficientError (matching
+// credits.ErrInsufficient) and nothing is charged or enqueued.
+//
+// With a [ChargingDriver] this is one step in the backend. Otherwise the
+// ledger charges first and the jobs are enqueued after; if that fails the
+// charge is refunded. On such a driver a replayed idempotency key returns
+// [ErrBatchReplayed] instead of the original ids.
+func (q *Queue) EnqueueCharged(ctx context.Context, p EnqueueChargedParams) ([]string, error) {
+	if err := checkBatch(p.Account, p.Emails); err != nil {
+		return nil, err
+	}
+	if cd, ok := q.driver.(ChargingDriver); ok {
+		return cd.EnqueueCharged(ctx, p)
+	}
+	if q.ledger == nil {
+		return nil, errors.New("jobs: EnqueueCharged needs a ledger or a ChargingDriver")
+	}
+	n := int64(len(p.Emails))
+	key := p.IdempotencyKey
+	entry, err := q.ledger.Charge(ctx, p.Account, n, key)
+	if err != nil {
+		return nil, err
+	}
+	if entry.Replayed {
+		return nil, ErrBatchReplayed
+	}
+	ids, err := q.driver.Enqueue(ctx, EnqueueParams{Account: p.Account, Emails: p.Emails, Cost: 1})
+	if err != nil {
+		rkey := ""
+		if key != "" {
+			rkey = "refund:" + key
+		}
+		if _, rerr := q.ledger.Refund(context.WithoutCancel(ctx), p.Account, n, rkey); rerr != nil {
+			q.logger.ErrorContext(ctx, "jobs: refund after failed enqueue", "account", p.Account, "amount", n, "err", rerr)
+			return nil, errors.Join(err, rerr)
+		}
+		return nil, err
+	}
+	return ids, nil
+}
+
+func checkBatch(account string, emails []string) error {
+	if account == "" {
+		return errors.New("jobs: empty account")
+	}
+	if len(emails) == 0 {
+		return ErrEmptyBatch
+	}
+	return nil
+}
+
+// Lease hands out up to max available jobs, each leased for d.
+func (q *Queue) Lease(ctx context.Context, max int, d time.Duration) ([]Lease, error) {
+	if max < 1 || d <= 0 {
+		return nil, fmt.Errorf("jobs: invalid lease request (max %d, duration %v)", max, d)
+	}
+	return q.driver.Lease(ctx, LeaseParams{Max: max, Duration: d})
+}
+
+// Heartbeat extends lease l by d from now and returns the new expiry, or
+// [ErrLeaseLost].
+func (q *Queue) Heartbeat(ctx context.Context, l Lease, d time.Duration) (time.Time, error) {
+	return q.driver.Heartbeat(ctx, HeartbeatParams{ID: l.ID, Token: l.Token, Duration: d})
+}
+
+// Complete completes a leased job; see [Driver.Complete].
+func (q *Queue) Complete(ctx context.Context, p CompleteParams) error {
+	return q.driver.Complete(ctx, p)
+}
+
+// Retry gives a leased job back, to run again at p.RunAt; see
+// [Driver.Retry].
+func (q *Queue) Retry(ctx context.Context, p RetryParams) error {
+	return q.driver.Retry(ctx, p)
+}
+
+// Fail completes a leased job that could not be validated: its result is
+// [UnknownResult], its cost is refunded, and event (which may be nil) is
+// written to the outbox in the same step.
+func (q *Queue) Fail(ctx context.Context, l Lease, event *Event) error {
+	return q.driver.Complete(ctx, CompleteParams{
+		ID:     l.ID,
+		Token:  l.Token,
+		Result: UnknownResult(l.Email),
+		Refund: l.Cost,
+		Event:  event,
+	})
+}
+
+// RescueExpired makes jobs whose leases expired available again and returns
+// how many.
+func (q *Queue) RescueExpired(ctx context.Context) (int, error) {
+	return q.driver.RescueExpired(ctx, RescueParams{})
+}
+
+// Get returns the job with the id within the account; another account's job
+// is [ErrNotFound], like an unknown one.
+func (q *Queue) Get(ctx context.Context, account, id string) (Job, error) {
+	return q.driver.Get(ctx, account, id)
+}
+
+// Cleanup removes jobs completed longer ago than the retention and returns
+// how many it removed.
+func (q *Queue) Cleanup(ctx context.Context) (int, error) {
+	return q.driver.Cleanup(ctx, CleanupParams{CompletedBefore: time.Now().Add(-q.retention)})
+}
+
+// UnknownResult is the result a job completes with when it could not be
+// validated: status UNKNOWN, syntax unchecked, provider "Unknown".
+func UnknownResult(email string) emailcheck.Result {
+	return emailcheck.Result{
+		Email: email,
+		Confidence: emailcheck.Confidence{
+			Status:            emailcheck.StatusUnknown,
+			AliasStatus:       emailcheck.AliasMaybeNot,
+			EquivalentDomains: []string{},
+		},
+		Provider: emailcheck.Provider{Name: "Unknown"},
+		Meta:     emailcheck.Meta{Source: emailcheck.SourceAPIAsync},
+	}
+}

@@ -1,0 +1,162 @@
+package memstore
+
+import (
+	"context"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/store"
+)
+
+// CreateAccount implements [store.Accounts].
+func (s *Store) CreateAccount(ctx context.Context, p store.CreateAccountParams) (store.Account, error) {
+	if err := ctxErr(ctx); err != nil {
+		return store.Account{}, err
+	}
+	if p.Email == "" {
+		return store.Account{}, store.ErrInvalidEmail
+	}
+	norm := store.NormalizeEmail(p.Email)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.byEmail[norm]; ok {
+		return store.Account{}, store.ErrEmailTaken
+	}
+	a := &store.Account{
+		ID:        uuid.NewString(),
+		Email:     p.Email,
+		Plan:      p.PlanOrDefault(),
+		CreatedAt: now(),
+	}
+	if n := p.Credits(); n > 0 {
+		c := credits.Change{Account: a.ID, Delta: n, Reason: credits.ReasonSignup, Reference: "signup", IdempotencyKey: "signup"}
+		if _, err := s.applyLocked(c); err != nil {
+			return store.Account{}, err
+		}
+	}
+	s.accounts[a.ID] = a
+	s.byEmail[norm] = a.ID
+	return *a, nil
+}
+
+// GetAccount implements [store.Accounts].
+func (s *Store) GetAccount(ctx context.Context, id string) (store.Account, error) {
+	if err := ctxErr(ctx); err != nil {
+		return store.Account{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.accounts[id]
+	if !ok {
+		return store.Account{}, store.ErrNotFound
+	}
+	return *a, nil
+}
+
+// GetAccountByEmail implements [store.Accounts].
+func (s *Store) GetAccountByEmail(ctx context.Context, email string) (store.Account, error) {
+	if err := ctxErr(ctx); err != nil {
+		return store.Account{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.byEmail[store.NormalizeEmail(email)]
+	if !ok {
+		return store.Account{}, store.ErrNotFound
+	}
+	return *s.accounts[id], nil
+}
+
+// CreateKey implements [store.Accounts].
+func (s *Store) CreateKey(ctx context.Context, p store.CreateKeyParams) (store.Key, string, error) {
+	if err := ctxErr(ctx); err != nil {
+		return store.Key{}, "", err
+	}
+	secret, hash, prefix, perms, err := store.NewKeyMaterial(p)
+	if err != nil {
+		return store.Key{}, "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.accounts[p.AccountID]; !ok {
+		return store.Key{}, "", store.ErrNotFound
+	}
+	if _, ok := s.keyByHash[hash]; ok {
+		return store.Key{}, "", store.ErrKeyExists
+	}
+	k := &store.Key{
+		ID:          uuid.NewString(),
+		AccountID:   p.AccountID,
+		Name:        p.Name,
+		Prefix:      prefix,
+		Hash:        hash,
+		Permissions: perms,
+		CreatedAt:   now(),
+	}
+	s.keys[k.ID] = k
+	s.keyByHash[hash] = k.ID
+	s.keysByAccount[k.AccountID] = append(s.keysByAccount[k.AccountID], k.ID)
+	return copyKey(k), secret, nil
+}
+
+func copyKey(k *store.Key) store.Key {
+	c := *k
+	c.Permissions = slices.Clone(k.Permissions)
+	return c
+}
+
+// ListKeys implements [store.Accounts].
+func (s *Store) ListKeys(ctx context.Context, accountID string) ([]store.Key, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := s.keysByAccount[accountID]
+	out := make([]store.Key, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, copyKey(s.keys[id]))
+	}
+	return out, nil
+}
+
+// RevokeKey implements [store.Accounts].
+func (s *Store) RevokeKey(ctx context.Context, accountID, keyID string) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, ok := s.keys[keyID]
+	if !ok || k.AccountID != accountID {
+		return store.ErrNotFound
+	}
+	if k.RevokedAt.IsZero() {
+		k.RevokedAt = now()
+	}
+	return nil
+}
+
+// Authenticate implements [store.Accounts].
+func (s *Store) Authenticate(ctx context.Context, secret string) (store.Key, error) {
+	if err := ctxErr(ctx); err != nil {
+		return store.Key{}, err
+	}
+	if store.CheckSecret(secret) != nil {
+		return store.Key{}, store.ErrInvalidKey
+	}
+	hash := store.HashSecret(secret)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.keyByHash[hash]
+	if !ok {
+		return store.Key{}, store.ErrInvalidKey
+	}
+	k := s.keys[id]
+	if k.Revoked() {
+		return store.Key{}, store.ErrInvalidKey
+	}
+	k.LastUsedAt = now()
+	return copyKey(k), nil
+}

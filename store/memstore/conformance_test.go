@@ -1,0 +1,29 @@
+package memstore_test
+
+import (
+	"testing"
+
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/credits/creditstest"
+	"github.com/validmail/validmail/jobs/jobstest"
+	"github.com/validmail/validmail/store/memstore"
+	"github.com/validmail/validmail/store/storetest"
+)
+
+func TestCredits(t *testing.T) {
+	creditstest.Run(t, func(t *testing.T) credits.Store { return memstore.New() })
+}
+
+func TestJobs(t *testing.T) {
+	jobstest.Run(t, func(t *testing.T) jobstest.Backend {
+		s := memstore.New()
+		return jobstest.Backend{Driver: s, Credits: s, Events: s.Outbox}
+	})
+}
+
+func TestAccounts(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) storetest.Backend {
+		s := memstore.New()
+		return storetest.Backend{Accounts: s, Credits: s, Dump: s.Dump}
+	})
+}

@@ -1,0 +1,97 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/validmail/validmail/credits"
+)
+
+// Balance implements [credits.Store].
+func (s *Store) Balance(ctx context.Context, account string) (int64, error) {
+	if err := ctxErr(ctx); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.balances[account], nil
+}
+
+// Apply implements [credits.Store].
+func (s *Store) Apply(ctx context.Context, c credits.Change) (credits.Entry, error) {
+	if err := ctxErr(ctx); err != nil {
+		return credits.Entry{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.applyLocked(c)
+}
+
+// History implements [credits.Store].
+func (s *Store) History(ctx context.Context, p credits.HistoryParams) ([]credits.Entry, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]credits.Entry(nil), s.entries[p.Account]...), nil
+}
+
+// checkLocked reports what applying c would do without writing: a replayed
+// entry, or an error.
+func (s *Store) checkLocked(c credits.Change) (replay *credits.Entry, err error) {
+	if c.Account == "" || c.Delta == 0 {
+		return nil, fmt.Errorf("%w: account %q, delta %d", credits.ErrInvalidAmount, c.Account, c.Delta)
+	}
+	if c.IdempotencyKey != "" {
+		if i, ok := s.idem[c.Account][c.IdempotencyKey]; ok {
+			e := s.entries[c.Account][i]
+			if e.Delta != c.Delta || e.Reason != c.Reason {
+				return nil, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, c.IdempotencyKey)
+			}
+			e.Replayed = true
+			return &e, nil
+		}
+	}
+	if bal := s.balances[c.Account]; c.Delta < 0 && bal+c.Delta < 0 {
+		return nil, &credits.InsufficientError{Balance: bal, Required: -c.Delta}
+	}
+	return nil, nil
+}
+
+func (s *Store) applyLocked(c credits.Change) (credits.Entry, error) {
+	replay, err := s.checkLocked(c)
+	if err != nil {
+		return credits.Entry{}, err
+	}
+	if replay != nil {
+		return *replay, nil
+	}
+	return s.writeLocked(c), nil
+}
+
+// writeLocked appends the entry for c, which checkLocked has accepted.
+func (s *Store) writeLocked(c credits.Change) credits.Entry {
+	s.entrySeq++
+	e := credits.Entry{
+		ID:             strconv.FormatUint(s.entrySeq, 10),
+		Account:        c.Account,
+		Delta:          c.Delta,
+		Reason:         c.Reason,
+		Reference:      c.Reference,
+		IdempotencyKey: c.IdempotencyKey,
+		Time:           now(),
+	}
+	s.entries[c.Account] = append(s.entries[c.Account], e)
+	s.balances[c.Account] += c.Delta
+	if c.IdempotencyKey != "" {
+		m := s.idem[c.Account]
+		if m == nil {
+			m = make(map[string]int)
+			s.idem[c.Account] = m
+		}
+		m[c.IdempotencyKey] = len(s.entries[c.Account]) - 1
+	}
+	return e
+}

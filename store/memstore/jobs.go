@@ -1,0 +1,317 @@
+package memstore
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/jobs"
+)
+
+// Enqueue implements [jobs.Driver].
+func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) ([]string, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	if len(p.Emails) == 0 {
+		return nil, jobs.ErrEmptyBatch
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.enqueueLocked(p), nil
+}
+
+// EnqueueCharged implements [jobs.ChargingDriver]: the charge and the jobs
+// are written under one lock.
+func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams) ([]string, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	if len(p.Emails) == 0 {
+		return nil, jobs.ErrEmptyBatch
+	}
+	n := int64(len(p.Emails))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.IdempotencyKey != "" {
+		if ids, ok := s.batches[p.Account][p.IdempotencyKey]; ok {
+			if len(ids) != len(p.Emails) {
+				return nil, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, p.IdempotencyKey)
+			}
+			return slices.Clone(ids), nil
+		}
+	}
+	c := credits.Change{Account: p.Account, Delta: -n, Reason: credits.ReasonCharge, Reference: p.IdempotencyKey, IdempotencyKey: p.IdempotencyKey}
+	replay, err := s.checkLocked(c)
+	if err != nil {
+		return nil, err
+	}
+	if replay != nil {
+		return nil, jobs.ErrBatchReplayed
+	}
+	ids := s.enqueueLocked(jobs.EnqueueParams{Account: p.Account, Emails: p.Emails, Cost: 1})
+	if c.Reference == "" {
+		c.Reference = "jobs:" + ids[0] + "-" + ids[len(ids)-1]
+	}
+	s.writeLocked(c)
+	if p.IdempotencyKey != "" {
+		m := s.batches[p.Account]
+		if m == nil {
+			m = make(map[string][]string)
+			s.batches[p.Account] = m
+		}
+		m[p.IdempotencyKey] = slices.Clone(ids)
+	}
+	return ids, nil
+}
+
+func (s *Store) enqueueLocked(p jobs.EnqueueParams) []string {
+	t := now()
+	ids := make([]string, len(p.Emails))
+	for i, email := range p.Emails {
+		s.jobSeq++
+		id := s.jobSeq
+		s.jobs[id] = &job{Job: jobs.Job{
+			ID:        strconv.FormatUint(id, 10),
+			Account:   p.Account,
+			Email:     email,
+			State:     jobs.StateActive,
+			Cost:      p.Cost,
+			CreatedAt: t,
+		}}
+		s.ready = append(s.ready, id) // ids only grow: the heap order holds
+		ids[i] = strconv.FormatUint(id, 10)
+	}
+	for ch := range s.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	return ids
+}
+
+// Subscribe implements [jobs.Notifier].
+func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	ch := make(chan struct{}, 1)
+	s.mu.Lock()
+	s.subs[ch] = struct{}{}
+	s.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		delete(s.subs, ch)
+		s.mu.Unlock()
+	})
+	return ch, nil
+}
+
+// Lease implements [jobs.Driver].
+func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	if p.Max < 1 || p.Duration <= 0 {
+		return nil, fmt.Errorf("jobs: invalid lease request (max %d, duration %v)", p.Max, p.Duration)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := now()
+	for len(s.delayed) > 0 && !s.delayed[0].at.After(t) {
+		d := heap.Pop(&s.delayed).(delayedJob)
+		if j, ok := s.jobs[d.id]; ok && j.state == available {
+			s.ready.push(d.id)
+		}
+	}
+	out := make([]jobs.Lease, 0, min(p.Max, len(s.ready)))
+	exp := t.Add(p.Duration)
+	for len(out) < p.Max && len(s.ready) > 0 {
+		id := heap.Pop(&s.ready).(uint64)
+		j, ok := s.jobs[id]
+		if !ok || j.state != available {
+			continue
+		}
+		s.tokenSeq++
+		j.state = running
+		j.token = strconv.FormatUint(s.tokenSeq, 36)
+		j.expires = exp
+		s.running[id] = struct{}{}
+		out = append(out, jobs.Lease{Job: j.Job, Token: j.token, ExpiresAt: exp})
+	}
+	return out, nil
+}
+
+// held returns the running job id holds under token, or an error.
+func (s *Store) heldLocked(id, token string) (*job, uint64, error) {
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil {
+		return nil, 0, jobs.ErrNotFound
+	}
+	j, ok := s.jobs[n]
+	if !ok {
+		return nil, 0, jobs.ErrNotFound
+	}
+	if j.state != running || j.token != token || token == "" {
+		return nil, 0, jobs.ErrLeaseLost
+	}
+	return j, n, nil
+}
+
+// Heartbeat implements [jobs.Driver].
+func (s *Store) Heartbeat(ctx context.Context, p jobs.HeartbeatParams) (time.Time, error) {
+	if err := ctxErr(ctx); err != nil {
+		return time.Time{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, _, err := s.heldLocked(p.ID, p.Token)
+	if err != nil {
+		return time.Time{}, err
+	}
+	j.expires = now().Add(p.Duration)
+	return j.expires, nil
+}
+
+// Complete implements [jobs.Driver].
+func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, n, err := s.heldLocked(p.ID, p.Token)
+	if err != nil {
+		return err
+	}
+	if p.Refund > 0 {
+		c := credits.Change{Account: j.Account, Delta: p.Refund, Reason: credits.ReasonRefund, Reference: "job:" + j.ID, IdempotencyKey: "refund:job:" + j.ID}
+		if _, err := s.applyLocked(c); err != nil {
+			return err
+		}
+	}
+	if p.Event != nil {
+		s.outbox[j.Account] = append(s.outbox[j.Account], jobs.Event{ID: p.Event.ID, Payload: slices.Clone(p.Event.Payload)})
+	}
+	res := p.Result
+	j.Result = &res
+	j.State = jobs.StateCompleted
+	j.CompletedAt = now()
+	j.state = completed
+	j.token = ""
+	delete(s.running, n)
+	s.done = append(s.done, n)
+	return nil
+}
+
+// Retry implements [jobs.Driver].
+func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, n, err := s.heldLocked(p.ID, p.Token)
+	if err != nil {
+		return err
+	}
+	if p.Error != "" {
+		j.Errors++
+		j.LastError = p.Error
+	}
+	s.makeAvailableLocked(j, n, p.RunAt)
+	return nil
+}
+
+func (s *Store) makeAvailableLocked(j *job, n uint64, runAt time.Time) {
+	j.state = available
+	j.token = ""
+	j.runAt = runAt
+	delete(s.running, n)
+	if runAt.After(now()) {
+		heap.Push(&s.delayed, delayedJob{at: runAt, id: n})
+	} else {
+		s.ready.push(n)
+	}
+}
+
+// RescueExpired implements [jobs.Driver].
+func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) (int, error) {
+	if err := ctxErr(ctx); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := now()
+	count := 0
+	for n := range s.running {
+		if p.Limit > 0 && count >= p.Limit {
+			break
+		}
+		j := s.jobs[n]
+		if j.state != running || !j.expires.Before(t) {
+			continue
+		}
+		j.Errors++
+		j.LastError = "lease expired"
+		s.makeAvailableLocked(j, n, time.Time{})
+		count++
+	}
+	if count > 0 {
+		for ch := range s.subs {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return count, nil
+}
+
+// Get implements [jobs.Driver].
+func (s *Store) Get(ctx context.Context, account, id string) (jobs.Job, error) {
+	if err := ctxErr(ctx); err != nil {
+		return jobs.Job{}, err
+	}
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil {
+		return jobs.Job{}, jobs.ErrNotFound
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[n]
+	if !ok || j.Account != account {
+		return jobs.Job{}, jobs.ErrNotFound
+	}
+	out := j.Job
+	if j.Result != nil {
+		r := *j.Result
+		out.Result = &r
+	}
+	return out, nil
+}
+
+// Cleanup implements [jobs.Driver].
+func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) {
+	if err := ctxErr(ctx); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	count := 0
+	for len(s.done) > 0 && (p.Limit <= 0 || count < p.Limit) {
+		j := s.jobs[s.done[0]]
+		if !j.CompletedAt.Before(p.CompletedBefore) {
+			break
+		}
+		delete(s.jobs, s.done[0])
+		s.done = s.done[1:]
+		count++
+	}
+	return count, nil
+}

@@ -1,0 +1,163 @@
+package memstore
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store"
+)
+
+var (
+	_ store.Accounts      = (*Store)(nil)
+	_ credits.Store       = (*Store)(nil)
+	_ jobs.Driver         = (*Store)(nil)
+	_ jobs.ChargingDriver = (*Store)(nil)
+	_ jobs.Notifier       = (*Store)(nil)
+)
+
+// Store is an in-memory backend. It is safe for concurrent use. The zero
+// value is not usable; call [New].
+type Store struct {
+	mu sync.Mutex
+
+	// accounts and keys
+	accounts      map[string]*store.Account
+	byEmail       map[string]string // normalized email → account id
+	keys          map[string]*store.Key
+	keyByHash     map[string]string   // hash → key id
+	keysByAccount map[string][]string // account id → key ids, oldest first
+
+	// credits
+	balances map[string]int64
+	entries  map[string][]credits.Entry
+	idem     map[string]map[string]int // account → idempotency key → index in entries
+	entrySeq uint64
+
+	// jobs
+	jobSeq   uint64
+	tokenSeq uint64
+	jobs     map[uint64]*job
+	ready    idHeap
+	delayed  runAtHeap
+	running  map[uint64]struct{}
+	done     []uint64 // completed job ids, in completion order
+	batches  map[string]map[string][]string
+	outbox   map[string][]jobs.Event
+	subs     map[chan struct{}]struct{}
+	tokenTag string
+}
+
+type jobState uint8
+
+const (
+	available jobState = iota
+	running
+	completed
+)
+
+type job struct {
+	jobs.Job
+	state   jobState
+	token   string
+	expires time.Time
+	runAt   time.Time
+}
+
+// New returns an empty Store.
+func New() *Store {
+	return &Store{
+		accounts:      make(map[string]*store.Account),
+		byEmail:       make(map[string]string),
+		keys:          make(map[string]*store.Key),
+		keyByHash:     make(map[string]string),
+		keysByAccount: make(map[string][]string),
+		balances:      make(map[string]int64),
+		entries:       make(map[string][]credits.Entry),
+		idem:          make(map[string]map[string]int),
+		jobs:          make(map[uint64]*job),
+		running:       make(map[uint64]struct{}),
+		batches:       make(map[string]map[string][]string),
+		outbox:        make(map[string][]jobs.Event),
+		subs:          make(map[chan struct{}]struct{}),
+	}
+}
+
+// Outbox returns a copy of the events recorded for account by job
+// completions, oldest first.
+func (s *Store) Outbox(ctx context.Context, account string) ([]jobs.Event, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]jobs.Event, len(s.outbox[account]))
+	for i, e := range s.outbox[account] {
+		out[i] = jobs.Event{ID: e.ID, Payload: append([]byte(nil), e.Payload...)}
+	}
+	return out, nil
+}
+
+// Dump returns every piece of data the Store holds, JSON-encoded. It is
+// meant for tests and debugging.
+func (s *Store) Dump(ctx context.Context) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	js := make([]jobs.Job, 0, len(s.jobs))
+	for _, j := range s.jobs {
+		js = append(js, j.Job)
+	}
+	return json.Marshal(struct {
+		Accounts map[string]*store.Account
+		Keys     map[string]*store.Key
+		Entries  map[string][]credits.Entry
+		Jobs     []jobs.Job
+		Batches  map[string]map[string][]string
+		Outbox   map[string][]jobs.Event
+	}{s.accounts, s.keys, s.entries, js, s.batches, s.outbox})
+}
+
+// now is the store's clock.
+func now() time.Time { return time.Now().UTC() }
+
+// idHeap is a min-heap of job ids.
+type idHeap []uint64
+
+func (h idHeap) Len() int           { return len(h) }
+func (h idHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h idHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *idHeap) Push(x any)        { *h = append(*h, x.(uint64)) }
+func (h *idHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// push adds id, keeping the common case (ids arriving in order) cheap.
+func (h *idHeap) push(id uint64) { heap.Push(h, id) }
+
+type delayedJob struct {
+	at time.Time
+	id uint64
+}
+
+// runAtHeap is a min-heap of delayed jobs by run-at.
+type runAtHeap []delayedJob
+
+func (h runAtHeap) Len() int           { return len(h) }
+func (h runAtHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h runAtHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *runAtHeap) Push(x any)        { *h = append(*h, x.(delayedJob)) }
+func (h *runAtHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func ctxErr(ctx context.Context) error { return ctx.Err() }

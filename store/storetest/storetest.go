@@ -1,0 +1,356 @@
+// Package storetest is the conformance suite for [store.Accounts]
+// backends. A backend's test calls [Run] with a constructor of fresh
+// backends.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/store"
+)
+
+// Backend is what the suite needs of a backend.
+type Backend struct {
+	// Accounts is the storage under test.
+	Accounts store.Accounts
+	// Credits is the ledger storage that CreateAccount writes the signup
+	// grant to.
+	Credits credits.Store
+	// Dump returns every byte of data the backend holds for this test (rows,
+	// keys and values, in any encoding that keeps strings readable). The
+	// suite searches it for secrets that must not be stored.
+	Dump func(ctx context.Context) ([]byte, error)
+}
+
+// Run checks that backends made by newBackend behave as [store.Accounts]
+// promises. Each subtest runs in parallel with its own backend from
+// newBackend.
+func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
+	tests := []struct {
+		name string
+		f    func(t *testing.T, b Backend)
+	}{
+		{"CreateAccountGrantsCredits", testCreateAccount},
+		{"SignupCreditsOption", testSignupCredits},
+		{"EmailUnique", testEmailUnique},
+		{"EmailUniqueConcurrent", testEmailUniqueConcurrent},
+		{"NotFound", testNotFound},
+		{"KeyLifecycle", testKeyLifecycle},
+		{"SecretNeverStored", testSecretNotStored},
+		{"KeyPermissions", testKeyPermissions},
+		{"GivenSecret", testGivenSecret},
+		{"AuthenticateRejects", testAuthenticateRejects},
+		{"RevokeOtherAccount", testRevokeOther},
+		{"ContextCanceled", testCanceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.f(t, newBackend(t))
+		})
+	}
+}
+
+func email() string { return "owner-" + uuid.NewString() + "@example.org" }
+
+func mustAccount(t *testing.T, b Backend, p store.CreateAccountParams) store.Account {
+	t.Helper()
+	if p.Email == "" {
+		p.Email = email()
+	}
+	a, err := b.Accounts.CreateAccount(context.Background(), p)
+	if err != nil {
+		t.Fatalf("CreateAccount: %v", err)
+	}
+	return a
+}
+
+func mustKey(t *testing.T, b Backend, p store.CreateKeyParams) (store.Key, string) {
+	t.Helper()
+	k, secret, err := b.Accounts.CreateKey(context.Background(), p)
+	if err != nil {
+		t.Fatalf("CreateKey: %v", err)
+	}
+	return k, secret
+}
+
+func testCreateAccount(t *testing.T, b Backend) {
+	ctx := context.Background()
+	before := time.Now().Add(-time.Second)
+	e := email()
+	a := mustAccount(t, b, store.CreateAccountParams{Email: e})
+	if _, err := uuid.Parse(a.ID); err != nil {
+		t.Errorf("account id %q is not a UUID", a.ID)
+	}
+	if a.Email != e || a.Plan != store.DefaultPlan || a.CreatedAt.Before(before) || a.CreatedAt.After(time.Now().Add(time.Second)) {
+		t.Errorf("account %+v", a)
+	}
+	got, err := b.Accounts.GetAccount(ctx, a.ID)
+	if err != nil || got.ID != a.ID || got.Email != e || got.Plan != a.Plan || !got.CreatedAt.Equal(a.CreatedAt) {
+		t.Errorf("GetAccount = %+v, %v; want %+v", got, err, a)
+	}
+	got, err = b.Accounts.GetAccountByEmail(ctx, strings.ToUpper(e))
+	if err != nil || got.ID != a.ID {
+		t.Errorf("GetAccountByEmail(upper case) = %+v, %v", got, err)
+	}
+	bal, err := b.Credits.Balance(ctx, a.ID)
+	if err != nil || bal != store.DefaultSignupCredits {
+		t.Fatalf("balance %d, %v; want %d", bal, err, store.DefaultSignupCredits)
+	}
+	h, err := b.Credits.History(ctx, credits.HistoryParams{Account: a.ID})
+	if err != nil || len(h) != 1 || h[0].Reason != credits.ReasonSignup || h[0].Delta != store.DefaultSignupCredits {
+		t.Fatalf("history %+v, %v; want one signup entry", h, err)
+	}
+}
+
+func testSignupCredits(t *testing.T, b Backend) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		give, want int64
+		entries    int
+	}{{25, 25, 1}, {-1, 0, 0}, {0, store.DefaultSignupCredits, 1}} {
+		a := mustAccount(t, b, store.CreateAccountParams{SignupCredits: tc.give, Plan: "pro"})
+		if a.Plan != "pro" {
+			t.Errorf("plan %q, want pro", a.Plan)
+		}
+		bal, err := b.Credits.Balance(ctx, a.ID)
+		if err != nil || bal != tc.want {
+			t.Errorf("SignupCredits %d: balance %d, %v; want %d", tc.give, bal, err, tc.want)
+		}
+		h, err := b.Credits.History(ctx, credits.HistoryParams{Account: a.ID})
+		if err != nil || len(h) != tc.entries {
+			t.Errorf("SignupCredits %d: history %+v, %v", tc.give, h, err)
+		}
+	}
+}
+
+func testEmailUnique(t *testing.T, b Backend) {
+	ctx := context.Background()
+	e := email()
+	a := mustAccount(t, b, store.CreateAccountParams{Email: e})
+	for _, dup := range []string{e, strings.ToUpper(e)} {
+		if _, err := b.Accounts.CreateAccount(ctx, store.CreateAccountParams{Email: dup}); !errors.Is(err, store.ErrEmailTaken) {
+			t.Errorf("CreateAccount(%q) again: %v, want ErrEmailTaken", dup, err)
+		}
+	}
+	if _, err := b.Accounts.CreateAccount(ctx, store.CreateAccountParams{}); !errors.Is(err, store.ErrInvalidEmail) {
+		t.Errorf("CreateAccount without email: %v, want ErrInvalidEmail", err)
+	}
+	if bal, _ := b.Credits.Balance(ctx, a.ID); bal != store.DefaultSignupCredits {
+		t.Errorf("balance %d after refused duplicates, want %d", bal, store.DefaultSignupCredits)
+	}
+}
+
+func testEmailUniqueConcurrent(t *testing.T, b Backend) {
+	e := email()
+	var ok, taken atomic.Int64
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			_, err := b.Accounts.CreateAccount(context.Background(), store.CreateAccountParams{Email: e})
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case errors.Is(err, store.ErrEmailTaken):
+				taken.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if ok.Load() != 1 || taken.Load() != 19 {
+		t.Fatalf("%d created, %d refused; want 1 and 19", ok.Load(), taken.Load())
+	}
+}
+
+func testNotFound(t *testing.T, b Backend) {
+	ctx := context.Background()
+	if _, err := b.Accounts.GetAccount(ctx, uuid.NewString()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetAccount(unknown): %v", err)
+	}
+	if _, err := b.Accounts.GetAccount(ctx, "not-a-uuid"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetAccount(malformed): %v", err)
+	}
+	if _, err := b.Accounts.GetAccountByEmail(ctx, email()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetAccountByEmail(unknown): %v", err)
+	}
+	if _, _, err := b.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: uuid.NewString()}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("CreateKey(unknown account): %v", err)
+	}
+	a := mustAccount(t, b, store.CreateAccountParams{})
+	if err := b.Accounts.RevokeKey(ctx, a.ID, uuid.NewString()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("RevokeKey(unknown key): %v", err)
+	}
+	if ks, err := b.Accounts.ListKeys(ctx, uuid.NewString()); err != nil || len(ks) != 0 {
+		t.Errorf("ListKeys(unknown account) = %v, %v", ks, err)
+	}
+}
+
+func testKeyLifecycle(t *testing.T, b Backend) {
+	ctx := context.Background()
+	a := mustAccount(t, b, store.CreateAccountParams{})
+	k, secret := mustKey(t, b, store.CreateKeyParams{AccountID: a.ID, Name: "ci"})
+	if err := store.CheckSecret(secret); err != nil {
+		t.Fatalf("secret %q: %v", secret, err)
+	}
+	if k.AccountID != a.ID || k.Name != "ci" || k.Hash != store.HashSecret(secret) || k.Prefix != store.DisplayPrefix(secret) ||
+		k.CreatedAt.IsZero() || !k.LastUsedAt.IsZero() || k.Revoked() {
+		t.Fatalf("new key %+v", k)
+	}
+	if _, err := uuid.Parse(k.ID); err != nil {
+		t.Errorf("key id %q is not a UUID", k.ID)
+	}
+	if fmt.Sprint(k.Permissions) != fmt.Sprint(store.SignupPermissions()) {
+		t.Errorf("permissions %v, want the signup set %v", k.Permissions, store.SignupPermissions())
+	}
+	got, err := b.Accounts.Authenticate(ctx, secret)
+	if err != nil || got.ID != k.ID || got.AccountID != a.ID || !got.Can(store.PermBatch) || got.Can(store.PermKeys) {
+		t.Fatalf("Authenticate = %+v, %v", got, err)
+	}
+	if got.LastUsedAt.IsZero() {
+		t.Errorf("LastUsedAt not set by Authenticate")
+	}
+	k2, _ := mustKey(t, b, store.CreateKeyParams{AccountID: a.ID})
+	ks, err := b.Accounts.ListKeys(ctx, a.ID)
+	if err != nil || len(ks) != 2 || ks[0].ID != k.ID || ks[1].ID != k2.ID {
+		t.Fatalf("ListKeys = %+v, %v; want both keys, oldest first", ks, err)
+	}
+	if ks[0].LastUsedAt.IsZero() {
+		t.Errorf("listed key lost its LastUsedAt")
+	}
+	if err := b.Accounts.RevokeKey(ctx, a.ID, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Accounts.Authenticate(ctx, secret); !errors.Is(err, store.ErrInvalidKey) {
+		t.Fatalf("Authenticate(revoked) = %v, want ErrInvalidKey", err)
+	}
+	ks, _ = b.Accounts.ListKeys(ctx, a.ID)
+	if len(ks) != 2 || !ks[0].Revoked() || ks[1].Revoked() {
+		t.Fatalf("after revocation: %+v", ks)
+	}
+	first := ks[0].RevokedAt
+	if err := b.Accounts.RevokeKey(ctx, a.ID, k.ID); err != nil {
+		t.Fatalf("revoking twice: %v", err)
+	}
+	ks, _ = b.Accounts.ListKeys(ctx, a.ID)
+	if !ks[0].RevokedAt.Equal(first) {
+		t.Errorf("second revocation moved RevokedAt from %v to %v", first, ks[0].RevokedAt)
+	}
+}
+
+func testSecretNotStored(t *testing.T, b Backend) {
+	if b.Dump == nil {
+		t.Skip("backend has no Dump")
+	}
+	ctx := context.Background()
+	a := mustAccount(t, b, store.CreateAccountParams{})
+	_, secret := mustKey(t, b, store.CreateKeyParams{AccountID: a.ID})
+	given := store.NewSecret()
+	mustKey(t, b, store.CreateKeyParams{AccountID: a.ID, Secret: given})
+	if _, err := b.Accounts.Authenticate(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	data, err := b.Dump(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(store.HashSecret(secret))) {
+		t.Fatal("the dump does not hold the key's hash: it is not a dump of the backend's data")
+	}
+	for _, s := range []string{secret, given} {
+		body := strings.TrimPrefix(s, store.SecretPrefix)
+		for _, needle := range []string{s, body, body[8:]} {
+			if bytes.Contains(data, []byte(needle)) {
+				t.Fatalf("the backend's data contains the secret (%q)", needle)
+			}
+		}
+	}
+}
+
+func testKeyPermissions(t *testing.T, b Backend) {
+	ctx := context.Background()
+	a := mustAccount(t, b, store.CreateAccountParams{})
+	k, secret := mustKey(t, b, store.CreateKeyParams{AccountID: a.ID, Permissions: []store.Permission{store.PermKeys, store.PermWebhooks}})
+	got, err := b.Accounts.Authenticate(ctx, secret)
+	if err != nil || fmt.Sprint(got.Permissions) != fmt.Sprint(k.Permissions) || !got.Can(store.PermWebhooks) || got.Can(store.PermValidate) {
+		t.Fatalf("Authenticate = %+v, %v", got, err)
+	}
+	empty, _ := mustKey(t, b, store.CreateKeyParams{AccountID: a.ID, Permissions: []store.Permission{}})
+	if len(empty.Permissions) != 0 {
+		t.Errorf("a key created with no permissions has %v", empty.Permissions)
+	}
+	if _, _, err := b.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: a.ID, Permissions: []store.Permission{"root"}}); !errors.Is(err, store.ErrInvalidPermission) {
+		t.Errorf("CreateKey with an invalid permission: %v", err)
+	}
+}
+
+func testGivenSecret(t *testing.T, b Backend) {
+	ctx := context.Background()
+	a := mustAccount(t, b, store.CreateAccountParams{})
+	given := store.NewSecret()
+	k, secret := mustKey(t, b, store.CreateKeyParams{AccountID: a.ID, Secret: given})
+	if secret != given || k.Hash != store.HashSecret(given) {
+		t.Fatalf("CreateKey with a given secret returned %q, %+v", secret, k)
+	}
+	if got, err := b.Accounts.Authenticate(ctx, given); err != nil || got.ID != k.ID {
+		t.Fatalf("Authenticate(given) = %+v, %v", got, err)
+	}
+	if _, _, err := b.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: a.ID, Secret: given}); !errors.Is(err, store.ErrKeyExists) {
+		t.Errorf("the same secret twice: %v, want ErrKeyExists", err)
+	}
+	if _, _, err := b.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: a.ID, Secret: "vm_live_short"}); err == nil {
+		t.Errorf("a malformed given secret was accepted")
+	}
+}
+
+func testAuthenticateRejects(t *testing.T, b Backend) {
+	ctx := context.Background()
+	a := mustAccount(t, b, store.CreateAccountParams{})
+	_, secret := mustKey(t, b, store.CreateKeyParams{AccountID: a.ID})
+	last := secret[len(secret)-1]
+	flipped := secret[:len(secret)-1] + string(map[bool]byte{true: 'a', false: 'b'}[last != 'a'])
+	for _, s := range []string{"", "vm_live_", flipped, store.NewSecret(), strings.ToUpper(secret), " " + secret, secret + "x", store.HashSecret(secret)} {
+		if _, err := b.Accounts.Authenticate(ctx, s); !errors.Is(err, store.ErrInvalidKey) {
+			t.Errorf("Authenticate(%q) = %v, want ErrInvalidKey", s, err)
+		}
+	}
+}
+
+func testRevokeOther(t *testing.T, b Backend) {
+	ctx := context.Background()
+	a := mustAccount(t, b, store.CreateAccountParams{})
+	other := mustAccount(t, b, store.CreateAccountParams{})
+	k, secret := mustKey(t, b, store.CreateKeyParams{AccountID: a.ID})
+	if err := b.Accounts.RevokeKey(ctx, other.ID, k.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("revoking another account's key: %v, want ErrNotFound", err)
+	}
+	if _, err := b.Accounts.Authenticate(ctx, secret); err != nil {
+		t.Fatalf("the key stopped working: %v", err)
+	}
+	if ks, _ := b.Accounts.ListKeys(ctx, other.ID); len(ks) != 0 {
+		t.Fatalf("another account lists %d keys", len(ks))
+	}
+}
+
+func testCanceled(t *testing.T, b Backend) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	e := email()
+	if _, err := b.Accounts.CreateAccount(ctx, store.CreateAccountParams{Email: e}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("CreateAccount with a canceled context: %v", err)
+	}
+	if _, err := b.Accounts.GetAccountByEmail(context.Background(), e); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a canceled CreateAccount created the account: %v", err)
+	}
+}
