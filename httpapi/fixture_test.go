@@ -39,13 +39,14 @@ func zone() dnstest.Zone {
 
 // options adjust [setup].
 type options struct {
-	credits  int64 // signup credits; 0 means 300, negative none
-	limit    httpapi.RateLimit
-	limiter  httpapi.RateLimiter
-	maxBody  int64
-	accounts func(store.Accounts) store.Accounts // wraps the store
-	ledger   func(credits.Store) credits.Store
-	noLog    bool
+	credits   int64 // signup credits; 0 means 300, negative none
+	limit     httpapi.RateLimit
+	limiter   httpapi.RateLimiter
+	maxBody   int64
+	accounts  func(store.Accounts) store.Accounts // wraps the store
+	ledger    func(credits.Store) credits.Store
+	validator httpapi.Validator // default: the dnstest-backed validator
+	noLog     bool
 }
 
 // fixture is a handler over memstore with one account and a key carrying
@@ -98,8 +99,12 @@ func setup(t testing.TB, o *options) *fixture {
 	if tt, ok := t.(*testing.T); ok {
 		f.t = tt
 	}
+	var hv httpapi.Validator = v
+	if o.validator != nil {
+		hv = o.validator
+	}
 	cfg := httpapi.Config{
-		Validator:    v,
+		Validator:    hv,
 		Ledger:       ledger,
 		Queue:        q,
 		Accounts:     accts,

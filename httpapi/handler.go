@@ -10,8 +10,10 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"path"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -171,7 +173,29 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.finish(r, c, sw.status)
 	}()
+	if p := r.URL.Path; !cleanPath(p) {
+		// ServeMux would redirect to the cleaned path, which is wrong
+		// under a prefix the host stripped.
+		writeProblem(sw, c, CodeNotFound, "No resource at this path.")
+		return
+	}
 	h.mux.ServeHTTP(sw, r)
+}
+
+// cleanPath reports whether p is a rooted path that path.Clean leaves
+// alone (trailing slash aside).
+func cleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	if !strings.Contains(p, "//") && !strings.Contains(p, "/.") {
+		return true
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
 
 // finish records the access log and the metrics of a request.

@@ -45,7 +45,7 @@ type Store struct {
 	ready    idHeap
 	delayed  runAtHeap
 	running  map[uint64]struct{}
-	done     []uint64 // completed job ids, in completion order
+	done     []uint64                    // completed job ids, in completion order
 	batches  map[string]map[string]batch // account → idempotency key → batch
 	outbox   map[string][]jobs.Event
 	subs     map[chan struct{}]struct{}
