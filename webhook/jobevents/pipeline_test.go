@@ -118,8 +118,11 @@ func TestCompletedJobsAreDelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	disp, err := webhook.NewDispatcher(w, w, client, &webhook.Config{
-		Schedule:     []time.Duration{10 * time.Millisecond, 10 * time.Millisecond},
-		Timeout:      2 * time.Second,
+		Schedule: []time.Duration{10 * time.Millisecond, 10 * time.Millisecond},
+		Timeout:  2 * time.Second,
+		// One endpoint receives every event: deliveries beyond its
+		// in-flight bound wait BusyDelay before they are leased again.
+		BusyDelay:    10 * time.Millisecond,
 		PollInterval: 20 * time.Millisecond,
 	})
 	if err != nil {
@@ -149,10 +152,12 @@ func TestCompletedJobsAreDelivered(t *testing.T) {
 	var running sync.WaitGroup
 	running.Go(func() { _ = pool.Run(runCtx) })
 	running.Go(func() { _ = disp.Run(runCtx) })
+	start := time.Now()
 	deadline := time.Now().Add(20 * time.Second)
 	for (rc.count() < n || pool.Completed() < n+40) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
+	t.Logf("completed %d, delivered %d in %v", pool.Completed(), rc.count(), time.Since(start))
 	time.Sleep(50 * time.Millisecond) // let any duplicate arrive
 	stop()
 	running.Wait()
