@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/webhook"
-	"github.com/validmail/validmail/webhook/internal/memoutbox"
 )
 
 // fakeClock is a clock the test moves by hand.
@@ -34,7 +34,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 type bundle struct {
-	store  *memoutbox.Store
+	store  *memstore.Webhooks
 	clock  *fakeClock
 	disp   *webhook.Dispatcher
 	secret string
@@ -50,7 +50,7 @@ func setup(t *testing.T, handler http.HandlerFunc, tweak func(*webhook.Config)) 
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
 	b := &bundle{
-		store:  memoutbox.New(),
+		store:  memstore.New().Webhooks(),
 		clock:  &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)},
 		secret: webhook.NewSecret(),
 		url:    srv.URL + "/hook",
@@ -397,7 +397,7 @@ func TestDispatcherRefusesPrivateWithoutAllowlist(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
 	defer srv.Close()
-	store := memoutbox.New()
+	store := memstore.New().Webhooks()
 	disp, err := webhook.NewDispatcher(store, store, nil, nil) // default client: public only
 	if err != nil {
 		t.Fatal(err)
@@ -410,7 +410,7 @@ func TestDispatcherRefusesPrivateWithoutAllowlist(t *testing.T) {
 
 func TestNewDispatcherRejectsBadConfig(t *testing.T) {
 	t.Parallel()
-	s := memoutbox.New()
+	s := memstore.New().Webhooks()
 	for name, cfg := range map[string]*webhook.Config{
 		"negative delay": {Schedule: []time.Duration{-time.Second}},
 		"jitter 1":       {Jitter: 1},

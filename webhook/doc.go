@@ -14,8 +14,10 @@
 // # Delivery
 //
 // Events ([NewEvent]) are written to an [Outbox] in the same step that
-// completes their job; the backends in store/ implement it together with
-// [Endpoints], and webhook/webhooktest defines their contract. A
+// completes their job (webhook/jobevents builds them for the worker pool,
+// for accounts with an enabled endpoint); the backends in store/
+// implement the Outbox together with [Endpoints], and webhook/webhooktest
+// defines their contract. A
 // [Dispatcher] leases due events and posts them, a bounded number at a
 // time per endpoint: 2xx is success; 410 disables the endpoint; anything
 // else is retried after 5 s, 5 min, 30 min, 2 h, 5 h and 10 h (±10 %

@@ -71,7 +71,7 @@ func TestCrashChild(t *testing.T) {
 		LeaseDuration:  time.Second,
 		RescueInterval: 200 * time.Millisecond,
 		PollInterval:   100 * time.Millisecond,
-		NewEvent: func(j jobs.Job, _ emailcheck.Result) (*jobs.Event, error) {
+		NewEvent: func(_ context.Context, j jobs.Job, _ emailcheck.Result) (*jobs.Event, error) {
 			return &jobs.Event{ID: "evt_" + j.ID, Payload: []byte(`{"job_id":"` + j.ID + `"}`)}, nil
 		},
 	})

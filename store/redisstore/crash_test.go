@@ -66,7 +66,7 @@ func TestCrashChild(t *testing.T) {
 		LeaseDuration:  time.Second,
 		RescueInterval: 100 * time.Millisecond,
 		PollInterval:   50 * time.Millisecond,
-		NewEvent: func(j jobs.Job, _ emailcheck.Result) (*jobs.Event, error) {
+		NewEvent: func(_ context.Context, j jobs.Job, _ emailcheck.Result) (*jobs.Event, error) {
 			return &jobs.Event{ID: j.ID, Payload: []byte(`{"job_id":"` + j.ID + `"}`)}, nil
 		},
 	})

@@ -3,8 +3,8 @@
 //
 //	func TestWebhookConformance(t *testing.T) {
 //		webhooktest.Run(t, func(t *testing.T) (webhook.Outbox, webhook.Endpoints) {
-//			s := newStore(t) // a fresh, empty store for each call
-//			return s, s
+//			w := newStore(t).Webhooks() // a fresh, empty store for each call
+//			return w, w
 //		})
 //	}
 //
