@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -29,6 +30,8 @@ type domainInfo struct {
 	mxHosts []string // usable MX hosts, most preferred first
 	class   domainClass
 	expires time.Time
+
+	promoted atomic.Int64 // unix nanoseconds of the last LRU promotion
 }
 
 // exists reports whether DNS showed that the domain exists.

@@ -254,7 +254,8 @@ func (v *Validator) check(ctx context.Context, now time.Time, email string, res 
 	res.Confidence.IsRoleBased = role
 	res.Confidence.AliasStatus = alias
 	if canonical != "" {
-		res.Confidence.CanonicalEmail = &canonical
+		c := canonical // only an address that has one pays for the allocation
+		res.Confidence.CanonicalEmail = &c
 	}
 	if len(info.class.equivalent) > 0 {
 		res.Confidence.EquivalentDomains = slices.Clone(info.class.equivalent)
@@ -374,13 +375,22 @@ func (v *Validator) domainInfo(ctx context.Context, now time.Time, domain string
 	}
 }
 
+// promoteEvery is how often, at most, a cache hit on one domain refreshes
+// its place in the LRU order. Hits otherwise take only a shared read lock,
+// so concurrent callers on a popular domain do not queue on the cache.
+const promoteEvery = time.Second
+
 func (v *Validator) cached(domain string, now time.Time) (*domainInfo, bool) {
 	if v.cache == nil {
 		return nil, false
 	}
-	info, ok := v.cache.Get(domain)
+	info, ok := v.cache.Peek(domain)
 	if !ok || now.After(info.expires) {
 		return nil, false
+	}
+	last := info.promoted.Load()
+	if ns := now.UnixNano(); ns-last > int64(promoteEvery) && info.promoted.CompareAndSwap(last, ns) {
+		v.cache.Get(domain) // move to the front of the LRU order
 	}
 	return info, true
 }
