@@ -119,3 +119,70 @@ func testBurst(t *testing.T, events int, pause time.Duration) {
 		t.Errorf("Pending = %d, %v; want 0", n, err)
 	}
 }
+
+// TestDispatcherSlowEndpointDoesNotStarveOthers fills the outbox with
+// events for an endpoint that takes 100 ms per request, then adds one
+// for another account: it is delivered long before the slow backlog
+// drains.
+func TestDispatcherSlowEndpointDoesNotStarveOthers(t *testing.T) {
+	t.Parallel()
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(100 * time.Millisecond)
+	}))
+	defer slow.Close()
+	fastDone := make(chan time.Time, 1)
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fastDone <- time.Now()
+	}))
+	defer fast.Close()
+
+	ctx := t.Context()
+	store := memstore.New().Webhooks()
+	for acct, url := range map[string]string{"slow": slow.URL, "fast": fast.URL} {
+		if _, _, err := store.PutEndpoint(ctx, webhook.PutEndpointParams{
+			AccountID: acct, URL: url, Enabled: true, Secret: webhook.NewSecret(), Now: time.Now(),
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enqueue := func(acct, job string) {
+		ev, err := webhook.NewEvent(acct, job, []byte(`{}`), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Enqueue(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 200 { // 200 × 100 ms over 2 connections: 10 s
+		enqueue("slow", fmt.Sprint(i))
+	}
+	client, err := webhook.NewClient(webhook.ClientOptions{Allow: []string{"127.0.0.1/32"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	disp, err := webhook.NewDispatcher(store, store, client, &webhook.Config{
+		MaxInFlight: 16, MaxPerEndpoint: 2, BusyDelay: 50 * time.Millisecond, PollInterval: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- disp.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+
+	time.Sleep(300 * time.Millisecond) // the slow backlog has the dispatcher's attention
+	start := time.Now()
+	enqueue("fast", "x")
+	disp.Notify()
+	select {
+	case at := <-fastDone:
+		t.Logf("the other account's event arrived after %v", at.Sub(start).Round(time.Millisecond))
+		if d := at.Sub(start); d > time.Second {
+			t.Errorf("the other account waited %v behind a slow endpoint", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the other account's event did not arrive within 5 s")
+	}
+}
