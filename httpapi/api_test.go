@@ -347,7 +347,7 @@ func TestKeys(t *testing.T) {
 
 func TestOpenAPIDocument(t *testing.T) {
 	t.Parallel()
-	f := setup(t, nil)
+	f := setup(t, &options{webhooks: true})
 	resp := f.do(t, req{method: "GET", target: "/openapi.json"})
 	if resp.Code != 200 || string(resp.Body) != string(f.h.OpenAPI()) {
 		t.Fatalf("GET /openapi.json: %d", resp.Code)
@@ -358,7 +358,8 @@ func TestOpenAPIDocument(t *testing.T) {
 	}
 	// Every route the handler serves is documented.
 	paths := doc["paths"].(map[string]any)
-	for _, p := range []string{"/validate", "/validate/async", "/validate/status/{job_id}", "/api/v1/account", "/api/v1/keys", "/api/v1/keys/{id}", "/openapi.json"} {
+	for _, p := range []string{"/validate", "/validate/async", "/validate/status/{job_id}", "/api/v1/account", "/api/v1/keys", "/api/v1/keys/{id}", "/openapi.json",
+		"/api/v1/webhook", "/api/v1/webhook/test", "/api/v1/webhook/deliveries"} {
 		if paths[p] == nil {
 			t.Errorf("path %s not documented", p)
 		}

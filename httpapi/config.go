@@ -11,6 +11,7 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/webhook"
 )
 
 // Defaults applied by [NewHandler] to the zero fields of [Config].
@@ -70,4 +71,34 @@ type Config struct {
 	MaxBodyBytes int64
 	// Now is the clock used for latencies and durations. Default time.Now.
 	Now func() time.Time
+
+	// Webhooks stores each account's webhook endpoint. Setting it serves
+	// the /api/v1/webhook routes (permission webhooks) and requires
+	// WebhookOutbox and WebhookSender; left nil, those routes answer 404
+	// not_found, as any unknown path does.
+	Webhooks webhook.Endpoints
+	// WebhookOutbox is read by GET /api/v1/webhook/deliveries.
+	WebhookOutbox webhook.Outbox
+	// WebhookSender makes the signed attempt of POST /api/v1/webhook/test.
+	// A [*webhook.Dispatcher] satisfies it, and sends with its SSRF-safe
+	// client, timeout and user agent.
+	WebhookSender WebhookSender
+	// WebhookEvents, when set, is told after each change of an account's
+	// endpoint, so that jobs completed afterwards see the change at once.
+	// A [*jobevents.Source] satisfies it. Default: none; a cache in the
+	// worker pool then notices within its TTL.
+	//
+	// [*jobevents.Source]: https://pkg.go.dev/github.com/validmail/validmail/webhook/jobevents#Source
+	WebhookEvents WebhookEvents
+}
+
+// WebhookSender sends one signed message to an endpoint, outside the
+// outbox, and reports the attempt. It may be called concurrently.
+type WebhookSender interface {
+	Send(ctx context.Context, ep webhook.Endpoint, ev webhook.Event) webhook.Attempt
+}
+
+// WebhookEvents is told when an account's webhook endpoint changes.
+type WebhookEvents interface {
+	Forget(accountID string)
 }

@@ -1,16 +1,21 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store/memstore"
+	"github.com/validmail/validmail/webhook"
+	"github.com/validmail/validmail/webhook/jobevents"
 )
 
 // Mount the API under /email/ of an existing mux.
@@ -37,4 +42,65 @@ func ExampleNewHandler() {
 	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/email/validate?email=jane@example.com", nil))
 	fmt.Println(rec.Code, rec.Header().Get("Content-Type"))
 	// Output: 401 application/problem+json
+}
+
+// Serve the webhook routes and deliver completed jobs: the memory
+// store's outbox and endpoints, one dispatcher that both delivers the
+// outbox and sends test pings, and an event source that the worker pool
+// calls on each completion and the handler tells about endpoint changes.
+func ExampleNewWebhookMetrics() {
+	st := memstore.New()
+	hooks := st.Webhooks()
+	ledger := credits.New(st, nil)
+	queue, err := jobs.NewQueue(st, ledger, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, err := emailcheck.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer v.Close()
+
+	reg := prometheus.NewRegistry()
+	observer, err := httpapi.NewWebhookMetrics(reg, hooks, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	client, err := webhook.NewClient(webhook.ClientOptions{}) // public addresses only
+	if err != nil {
+		log.Fatal(err)
+	}
+	disp, err := webhook.NewDispatcher(hooks, hooks, client, &webhook.Config{Observer: observer})
+	if err != nil {
+		log.Fatal(err)
+	}
+	events, err := jobevents.New(hooks, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	pool, err := jobs.NewPool(queue, v, &jobs.PoolConfig{
+		NewEvent:   events.NewEvent,
+		OnComplete: func(context.Context, jobs.Job) { disp.Notify() },
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = pool // the host runs pool.Run(ctx) and disp.Run(ctx)
+
+	h, err := httpapi.NewHandler(httpapi.Config{
+		Validator: v, Ledger: ledger, Queue: queue, Accounts: st, Registerer: reg,
+		Webhooks: hooks, WebhookOutbox: hooks, WebhookSender: disp, WebhookEvents: events,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/webhook", nil))
+	fmt.Println(rec.Code)
+	n, _ := testutil.GatherAndCount(reg, "validmail_webhook_outbox_pending")
+	fmt.Println(n)
+	// Output:
+	// 401
+	// 1
 }

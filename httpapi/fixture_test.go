@@ -26,6 +26,8 @@ import (
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
+	"github.com/validmail/validmail/webhook"
+	"github.com/validmail/validmail/webhook/jobevents"
 )
 
 // zone is the DNS the tests' validator sees.
@@ -47,6 +49,10 @@ type options struct {
 	ledger    func(credits.Store) credits.Store
 	validator httpapi.Validator // default: the dnstest-backed validator
 	noLog     bool
+	// webhooks serves the webhook routes over the memory store, with a
+	// dispatcher whose client reaches loopback only when loopback is set.
+	webhooks bool
+	loopback bool
 }
 
 // fixture is a handler over memstore with one account and a key carrying
@@ -64,6 +70,12 @@ type fixture struct {
 	acct   store.Account
 	key    string
 	api    *apiChecker
+
+	// Set with options.webhooks.
+	hooks   *memstore.Webhooks
+	disp    *webhook.Dispatcher
+	events  *jobevents.Source
+	whStats *httpapi.WebhookMetrics
 }
 
 func setup(t testing.TB, o *options) *fixture {
@@ -116,6 +128,10 @@ func setup(t testing.TB, o *options) *fixture {
 	if !o.noLog {
 		cfg.Logger = slog.New(slog.NewJSONHandler(f.logs, nil))
 	}
+	if o.webhooks {
+		f.setupWebhooks(t, o.loopback)
+		cfg.Webhooks, cfg.WebhookOutbox, cfg.WebhookSender, cfg.WebhookEvents = f.hooks, f.hooks, f.disp, f.events
+	}
 	f.h, err = httpapi.NewHandler(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -154,9 +170,52 @@ func (f *fixture) balance(t testing.TB, account string) int64 {
 	return n
 }
 
-// runPool runs workers until the test ends.
+// setupWebhooks wires the memory store's outbox and endpoints, a
+// dispatcher observed by the webhook metrics, and the job-event source,
+// the way a service binary does.
+func (f *fixture) setupWebhooks(t testing.TB, loopback bool) {
+	t.Helper()
+	f.hooks = f.st.Webhooks()
+	var opts webhook.ClientOptions
+	if loopback {
+		opts.Allow = []string{"127.0.0.1/32"}
+	}
+	client, err := webhook.NewClient(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.whStats, err = httpapi.NewWebhookMetrics(f.reg, f.hooks, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.disp, err = webhook.NewDispatcher(f.hooks, f.hooks, client, &webhook.Config{
+		Timeout:  5 * time.Second,
+		Observer: f.whStats,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.events, err = jobevents.New(f.hooks, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runDispatcher delivers the outbox until the test ends.
+func (f *fixture) runDispatcher(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.disp.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// runPool runs workers until the test ends. With webhooks, completions
+// write their events and wake the dispatcher.
 func (f *fixture) runPool(t *testing.T) {
-	p, err := jobs.NewPool(f.queue, f.v, &jobs.PoolConfig{Workers: 4, PollInterval: 5 * time.Millisecond})
+	cfg := &jobs.PoolConfig{Workers: 4, PollInterval: 5 * time.Millisecond}
+	if f.events != nil {
+		cfg.NewEvent = f.events.NewEvent
+		cfg.OnComplete = func(context.Context, jobs.Job) { f.disp.Notify() }
+	}
+	p, err := jobs.NewPool(f.queue, f.v, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,7 @@ type Handler struct {
 	now      func() time.Time
 	metrics  *metrics
 	mux      *http.ServeMux
+	hooks    *webhookRoutes // nil when webhooks are not configured
 }
 
 // NewHandler checks cfg once and returns the handler. It starts no
@@ -63,6 +64,10 @@ func NewHandler(cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("%w: negative MaxBodyBytes", ErrConfig)
 	case cfg.RateLimit.Burst < 0, math.IsNaN(cfg.RateLimit.PerSecond), math.IsInf(cfg.RateLimit.PerSecond, 0):
 		return nil, fmt.Errorf("%w: invalid RateLimit %+v", ErrConfig, cfg.RateLimit)
+	case cfg.Webhooks != nil && (cfg.WebhookOutbox == nil || cfg.WebhookSender == nil):
+		return nil, fmt.Errorf("%w: Webhooks needs WebhookOutbox and WebhookSender", ErrConfig)
+	case cfg.Webhooks == nil && (cfg.WebhookOutbox != nil || cfg.WebhookSender != nil || cfg.WebhookEvents != nil):
+		return nil, fmt.Errorf("%w: WebhookOutbox, WebhookSender and WebhookEvents need Webhooks", ErrConfig)
 	}
 	h := &Handler{
 		v:        cfg.Validator,
@@ -77,6 +82,14 @@ func NewHandler(cfg Config) (*Handler, error) {
 	}
 	if h.now == nil {
 		h.now = time.Now
+	}
+	if cfg.Webhooks != nil {
+		h.hooks = &webhookRoutes{
+			endpoints: cfg.Webhooks,
+			outbox:    cfg.WebhookOutbox,
+			sender:    cfg.WebhookSender,
+			events:    cfg.WebhookEvents,
+		}
 	}
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBodyBytes
@@ -116,8 +129,7 @@ func (h *Handler) routes() {
 	mux.HandleFunc("GET /api/v1/keys", h.authed(store.PermKeys, h.listKeys))
 	mux.HandleFunc("DELETE /api/v1/keys/{id}", h.authed(store.PermKeys, h.revokeKey))
 	mux.HandleFunc("GET /openapi.json", h.openAPI)
-	// Any other method on a known path: 405 with Allow.
-	for path, allow := range map[string]string{
+	allowed := map[string]string{
 		"/validate":                 "GET, HEAD",
 		"/validate/async":           "POST",
 		"/validate/status/{job_id}": "GET, HEAD",
@@ -125,7 +137,19 @@ func (h *Handler) routes() {
 		"/api/v1/keys":              "GET, HEAD, POST",
 		"/api/v1/keys/{id}":         "DELETE",
 		"/openapi.json":             "GET, HEAD",
-	} {
+	}
+	if h.hooks != nil {
+		mux.HandleFunc("GET /api/v1/webhook", h.authed(store.PermWebhooks, h.getWebhook))
+		mux.HandleFunc("PUT /api/v1/webhook", h.authed(store.PermWebhooks, h.putWebhook))
+		mux.HandleFunc("DELETE /api/v1/webhook", h.authed(store.PermWebhooks, h.deleteWebhook))
+		mux.HandleFunc("POST /api/v1/webhook/test", h.authed(store.PermWebhooks, h.testWebhook))
+		mux.HandleFunc("GET /api/v1/webhook/deliveries", h.authed(store.PermWebhooks, h.webhookDeliveries))
+		allowed["/api/v1/webhook"] = "DELETE, GET, HEAD, PUT"
+		allowed["/api/v1/webhook/test"] = "POST"
+		allowed["/api/v1/webhook/deliveries"] = "GET, HEAD"
+	}
+	// Any other method on a known path: 405 with Allow.
+	for path, allow := range allowed {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
 			writeProblem(w, callOf(r), CodeMethodNotAllowed, "Method "+r.Method+" is not allowed here; allowed: "+allow+".")

@@ -65,11 +65,16 @@ type Config struct {
 	// MaxInFlight bounds the deliveries handled at once. Zero means 64.
 	MaxInFlight int
 	// MaxPerEndpoint bounds the requests in flight to one endpoint URL.
-	// Zero means 8. Up to as many more deliveries may wait for a slot;
-	// beyond that they are put back for BusyDelay.
+	// Zero means 8. Further deliveries to a busy endpoint wait for a
+	// slot, each for at most BusyDelay (and never longer than Timeout).
+	// How many may wait depends on the endpoint's recent response times:
+	// as many as it is expected to answer within BusyDelay, at least
+	// MaxPerEndpoint and at most MaxInFlight. Beyond that, or after
+	// waiting in vain, a delivery is put back for BusyDelay.
 	MaxPerEndpoint int
-	// BusyDelay is how long a delivery to a saturated endpoint is put
-	// back for, without counting an attempt. Zero means one second.
+	// BusyDelay is the longest a delivery waits for a slot at a busy
+	// endpoint, and how long it is put back for when it gets none,
+	// without counting an attempt. Zero means one second.
 	BusyDelay time.Duration
 	// PollInterval is how often the outbox is checked for due events
 	// when nothing else wakes the dispatcher. Zero means one second.
@@ -100,17 +105,25 @@ type Dispatcher struct {
 	cfg       Config
 	wake      chan struct{}
 
-	mu     sync.Mutex
-	active int                // deliveries being handled
-	slots  map[string]*epSlot // per endpoint URL
-	freed  chan struct{}      // a delivery finished
-	rnd    func() float64     // uniform in [0,1)
+	mu        sync.Mutex
+	active    int                // deliveries being handled
+	slots     map[string]*epSlot // per endpoint URL
+	lastSweep time.Time          // when idle slots were last dropped
+	freed     chan struct{}      // a delivery finished
+	rnd       func() float64     // uniform in [0,1)
 }
 
+// epSlot is the dispatcher's view of one endpoint URL.
 type epSlot struct {
-	sem   chan struct{} // capacity MaxPerEndpoint
-	users int           // in flight plus waiting
+	sem      chan struct{} // capacity MaxPerEndpoint
+	users    int           // in flight plus waiting
+	latency  time.Duration // moving average of attempt durations; zero if unknown
+	lastUsed time.Time     // when a delivery last left it
 }
+
+// slotIdle is how long the state of an endpoint nobody uses is kept, so
+// that a burst after a short pause starts from known response times.
+const slotIdle = time.Minute
 
 // NewDispatcher returns a Dispatcher that leases events from outbox, finds
 // each account's endpoint in endpoints and posts with client. A nil client
@@ -219,8 +232,43 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		case <-ticker.C:
 		case <-d.wake:
 		case <-d.freed:
+			if !d.awaitRoom(ctx, ticker.C) {
+				return nil
+			}
 		}
 	}
+}
+
+// awaitRoom returns once enough deliveries have finished to make a lease
+// worth it, or the poll ticker or Notify fires. While plenty are still
+// being handled it leases in batches rather than one by one. It reports
+// false when ctx is done.
+func (d *Dispatcher) awaitRoom(ctx context.Context, tick <-chan time.Time) bool {
+	for d.free() < d.lowWater() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick:
+			return true
+		case <-d.wake:
+			return true
+		case <-d.freed:
+		}
+	}
+	return true
+}
+
+// free returns how many more deliveries may be handled at once.
+func (d *Dispatcher) free() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg.MaxInFlight - d.active
+}
+
+// lowWater is the number of free places that makes a finished delivery
+// worth a lease.
+func (d *Dispatcher) lowWater() int {
+	return max(1, d.cfg.MaxInFlight/4)
 }
 
 // poll leases as many due deliveries as there are free slots and starts
@@ -230,9 +278,8 @@ func (d *Dispatcher) poll(ctx context.Context, wg *sync.WaitGroup) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	d.mu.Lock()
-	free := d.cfg.MaxInFlight - d.active
-	d.mu.Unlock()
+	d.sweep()
+	free := d.free()
 	if free <= 0 {
 		return false
 	}
@@ -302,7 +349,7 @@ func (d *Dispatcher) handle(ctx context.Context, del Delivery) {
 	actx, cancel := context.WithTimeout(bg, d.cfg.Timeout)
 	att, retryAfter := d.send(actx, ep, del.Event)
 	cancel()
-	release()
+	release(att.Duration)
 
 	if d.cfg.Observer != nil {
 		d.cfg.Observer.ObserveAttempt(del.Event, att)
@@ -365,36 +412,83 @@ func (d *Dispatcher) observe(ev Event, o Outcome) {
 	}
 }
 
-// acquire waits for a request slot for url. It fails at once when as
-// many deliveries as MaxPerEndpoint are already waiting, or when ctx ends
-// while waiting.
-func (d *Dispatcher) acquire(ctx context.Context, url string) (release func(), ok bool) {
+// acquire waits for a request slot for url, for at most BusyDelay (or
+// Timeout, if shorter: the lease must outlast the wait and the attempt).
+// It fails at once when the endpoint already has as many deliveries as
+// waitLimit allows, and when ctx ends while waiting. release takes the
+// attempt's duration, which feeds the endpoint's response-time average.
+func (d *Dispatcher) acquire(ctx context.Context, url string) (release func(time.Duration), ok bool) {
 	d.mu.Lock()
 	s := d.slots[url]
 	if s == nil {
 		s = &epSlot{sem: make(chan struct{}, d.cfg.MaxPerEndpoint)}
 		d.slots[url] = s
 	}
-	if s.users >= 2*d.cfg.MaxPerEndpoint {
+	if s.users >= d.waitLimit(s) {
 		d.mu.Unlock()
 		return nil, false
 	}
 	s.users++
 	d.mu.Unlock()
-	leave := func() {
+	leave := func(took time.Duration) {
 		d.mu.Lock()
 		s.users--
-		if s.users == 0 {
-			delete(d.slots, url)
+		s.lastUsed = time.Now()
+		if took > 0 {
+			if s.latency == 0 {
+				s.latency = took
+			} else {
+				s.latency += (took - s.latency) / 8
+			}
 		}
 		d.mu.Unlock()
 	}
 	select {
 	case s.sem <- struct{}{}:
-		return func() { <-s.sem; leave() }, true
+		return func(took time.Duration) { <-s.sem; leave(took) }, true
+	default:
+	}
+	wait := time.NewTimer(min(d.cfg.BusyDelay, d.cfg.Timeout))
+	defer wait.Stop()
+	select {
+	case s.sem <- struct{}{}:
+		return func(took time.Duration) { <-s.sem; leave(took) }, true
+	case <-wait.C:
 	case <-ctx.Done():
-		leave()
-		return nil, false
+	}
+	leave(0)
+	return nil, false
+}
+
+// waitLimit is how many deliveries, in flight and waiting, one endpoint
+// may hold: MaxPerEndpoint in flight plus as many as it is expected to
+// answer within BusyDelay, judged by its average response time; between
+// 2×MaxPerEndpoint and MaxInFlight. An endpoint not yet timed gets
+// MaxInFlight: each waiting delivery gives up after BusyDelay anyway.
+// d.mu must be held.
+func (d *Dispatcher) waitLimit(s *epSlot) int {
+	n, lo, hi := d.cfg.MaxInFlight, 2*d.cfg.MaxPerEndpoint, max(d.cfg.MaxInFlight, 2*d.cfg.MaxPerEndpoint)
+	if s.latency > 0 {
+		answered := float64(d.cfg.MaxPerEndpoint) * float64(d.cfg.BusyDelay) / float64(s.latency)
+		n = d.cfg.MaxPerEndpoint + int(min(answered, float64(hi)))
+	}
+	return min(max(n, lo), hi)
+}
+
+// sweep forgets endpoints that have been idle for a while, at most once
+// per slotIdle.
+func (d *Dispatcher) sweep() {
+	now := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if now.Sub(d.lastSweep) < slotIdle {
+		return
+	}
+	d.lastSweep = now
+	for url, s := range d.slots {
+		if s.users == 0 && now.Sub(s.lastUsed) >= slotIdle {
+			delete(d.slots, url)
+		}
 	}
 }
 

@@ -19,7 +19,9 @@
 // implement the Outbox together with [Endpoints], and webhook/webhooktest
 // defines their contract. A
 // [Dispatcher] leases due events and posts them, a bounded number at a
-// time per endpoint: 2xx is success; 410 disables the endpoint; anything
+// time per endpoint; deliveries to a busy endpoint queue for a slot,
+// so one receiver takes a burst of a thousand events in about a second
+// rather than a trickle. 2xx is success; 410 disables the endpoint; anything
 // else is retried after 5 s, 5 min, 30 min, 2 h, 5 h and 10 h (±10 %
 // jitter, never sooner than Retry-After), after which the event is dead
 // and stays visible in the delivery log. Every attempt carries the same

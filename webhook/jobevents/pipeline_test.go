@@ -121,7 +121,7 @@ func TestCompletedJobsAreDelivered(t *testing.T) {
 		Schedule: []time.Duration{10 * time.Millisecond, 10 * time.Millisecond},
 		Timeout:  2 * time.Second,
 		// One endpoint receives every event: deliveries beyond its
-		// in-flight bound wait BusyDelay before they are leased again.
+		// in-flight bound wait for a slot, at most BusyDelay.
 		BusyDelay:    10 * time.Millisecond,
 		PollInterval: 20 * time.Millisecond,
 	})

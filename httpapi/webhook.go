@@ -1,0 +1,327 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/validmail/validmail/webhook"
+)
+
+// Limits of GET /api/v1/webhook/deliveries.
+const (
+	// DefaultDeliveriesLimit is the number of deliveries listed when the
+	// request names no limit.
+	DefaultDeliveriesLimit = webhook.DefaultListLimit
+	// MaxDeliveriesLimit is the largest limit honoured; larger ones are
+	// lowered to it.
+	MaxDeliveriesLimit = 500
+)
+
+// webhookRoutes holds what the /api/v1/webhook routes need.
+type webhookRoutes struct {
+	endpoints webhook.Endpoints
+	outbox    webhook.Outbox
+	sender    WebhookSender
+	events    WebhookEvents
+}
+
+// forget tells the event source that the account's endpoint changed.
+func (wr *webhookRoutes) forget(accountID string) {
+	if wr.events != nil {
+		wr.events.Forget(accountID)
+	}
+}
+
+type putWebhookRequest struct {
+	URL          *string `json:"url"`
+	Enabled      *bool   `json:"enabled"`
+	RotateSecret bool    `json:"rotate_secret"`
+}
+
+// webhookView is an endpoint as the API shows it: never a secret, except
+// the one just generated.
+type webhookView struct {
+	URL            string  `json:"url"`
+	Enabled        bool    `json:"enabled"`
+	DisabledReason *string `json:"disabled_reason"`
+	// PreviousSecretExpiresAt is when the last replaced secret stops
+	// signing; null when no replaced secret signs any more.
+	PreviousSecretExpiresAt *string `json:"previous_secret_expires_at"`
+	CreatedAt               string  `json:"created_at"`
+	UpdatedAt               string  `json:"updated_at"`
+}
+
+func viewWebhook(ep webhook.Endpoint, now time.Time) webhookView {
+	v := webhookView{
+		URL:       ep.URL,
+		Enabled:   ep.Enabled,
+		CreatedAt: formatTime(ep.CreatedAt),
+		UpdatedAt: formatTime(ep.UpdatedAt),
+	}
+	if ep.DisabledReason != "" {
+		v.DisabledReason = &ep.DisabledReason
+	}
+	var last time.Time
+	for _, p := range ep.PreviousSecrets {
+		if now.Before(p.ExpiresAt) && p.ExpiresAt.After(last) {
+			last = p.ExpiresAt
+		}
+	}
+	v.PreviousSecretExpiresAt = formatTimePtr(last)
+	return v
+}
+
+type webhookResponse struct {
+	webhookView
+	// Secret is set only when it was just generated: at creation and
+	// rotation.
+	Secret    string `json:"secret,omitempty"`
+	RequestID string `json:"requestId"`
+}
+
+type attemptView struct {
+	At         string  `json:"at"`
+	DurationMS int64   `json:"duration_ms"`
+	StatusCode *int    `json:"status_code"`
+	Error      *string `json:"error"`
+	URL        string  `json:"url"`
+}
+
+func viewAttempt(a webhook.Attempt) attemptView {
+	v := attemptView{At: formatTime(a.At), DurationMS: a.Duration.Milliseconds(), URL: a.URL}
+	if a.StatusCode != 0 {
+		v.StatusCode = &a.StatusCode
+	}
+	if a.Error != "" {
+		v.Error = &a.Error
+	}
+	return v
+}
+
+type testWebhookResponse struct {
+	EventID string `json:"event_id"`
+	// Success reports a 2xx answer.
+	Success bool `json:"success"`
+	attemptView
+	RequestID string `json:"requestId"`
+}
+
+type deliveryView struct {
+	EventID   string  `json:"event_id"`
+	Type      string  `json:"type"`
+	JobID     *string `json:"job_id"`
+	State     string  `json:"state"`
+	CreatedAt string  `json:"created_at"`
+	// The last attempt, flattened; null before the first.
+	StatusCode    *int          `json:"status_code"`
+	Error         *string       `json:"error"`
+	AttemptedAt   *string       `json:"attempted_at"`
+	NextAttemptAt *string       `json:"next_attempt_at"`
+	FinishedAt    *string       `json:"finished_at"`
+	Reason        *string       `json:"reason"`
+	Attempts      []attemptView `json:"attempts"`
+}
+
+func viewDelivery(d webhook.Delivery) deliveryView {
+	v := deliveryView{
+		EventID:       d.ID,
+		Type:          d.Type,
+		State:         string(d.State),
+		CreatedAt:     formatTime(d.CreatedAt),
+		NextAttemptAt: formatTimePtr(d.NextAttempt),
+		FinishedAt:    formatTimePtr(d.FinishedAt),
+		Attempts:      make([]attemptView, len(d.Attempts)),
+	}
+	if d.State != webhook.StatePending {
+		v.NextAttemptAt = nil
+	}
+	if d.JobID != "" {
+		v.JobID = &d.JobID
+	}
+	if d.Reason != "" {
+		v.Reason = &d.Reason
+	}
+	for i, a := range d.Attempts {
+		v.Attempts[i] = viewAttempt(a)
+	}
+	if n := len(v.Attempts); n > 0 {
+		last := v.Attempts[n-1]
+		v.StatusCode, v.Error, v.AttemptedAt = last.StatusCode, last.Error, &last.At
+	}
+	return v
+}
+
+type deliveriesResponse struct {
+	Deliveries []deliveryView `json:"deliveries"`
+	RequestID  string         `json:"requestId"`
+}
+
+// noWebhook answers 404 for an account without an endpoint.
+func noWebhook(w http.ResponseWriter, c *call) {
+	writeProblem(w, c, CodeNotFound, "No webhook endpoint is configured; create one with PUT /api/v1/webhook.")
+}
+
+// getWebhook serves GET /api/v1/webhook.
+func (h *Handler) getWebhook(w http.ResponseWriter, r *http.Request, c *call) {
+	ep, err := h.hooks.endpoints.GetEndpoint(r.Context(), c.key.AccountID)
+	if err != nil {
+		if errors.Is(err, webhook.ErrNotFound) {
+			noWebhook(w, c)
+			return
+		}
+		h.backendError(w, c, "get webhook", err)
+		return
+	}
+	h.writeJSON(w, c, http.StatusOK, webhookResponse{webhookView: viewWebhook(ep, h.now()), RequestID: c.id})
+}
+
+// putWebhook serves PUT /api/v1/webhook: it creates the endpoint (201,
+// with its new secret) or updates it (200), keeping the URL or the
+// enabled flag the body leaves out, and rotates the secret on request.
+func (h *Handler) putWebhook(w http.ResponseWriter, r *http.Request, c *call) {
+	body, ok := h.readBody(w, r, c)
+	if !ok {
+		return
+	}
+	var req putWebhookRequest
+	if !decodeJSON(w, c, body, &req) {
+		return
+	}
+	if req.URL != nil {
+		if err := webhook.ValidateURL(*req.URL); err != nil {
+			writeProblem(w, c, CodeInvalidBody, "The url must be an absolute http or https URL with a host, without user information or fragment, at most 2,048 bytes.")
+			return
+		}
+	}
+	ctx := r.Context()
+	account := c.key.AccountID
+	cur, err := h.hooks.endpoints.GetEndpoint(ctx, account)
+	exists := err == nil
+	if err != nil && !errors.Is(err, webhook.ErrNotFound) {
+		h.backendError(w, c, "get webhook", err)
+		return
+	}
+	p := webhook.PutEndpointParams{AccountID: account, Enabled: true, Now: h.now()}
+	if exists {
+		p.URL, p.Enabled = cur.URL, cur.Enabled
+	} else {
+		if req.URL == nil {
+			writeProblem(w, c, CodeInvalidBody, "The body must name the url of the new endpoint.")
+			return
+		}
+		p.Secret = webhook.NewSecret()
+	}
+	if req.URL != nil {
+		p.URL = *req.URL
+	}
+	if req.Enabled != nil {
+		p.Enabled = *req.Enabled
+	}
+	ep, created, err := h.hooks.endpoints.PutEndpoint(ctx, p)
+	if err != nil {
+		h.backendError(w, c, "put webhook", err)
+		return
+	}
+	defer h.hooks.forget(account)
+	resp := webhookResponse{RequestID: c.id}
+	status := http.StatusOK
+	switch {
+	case created:
+		// A concurrent PUT may have created it first; then ours updated
+		// it and p.Secret was not stored.
+		status, resp.Secret = http.StatusCreated, ep.Secret
+	case req.RotateSecret:
+		now := h.now()
+		ep, err = h.hooks.endpoints.RotateSecret(ctx, webhook.RotateSecretParams{
+			AccountID:         account,
+			Secret:            webhook.NewSecret(),
+			Now:               now,
+			PreviousExpiresAt: now.Add(webhook.RotationGrace),
+		})
+		if err != nil {
+			if errors.Is(err, webhook.ErrNotFound) {
+				noWebhook(w, c) // deleted in between
+				return
+			}
+			h.backendError(w, c, "rotate webhook secret", err)
+			return
+		}
+		resp.Secret = ep.Secret
+	}
+	resp.webhookView = viewWebhook(ep, h.now())
+	h.writeJSON(w, c, status, resp)
+}
+
+// deleteWebhook serves DELETE /api/v1/webhook and answers the endpoint
+// it removed. Pending deliveries then die with the reason "no webhook
+// endpoint configured".
+func (h *Handler) deleteWebhook(w http.ResponseWriter, r *http.Request, c *call) {
+	ctx := r.Context()
+	account := c.key.AccountID
+	ep, err := h.hooks.endpoints.GetEndpoint(ctx, account)
+	if err == nil {
+		err = h.hooks.endpoints.DeleteEndpoint(ctx, account)
+	}
+	if err != nil {
+		if errors.Is(err, webhook.ErrNotFound) {
+			noWebhook(w, c)
+			return
+		}
+		h.backendError(w, c, "delete webhook", err)
+		return
+	}
+	h.hooks.forget(account)
+	h.writeJSON(w, c, http.StatusOK, webhookResponse{webhookView: viewWebhook(ep, h.now()), RequestID: c.id})
+}
+
+// testWebhook serves POST /api/v1/webhook/test: one signed webhook.test
+// message, sent now and outside the outbox (it is not retried and not
+// listed in the deliveries), even to a disabled endpoint. The answer is
+// 200 whatever the receiver said; the attempt tells.
+func (h *Handler) testWebhook(w http.ResponseWriter, r *http.Request, c *call) {
+	ctx := r.Context()
+	ep, err := h.hooks.endpoints.GetEndpoint(ctx, c.key.AccountID)
+	if err != nil {
+		if errors.Is(err, webhook.ErrNotFound) {
+			noWebhook(w, c)
+			return
+		}
+		h.backendError(w, c, "get webhook", err)
+		return
+	}
+	ev := webhook.NewTestEvent(c.key.AccountID, h.now())
+	a := h.hooks.sender.Send(ctx, ep, ev)
+	h.writeJSON(w, c, http.StatusOK, testWebhookResponse{
+		EventID:     ev.ID,
+		Success:     a.StatusCode >= 200 && a.StatusCode < 300,
+		attemptView: viewAttempt(a),
+		RequestID:   c.id,
+	})
+}
+
+// webhookDeliveries serves GET /api/v1/webhook/deliveries?limit=N: the
+// account's most recent deliveries, newest first, with their attempts.
+// They are listed whether or not an endpoint exists now.
+func (h *Handler) webhookDeliveries(w http.ResponseWriter, r *http.Request, c *call) {
+	limit := DefaultDeliveriesLimit
+	if s := r.URL.Query().Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			writeProblem(w, c, CodeInvalidBody, "The limit query parameter must be a positive integer.")
+			return
+		}
+		limit = min(n, MaxDeliveriesLimit)
+	}
+	ds, err := h.hooks.outbox.Deliveries(r.Context(), webhook.ListParams{AccountID: c.key.AccountID, Limit: limit})
+	if err != nil {
+		h.backendError(w, c, "list deliveries", err)
+		return
+	}
+	views := make([]deliveryView, len(ds))
+	for i, d := range ds {
+		views[i] = viewDelivery(d)
+	}
+	h.writeJSON(w, c, http.StatusOK, deliveriesResponse{Deliveries: views, RequestID: c.id})
+}
