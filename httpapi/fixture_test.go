@@ -84,7 +84,7 @@ func setup(t testing.TB, o *options) *fixture {
 		o = &options{}
 	}
 	srv := dnstest.Start(t, zone(), nil)
-	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, QueryTimeout: 500 * time.Millisecond})
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, QueryTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
