@@ -1,0 +1,162 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/validmail/validmail/credits"
+)
+
+// Balance implements [credits.Store].
+func (s *Store) Balance(ctx context.Context, account string) (int64, error) {
+	var bal int64
+	err := s.pool.QueryRow(ctx, s.sql(`SELECT balance FROM {schema}.credit_balances WHERE account = $1`), account).Scan(&bal)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fail(ctx, "balance", err)
+	}
+	return bal, nil
+}
+
+// Apply implements [credits.Store]. It is one transaction: the entry is
+// inserted first, so that a concurrent change under the same idempotency key
+// waits on the unique index and then sees this one; then the balance is
+// changed by a conditional update, which refuses an overdraft.
+func (s *Store) Apply(ctx context.Context, c credits.Change) (credits.Entry, error) {
+	if c.Account == "" || c.Delta == 0 {
+		return credits.Entry{}, fmt.Errorf("%w: account %q, delta %d", credits.ErrInvalidAmount, c.Account, c.Delta)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return credits.Entry{}, fail(ctx, "apply", err)
+	}
+	defer rollback(tx)
+	e, replay, err := s.applyTx(ctx, tx, c)
+	if err != nil || replay {
+		return e, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return credits.Entry{}, fail(ctx, "apply: commit", err)
+	}
+	return e, nil
+}
+
+// applyTx appends the entry for c and changes the balance within tx. When
+// c's idempotency key was already used it writes nothing and returns the
+// earlier entry with replay set (or an [credits.ErrIdempotencyConflict]); the
+// caller must then not commit anything it relies on c for.
+func (s *Store) applyTx(ctx context.Context, tx pgx.Tx, c credits.Change) (e credits.Entry, replay bool, err error) {
+	var key *string
+	if c.IdempotencyKey != "" {
+		key = &c.IdempotencyKey
+	}
+	var id int64
+	var at time.Time
+	err = tx.QueryRow(ctx, s.sql(`
+		INSERT INTO {schema}.credit_entries (account, delta, reason, reference, idempotency_key)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (account, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+		RETURNING id, created_at`),
+		c.Account, c.Delta, string(c.Reason), c.Reference, key).Scan(&id, &at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		prev, err := s.entryByKey(ctx, tx, c.Account, c.IdempotencyKey)
+		if err != nil {
+			return credits.Entry{}, false, err
+		}
+		if prev.Delta != c.Delta || prev.Reason != c.Reason {
+			return credits.Entry{}, false, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, c.IdempotencyKey)
+		}
+		prev.Replayed = true
+		return prev, true, nil
+	}
+	if err != nil {
+		return credits.Entry{}, false, fail(ctx, "apply", err)
+	}
+	if err := s.addBalance(ctx, tx, c.Account, c.Delta); err != nil {
+		return credits.Entry{}, false, err
+	}
+	return credits.Entry{
+		ID:             strconv.FormatInt(id, 10),
+		Account:        c.Account,
+		Delta:          c.Delta,
+		Reason:         c.Reason,
+		Reference:      c.Reference,
+		IdempotencyKey: c.IdempotencyKey,
+		Time:           at,
+	}, false, nil
+}
+
+// addBalance adds delta to the account's balance within tx. A charge larger
+// than the balance changes nothing and returns an [*credits.InsufficientError].
+func (s *Store) addBalance(ctx context.Context, tx pgx.Tx, account string, delta int64) error {
+	if delta > 0 {
+		_, err := tx.Exec(ctx, s.sql(`
+			INSERT INTO {schema}.credit_balances AS b (account, balance) VALUES ($1, $2)
+			ON CONFLICT (account) DO UPDATE SET balance = b.balance + EXCLUDED.balance`), account, delta)
+		return fail(ctx, "apply: balance", err)
+	}
+	tag, err := tx.Exec(ctx, s.sql(`
+		UPDATE {schema}.credit_balances SET balance = balance + $2::bigint
+		WHERE account = $1 AND balance >= -$2::bigint`), account, delta)
+	if err != nil {
+		return fail(ctx, "apply: balance", err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	var bal int64
+	err = tx.QueryRow(ctx, s.sql(`SELECT balance FROM {schema}.credit_balances WHERE account = $1`), account).Scan(&bal)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fail(ctx, "apply: balance", err)
+	}
+	return &credits.InsufficientError{Balance: bal, Required: -delta}
+}
+
+func (s *Store) entryByKey(ctx context.Context, q querier, account, key string) (credits.Entry, error) {
+	var e credits.Entry
+	var id int64
+	var reason string
+	err := q.QueryRow(ctx, s.sql(`
+		SELECT id, delta, reason, reference, created_at FROM {schema}.credit_entries
+		WHERE account = $1 AND idempotency_key = $2`), account, key).
+		Scan(&id, &e.Delta, &reason, &e.Reference, &e.Time)
+	if err != nil {
+		return credits.Entry{}, fail(ctx, "apply: idempotency key", err)
+	}
+	e.ID = strconv.FormatInt(id, 10)
+	e.Account = account
+	e.Reason = credits.Reason(reason)
+	e.IdempotencyKey = key
+	return e, nil
+}
+
+// History implements [credits.Store].
+func (s *Store) History(ctx context.Context, p credits.HistoryParams) ([]credits.Entry, error) {
+	rows, err := s.pool.Query(ctx, s.sql(`
+		SELECT id, delta, reason, reference, coalesce(idempotency_key, ''), created_at
+		FROM {schema}.credit_entries WHERE account = $1 ORDER BY id`), p.Account)
+	if err != nil {
+		return nil, fail(ctx, "history", err)
+	}
+	var out []credits.Entry
+	var id int64
+	var reason string
+	e := credits.Entry{Account: p.Account}
+	_, err = pgx.ForEachRow(rows, []any{&id, &e.Delta, &reason, &e.Reference, &e.IdempotencyKey, &e.Time}, func() error {
+		e.ID = strconv.FormatInt(id, 10)
+		e.Reason = credits.Reason(reason)
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		return nil, fail(ctx, "history", err)
+	}
+	return out, nil
+}

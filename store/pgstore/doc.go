@@ -1,0 +1,31 @@
+// Package pgstore implements every backend interface of validmail on
+// PostgreSQL (13 or later) with github.com/jackc/pgx/v5: [store.Accounts],
+// [credits.Store], [jobs.Driver], [jobs.ChargingDriver] and [jobs.Notifier].
+//
+// A [Store] runs over the host's *pgxpool.Pool and never closes it. All its
+// tables live in one schema ([Config.Schema], "public" by default), created
+// and upgraded by embedded, versioned migrations that [New] applies (see
+// [Store.Migrate]).
+//
+// How each promise is kept:
+//   - Credits: a balances table with CHECK (balance >= 0) beside an
+//     append-only entries table; a charge is a conditional
+//     UPDATE ... WHERE balance >= n in the transaction that appends its
+//     entry, and idempotency keys are a unique index.
+//   - Accounts: an account and its signup grant are one transaction. Keys
+//     are stored as their SHA-256 (bytea, unique index) and display prefix;
+//     [Store.Authenticate] is a hash lookup.
+//   - Jobs: ids come from a bigserial. A batch is one INSERT over unnest;
+//     leasing is UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED);
+//     lease tokens are random UUIDs; every state change compares state and
+//     token. Completing a job, refunding it and writing its outbox event is
+//     one statement; charging and enqueueing a batch is one transaction.
+//   - Wake-up: a statement trigger on the jobs table sends NOTIFY, and
+//     [Store.Subscribe] LISTENs on a dedicated connection taken from the
+//     pool, reconnecting when it fails.
+//
+// Errors: the domain sentinels ([jobs.ErrNotFound], [store.ErrInvalidKey],
+// ...) as the interfaces promise; a cancelled context gives an error
+// wrapping ctx.Err(); a lost or refused connection gives an error matching
+// [ErrUnavailable]. A change whose commit was acknowledged is durable.
+package pgstore

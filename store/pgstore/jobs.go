@@ -1,0 +1,451 @@
+package pgstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/jobs"
+)
+
+// jobColumns are the columns scanJob reads, in order.
+const jobColumns = `id, account, email, state, cost, errors, last_error, created_at,
+	completed_at, result, mx_hosts, token, lease_expires_at`
+
+// scanJob reads a row of jobColumns.
+func scanJob(row pgx.Row) (jobs.Lease, error) {
+	var l jobs.Lease
+	var id int64
+	var state string
+	var completed, expires *time.Time
+	var result []byte
+	var mx []string
+	var token *string
+	err := row.Scan(&id, &l.Account, &l.Email, &state, &l.Cost, &l.Errors, &l.LastError, &l.CreatedAt,
+		&completed, &result, &mx, &token, &expires)
+	if err != nil {
+		return jobs.Lease{}, err
+	}
+	l.ID = strconv.FormatInt(id, 10)
+	l.State = jobs.StateActive
+	if state == "completed" {
+		l.State = jobs.StateCompleted
+	}
+	if completed != nil {
+		l.CompletedAt = *completed
+	}
+	if result != nil {
+		var r emailcheck.Result
+		if err := json.Unmarshal(result, &r); err != nil {
+			return jobs.Lease{}, fmt.Errorf("job %d: result: %w", id, err)
+		}
+		r.MXHosts = mx
+		l.Result = &r
+	}
+	if token != nil {
+		l.Token = *token
+	}
+	if expires != nil {
+		l.ExpiresAt = *expires
+	}
+	return l, nil
+}
+
+// parseID returns the numeric id of a job, or false for text that names no
+// job.
+func parseID(id string) (int64, bool) {
+	n, err := strconv.ParseInt(id, 10, 64)
+	return n, err == nil && n > 0
+}
+
+func formatIDs(ids []int64) []string {
+	slices.Sort(ids)
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = strconv.FormatInt(id, 10)
+	}
+	return out
+}
+
+// enqueueSQL inserts a batch in one statement; rows are inserted, and so
+// numbered, in the order of the addresses.
+const enqueueSQL = `
+	INSERT INTO {schema}.jobs (account, email, cost)
+	SELECT $1, t.email, $3 FROM unnest($2::text[]) WITH ORDINALITY AS t(email, n) ORDER BY t.n
+	RETURNING id`
+
+// Enqueue implements [jobs.Driver]: the batch is one INSERT statement, and
+// its commit wakes subscribed workers.
+func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) ([]string, error) {
+	if len(p.Emails) == 0 {
+		return nil, jobs.ErrEmptyBatch
+	}
+	rows, err := s.pool.Query(ctx, s.sql(enqueueSQL), p.Account, p.Emails, p.Cost)
+	if err != nil {
+		return nil, fail(ctx, "enqueue", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fail(ctx, "enqueue", err)
+	}
+	return formatIDs(ids), nil
+}
+
+// EnqueueCharged implements [jobs.ChargingDriver]: the charge, the jobs and
+// the record of the batch's idempotency key are one transaction.
+func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams) ([]string, error) {
+	if len(p.Emails) == 0 {
+		return nil, jobs.ErrEmptyBatch
+	}
+	n := int64(len(p.Emails))
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fail(ctx, "enqueue charged", err)
+	}
+	defer rollback(tx)
+
+	keyed := p.IdempotencyKey != ""
+	if keyed {
+		// Taking the key first makes a concurrent batch under the same key
+		// wait here, then find this batch.
+		c := credits.Change{Account: p.Account, Delta: -n, Reason: credits.ReasonCharge, Reference: p.IdempotencyKey, IdempotencyKey: p.IdempotencyKey}
+		_, replay, err := s.applyTx(ctx, tx, c)
+		if replay || errors.Is(err, credits.ErrIdempotencyConflict) {
+			return s.replayBatch(ctx, tx, p, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+	} else if err := s.addBalance(ctx, tx, p.Account, -n); err != nil {
+		return nil, err
+	}
+
+	rows, err := tx.Query(ctx, s.sql(enqueueSQL), p.Account, p.Emails, int64(1))
+	if err != nil {
+		return nil, fail(ctx, "enqueue charged", err)
+	}
+	raw, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fail(ctx, "enqueue charged", err)
+	}
+	ids := formatIDs(raw)
+
+	if keyed {
+		_, err = tx.Exec(ctx, s.sql(`
+			INSERT INTO {schema}.job_batches (account, idempotency_key, job_ids) VALUES ($1, $2, $3)`),
+			p.Account, p.IdempotencyKey, raw)
+	} else {
+		_, err = tx.Exec(ctx, s.sql(`
+			INSERT INTO {schema}.credit_entries (account, delta, reason, reference) VALUES ($1, $2, $3, $4)`),
+			p.Account, -n, string(credits.ReasonCharge), "jobs:"+ids[0]+"-"+ids[len(ids)-1])
+	}
+	if err != nil {
+		return nil, fail(ctx, "enqueue charged", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fail(ctx, "enqueue charged: commit", err)
+	}
+	return ids, nil
+}
+
+// replayBatch answers a batch whose idempotency key was used before: the
+// original ids when that was a batch of as many addresses, else an error.
+func (s *Store) replayBatch(ctx context.Context, tx pgx.Tx, p jobs.EnqueueChargedParams, applyErr error) ([]string, error) {
+	var raw []int64
+	err := tx.QueryRow(ctx, s.sql(`
+		SELECT job_ids FROM {schema}.job_batches WHERE account = $1 AND idempotency_key = $2`),
+		p.Account, p.IdempotencyKey).Scan(&raw)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		// The key was used by a plain charge, not a batch.
+		if applyErr != nil {
+			return nil, applyErr
+		}
+		return nil, jobs.ErrBatchReplayed
+	case err != nil:
+		return nil, fail(ctx, "enqueue charged: replay", err)
+	case len(raw) != len(p.Emails):
+		return nil, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, p.IdempotencyKey)
+	}
+	return formatIDs(raw), nil
+}
+
+// Lease implements [jobs.Driver] with SELECT ... FOR UPDATE SKIP LOCKED, so
+// that concurrent leasers never wait for each other nor share a job.
+func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, error) {
+	if p.Max < 1 || p.Duration <= 0 {
+		return nil, fmt.Errorf("jobs: invalid lease request (max %d, duration %v)", p.Max, p.Duration)
+	}
+	rows, err := s.pool.Query(ctx, s.sql(`
+		WITH next AS (
+			SELECT id AS next_id FROM {schema}.jobs
+			WHERE state = 'available' AND run_at <= now()
+			ORDER BY id LIMIT $1::bigint
+			FOR UPDATE SKIP LOCKED
+		)
+		UPDATE {schema}.jobs j
+		SET state = 'running', token = gen_random_uuid()::text,
+		    lease_expires_at = clock_timestamp() + $2::bigint * interval '1 microsecond'
+		FROM next WHERE j.id = next.next_id
+		RETURNING `+jobColumns), p.Max, p.Duration.Microseconds())
+	if err != nil {
+		return nil, fail(ctx, "lease", err)
+	}
+	leases, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (jobs.Lease, error) { return scanJob(r) })
+	if err != nil {
+		return nil, fail(ctx, "lease", err)
+	}
+	slices.SortFunc(leases, func(a, b jobs.Lease) int {
+		x, _ := parseID(a.ID)
+		y, _ := parseID(b.ID)
+		return cmp.Compare(x, y)
+	})
+	return leases, nil
+}
+
+// held turns the outcome of a compare-and-set on (state, token) into the
+// driver's errors: changed is whether the row matched, exists whether the
+// job exists at all.
+func held(changed, exists bool) error {
+	switch {
+	case changed:
+		return nil
+	case exists:
+		return jobs.ErrLeaseLost
+	}
+	return jobs.ErrNotFound
+}
+
+// Heartbeat implements [jobs.Driver].
+func (s *Store) Heartbeat(ctx context.Context, p jobs.HeartbeatParams) (time.Time, error) {
+	id, ok := parseID(p.ID)
+	if !ok {
+		return time.Time{}, jobs.ErrNotFound
+	}
+	var expires *time.Time
+	var exists bool
+	err := s.pool.QueryRow(ctx, s.sql(`
+		WITH renewed AS (
+			UPDATE {schema}.jobs SET lease_expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond'
+			WHERE id = $1::bigint AND state = 'running' AND token = $2::text
+			RETURNING lease_expires_at
+		)
+		SELECT (SELECT lease_expires_at FROM renewed), EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1)`),
+		id, p.Token, p.Duration.Microseconds()).Scan(&expires, &exists)
+	if err != nil {
+		return time.Time{}, fail(ctx, "heartbeat", err)
+	}
+	if err := held(expires != nil, exists); err != nil {
+		return time.Time{}, err
+	}
+	return *expires, nil
+}
+
+// completeSQL completes a job, refunds it and writes its event in one
+// statement, hence one transaction; nothing is written unless the token
+// still holds the job. The refund's idempotency key is the job's, so a
+// refund is never given twice.
+const completeSQL = `
+	WITH done AS (
+		UPDATE {schema}.jobs
+		SET state = 'completed', result = $3::jsonb, mx_hosts = $4::text[], completed_at = now(),
+		    token = NULL, lease_expires_at = NULL
+		WHERE id = $1::bigint AND state = 'running' AND token = $2::text
+		RETURNING account
+	), refund AS (
+		INSERT INTO {schema}.credit_entries (account, delta, reason, reference, idempotency_key)
+		SELECT account, $5::bigint, 'refund', 'job:' || $6::text, 'refund:job:' || $6::text
+		FROM done WHERE $5::bigint > 0
+		ON CONFLICT (account, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+		RETURNING account, delta
+	), balance AS (
+		INSERT INTO {schema}.credit_balances AS b (account, balance)
+		SELECT account, delta FROM refund
+		ON CONFLICT (account) DO UPDATE SET balance = b.balance + EXCLUDED.balance
+	), event AS (
+		INSERT INTO {schema}.outbox (account, job_id, event_id, payload)
+		SELECT account, $1::bigint, $7::text, $8::bytea FROM done WHERE $7::text IS NOT NULL
+	)
+	SELECT EXISTS (SELECT 1 FROM done), EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1)`
+
+// completeOnlySQL is completeSQL without refund and event.
+const completeOnlySQL = `
+	UPDATE {schema}.jobs
+	SET state = 'completed', result = $3::jsonb, mx_hosts = $4::text[], completed_at = now(),
+	    token = NULL, lease_expires_at = NULL
+	WHERE id = $1::bigint AND state = 'running' AND token = $2::text`
+
+// leaseLost tells why a compare-and-set on the job found no match.
+func (s *Store) leaseLost(ctx context.Context, id int64) error {
+	var exists bool
+	err := s.pool.QueryRow(ctx, s.sql(`SELECT EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1)`), id).Scan(&exists)
+	if err != nil {
+		return fail(ctx, "lease check", err)
+	}
+	return held(false, exists)
+}
+
+// Complete implements [jobs.Driver]: result, refund and event are written
+// by one statement.
+func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
+	id, ok := parseID(p.ID)
+	if !ok {
+		return jobs.ErrNotFound
+	}
+	result, err := json.Marshal(p.Result)
+	if err != nil {
+		return fmt.Errorf("pgstore: complete: result: %w", err)
+	}
+	var eventID *string
+	var payload []byte
+	if p.Event != nil {
+		eventID = &p.Event.ID
+		payload = p.Event.Payload
+		if payload == nil {
+			payload = []byte{}
+		}
+	}
+	if p.Refund <= 0 && p.Event == nil {
+		// Nothing but the job to write: the plain update is cheaper.
+		tag, err := s.pool.Exec(ctx, s.sql(completeOnlySQL), id, p.Token, result, p.Result.MXHosts)
+		if err != nil {
+			return fail(ctx, "complete", err)
+		}
+		if tag.RowsAffected() == 1 {
+			return nil
+		}
+		return s.leaseLost(ctx, id)
+	}
+	var changed, exists bool
+	err = s.pool.QueryRow(ctx, s.sql(completeSQL),
+		id, p.Token, result, p.Result.MXHosts, max(p.Refund, 0), p.ID, eventID, payload).Scan(&changed, &exists)
+	if err != nil {
+		return fail(ctx, "complete", err)
+	}
+	return held(changed, exists)
+}
+
+// Retry implements [jobs.Driver].
+func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
+	id, ok := parseID(p.ID)
+	if !ok {
+		return jobs.ErrNotFound
+	}
+	var runAt *time.Time
+	if !p.RunAt.IsZero() {
+		runAt = &p.RunAt
+	}
+	var changed, exists bool
+	err := s.pool.QueryRow(ctx, s.sql(`
+		WITH back AS (
+			UPDATE {schema}.jobs
+			SET state = 'available', token = NULL, lease_expires_at = NULL,
+			    run_at = coalesce($3::timestamptz, now()),
+			    errors = errors + CASE WHEN $4::text <> '' THEN 1 ELSE 0 END,
+			    last_error = CASE WHEN $4::text <> '' THEN $4::text ELSE last_error END
+			WHERE id = $1::bigint AND state = 'running' AND token = $2::text
+			RETURNING 1
+		)
+		SELECT EXISTS (SELECT 1 FROM back), EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1)`),
+		id, p.Token, runAt, p.Error).Scan(&changed, &exists)
+	if err != nil {
+		return fail(ctx, "retry", err)
+	}
+	return held(changed, exists)
+}
+
+// RescueExpired implements [jobs.Driver]. The rows are locked and their
+// state and expiry checked again under the lock, so a job completed or
+// re-leased meanwhile is left alone. Subscribed workers are woken when jobs
+// were rescued.
+func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) (int, error) {
+	var limit *int64
+	if p.Limit > 0 {
+		l := int64(p.Limit)
+		limit = &l
+	}
+	tag, err := s.pool.Exec(ctx, s.sql(`
+		WITH expired AS (
+			SELECT id FROM {schema}.jobs
+			WHERE state = 'running' AND lease_expires_at < now()
+			ORDER BY id LIMIT $1::bigint
+			FOR UPDATE SKIP LOCKED
+		)
+		UPDATE {schema}.jobs j
+		SET state = 'available', token = NULL, lease_expires_at = NULL, run_at = now(),
+		    errors = j.errors + 1, last_error = 'lease expired'
+		FROM expired WHERE j.id = expired.id`), limit)
+	if err != nil {
+		return 0, fail(ctx, "rescue", err)
+	}
+	n := int(tag.RowsAffected())
+	if n > 0 {
+		if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, '')`, s.channel()); err != nil {
+			s.logger.WarnContext(ctx, "pgstore: notify after rescue", "err", err)
+		}
+	}
+	return n, nil
+}
+
+// Get implements [jobs.Driver].
+func (s *Store) Get(ctx context.Context, account, id string) (jobs.Job, error) {
+	n, ok := parseID(id)
+	if !ok {
+		return jobs.Job{}, jobs.ErrNotFound
+	}
+	l, err := scanJob(s.pool.QueryRow(ctx, s.sql(`SELECT `+jobColumns+` FROM {schema}.jobs WHERE id = $1 AND account = $2`), n, account))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return jobs.Job{}, jobs.ErrNotFound
+	}
+	if err != nil {
+		return jobs.Job{}, fail(ctx, "get job", err)
+	}
+	return l.Job, nil
+}
+
+// Cleanup implements [jobs.Driver].
+func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) {
+	var limit *int64
+	if p.Limit > 0 {
+		l := int64(p.Limit)
+		limit = &l
+	}
+	tag, err := s.pool.Exec(ctx, s.sql(`
+		DELETE FROM {schema}.jobs WHERE id IN (
+			SELECT id FROM {schema}.jobs
+			WHERE state = 'completed' AND completed_at < $1
+			ORDER BY completed_at LIMIT $2::bigint
+			FOR UPDATE SKIP LOCKED
+		)`), p.CompletedBefore, limit)
+	if err != nil {
+		return 0, fail(ctx, "cleanup", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// Outbox returns the events written by the completions of account's jobs,
+// oldest first.
+func (s *Store) Outbox(ctx context.Context, account string) ([]jobs.Event, error) {
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT event_id, payload FROM {schema}.outbox WHERE account = $1 ORDER BY id`), account)
+	if err != nil {
+		return nil, fail(ctx, "outbox", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (jobs.Event, error) {
+		var e jobs.Event
+		err := r.Scan(&e.ID, &e.Payload)
+		return e, err
+	})
+	if err != nil {
+		return nil, fail(ctx, "outbox", err)
+	}
+	return out, nil
+}
