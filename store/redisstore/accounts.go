@@ -1,0 +1,219 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+	"github.com/validmail/validmail/store"
+)
+
+// CreateAccount implements [store.Accounts]: the account, its email index
+// entry and its signup grant are written by one script.
+func (s *Store) CreateAccount(ctx context.Context, p store.CreateAccountParams) (store.Account, error) {
+	if err := checkCtx(ctx, "create account"); err != nil {
+		return store.Account{}, err
+	}
+	if p.Email == "" {
+		return store.Account{}, store.ErrInvalidEmail
+	}
+	a := store.Account{ID: uuid.NewString(), Email: p.Email, Plan: p.PlanOrDefault()}
+	keys := append([]string{s.key("acct:" + a.ID), s.key("emails")}, s.creditKeys(a.ID)...)
+	t, err := s.run(ctx, scriptCreateAccount, keys, a.ID, a.Email, store.NormalizeEmail(a.Email), a.Plan,
+		strconv.FormatInt(p.Credits(), 10)).Text()
+	if err != nil {
+		if c, _ := code(err); c == "EMAILTAKEN" {
+			return store.Account{}, store.ErrEmailTaken
+		}
+		return store.Account{}, s.wrap(ctx, "create account", err)
+	}
+	if a.CreatedAt, err = micros(t); err != nil {
+		return store.Account{}, err
+	}
+	return a, nil
+}
+
+// GetAccount implements [store.Accounts].
+func (s *Store) GetAccount(ctx context.Context, id string) (store.Account, error) {
+	if err := checkCtx(ctx, "get account"); err != nil {
+		return store.Account{}, err
+	}
+	m, err := s.rdb.HGetAll(ctx, s.key("acct:"+id)).Result()
+	if err != nil {
+		return store.Account{}, s.wrap(ctx, "get account", err)
+	}
+	if len(m) == 0 {
+		return store.Account{}, store.ErrNotFound
+	}
+	t, err := micros(m["created"])
+	if err != nil {
+		return store.Account{}, err
+	}
+	return store.Account{ID: m["id"], Email: m["email"], Plan: m["plan"], CreatedAt: t}, nil
+}
+
+// GetAccountByEmail implements [store.Accounts].
+func (s *Store) GetAccountByEmail(ctx context.Context, email string) (store.Account, error) {
+	if err := checkCtx(ctx, "get account"); err != nil {
+		return store.Account{}, err
+	}
+	id, err := s.rdb.HGet(ctx, s.key("emails"), store.NormalizeEmail(email)).Result()
+	if errors.Is(err, redis.Nil) {
+		return store.Account{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.Account{}, s.wrap(ctx, "get account", err)
+	}
+	return s.GetAccount(ctx, id)
+}
+
+// CreateKey implements [store.Accounts]. Only the secret's hash and display
+// prefix are stored.
+func (s *Store) CreateKey(ctx context.Context, p store.CreateKeyParams) (store.Key, string, error) {
+	if err := checkCtx(ctx, "create key"); err != nil {
+		return store.Key{}, "", err
+	}
+	secret, hash, prefix, perms, err := store.NewKeyMaterial(p)
+	if err != nil {
+		return store.Key{}, "", err
+	}
+	k := store.Key{
+		ID:          uuid.NewString(),
+		AccountID:   p.AccountID,
+		Name:        p.Name,
+		Prefix:      prefix,
+		Hash:        hash,
+		Permissions: perms,
+	}
+	keys := []string{s.key("acct:" + p.AccountID), s.key("key:" + k.ID), s.key("keyhash"), s.key("keys:" + p.AccountID)}
+	t, err := s.run(ctx, scriptCreateKey, keys, k.ID, k.AccountID, k.Name, k.Prefix, k.Hash, joinPerms(perms)).Text()
+	if err != nil {
+		switch c, _ := code(err); c {
+		case "NOTFOUND":
+			return store.Key{}, "", store.ErrNotFound
+		case "KEYEXISTS":
+			return store.Key{}, "", store.ErrKeyExists
+		}
+		return store.Key{}, "", s.wrap(ctx, "create key", err)
+	}
+	if k.CreatedAt, err = micros(t); err != nil {
+		return store.Key{}, "", err
+	}
+	return k, secret, nil
+}
+
+func joinPerms(ps []store.Permission) string {
+	ss := make([]string, len(ps))
+	for i, p := range ps {
+		ss[i] = string(p)
+	}
+	return strings.Join(ss, ",")
+}
+
+func splitPerms(s string) []store.Permission {
+	out := []store.Permission{}
+	for p := range strings.SplitSeq(s, ",") {
+		if p != "" {
+			out = append(out, store.Permission(p))
+		}
+	}
+	return out
+}
+
+// keyFromHash builds a Key from its stored fields.
+func keyFromHash(m map[string]string) (store.Key, error) {
+	k := store.Key{
+		ID:          m["id"],
+		AccountID:   m["account"],
+		Name:        m["name"],
+		Prefix:      m["prefix"],
+		Hash:        m["hash"],
+		Permissions: splitPerms(m["perms"]),
+	}
+	var err error
+	if k.CreatedAt, err = micros(m["created"]); err != nil {
+		return store.Key{}, err
+	}
+	if k.LastUsedAt, err = micros(m["used"]); err != nil {
+		return store.Key{}, err
+	}
+	if k.RevokedAt, err = micros(m["revoked"]); err != nil {
+		return store.Key{}, err
+	}
+	if k.ID == "" || k.CreatedAt.IsZero() {
+		return store.Key{}, fmt.Errorf("%w: key record without id or creation time", ErrBadData)
+	}
+	return k, nil
+}
+
+// ListKeys implements [store.Accounts].
+func (s *Store) ListKeys(ctx context.Context, accountID string) ([]store.Key, error) {
+	if err := checkCtx(ctx, "list keys"); err != nil {
+		return nil, err
+	}
+	ids, err := s.rdb.LRange(ctx, s.key("keys:"+accountID), 0, -1).Result()
+	if err != nil {
+		return nil, s.wrap(ctx, "list keys", err)
+	}
+	if len(ids) == 0 {
+		return []store.Key{}, nil
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGetAll(ctx, s.key("key:"+id))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.wrap(ctx, "list keys", err)
+	}
+	out := make([]store.Key, 0, len(ids))
+	for _, c := range cmds {
+		k, err := keyFromHash(c.Val())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// RevokeKey implements [store.Accounts].
+func (s *Store) RevokeKey(ctx context.Context, accountID, keyID string) error {
+	if err := checkCtx(ctx, "revoke key"); err != nil {
+		return err
+	}
+	err := s.run(ctx, scriptRevokeKey, []string{s.key("key:" + keyID)}, accountID).Err()
+	if c, _ := code(err); c == "NOTFOUND" {
+		return store.ErrNotFound
+	}
+	return s.wrap(ctx, "revoke key", err)
+}
+
+// Authenticate implements [store.Accounts]: one script looks the key up by
+// the secret's SHA-256 hash, refuses a revoked key and records the use.
+func (s *Store) Authenticate(ctx context.Context, secret string) (store.Key, error) {
+	if err := checkCtx(ctx, "authenticate"); err != nil {
+		return store.Key{}, err
+	}
+	if store.CheckSecret(secret) != nil {
+		return store.Key{}, store.ErrInvalidKey
+	}
+	f, err := s.run(ctx, scriptAuthenticate, []string{s.key("keyhash")}, s.base, store.HashSecret(secret)).StringSlice()
+	if errors.Is(err, redis.Nil) {
+		return store.Key{}, store.ErrInvalidKey
+	}
+	if err != nil {
+		return store.Key{}, s.wrap(ctx, "authenticate", err)
+	}
+	m := make(map[string]string, len(f)/2)
+	for i := 0; i+1 < len(f); i += 2 {
+		m[f[i]] = f[i+1]
+	}
+	return keyFromHash(m)
+}

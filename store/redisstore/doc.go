@@ -1,0 +1,38 @@
+// Package redisstore keeps every validmail backend in Redis: accounts and
+// keys ([store.Accounts]), the credits ledger ([credits.Store]) and the job
+// queue ([jobs.Driver], [jobs.ChargingDriver], [jobs.Notifier]). It runs on
+// the host's go-redis client ([redis.UniversalClient]) and never owns it.
+//
+// Every change that touches more than one key is one Lua script, run with
+// EVALSHA (falling back to EVAL when the server does not know it yet). Each
+// script makes all its checks — key types, balances, idempotency keys,
+// lease tokens — before its first write, so a refused change writes nothing
+// and a change is never half applied.
+//
+// # Keys
+//
+// Every key is "{" + [Config.Prefix] + "}" followed by a name, so tenants
+// and tests can share a server under different prefixes. The braces make
+// the prefix a hash tag: all keys of one Store live in one cluster slot, so
+// a script may touch any of them. Scripts receive the keys they know in
+// advance through KEYS; the keys of individual jobs, accounts and API keys,
+// found only while a script runs, are built from the same prefix.
+//
+//   - seq:job, seq:entry: counters behind job ids and ledger entry ids
+//   - job:ID: a hash per job; completed jobs expire after
+//     [Config.Retention]
+//   - ready (by id), delayed (by run-at), leases (by lease expiry), done (by
+//     completion time): sorted sets of job ids
+//   - bal:ACCOUNT, hist:ACCOUNT, idem:ACCOUNT: the balance, the entries as
+//     a list of JSON objects, and the entries by idempotency key
+//   - batch:ACCOUNT: charged batches by idempotency key
+//   - outbox:ACCOUNT: events written by job completions
+//   - acct:ID, emails, key:ID, keyhash, keys:ACCOUNT: accounts, the email
+//     index, API keys, the index by SHA-256 hash, an account's key ids
+//
+// API key secrets are never stored: only their SHA-256 hash and display
+// prefix are.
+//
+// Idle workers are woken by a PUBLISH on the channel "{prefix}notify" that
+// the enqueueing script sends; [Store.Subscribe] listens on it.
+package redisstore

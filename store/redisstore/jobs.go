@@ -1,0 +1,325 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/jobs"
+)
+
+// Enqueue implements [jobs.Driver]: the ids come from one INCRBY-style
+// counter step and every job is written by one script.
+func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) ([]string, error) {
+	if err := checkCtx(ctx, "enqueue"); err != nil {
+		return nil, err
+	}
+	if len(p.Emails) == 0 {
+		return nil, jobs.ErrEmptyBatch
+	}
+	args := make([]any, 0, 4+len(p.Emails))
+	args = append(args, s.key("job:"), p.Account, strconv.FormatInt(p.Cost, 10), s.channel())
+	for _, e := range p.Emails {
+		args = append(args, e)
+	}
+	first, err := s.run(ctx, scriptEnqueue, []string{s.key("seq:job"), s.key("ready")}, args...).Text()
+	if err != nil {
+		return nil, s.wrap(ctx, "enqueue", err)
+	}
+	return idRange(first, len(p.Emails))
+}
+
+// EnqueueCharged implements [jobs.ChargingDriver]: one script checks the
+// batch's idempotency key and the balance, then writes the jobs and the
+// charge.
+func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams) ([]string, error) {
+	if err := checkCtx(ctx, "enqueue"); err != nil {
+		return nil, err
+	}
+	if len(p.Emails) == 0 {
+		return nil, jobs.ErrEmptyBatch
+	}
+	if p.Account == "" {
+		return nil, fmt.Errorf("%w: empty account", credits.ErrInvalidAmount)
+	}
+	args := make([]any, 0, 4+len(p.Emails))
+	args = append(args, s.base, p.Account, s.channel(), p.IdempotencyKey)
+	for _, e := range p.Emails {
+		args = append(args, e)
+	}
+	keys := append([]string{s.key("seq:job"), s.key("ready"), s.key("batch:" + p.Account)}, s.creditKeys(p.Account)...)
+	first, err := s.run(ctx, scriptEnqueueCharged, keys, args...).Text()
+	if err != nil {
+		if c, _ := code(err); c == "REPLAYED" {
+			return nil, jobs.ErrBatchReplayed
+		}
+		return nil, s.creditErr(ctx, "enqueue", int64(len(p.Emails)), err)
+	}
+	return idRange(first, len(p.Emails))
+}
+
+// idRange returns the n consecutive ids starting at first.
+func idRange(first string, n int) ([]string, error) {
+	f, err := strconv.ParseUint(first, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%w: job id %q", ErrBadData, first)
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = strconv.FormatUint(f+uint64(i), 10)
+	}
+	return ids, nil
+}
+
+// Lease implements [jobs.Driver]: one script moves due retries to the ready
+// set, takes the lowest ids, and records each lease in the leases sorted
+// set scored by its expiry.
+func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, error) {
+	if err := checkCtx(ctx, "lease"); err != nil {
+		return nil, err
+	}
+	if p.Max < 1 || p.Duration <= 0 {
+		return nil, fmt.Errorf("jobs: invalid lease request (max %d, duration %v)", p.Max, p.Duration)
+	}
+	keys := []string{s.key("ready"), s.key("delayed"), s.key("leases")}
+	f, err := s.run(ctx, scriptLease, keys, s.key("job:"), p.Max, max(p.Duration.Microseconds(), 1), token()).StringSlice()
+	if err != nil {
+		return nil, s.wrap(ctx, "lease", err)
+	}
+	const width = 9
+	if len(f)%width != 0 {
+		return nil, fmt.Errorf("%w: lease reply of %d fields", ErrBadData, len(f))
+	}
+	out := make([]jobs.Lease, 0, len(f)/width)
+	for i := 0; i < len(f); i += width {
+		r := f[i : i+width]
+		cost, err1 := strconv.ParseInt(r[3], 10, 64)
+		errs, err2 := strconv.Atoi(r[4])
+		created, err3 := micros(r[6])
+		exp, err4 := micros(r[8])
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			return nil, fmt.Errorf("%w: job %s: %v", ErrBadData, r[0], err)
+		}
+		out = append(out, jobs.Lease{
+			Job: jobs.Job{
+				ID:        r[0],
+				Account:   r[1],
+				Email:     r[2],
+				State:     jobs.StateActive,
+				Cost:      cost,
+				Errors:    errs,
+				LastError: r[5],
+				CreatedAt: created,
+			},
+			Token:     r[7],
+			ExpiresAt: exp,
+		})
+	}
+	return out, nil
+}
+
+// leaseErr translates a job script's failure.
+func (s *Store) leaseErr(ctx context.Context, op string, err error) error {
+	switch c, _ := code(err); c {
+	case "NOTFOUND":
+		return jobs.ErrNotFound
+	case "LEASELOST":
+		return jobs.ErrLeaseLost
+	}
+	return s.wrap(ctx, op, err)
+}
+
+// validID reports whether id is numeric text, as every job id is.
+func validID(id string) bool {
+	_, err := strconv.ParseUint(id, 10, 64)
+	return err == nil
+}
+
+// Heartbeat implements [jobs.Driver].
+func (s *Store) Heartbeat(ctx context.Context, p jobs.HeartbeatParams) (time.Time, error) {
+	if err := checkCtx(ctx, "heartbeat"); err != nil {
+		return time.Time{}, err
+	}
+	if !validID(p.ID) {
+		return time.Time{}, jobs.ErrNotFound
+	}
+	keys := []string{s.key("job:" + p.ID), s.key("leases")}
+	t, err := s.run(ctx, scriptHeartbeat, keys, p.ID, p.Token, max(p.Duration.Microseconds(), 1)).Text()
+	if err != nil {
+		return time.Time{}, s.leaseErr(ctx, "heartbeat", err)
+	}
+	return micros(t)
+}
+
+// storedResult is a result as stored: the JSON form plus the fields the
+// JSON form leaves out.
+type storedResult struct {
+	emailcheck.Result
+	MXHosts []string `json:"mx_hosts,omitempty"`
+}
+
+// Complete implements [jobs.Driver]: the completion, the refund and the
+// outbox event are one script, which checks the lease token, the ledger's
+// idempotency key and every key's type before writing.
+func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
+	if err := checkCtx(ctx, "complete"); err != nil {
+		return err
+	}
+	if !validID(p.ID) {
+		return jobs.ErrNotFound
+	}
+	if p.Refund < 0 {
+		return fmt.Errorf("%w: refund %d", credits.ErrInvalidAmount, p.Refund)
+	}
+	res, err := json.Marshal(storedResult{Result: p.Result, MXHosts: p.Result.MXHosts})
+	if err != nil {
+		return fmt.Errorf("redisstore: complete: encode result: %w", err)
+	}
+	ev := ""
+	if p.Event != nil {
+		ev = encodeEvent(p.Event)
+	}
+	keys := []string{s.key("job:" + p.ID), s.key("leases"), s.key("done")}
+	err = s.run(ctx, scriptComplete, keys, s.base, p.ID, p.Token, res, strconv.FormatInt(p.Refund, 10),
+		s.retention.Milliseconds(), ev).Err()
+	if err != nil {
+		if c, _ := code(err); c == "CONFLICT" {
+			return fmt.Errorf("redisstore: complete: refund: %w", credits.ErrIdempotencyConflict)
+		}
+		return s.leaseErr(ctx, "complete", err)
+	}
+	return nil
+}
+
+// Retry implements [jobs.Driver]. A run-at in the future puts the job in the
+// delayed sorted set; Lease moves it back when it is due.
+func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
+	if err := checkCtx(ctx, "retry"); err != nil {
+		return err
+	}
+	if !validID(p.ID) {
+		return jobs.ErrNotFound
+	}
+	var at int64
+	if !p.RunAt.IsZero() {
+		at = p.RunAt.UnixMicro()
+	}
+	keys := []string{s.key("job:" + p.ID), s.key("leases"), s.key("delayed"), s.key("ready")}
+	err := s.run(ctx, scriptRetry, keys, p.ID, p.Token, at, p.Error, s.channel()).Err()
+	return s.leaseErr(ctx, "retry", err)
+}
+
+// RescueExpired implements [jobs.Driver]. The script rescues a job only if
+// it is still running under an expired lease, so a job completed or
+// re-leased meanwhile is left alone.
+func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) (int, error) {
+	if err := checkCtx(ctx, "rescue"); err != nil {
+		return 0, err
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = -1
+	}
+	n, err := s.run(ctx, scriptRescue, []string{s.key("leases"), s.key("ready")}, s.key("job:"), limit, s.channel()).Int()
+	if err != nil {
+		return 0, s.wrap(ctx, "rescue", err)
+	}
+	return n, nil
+}
+
+// Get implements [jobs.Driver].
+func (s *Store) Get(ctx context.Context, account, id string) (jobs.Job, error) {
+	if err := checkCtx(ctx, "get job"); err != nil {
+		return jobs.Job{}, err
+	}
+	if !validID(id) {
+		return jobs.Job{}, jobs.ErrNotFound
+	}
+	m, err := s.rdb.HGetAll(ctx, s.key("job:"+id)).Result()
+	if err != nil {
+		return jobs.Job{}, s.wrap(ctx, "get job", err)
+	}
+	if len(m) == 0 || m["account"] != account {
+		return jobs.Job{}, jobs.ErrNotFound
+	}
+	return jobFromHash(id, m)
+}
+
+func jobFromHash(id string, m map[string]string) (jobs.Job, error) {
+	j := jobs.Job{ID: id, Account: m["account"], Email: m["email"], LastError: m["last_error"], State: jobs.StateActive}
+	var err1, err2, err3, err4 error
+	j.Cost, err1 = strconv.ParseInt(m["cost"], 10, 64)
+	j.Errors, err2 = strconv.Atoi(m["errors"])
+	j.CreatedAt, err3 = micros(m["created"])
+	j.CompletedAt, err4 = micros(m["completed"])
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return jobs.Job{}, fmt.Errorf("%w: job %s: %v", ErrBadData, id, err)
+	}
+	if m["state"] == "d" {
+		var r storedResult
+		if err := json.Unmarshal([]byte(m["result"]), &r); err != nil {
+			return jobs.Job{}, fmt.Errorf("%w: job %s result: %v", ErrBadData, id, err)
+		}
+		r.Result.MXHosts = r.MXHosts
+		j.State = jobs.StateCompleted
+		j.Result = &r.Result
+	}
+	return j, nil
+}
+
+// Cleanup implements [jobs.Driver]. Completed jobs also expire on their own
+// after [Config.Retention].
+func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) {
+	if err := checkCtx(ctx, "cleanup"); err != nil {
+		return 0, err
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = -1
+	}
+	n, err := s.run(ctx, scriptCleanup, []string{s.key("done")}, s.key("job:"), p.CompletedBefore.UnixMicro(), limit).Int()
+	if err != nil {
+		return 0, s.wrap(ctx, "cleanup", err)
+	}
+	return n, nil
+}
+
+// Subscribe implements [jobs.Notifier] with a Pub/Sub subscription to the
+// channel the enqueueing scripts publish on. It returns once the server has
+// confirmed the subscription; the subscription's connection is closed when
+// ctx ends.
+func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
+	if err := checkCtx(ctx, "subscribe"); err != nil {
+		return nil, err
+	}
+	ps := s.rdb.Subscribe(ctx, s.channel())
+	if _, err := ps.Receive(ctx); err != nil {
+		ps.Close()
+		return nil, s.wrap(ctx, "subscribe", err)
+	}
+	out := make(chan struct{}, 1)
+	msgs := ps.Channel()
+	go func() {
+		defer ps.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-msgs:
+				if !ok {
+					return
+				}
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	return out, nil
+}

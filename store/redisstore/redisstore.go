@@ -1,0 +1,267 @@
+package redisstore
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store"
+)
+
+var (
+	_ store.Accounts      = (*Store)(nil)
+	_ credits.Store       = (*Store)(nil)
+	_ jobs.Driver         = (*Store)(nil)
+	_ jobs.ChargingDriver = (*Store)(nil)
+	_ jobs.Notifier       = (*Store)(nil)
+)
+
+// Errors reported by a [Store] besides the domain packages' sentinels.
+var (
+	// ErrUnavailable reports that the Redis server could not be reached or
+	// the connection failed during a call. A change whose call returned
+	// this error may or may not have been applied; it was applied whole
+	// or not at all.
+	ErrUnavailable = errors.New("redisstore: server unavailable")
+	// ErrBadData reports data under the store's prefix that the store did
+	// not write: a key of the wrong type, or a value it cannot parse.
+	// Nothing was changed.
+	ErrBadData = errors.New("redisstore: unexpected data")
+)
+
+// DefaultPrefix is the key prefix when [Config.Prefix] is empty.
+const DefaultPrefix = "validmail"
+
+// Config configures a [Store]. The zero value gives the defaults.
+type Config struct {
+	// Prefix starts every key, inside braces ("{validmail}job:1"), so
+	// that several stores can share a server and each store's keys share
+	// one cluster slot. It must not contain braces. Default
+	// [DefaultPrefix].
+	Prefix string
+	// Retention is how long a completed job stays readable: its key
+	// expires that long after completion (and [Store.Cleanup] removes it
+	// earlier when asked). Default [jobs.DefaultRetention].
+	Retention time.Duration
+}
+
+// Store is a Redis backend. It is safe for concurrent use, also from many
+// processes sharing one server and prefix. Create it with [New].
+type Store struct {
+	rdb       redis.UniversalClient
+	base      string // "{prefix}"
+	retention time.Duration
+}
+
+// New returns a Store over client, which stays the caller's to configure
+// and close. cfg may be nil. New does not contact the server.
+func New(client redis.UniversalClient, cfg *Config) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("redisstore: nil client")
+	}
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
+	if strings.ContainsAny(c.Prefix, "{}") {
+		return nil, fmt.Errorf("redisstore: prefix %q contains a brace", c.Prefix)
+	}
+	if c.Retention < 0 {
+		return nil, fmt.Errorf("redisstore: negative retention %v", c.Retention)
+	}
+	if c.Retention > 0 && c.Retention < time.Millisecond {
+		return nil, fmt.Errorf("redisstore: retention %v is shorter than a millisecond", c.Retention)
+	}
+	return &Store{
+		rdb:       client,
+		base:      "{" + c.Prefix + "}",
+		retention: cmp.Or(c.Retention, jobs.DefaultRetention),
+	}, nil
+}
+
+// key returns the full name of the key called name.
+func (s *Store) key(name string) string { return s.base + name }
+
+// channel is the Pub/Sub channel that announces new jobs.
+func (s *Store) channel() string { return s.base + "notify" }
+
+// wrap turns an error from go-redis into the store's errors: the context's
+// error when ctx ended, [ErrBadData] for a wrong key type or a script
+// failure, [ErrUnavailable] for anything that is not a server reply.
+func (s *Store) wrap(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("redisstore: %s: %w (%w)", op, ctx.Err(), err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("redisstore: %s: %w", op, err)
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		return fmt.Errorf("redisstore: %s: %w: %w", op, ErrBadData, err)
+	}
+	return fmt.Errorf("redisstore: %s: %w: %w", op, ErrUnavailable, err)
+}
+
+// code returns the code a script failed with ("NOTFOUND" for an error reply
+// "VM_NOTFOUND ..." or, as the server reports errors raised inside a
+// script, "ERR VM_NOTFOUND ...") and the words after it, or "" when err is
+// not such a reply.
+func code(err error) (string, []string) {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return "", nil
+	}
+	f := strings.Fields(re.Error())
+	if len(f) > 0 && f[0] == "ERR" {
+		f = f[1:]
+	}
+	if len(f) == 0 {
+		return "", nil
+	}
+	c, ok := strings.CutPrefix(f[0], "VM_")
+	if !ok {
+		return "", nil
+	}
+	return c, f[1:]
+}
+
+// run runs script with keys and args.
+func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return sc.Run(ctx, s.rdb, keys, args...)
+}
+
+// token returns a random string for lease tokens.
+func token() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// micros parses a time the scripts wrote: microseconds since the epoch.
+func micros(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: time %q", ErrBadData, s)
+	}
+	return time.UnixMicro(n).UTC(), nil
+}
+
+// checkCtx returns ctx's error, wrapped, when ctx has ended.
+func checkCtx(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisstore: %s: %w", op, err)
+	}
+	return nil
+}
+
+// Outbox returns the events job completions wrote for account, oldest
+// first.
+func (s *Store) Outbox(ctx context.Context, account string) ([]jobs.Event, error) {
+	if err := checkCtx(ctx, "outbox"); err != nil {
+		return nil, err
+	}
+	raw, err := s.rdb.LRange(ctx, s.key("outbox:"+account), 0, -1).Result()
+	if err != nil {
+		return nil, s.wrap(ctx, "outbox", err)
+	}
+	out := make([]jobs.Event, 0, len(raw))
+	for _, r := range raw {
+		ev, err := decodeEvent(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// encodeEvent writes an event as "<len(id)>:<id><payload>".
+func encodeEvent(ev *jobs.Event) string {
+	return strconv.Itoa(len(ev.ID)) + ":" + ev.ID + string(ev.Payload)
+}
+
+func decodeEvent(r string) (jobs.Event, error) {
+	n, rest, ok := strings.Cut(r, ":")
+	l, err := strconv.Atoi(n)
+	if !ok || err != nil || l < 0 || l > len(rest) {
+		return jobs.Event{}, fmt.Errorf("%w: outbox entry", ErrBadData)
+	}
+	return jobs.Event{ID: rest[:l], Payload: []byte(rest[l:])}, nil
+}
+
+// Dump returns every key under the store's prefix with its value, as a
+// JSON object from key name to value (strings, hashes, lists and sorted
+// sets as JSON strings, objects and arrays). It reads key by key, so it is
+// a consistent snapshot only of a quiet store; it is meant for tests and
+// debugging.
+func (s *Store) Dump(ctx context.Context) ([]byte, error) {
+	if err := checkCtx(ctx, "dump"); err != nil {
+		return nil, err
+	}
+	out := make(map[string]any)
+	iter := s.rdb.Scan(ctx, 0, globEscape(s.base)+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		k := iter.Val()
+		typ, err := s.rdb.Type(ctx, k).Result()
+		if err != nil {
+			return nil, s.wrap(ctx, "dump", err)
+		}
+		var v any
+		switch typ {
+		case "string":
+			v, err = s.rdb.Get(ctx, k).Result()
+		case "hash":
+			v, err = s.rdb.HGetAll(ctx, k).Result()
+		case "list":
+			v, err = s.rdb.LRange(ctx, k, 0, -1).Result()
+		case "set":
+			v, err = s.rdb.SMembers(ctx, k).Result()
+		case "zset":
+			v, err = s.rdb.ZRangeWithScores(ctx, k, 0, -1).Result()
+		case "none":
+			continue // expired meanwhile
+		default:
+			v = "(" + typ + ")"
+		}
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, s.wrap(ctx, "dump", err)
+		}
+		out[k] = v
+	}
+	if err := iter.Err(); err != nil {
+		return nil, s.wrap(ctx, "dump", err)
+	}
+	return json.Marshal(out)
+}
+
+// globEscape escapes the characters SCAN's MATCH treats specially.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

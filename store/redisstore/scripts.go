@@ -1,0 +1,387 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// Every script starts with this library. Scripts fail with error replies
+// "VM_<CODE> [details]"; [code] reads them.
+//
+// Times are microseconds since the epoch by the server's clock, written as
+// integer text (Lua's tostring would use an exponent).
+const luaLib = `
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+local function str(n) return string.format('%.0f', n) end
+
+local function fail(c) error(redis.error_reply('VM_' .. c)) end
+
+-- expect fails unless key k is missing or of type t. Scripts call it for
+-- every key they will write before their first write.
+local function expect(k, t)
+  local got = redis.call('TYPE', k).ok
+  if got ~= 'none' and got ~= t then fail('BADTYPE ' .. k .. ' is a ' .. got .. ', not a ' .. t) end
+end
+
+-- credit_keys returns the ledger keys of account a, for scripts that learn
+-- the account only as they run.
+local function credit_keys(base, a)
+  return {bal = base .. 'bal:' .. a, hist = base .. 'hist:' .. a, idem = base .. 'idem:' .. a, seq = base .. 'seq:entry'}
+end
+
+-- credit_keys_at returns the ledger keys passed in KEYS[i] .. KEYS[i+3].
+local function credit_keys_at(i)
+  return {bal = KEYS[i], hist = KEYS[i + 1], idem = KEYS[i + 2], seq = KEYS[i + 3]}
+end
+
+-- credit_check decides a change without writing: it returns the stored
+-- entry (JSON) when the idempotency key replays it, nil when the change may
+-- be written, and fails on a conflict or a short balance.
+local function credit_check(k, delta, reason, ikey)
+  expect(k.bal, 'string'); expect(k.hist, 'list'); expect(k.idem, 'hash'); expect(k.seq, 'string')
+  if ikey ~= '' then
+    local prev = redis.call('HGET', k.idem, ikey)
+    if prev then
+      local e = cjson.decode(prev)
+      if e.delta ~= delta or e.reason ~= reason then fail('CONFLICT') end
+      return prev
+    end
+  end
+  local d = tonumber(delta)
+  if d < 0 then
+    local bal = tonumber(redis.call('GET', k.bal) or '0')
+    if bal + d < 0 then fail('INSUFFICIENT ' .. str(bal)) end
+  end
+  return nil
+end
+
+-- credit_write appends an entry that credit_check accepted and returns it
+-- (JSON).
+local function credit_write(k, account, delta, reason, ref, ikey, t)
+  local id = redis.call('INCR', k.seq)
+  local e = cjson.encode({id = str(id), account = account, delta = delta, reason = reason, ref = ref, key = ikey, t = str(t)})
+  redis.call('INCRBY', k.bal, delta)
+  redis.call('RPUSH', k.hist, e)
+  if ikey ~= '' then redis.call('HSET', k.idem, ikey, e) end
+  return e
+end
+
+-- enqueue_check returns the id before the first new job, failing if a key
+-- of a new job is taken.
+local function enqueue_check(kseq, kready, jobbase, n)
+  expect(kseq, 'string'); expect(kready, 'zset')
+  local last = tonumber(redis.call('GET', kseq) or '0')
+  local names = {}
+  for i = 1, n do
+    names[#names + 1] = jobbase .. str(last + i)
+    if #names == 500 or i == n then
+      if redis.call('EXISTS', unpack(names)) > 0 then fail('BADTYPE a new job key exists') end
+      names = {}
+    end
+  end
+  return last
+end
+
+-- enqueue_write creates jobs last+1 .. last+#emails, ready to run.
+local function enqueue_write(kseq, kready, jobbase, last, account, cost, emails, t, channel)
+  local n = #emails
+  redis.call('SET', kseq, str(last + n))
+  local ts = str(t)
+  local z = {}
+  for i = 1, n do
+    local id = str(last + i)
+    redis.call('HSET', jobbase .. id, 'account', account, 'email', emails[i], 'cost', cost,
+      'state', 'a', 'errors', '0', 'created', ts)
+    z[#z + 1] = id
+    z[#z + 1] = id
+    if #z >= 1000 or i == n then
+      redis.call('ZADD', kready, unpack(z))
+      z = {}
+    end
+  end
+  redis.call('PUBLISH', channel, 'jobs')
+end
+`
+
+func script(body string) *redis.Script { return redis.NewScript(luaLib + body) }
+
+// scriptApply applies one ledger change.
+// KEYS: the ledger keys ([Store.creditKeys]). ARGV: account, delta,
+// reason, reference, idempotency key.
+// Returns {replayed (0/1), entry JSON}.
+var scriptApply = script(`
+local k = credit_keys_at(1)
+local prev = credit_check(k, ARGV[2], ARGV[3], ARGV[5])
+if prev then return {1, prev} end
+return {0, credit_write(k, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], now_us())}
+`)
+
+// scriptCreateAccount creates an account with its signup grant.
+// KEYS: acct:ID, emails, the ledger keys of the account. ARGV: id, email,
+// normalized email, plan, signup credits. Returns the creation time.
+var scriptCreateAccount = script(`
+expect(KEYS[1], 'hash'); expect(KEYS[2], 'hash')
+if redis.call('HEXISTS', KEYS[2], ARGV[3]) == 1 then fail('EMAILTAKEN') end
+if redis.call('EXISTS', KEYS[1]) == 1 then fail('BADTYPE account id in use') end
+local k = credit_keys_at(3)
+local grant = ARGV[5] ~= '0'
+if grant and credit_check(k, ARGV[5], 'signup', 'signup') then fail('BADTYPE signup grant exists') end
+local t = now_us()
+redis.call('HSET', KEYS[1], 'id', ARGV[1], 'email', ARGV[2], 'plan', ARGV[4], 'created', str(t))
+redis.call('HSET', KEYS[2], ARGV[3], ARGV[1])
+if grant then credit_write(k, ARGV[1], ARGV[5], 'signup', 'signup', 'signup', t) end
+return str(t)
+`)
+
+// scriptCreateKey stores an API key.
+// KEYS: acct:ACCOUNT, key:ID, keyhash, keys:ACCOUNT. ARGV: key id, account,
+// name, display prefix, hash, permissions (comma-separated).
+// Returns the creation time.
+var scriptCreateKey = script(`
+expect(KEYS[2], 'hash'); expect(KEYS[3], 'hash'); expect(KEYS[4], 'list')
+if redis.call('EXISTS', KEYS[1]) == 0 then fail('NOTFOUND') end
+if redis.call('HEXISTS', KEYS[3], ARGV[5]) == 1 then fail('KEYEXISTS') end
+if redis.call('EXISTS', KEYS[2]) == 1 then fail('BADTYPE key id in use') end
+local t = str(now_us())
+redis.call('HSET', KEYS[2], 'id', ARGV[1], 'account', ARGV[2], 'name', ARGV[3], 'prefix', ARGV[4],
+  'hash', ARGV[5], 'perms', ARGV[6], 'created', t)
+redis.call('HSET', KEYS[3], ARGV[5], ARGV[1])
+redis.call('RPUSH', KEYS[4], ARGV[1])
+return t
+`)
+
+// scriptRevokeKey revokes a key, keeping the first revocation time.
+// KEYS: key:ID. ARGV: account.
+var scriptRevokeKey = script(`
+local a = redis.call('HGET', KEYS[1], 'account')
+if not a or a ~= ARGV[1] then fail('NOTFOUND') end
+redis.call('HSETNX', KEYS[1], 'revoked', str(now_us()))
+return 1
+`)
+
+// scriptAuthenticate finds a key by hash and records its use at most once a
+// minute.
+// KEYS: keyhash. ARGV: base, hash. Returns the key's hash fields, or nil
+// when no valid key has the hash.
+var scriptAuthenticate = script(`
+local id = redis.call('HGET', KEYS[1], ARGV[2])
+if not id then return false end
+local kk = ARGV[1] .. 'key:' .. id
+local f = redis.call('HGETALL', kk)
+if #f == 0 then return false end
+local m = {}
+for i = 1, #f, 2 do m[f[i]] = f[i + 1] end
+if m.revoked and m.revoked ~= '' then return false end
+local t = now_us()
+if not m.used or t - tonumber(m.used) >= 60000000 then
+  redis.call('HSET', kk, 'used', str(t))
+  f[#f + 1] = 'used'
+  f[#f + 1] = str(t)
+end
+return f
+`)
+
+// scriptEnqueue creates a batch of jobs.
+// KEYS: seq:job, ready. ARGV: job key base, account, cost, channel,
+// emails... Returns the first id.
+var scriptEnqueue = script(`
+local emails = {}
+for i = 5, #ARGV do emails[#emails + 1] = ARGV[i] end
+local last = enqueue_check(KEYS[1], KEYS[2], ARGV[1], #emails)
+enqueue_write(KEYS[1], KEYS[2], ARGV[1], last, ARGV[2], ARGV[3], emails, now_us(), ARGV[4])
+return str(last + 1)
+`)
+
+// scriptEnqueueCharged charges one credit per job and creates the jobs.
+// KEYS: seq:job, ready, batch:ACCOUNT, the ledger keys of the account.
+// ARGV: base, account, channel, idempotency key, emails... Returns the
+// first id, or fails with INSUFFICIENT, CONFLICT or REPLAYED (the key
+// charged something else).
+var scriptEnqueueCharged = script(`
+local base, account, ikey = ARGV[1], ARGV[2], ARGV[4]
+local emails = {}
+for i = 5, #ARGV do emails[#emails + 1] = ARGV[i] end
+local n = #emails
+expect(KEYS[3], 'hash')
+if ikey ~= '' then
+  local prev = redis.call('HGET', KEYS[3], ikey)
+  if prev then
+    local first, count = string.match(prev, '^(%d+):(%d+)$')
+    if tonumber(count) ~= n then fail('CONFLICT') end
+    return first
+  end
+end
+local k = credit_keys_at(4)
+if credit_check(k, str(-n), 'charge', ikey) then fail('REPLAYED') end
+local jobbase = base .. 'job:'
+local last = enqueue_check(KEYS[1], KEYS[2], jobbase, n)
+local t = now_us()
+enqueue_write(KEYS[1], KEYS[2], jobbase, last, account, '1', emails, t, ARGV[3])
+local first = str(last + 1)
+local ref = ikey
+if ref == '' then ref = 'jobs:' .. first .. '-' .. str(last + n) end
+credit_write(k, account, str(-n), 'charge', ref, ikey, t)
+if ikey ~= '' then redis.call('HSET', KEYS[3], ikey, first .. ':' .. str(n)) end
+return first
+`)
+
+// scriptLease leases up to max due jobs, lowest ids first.
+// KEYS: ready, delayed, leases. ARGV: job key base, max, duration (µs),
+// token base. Returns, per job, {id, account, email, cost, errors,
+// last_error, created, token, expires}.
+var scriptLease = script(`
+expect(KEYS[1], 'zset'); expect(KEYS[2], 'zset'); expect(KEYS[3], 'zset')
+local max = tonumber(ARGV[2])
+local now = now_us()
+local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 1000)
+local cand = redis.call('ZRANGE', KEYS[1], 0, max - 1)
+local ids = {}
+for _, id in ipairs(due) do ids[#ids + 1] = tonumber(id) end
+for _, id in ipairs(cand) do ids[#ids + 1] = tonumber(id) end
+table.sort(ids)
+local chosen, fields = {}, {}
+for _, id in ipairs(ids) do
+  if #chosen == max then break end
+  local key = ARGV[1] .. str(id)
+  local f = redis.call('HMGET', key, 'state', 'account', 'email', 'cost', 'errors', 'last_error', 'created')
+  chosen[#chosen + 1] = str(id)
+  fields[#fields + 1] = f
+end
+-- writes
+for _, id in ipairs(due) do
+  redis.call('ZREM', KEYS[2], id)
+  redis.call('ZADD', KEYS[1], id, id)
+end
+local exp = now + tonumber(ARGV[3])
+local out = {}
+for i, id in ipairs(chosen) do
+  redis.call('ZREM', KEYS[1], id)
+  local f = fields[i]
+  if f[1] == 'a' then
+    local tok = ARGV[4] .. '.' .. i
+    redis.call('HSET', ARGV[1] .. id, 'state', 'r', 'token', tok, 'expires', str(exp))
+    redis.call('ZADD', KEYS[3], exp, id)
+    for _, v in ipairs({id, f[2], f[3], f[4], f[5], f[6] or '', f[7], tok, str(exp)}) do out[#out + 1] = v end
+  end
+end
+return out
+`)
+
+// scriptHeartbeat extends a lease.
+// KEYS: job:ID, leases. ARGV: id, token, duration (µs). Returns the new
+// expiry.
+var scriptHeartbeat = script(`
+expect(KEYS[2], 'zset')
+local f = redis.call('HMGET', KEYS[1], 'state', 'token')
+if not f[1] then fail('NOTFOUND') end
+if f[1] ~= 'r' or f[2] ~= ARGV[2] or ARGV[2] == '' then fail('LEASELOST') end
+local exp = now_us() + tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], 'expires', str(exp))
+redis.call('ZADD', KEYS[2], exp, ARGV[1])
+return str(exp)
+`)
+
+// scriptComplete completes a leased job, refunds and writes its event.
+// KEYS: job:ID, leases, done. ARGV: base, id, token, result, refund,
+// retention (ms), event ("" for none). Returns the completion time.
+var scriptComplete = script(`
+local base, id, refund, ev = ARGV[1], ARGV[2], ARGV[5], ARGV[7]
+expect(KEYS[2], 'zset'); expect(KEYS[3], 'zset')
+local f = redis.call('HMGET', KEYS[1], 'state', 'token', 'account')
+if not f[1] then fail('NOTFOUND') end
+if f[1] ~= 'r' or f[2] ~= ARGV[3] or ARGV[3] == '' then fail('LEASELOST') end
+local account = f[3]
+local k, replay
+if refund ~= '0' then
+  k = credit_keys(base, account)
+  replay = credit_check(k, refund, 'refund', 'refund:job:' .. id)
+end
+local outbox = base .. 'outbox:' .. account
+if ev ~= '' then expect(outbox, 'list') end
+-- writes
+local t = now_us()
+redis.call('HSET', KEYS[1], 'state', 'd', 'token', '', 'result', ARGV[4], 'completed', str(t))
+redis.call('HDEL', KEYS[1], 'expires')
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('ZREM', KEYS[2], id)
+redis.call('ZADD', KEYS[3], t, id)
+if refund ~= '0' and not replay then
+  credit_write(k, account, refund, 'refund', 'job:' .. id, 'refund:job:' .. id, t)
+end
+if ev ~= '' then redis.call('RPUSH', outbox, ev) end
+return str(t)
+`)
+
+// scriptRetry gives a leased job back.
+// KEYS: job:ID, leases, delayed, ready. ARGV: id, token, run-at (µs, 0 for
+// now), error, channel.
+var scriptRetry = script(`
+expect(KEYS[2], 'zset'); expect(KEYS[3], 'zset'); expect(KEYS[4], 'zset')
+local id = ARGV[1]
+local f = redis.call('HMGET', KEYS[1], 'state', 'token')
+if not f[1] then fail('NOTFOUND') end
+if f[1] ~= 'r' or f[2] ~= ARGV[2] or ARGV[2] == '' then fail('LEASELOST') end
+if ARGV[4] ~= '' then
+  redis.call('HINCRBY', KEYS[1], 'errors', 1)
+  redis.call('HSET', KEYS[1], 'last_error', ARGV[4])
+end
+redis.call('HSET', KEYS[1], 'state', 'a', 'token', '')
+redis.call('HDEL', KEYS[1], 'expires')
+redis.call('ZREM', KEYS[2], id)
+local at = tonumber(ARGV[3])
+if at > now_us() then
+  redis.call('ZADD', KEYS[3], at, id)
+else
+  redis.call('ZADD', KEYS[4], id, id)
+  redis.call('PUBLISH', ARGV[5], 'jobs')
+end
+return 1
+`)
+
+// scriptRescue makes jobs with expired leases available again.
+// KEYS: leases, ready. ARGV: job key base, limit (-1 for all), channel.
+// Returns how many it rescued.
+var scriptRescue = script(`
+expect(KEYS[1], 'zset'); expect(KEYS[2], 'zset')
+local now = now_us()
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. str(now), 'LIMIT', 0, tonumber(ARGV[2]))
+local fields = {}
+for i, id in ipairs(ids) do
+  fields[i] = redis.call('HMGET', ARGV[1] .. id, 'state', 'expires')
+end
+-- writes
+local n = 0
+for i, id in ipairs(ids) do
+  local f = fields[i]
+  if f[1] == 'r' and f[2] and tonumber(f[2]) < now then
+    local key = ARGV[1] .. id
+    redis.call('HINCRBY', key, 'errors', 1)
+    redis.call('HSET', key, 'last_error', 'lease expired', 'state', 'a', 'token', '')
+    redis.call('HDEL', key, 'expires')
+    redis.call('ZREM', KEYS[1], id)
+    redis.call('ZADD', KEYS[2], id, id)
+    n = n + 1
+  elseif f[1] ~= 'r' then
+    redis.call('ZREM', KEYS[1], id)
+  end
+end
+if n > 0 then redis.call('PUBLISH', ARGV[3], 'jobs') end
+return n
+`)
+
+// scriptCleanup removes jobs completed before a time.
+// KEYS: done. ARGV: job key base, before (µs), limit (-1 for all).
+// Returns how many it removed.
+var scriptCleanup = script(`
+expect(KEYS[1], 'zset')
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
+local states = {}
+for i, id in ipairs(ids) do states[i] = redis.call('HGET', ARGV[1] .. id, 'state') end
+-- writes
+for i, id in ipairs(ids) do
+  if states[i] == 'd' then redis.call('DEL', ARGV[1] .. id) end
+  redis.call('ZREM', KEYS[1], id)
+end
+return #ids
+`)
