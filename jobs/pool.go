@@ -153,7 +153,7 @@ func (p *Pool) Run(ctx context.Context) error {
 
 	r := &run{
 		p:        p,
-		capacity: 2 * p.cfg.Workers,
+		capacity: 4 * p.cfg.Workers,
 		held:     make(map[string]string),
 		freed:    make(chan struct{}, 1),
 		wake:     make(chan struct{}, 1),
@@ -213,37 +213,38 @@ func (r *run) fetch(ctx context.Context, work chan<- Lease, notify <-chan struct
 	poll := time.NewTimer(p.cfg.PollInterval)
 	defer poll.Stop()
 	for ctx.Err() == nil {
+		// Refill only below the low-water mark, so that leases come in
+		// batches rather than one job at a time.
+		if int(r.outstanding.Load()) > r.capacity/2 {
+			select {
+			case <-ctx.Done():
+			case <-r.freed:
+			}
+			continue
+		}
 		want := r.capacity - int(r.outstanding.Load())
-		got := 0
-		if want > 0 {
-			leases, err := p.q.driver.Lease(ctx, LeaseParams{Max: want, Duration: p.cfg.LeaseDuration})
-			if err != nil && ctx.Err() == nil {
-				p.logger.ErrorContext(ctx, "jobs: lease", "err", err)
-			}
-			got = len(leases)
-			r.outstanding.Add(int64(got))
-			r.mu.Lock()
-			for _, l := range leases {
-				r.held[l.ID] = l.Token
-			}
-			r.mu.Unlock()
-			for _, l := range leases {
-				work <- l // never blocks: at most capacity leases are outstanding
-			}
-			if err == nil && got == want {
-				continue
-			}
+		leases, err := p.q.driver.Lease(ctx, LeaseParams{Max: want, Duration: p.cfg.LeaseDuration})
+		if err != nil && ctx.Err() == nil {
+			p.logger.ErrorContext(ctx, "jobs: lease", "err", err)
 		}
-		var freed chan struct{}
-		if want <= 0 || got > 0 {
-			freed = r.freed
+		r.outstanding.Add(int64(len(leases)))
+		r.mu.Lock()
+		for _, l := range leases {
+			r.held[l.ID] = l.Token
 		}
+		r.mu.Unlock()
+		for _, l := range leases {
+			work <- l // never blocks: at most capacity leases are outstanding
+		}
+		if err == nil && len(leases) == want {
+			continue
+		}
+		// The queue is empty (or failing): wait for news.
 		poll.Reset(p.cfg.PollInterval)
 		select {
 		case <-ctx.Done():
 		case <-notify:
 		case <-r.wake:
-		case <-freed:
 		case <-poll.C:
 		}
 	}

@@ -250,7 +250,9 @@ func testInvalid(t *testing.T, l *credits.Ledger, s credits.Store) {
 		func() (credits.Entry, error) { return l.Grant(ctx, acct, 0, "") },
 		func() (credits.Entry, error) { return l.Refund(ctx, acct, -5, "") },
 		func() (credits.Entry, error) { return l.Grant(ctx, "", 5, "") },
-		func() (credits.Entry, error) { return s.Apply(ctx, credits.Change{Account: acct, Reason: credits.ReasonGrant}) },
+		func() (credits.Entry, error) {
+			return s.Apply(ctx, credits.Change{Account: acct, Reason: credits.ReasonGrant})
+		},
 	} {
 		if _, err := f(); !errors.Is(err, credits.ErrInvalidAmount) {
 			t.Errorf("got %v, want ErrInvalidAmount", err)

@@ -147,7 +147,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	return out, nil
 }
 
-// held returns the running job id holds under token, or an error.
+// heldLocked returns the running job that token holds, or an error.
 func (s *Store) heldLocked(id, token string) (*job, uint64, error) {
 	n, err := strconv.ParseUint(id, 10, 64)
 	if err != nil {

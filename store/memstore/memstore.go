@@ -49,7 +49,6 @@ type Store struct {
 	batches  map[string]map[string][]string
 	outbox   map[string][]jobs.Event
 	subs     map[chan struct{}]struct{}
-	tokenTag string
 }
 
 type jobState uint8
@@ -138,7 +137,7 @@ func (h *idHeap) Pop() any {
 	return x
 }
 
-// push adds id, keeping the common case (ids arriving in order) cheap.
+// push adds id to the heap.
 func (h *idHeap) push(id uint64) { heap.Push(h, id) }
 
 type delayedJob struct {
