@@ -103,6 +103,12 @@ type EnqueueChargedParams struct {
 	// charging or enqueueing; a repeat with another count fails with
 	// credits.ErrIdempotencyConflict.
 	IdempotencyKey string
+	// Fingerprint identifies the batch's content (for example the hex
+	// SHA-256 of the canonical request body). When set with
+	// IdempotencyKey, the driver stores it with the key, and a repeat of
+	// the key with another fingerprint fails with
+	// credits.ErrIdempotencyConflict even when the count is the same.
+	Fingerprint string
 }
 
 // LeaseParams describes a lease request.

@@ -87,11 +87,26 @@ func (q *Queue) EnqueueCharged(ctx context.Context, p EnqueueChargedParams) ([]s
 	}
 	n := int64(len(p.Emails))
 	key := p.IdempotencyKey
-	entry, err := q.ledger.Charge(ctx, p.Account, n, key)
+	// The fingerprint travels in the charge's reference, which a replayed
+	// charge returns: a mismatch is a key reused for another batch.
+	ref := key
+	if p.Fingerprint != "" {
+		ref = "batch:" + p.Fingerprint
+	}
+	entry, err := q.ledger.Store().Apply(ctx, credits.Change{
+		Account:        p.Account,
+		Delta:          -n,
+		Reason:         credits.ReasonCharge,
+		Reference:      ref,
+		IdempotencyKey: key,
+	})
 	if err != nil {
 		return nil, err
 	}
 	if entry.Replayed {
+		if entry.Reference != ref {
+			return nil, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, key)
+		}
 		return nil, ErrBatchReplayed
 	}
 	ids, err := q.driver.Enqueue(ctx, EnqueueParams{Account: p.Account, Emails: p.Emails, Cost: 1})

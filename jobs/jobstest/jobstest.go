@@ -46,6 +46,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"GetWithinAccount", testGetWithinAccount},
 		{"EnqueueChargedInsufficient", testChargedInsufficient},
 		{"EnqueueChargedIdempotent", testChargedIdempotent},
+		{"EnqueueChargedFingerprint", testChargedFingerprint},
 		{"LeaseIsExclusive", testLeaseExclusive},
 		{"DrainByPool", testDrainByPool},
 		{"ConcurrentWorkersCompleteOnce", testConcurrentWorkers},
@@ -275,6 +276,39 @@ func testChargedIdempotent(t *testing.T, b *bundle) {
 	}
 	if n := balance(t, b, acct); n != 3 {
 		t.Fatalf("balance %d, want 3", n)
+	}
+}
+
+// testChargedFingerprint: a key reused for a batch of the same size but
+// another fingerprint is a conflict, and charges nothing.
+func testChargedFingerprint(t *testing.T, b *bundle) {
+	ctx := context.Background()
+	acct := account()
+	grant(t, b, acct, 10)
+	p := jobs.EnqueueChargedParams{Account: acct, Emails: emails(3, "f"), IdempotencyKey: "batch-fp", Fingerprint: "fp-1"}
+	ids, err := b.q.EnqueueCharged(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.q.EnqueueCharged(ctx, p)
+	if _, ok := b.Driver.(jobs.ChargingDriver); !ok {
+		if !errors.Is(err, jobs.ErrBatchReplayed) {
+			t.Fatalf("replayed batch: %v, want ErrBatchReplayed", err)
+		}
+	} else if err != nil || strings.Join(again, ",") != strings.Join(ids, ",") {
+		t.Fatalf("replayed batch: %v, %v; want the original ids %v", again, err, ids)
+	}
+	other := p
+	other.Emails = emails(3, "g")
+	other.Fingerprint = "fp-2"
+	if _, err := b.q.EnqueueCharged(ctx, other); !errors.Is(err, credits.ErrIdempotencyConflict) {
+		t.Fatalf("key reused with another fingerprint: %v, want ErrIdempotencyConflict", err)
+	}
+	if n := balance(t, b, acct); n != 7 {
+		t.Fatalf("balance %d after replays, want 7", n)
+	}
+	if ls := mustLease(t, b, 100, time.Second); len(ls) != 3 {
+		t.Fatalf("%d jobs exist, want 3", len(ls))
 	}
 }
 

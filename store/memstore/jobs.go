@@ -38,11 +38,11 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p.IdempotencyKey != "" {
-		if ids, ok := s.batches[p.Account][p.IdempotencyKey]; ok {
-			if len(ids) != len(p.Emails) {
+		if b, ok := s.batches[p.Account][p.IdempotencyKey]; ok {
+			if len(b.IDs) != len(p.Emails) || b.Fingerprint != p.Fingerprint {
 				return nil, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, p.IdempotencyKey)
 			}
-			return slices.Clone(ids), nil
+			return slices.Clone(b.IDs), nil
 		}
 	}
 	c := credits.Change{Account: p.Account, Delta: -n, Reason: credits.ReasonCharge, Reference: p.IdempotencyKey, IdempotencyKey: p.IdempotencyKey}
@@ -61,10 +61,10 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 	if p.IdempotencyKey != "" {
 		m := s.batches[p.Account]
 		if m == nil {
-			m = make(map[string][]string)
+			m = make(map[string]batch)
 			s.batches[p.Account] = m
 		}
-		m[p.IdempotencyKey] = slices.Clone(ids)
+		m[p.IdempotencyKey] = batch{IDs: slices.Clone(ids), Fingerprint: p.Fingerprint}
 	}
 	return ids, nil
 }

@@ -45,10 +45,16 @@ type Store struct {
 	ready    idHeap
 	delayed  runAtHeap
 	running  map[uint64]struct{}
-	done     []uint64 // completed job ids, in completion order
-	batches  map[string]map[string][]string
+	done     []uint64                    // completed job ids, in completion order
+	batches  map[string]map[string]batch // account → idempotency key → batch
 	outbox   map[string][]jobs.Event
 	subs     map[chan struct{}]struct{}
+}
+
+// batch is a charged batch remembered under its idempotency key.
+type batch struct {
+	IDs         []string
+	Fingerprint string
 }
 
 type jobState uint8
@@ -80,7 +86,7 @@ func New() *Store {
 		idem:          make(map[string]map[string]int),
 		jobs:          make(map[uint64]*job),
 		running:       make(map[uint64]struct{}),
-		batches:       make(map[string]map[string][]string),
+		batches:       make(map[string]map[string]batch),
 		outbox:        make(map[string][]jobs.Event),
 		subs:          make(map[chan struct{}]struct{}),
 	}
@@ -115,7 +121,7 @@ func (s *Store) Dump(ctx context.Context) ([]byte, error) {
 		Keys     map[string]*store.Key
 		Entries  map[string][]credits.Entry
 		Jobs     []jobs.Job
-		Batches  map[string]map[string][]string
+		Batches  map[string]map[string]batch
 		Outbox   map[string][]jobs.Event
 	}{s.accounts, s.keys, s.entries, js, s.batches, s.outbox})
 }

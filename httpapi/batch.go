@@ -1,0 +1,187 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/jobs"
+)
+
+// StatusURL is the status_url of an accepted batch: a path template.
+const StatusURL = "/validate/status/{job_id}"
+
+// maxIdempotencyKey bounds the Idempotency-Key header.
+const maxIdempotencyKey = 255
+
+// acceptedMessage is the message of an accepted batch.
+const acceptedMessage = "Batch accepted for validation"
+
+type batchRequest struct {
+	Emails *[]*string `json:"emails"`
+}
+
+type batchResponse struct {
+	Message   string   `json:"message"`
+	JobCount  int      `json:"job_count"`
+	JobIDs    []string `json:"job_ids"`
+	StatusURL string   `json:"status_url"`
+	RequestID string   `json:"requestId"`
+}
+
+type jobResponse struct {
+	ID        string             `json:"id"`
+	State     jobs.State         `json:"state"`
+	Result    *emailcheck.Result `json:"result"`
+	RequestID string             `json:"requestId"`
+}
+
+// readBody checks the media type and reads the body within the size limit.
+// It answers the request and returns ok false on failure.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, c *call) (body []byte, ok bool) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			writeProblem(w, c, CodeUnsupportedMediaType, "Send the body as application/json.")
+			return nil, false
+		}
+	}
+	if r.ContentLength > h.maxBody {
+		writeProblem(w, c, CodeBodyTooLarge, "The body exceeds "+strconv.FormatInt(h.maxBody, 10)+" bytes.")
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeProblem(w, c, CodeBodyTooLarge, "The body exceeds "+strconv.FormatInt(h.maxBody, 10)+" bytes.")
+			return nil, false
+		}
+		writeProblem(w, c, CodeInvalidJSON, "The body could not be read.")
+		return nil, false
+	}
+	return body, true
+}
+
+// decodeJSON decodes body into v, answering invalid_json for malformed
+// JSON and invalid_body for JSON of the wrong shape.
+func decodeJSON(w http.ResponseWriter, c *call, body []byte, v any) bool {
+	if err := json.Unmarshal(body, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			detail := "The body has the wrong shape."
+			if te.Field != "" {
+				detail = "The field " + te.Field + " has the wrong type."
+			}
+			writeProblem(w, c, CodeInvalidBody, detail)
+			return false
+		}
+		writeProblem(w, c, CodeInvalidJSON, "The body is not valid JSON.")
+		return false
+	}
+	return true
+}
+
+// submitBatch serves POST /validate/async.
+func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request, c *call) {
+	idemKey := r.Header.Get("Idempotency-Key")
+	if len(idemKey) > maxIdempotencyKey {
+		writeProblem(w, c, CodeInvalidBody, "The Idempotency-Key header is longer than "+strconv.Itoa(maxIdempotencyKey)+" characters.")
+		return
+	}
+	body, ok := h.readBody(w, r, c)
+	if !ok {
+		return
+	}
+	var req batchRequest
+	if !decodeJSON(w, c, body, &req) {
+		return
+	}
+	if req.Emails == nil {
+		writeProblem(w, c, CodeInvalidBody, "The body must be an object with an emails array of strings.")
+		return
+	}
+	list := *req.Emails
+	if len(list) == 0 {
+		writeProblem(w, c, CodeEmptyBatch, "The emails array is empty.")
+		return
+	}
+	if len(list) > MaxBatch {
+		writeProblem(w, c, CodeBatchTooLarge, "A batch holds at most "+strconv.Itoa(MaxBatch)+" addresses; this one has "+strconv.Itoa(len(list))+".")
+		return
+	}
+	emails := make([]string, len(list))
+	for i, e := range list {
+		if e == nil {
+			writeProblem(w, c, CodeInvalidBody, "emails["+strconv.Itoa(i)+"] is not a string.")
+			return
+		}
+		emails[i] = *e
+	}
+	p := jobs.EnqueueChargedParams{Account: c.key.AccountID, Emails: emails}
+	if idemKey != "" {
+		p.IdempotencyKey = "batch:" + idemKey
+		p.Fingerprint = fingerprint(emails)
+	}
+	ids, err := h.queue.EnqueueCharged(r.Context(), p)
+	switch {
+	case err == nil:
+	case errors.Is(err, credits.ErrInsufficient):
+		h.chargeError(w, c, err)
+		return
+	case errors.Is(err, credits.ErrIdempotencyConflict):
+		writeProblem(w, c, CodeIdempotencyKeyReused, "This Idempotency-Key was used with another body.")
+		return
+	case errors.Is(err, jobs.ErrBatchReplayed):
+		writeProblem(w, c, CodeIdempotencyKeyReused, "This Idempotency-Key was already used; the batch was accepted and not charged again.")
+		return
+	default:
+		h.backendError(w, c, "enqueue", err)
+		return
+	}
+	if h.metrics != nil {
+		h.metrics.credits.Add(float64(len(ids)))
+	}
+	h.writeJSON(w, c, http.StatusAccepted, batchResponse{
+		Message:   acceptedMessage,
+		JobCount:  len(ids),
+		JobIDs:    ids,
+		StatusURL: StatusURL,
+		RequestID: c.id,
+	})
+}
+
+// fingerprint is the hex SHA-256 of the batch's canonical form: the JSON
+// array of its addresses, so that formatting does not matter.
+func fingerprint(emails []string) string {
+	b, _ := json.Marshal(emails) // a []string always encodes
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// jobStatus serves GET /validate/status/{job_id}.
+func (h *Handler) jobStatus(w http.ResponseWriter, r *http.Request, c *call) {
+	id := r.PathValue("job_id")
+	j, err := h.queue.Get(r.Context(), c.key.AccountID, id)
+	if err != nil {
+		if errors.Is(err, jobs.ErrNotFound) {
+			writeProblem(w, c, CodeJobNotFound, "No job with this id.")
+			return
+		}
+		h.backendError(w, c, "get job", err)
+		return
+	}
+	resp := jobResponse{ID: j.ID, State: j.State, RequestID: c.id}
+	if j.State == jobs.StateCompleted {
+		resp.Result = j.Result
+	}
+	h.writeJSON(w, c, http.StatusOK, resp)
+}

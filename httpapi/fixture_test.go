@@ -1,0 +1,351 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/emailcheck/dnstest"
+	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/memstore"
+)
+
+// zone is the DNS the tests' validator sees.
+func zone() dnstest.Zone {
+	return dnstest.Zone{
+		"good.com":     {MX: []dnstest.MX{{Pref: 10, Host: "mx1.good.com"}}},
+		"other.com":    {MX: []dnstest.MX{{Pref: 10, Host: "mx.other.com"}}},
+		"servfail.com": {Rcode: dns.RcodeServerFailure},
+	}
+}
+
+// options adjust [setup].
+type options struct {
+	credits   int64 // signup credits; 0 means 300, negative none
+	limit     httpapi.RateLimit
+	limiter   httpapi.RateLimiter
+	maxBody   int64
+	accounts  func(store.Accounts) store.Accounts // wraps the store
+	ledger    func(credits.Store) credits.Store
+	validator httpapi.Validator // default: the dnstest-backed validator
+	noLog     bool
+}
+
+// fixture is a handler over memstore with one account and a key carrying
+// every permission.
+type fixture struct {
+	t      *testing.T
+	h      *httpapi.Handler
+	st     *memstore.Store
+	ledger *credits.Ledger
+	queue  *jobs.Queue
+	v      *emailcheck.Validator
+	dns    *dnstest.Server
+	reg    *prometheus.Registry
+	logs   *syncBuffer
+	acct   store.Account
+	key    string
+	api    *apiChecker
+}
+
+func setup(t testing.TB, o *options) *fixture {
+	t.Helper()
+	if o == nil {
+		o = &options{}
+	}
+	srv := dnstest.Start(t, zone(), nil)
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, QueryTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Close() })
+	st := memstore.New()
+	var cs credits.Store = st
+	if o.ledger != nil {
+		cs = o.ledger(st)
+	}
+	ledger := credits.New(cs, nil)
+	q, err := jobs.NewQueue(st, ledger, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accts store.Accounts = st
+	if o.accounts != nil {
+		accts = o.accounts(st)
+	}
+	limit := o.limit
+	if limit == (httpapi.RateLimit{}) {
+		limit = httpapi.RateLimit{PerSecond: -1}
+	}
+	f := &fixture{st: st, ledger: ledger, queue: q, v: v, dns: srv, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	if tt, ok := t.(*testing.T); ok {
+		f.t = tt
+	}
+	var hv httpapi.Validator = v
+	if o.validator != nil {
+		hv = o.validator
+	}
+	cfg := httpapi.Config{
+		Validator:    hv,
+		Ledger:       ledger,
+		Queue:        q,
+		Accounts:     accts,
+		Registerer:   f.reg,
+		RateLimit:    limit,
+		RateLimiter:  o.limiter,
+		MaxBodyBytes: o.maxBody,
+	}
+	if !o.noLog {
+		cfg.Logger = slog.New(slog.NewJSONHandler(f.logs, nil))
+	}
+	f.h, err = httpapi.NewHandler(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.api = newAPIChecker(t, f.h.OpenAPI())
+	f.acct, f.key = f.newAccount(t, "owner@good.com", o.credits, store.AllPermissions())
+	return f
+}
+
+// newAccount creates an account with a key carrying perms.
+func (f *fixture) newAccount(t testing.TB, email string, signup int64, perms []store.Permission) (store.Account, string) {
+	t.Helper()
+	ctx := context.Background()
+	a, err := f.st.CreateAccount(ctx, store.CreateAccountParams{Email: email, SignupCredits: signup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, f.newKey(t, a.ID, perms)
+}
+
+func (f *fixture) newKey(t testing.TB, account string, perms []store.Permission) string {
+	t.Helper()
+	_, secret, err := f.st.CreateKey(context.Background(), store.CreateKeyParams{AccountID: account, Permissions: perms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret
+}
+
+func (f *fixture) balance(t testing.TB, account string) int64 {
+	t.Helper()
+	n, err := f.ledger.Balance(context.Background(), account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// runPool runs workers until the test ends.
+func (f *fixture) runPool(t *testing.T) {
+	p, err := jobs.NewPool(f.queue, f.v, &jobs.PoolConfig{Workers: 4, PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); p.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// response is a recorded response.
+type response struct {
+	Code   int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a map.
+func (r *response) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("body %q: %v", r.Body, err)
+	}
+	return m
+}
+
+// req describes a request for [fixture.do].
+type req struct {
+	method, target, key, body string
+	header                    map[string]string
+	handler                   http.Handler // default f.h
+}
+
+// do serves one request and checks what every response must satisfy: the
+// OpenAPI document, the request id in the header and the body, the media
+// type of errors.
+func (f *fixture) do(t testing.TB, rq req) *response {
+	t.Helper()
+	var body io.Reader
+	if rq.body != "" {
+		body = strings.NewReader(rq.body)
+	}
+	r := httptest.NewRequest(rq.method, rq.target, body)
+	if rq.key != "" {
+		r.Header.Set("x-api-key", rq.key)
+	}
+	if rq.body != "" && r.Header.Get("Content-Type") == "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range rq.header {
+		if v == "" {
+			r.Header.Del(k)
+		} else {
+			r.Header.Set(k, v)
+		}
+	}
+	h := rq.handler
+	if h == nil {
+		h = f.h
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	resp := &response{Code: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+	checkCommon(t, resp)
+	if rq.handler == nil {
+		f.api.check(t, r, resp)
+	}
+	return resp
+}
+
+// checkCommon checks the request id and the problem media type.
+func checkCommon(t testing.TB, resp *response) {
+	t.Helper()
+	rid := resp.Header.Get("X-Request-Id")
+	if len(rid) != 36 {
+		t.Fatalf("X-Request-Id %q", rid)
+	}
+	if resp.Code >= 400 && resp.Header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("status %d with Content-Type %q", resp.Code, resp.Header.Get("Content-Type"))
+	}
+	if len(resp.Body) == 0 {
+		return
+	}
+	var m map[string]any
+	if err := json.Unmarshal(resp.Body, &m); err != nil {
+		t.Fatalf("body %q: %v", resp.Body, err)
+	}
+	if _, ok := m["openapi"]; ok {
+		return
+	}
+	if m["requestId"] != rid {
+		t.Fatalf("requestId %v, X-Request-Id %q", m["requestId"], rid)
+	}
+}
+
+// wantProblem checks a problem response's status and code.
+func wantProblem(t testing.TB, resp *response, status int, code string) map[string]any {
+	t.Helper()
+	if resp.Code != status {
+		t.Fatalf("status %d, want %d; body %s", resp.Code, status, resp.Body)
+	}
+	m := resp.JSON(t)
+	if m["code"] != code || m["status"] != float64(status) || m["type"] != httpapi.ProblemTypePrefix+code {
+		t.Fatalf("problem %s, want code %s", resp.Body, code)
+	}
+	return m
+}
+
+// keysOf returns the sorted keys of m, joined by commas.
+func keysOf(m map[string]any) string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sortStrings(ks)
+	return strings.Join(ks, ",")
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// apiChecker validates responses against the OpenAPI document with
+// kin-openapi.
+type apiChecker struct {
+	doc    *openapi3.T
+	router routers.Router
+}
+
+func newAPIChecker(t testing.TB, raw []byte) *apiChecker {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromData(raw)
+	if err != nil {
+		t.Fatalf("load OpenAPI: %v", err)
+	}
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		t.Fatalf("OpenAPI document: %v", err)
+	}
+	return &apiChecker{doc: doc, router: router}
+}
+
+func (a *apiChecker) check(t testing.TB, r *http.Request, resp *response) {
+	t.Helper()
+	if err := a.validate(r, resp); err != nil {
+		t.Fatalf("%s %s → %d %s\ndoes not match the OpenAPI document: %v", r.Method, r.URL, resp.Code, resp.Body, err)
+	}
+}
+
+// validate checks resp, the answer to r, against the document.
+func (a *apiChecker) validate(r *http.Request, resp *response) error {
+	route, params, err := a.router.FindRoute(r)
+	if err != nil {
+		// Unknown path or method: the body must still be a Problem.
+		var v any
+		if err := json.Unmarshal(resp.Body, &v); err != nil {
+			return err
+		}
+		return a.doc.Components.Schemas["Problem"].Value.VisitJSON(v, openapi3.EnableJSONSchema2020())
+	}
+	opts := &openapi3filter.Options{IncludeResponseStatus: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route, Options: opts},
+		Status:                 resp.Code,
+		Header:                 resp.Header,
+		Options:                opts,
+	}
+	in.SetBodyBytes(resp.Body)
+	return openapi3filter.ValidateResponse(context.Background(), in)
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

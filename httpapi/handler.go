@@ -1,0 +1,376 @@
+package httpapi
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"path"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store"
+)
+
+//go:embed openapi.json
+var openAPIDoc []byte
+
+// unavailableRetryAfter is the Retry-After of 503 responses, in seconds.
+const unavailableRetryAfter = "5"
+
+// Handler serves the HTTP API. It is safe for concurrent use. Mount it at
+// any prefix with http.StripPrefix.
+type Handler struct {
+	v        Validator
+	ledger   *credits.Ledger
+	queue    *jobs.Queue
+	accounts store.Accounts
+	logger   *slog.Logger
+	limiter  RateLimiter
+	limit    RateLimit
+	maxBody  int64
+	now      func() time.Time
+	metrics  *metrics
+	mux      *http.ServeMux
+}
+
+// NewHandler checks cfg once and returns the handler. It starts no
+// goroutines. The error wraps [ErrConfig], or reports a metric that
+// cannot be registered.
+func NewHandler(cfg Config) (*Handler, error) {
+	switch {
+	case cfg.Validator == nil:
+		return nil, fmt.Errorf("%w: Validator is required", ErrConfig)
+	case cfg.Ledger == nil:
+		return nil, fmt.Errorf("%w: Ledger is required", ErrConfig)
+	case cfg.Queue == nil:
+		return nil, fmt.Errorf("%w: Queue is required", ErrConfig)
+	case cfg.Accounts == nil:
+		return nil, fmt.Errorf("%w: Accounts is required", ErrConfig)
+	case cfg.MaxBodyBytes < 0:
+		return nil, fmt.Errorf("%w: negative MaxBodyBytes", ErrConfig)
+	case cfg.RateLimit.Burst < 0, math.IsNaN(cfg.RateLimit.PerSecond), math.IsInf(cfg.RateLimit.PerSecond, 0):
+		return nil, fmt.Errorf("%w: invalid RateLimit %+v", ErrConfig, cfg.RateLimit)
+	}
+	h := &Handler{
+		v:        cfg.Validator,
+		ledger:   cfg.Ledger,
+		queue:    cfg.Queue,
+		accounts: cfg.Accounts,
+		logger:   cfg.Logger,
+		limiter:  cfg.RateLimiter,
+		limit:    cfg.RateLimit,
+		maxBody:  cfg.MaxBodyBytes,
+		now:      cfg.Now,
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.maxBody == 0 {
+		h.maxBody = DefaultMaxBodyBytes
+	}
+	switch {
+	case h.limit == RateLimit{}:
+		h.limit = RateLimit{PerSecond: DefaultRatePerSecond, Burst: DefaultRateBurst}
+	case h.limit.PerSecond > 0 && h.limit.Burst == 0:
+		h.limit.Burst = max(1, int(math.Ceil(h.limit.PerSecond)))
+	}
+	if h.limiter == nil {
+		h.limiter = NewMemoryRateLimiter(h.now)
+	}
+	if cfg.Registerer != nil {
+		m, err := newMetrics(cfg.Registerer)
+		if err != nil {
+			return nil, err
+		}
+		h.metrics = m
+	}
+	h.routes()
+	return h, nil
+}
+
+// OpenAPI returns the OpenAPI 3.1 document of the API, as served at
+// /openapi.json. The caller must not modify it.
+func (h *Handler) OpenAPI() []byte { return openAPIDoc }
+
+func (h *Handler) routes() {
+	mux := http.NewServeMux()
+	h.mux = mux
+	mux.HandleFunc("GET /validate", h.authed(store.PermValidate, h.validate))
+	mux.HandleFunc("POST /validate/async", h.authed(store.PermBatch, h.submitBatch))
+	mux.HandleFunc("GET /validate/status/{job_id}", h.authed(store.PermBatch, h.jobStatus))
+	mux.HandleFunc("GET /api/v1/account", h.authed(store.PermStats, h.account))
+	mux.HandleFunc("POST /api/v1/keys", h.authed(store.PermKeys, h.createKey))
+	mux.HandleFunc("GET /api/v1/keys", h.authed(store.PermKeys, h.listKeys))
+	mux.HandleFunc("DELETE /api/v1/keys/{id}", h.authed(store.PermKeys, h.revokeKey))
+	mux.HandleFunc("GET /openapi.json", h.openAPI)
+	// Any other method on a known path: 405 with Allow.
+	for path, allow := range map[string]string{
+		"/validate":                 "GET, HEAD",
+		"/validate/async":           "POST",
+		"/validate/status/{job_id}": "GET, HEAD",
+		"/api/v1/account":           "GET, HEAD",
+		"/api/v1/keys":              "GET, HEAD, POST",
+		"/api/v1/keys/{id}":         "DELETE",
+		"/openapi.json":             "GET, HEAD",
+	} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeProblem(w, callOf(r), CodeMethodNotAllowed, "Method "+r.Method+" is not allowed here; allowed: "+allow+".")
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, callOf(r), CodeNotFound, "No resource at this path.")
+	})
+}
+
+// call is the state of one request shared by the handler's layers.
+type call struct {
+	id      string
+	start   time.Time
+	key     store.Key
+	code    Code   // the problem code sent, if any
+	errText string // the cause of a 500 or 503, for the log
+}
+
+type callKey struct{}
+
+func callOf(r *http.Request) *call {
+	c, _ := r.Context().Value(callKey{}).(*call)
+	if c == nil { // a handler reached without ServeHTTP: cannot happen
+		c = &call{id: uuid.NewString()}
+	}
+	return c
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := &call{id: uuid.NewString(), start: h.now()}
+	sw := &statusWriter{ResponseWriter: w}
+	sw.Header().Set("X-Request-Id", c.id)
+	r = r.WithContext(context.WithValue(r.Context(), callKey{}, c))
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			c.errText = fmt.Sprintf("panic: %v\n%s", v, debug.Stack())
+			if sw.status == 0 {
+				writeProblem(sw, c, CodeInternal, "The server could not complete the request.")
+			}
+		}
+		h.finish(r, c, sw.status)
+	}()
+	if p := r.URL.Path; !cleanPath(p) {
+		// ServeMux would redirect to the cleaned path, which is wrong
+		// under a prefix the host stripped.
+		writeProblem(sw, c, CodeNotFound, "No resource at this path.")
+		return
+	}
+	h.mux.ServeHTTP(sw, r)
+}
+
+// cleanPath reports whether p is a rooted path that path.Clean leaves
+// alone (trailing slash aside).
+func cleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	if !strings.Contains(p, "//") && !strings.Contains(p, "/.") {
+		return true
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
+}
+
+// finish records the access log and the metrics of a request.
+func (h *Handler) finish(r *http.Request, c *call, status int) {
+	if status == 0 {
+		status = http.StatusOK
+	}
+	route := r.Pattern
+	if route == "" || route == "/" {
+		route = "unmatched"
+	}
+	d := h.now().Sub(c.start)
+	if h.metrics != nil {
+		h.metrics.observe(route, status, d)
+	}
+	if h.logger == nil {
+		return
+	}
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	if !h.logger.Enabled(r.Context(), level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", c.id),
+		slog.String("account_id", c.key.AccountID),
+		slog.String("method", r.Method),
+		slog.String("route", route),
+		slog.Int("status", status),
+		slog.Duration("duration", d),
+	}
+	if c.code != "" {
+		attrs = append(attrs, slog.String("code", string(c.code)))
+	}
+	if c.errText != "" {
+		attrs = append(attrs, slog.String("error", c.errText))
+	}
+	h.logger.LogAttrs(r.Context(), level, "http request", attrs...)
+}
+
+// statusWriter remembers the status code sent.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// authed wraps next with authentication, the permission check and the rate
+// limit.
+func (h *Handler) authed(perm store.Permission, next func(http.ResponseWriter, *http.Request, *call)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c := callOf(r)
+		secret := r.Header.Get("X-Api-Key")
+		if secret == "" {
+			writeProblem(w, c, CodeMissingAPIKey, "Send your API key in the x-api-key header.")
+			return
+		}
+		if store.CheckSecret(secret) != nil {
+			writeProblem(w, c, CodeInvalidAPIKey, "The API key is not valid.")
+			return
+		}
+		key, err := h.accounts.Authenticate(r.Context(), secret)
+		if err != nil {
+			if errors.Is(err, store.ErrInvalidKey) || errors.Is(err, store.ErrNotFound) {
+				writeProblem(w, c, CodeInvalidAPIKey, "The API key is not valid or has been revoked.")
+				return
+			}
+			h.backendError(w, c, "authenticate", err)
+			return
+		}
+		c.key = key
+		if !key.Can(perm) {
+			writeProblemDoc(w, c, problem{
+				Code:       CodePermissionDenied,
+				Detail:     "This API key lacks the " + string(perm) + " permission.",
+				Permission: string(perm),
+			})
+			return
+		}
+		if !h.limit.Unlimited() {
+			d, err := h.limiter.Allow(r.Context(), key.ID, h.limit)
+			if err != nil {
+				// Failing open: a limiter outage must not take the API down.
+				if h.logger != nil {
+					h.logger.WarnContext(r.Context(), "httpapi: rate limiter failed; request let through", "request_id", c.id, "err", err)
+				}
+			} else {
+				hd := w.Header()
+				hd.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
+				hd.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
+				hd.Set("RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.Reset), 10))
+				if !d.Allowed {
+					hd.Set("Retry-After", strconv.FormatInt(max(1, ceilSeconds(d.RetryAfter)), 10))
+					writeProblem(w, c, CodeRateLimited, "Too many requests for this API key; retry later.")
+					return
+				}
+			}
+		}
+		next(w, r, c)
+	}
+}
+
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+// backendError answers an error of a backend: 503 when it is unavailable
+// (a timeout, a refused or broken connection, a closed validator), 500
+// otherwise. The cause is logged, never sent.
+func (h *Handler) backendError(w http.ResponseWriter, c *call, op string, err error) {
+	c.errText = op + ": " + err.Error()
+	if unavailable(err) {
+		w.Header().Set("Retry-After", unavailableRetryAfter)
+		writeProblem(w, c, CodeUnavailable, "A backend service is unavailable; retry later.")
+		return
+	}
+	writeProblem(w, c, CodeInternal, "The server could not complete the request.")
+}
+
+// unavailable reports whether err means that a backend could not be
+// reached in time, rather than that it failed.
+func unavailable(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Canceled) ||
+		errors.Is(err, emailcheck.ErrClosed) ||
+		errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, net.ErrClosed) ||
+		errors.As(err, &ne)
+}
+
+// writeJSON sends v as JSON with the status.
+func (h *Handler) writeJSON(w http.ResponseWriter, c *call, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		h.backendError(w, c, "encode response", err)
+		return
+	}
+	body = append(body, '\n')
+	hd := w.Header()
+	hd.Set("Content-Type", "application/json")
+	hd.Set("Content-Length", strconv.Itoa(len(body)))
+	hd.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+func (h *Handler) openAPI(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Type", "application/json")
+	hd.Set("Content-Length", strconv.Itoa(len(openAPIDoc)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(openAPIDoc)
+	}
+}

@@ -1,0 +1,55 @@
+package httpapi
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/validmail/validmail/emailcheck"
+)
+
+// metrics are the handler's Prometheus collectors.
+type metrics struct {
+	requests    *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	validations *prometheus.CounterVec
+	credits     prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "validmail_http_requests_total",
+			Help: "HTTP requests by route pattern and status code.",
+		}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "validmail_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by route pattern.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"route"}),
+		validations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "validmail_validations_total",
+			Help: "Single validations answered by GET /validate, by confidence status.",
+		}, []string{"status"}),
+		credits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "validmail_credits_charged_total",
+			Help: "Credits charged by accepted requests, net of UNKNOWN refunds of single validations.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.validations, m.credits} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("httpapi: register metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) observe(route string, status int, d time.Duration) {
+	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	m.latency.WithLabelValues(route).Observe(d.Seconds())
+}
+
+func (m *metrics) validation(s emailcheck.Status) {
+	m.validations.WithLabelValues(string(s)).Inc()
+}

@@ -1,0 +1,131 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store/memstore"
+)
+
+func TestAccessLog(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	resp := f.do(t, req{method: "GET", target: "/validate?email=a@good.com", key: f.key})
+	f.do(t, req{method: "GET", target: "/nowhere"})
+	var recs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(f.logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		recs = append(recs, m)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("%d log records, want 2:\n%s", len(recs), f.logs.String())
+	}
+	r := recs[0]
+	if r["request_id"] != resp.Header.Get("X-Request-Id") || r["account_id"] != f.acct.ID || r["route"] != "GET /validate" ||
+		r["status"] != 200.0 || r["duration"] == nil {
+		t.Fatalf("access record %v", r)
+	}
+	if recs[1]["route"] != "unmatched" || recs[1]["status"] != 404.0 || recs[1]["account_id"] != "" {
+		t.Fatalf("unmatched record %v", recs[1])
+	}
+	if strings.Contains(f.logs.String(), f.key) {
+		t.Fatal("the log holds the API key")
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	f.do(t, req{method: "GET", target: "/validate?email=a@good.com", key: f.key})
+	f.do(t, req{method: "GET", target: "/validate?email=a@servfail.com", key: f.key})
+	f.do(t, req{method: "GET", target: "/validate"})
+	f.do(t, req{method: "POST", target: "/validate/async", key: f.key, body: `{"emails":["a@good.com","b@good.com"]}`})
+	want := `
+# HELP validmail_http_requests_total HTTP requests by route pattern and status code.
+# TYPE validmail_http_requests_total counter
+validmail_http_requests_total{code="200",route="GET /validate"} 2
+validmail_http_requests_total{code="202",route="POST /validate/async"} 1
+validmail_http_requests_total{code="401",route="GET /validate"} 1
+# HELP validmail_validations_total Single validations answered by GET /validate, by confidence status.
+# TYPE validmail_validations_total counter
+validmail_validations_total{status="LIKELY"} 1
+validmail_validations_total{status="UNKNOWN"} 1
+# HELP validmail_credits_charged_total Credits charged by accepted requests, net of UNKNOWN refunds of single validations.
+# TYPE validmail_credits_charged_total counter
+validmail_credits_charged_total 3
+`
+	if err := testutil.GatherAndCompare(f.reg, strings.NewReader(want),
+		"validmail_http_requests_total", "validmail_validations_total", "validmail_credits_charged_total"); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(f.reg, "validmail_http_request_duration_seconds"); n != 2 {
+		t.Fatalf("%d latency series, want 2", n)
+	}
+}
+
+func TestNewHandlerConfig(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	s := memstore.New()
+	ledger := credits.New(s, nil)
+	q, _ := jobs.NewQueue(s, ledger, nil)
+	full := httpapi.Config{Validator: f.v, Ledger: ledger, Queue: q, Accounts: s}
+	for name, mod := range map[string]func(*httpapi.Config){
+		"no validator": func(c *httpapi.Config) { c.Validator = nil },
+		"no ledger":    func(c *httpapi.Config) { c.Ledger = nil },
+		"no queue":     func(c *httpapi.Config) { c.Queue = nil },
+		"no accounts":  func(c *httpapi.Config) { c.Accounts = nil },
+		"negative max": func(c *httpapi.Config) { c.MaxBodyBytes = -1 },
+		"bad burst":    func(c *httpapi.Config) { c.RateLimit = httpapi.RateLimit{PerSecond: 1, Burst: -1} },
+	} {
+		c := full
+		mod(&c)
+		if _, err := httpapi.NewHandler(c); !errors.Is(err, httpapi.ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", name, err)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	c := full
+	c.Registerer = reg
+	if _, err := httpapi.NewHandler(c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := httpapi.NewHandler(c); err == nil {
+		t.Error("two handlers registered the same metrics")
+	}
+}
+
+func TestMemoryRateLimiter(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	l := httpapi.NewMemoryRateLimiter(func() time.Time { return now })
+	limit := httpapi.RateLimit{PerSecond: 2, Burst: 3}
+	for i := range 3 {
+		d, err := l.Allow(t.Context(), "k", limit)
+		if err != nil || !d.Allowed || d.Remaining != 2-i || d.Limit != 3 {
+			t.Fatalf("request %d: %+v %v", i, d, err)
+		}
+	}
+	d, _ := l.Allow(t.Context(), "k", limit)
+	if d.Allowed || d.RetryAfter != 500*time.Millisecond || d.Reset != 1500*time.Millisecond {
+		t.Fatalf("4th request: %+v", d)
+	}
+	if d, _ := l.Allow(t.Context(), "other", limit); !d.Allowed {
+		t.Fatal("keys share a bucket")
+	}
+	now = now.Add(500 * time.Millisecond)
+	if d, _ := l.Allow(t.Context(), "k", limit); !d.Allowed || d.Remaining != 0 {
+		t.Fatalf("after refill: %+v", d)
+	}
+}

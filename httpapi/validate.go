@@ -1,0 +1,74 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/emailcheck"
+)
+
+// validationResponse is a validation result with the request id.
+type validationResponse struct {
+	emailcheck.Result
+	RequestID string `json:"requestId"`
+}
+
+// validate serves GET /validate: charge 1, validate, refund an UNKNOWN.
+func (h *Handler) validate(w http.ResponseWriter, r *http.Request, c *call) {
+	email := r.URL.Query().Get("email")
+	if email == "" {
+		writeProblem(w, c, CodeMissingEmail, "The email query parameter is required.")
+		return
+	}
+	ctx := r.Context()
+	acct := c.key.AccountID
+	chargeKey := "validate:" + c.id
+	if _, err := h.ledger.Charge(ctx, acct, 1, chargeKey); err != nil {
+		h.chargeError(w, c, err)
+		return
+	}
+	res, err := h.v.Validate(ctx, email, emailcheck.WithSource(emailcheck.SourceAPI))
+	if err != nil {
+		h.refund(ctx, c, chargeKey)
+		h.backendError(w, c, "validate", err)
+		return
+	}
+	if res.Confidence.Status == emailcheck.StatusUnknown {
+		h.refund(ctx, c, chargeKey)
+	} else if h.metrics != nil {
+		h.metrics.credits.Add(1)
+	}
+	if h.metrics != nil {
+		h.metrics.validation(res.Confidence.Status)
+	}
+	res.Meta.Source = emailcheck.SourceAPI
+	res.Meta.LatencyMS = h.now().Sub(c.start).Milliseconds()
+	h.writeJSON(w, c, http.StatusOK, validationResponse{Result: res, RequestID: c.id})
+}
+
+// refund gives back the credit charged under chargeKey. A failure is
+// logged: the response already says what the caller gets.
+func (h *Handler) refund(ctx context.Context, c *call, chargeKey string) {
+	ctx = context.WithoutCancel(ctx)
+	if _, err := h.ledger.Refund(ctx, c.key.AccountID, 1, "refund:"+chargeKey); err != nil && h.logger != nil {
+		h.logger.ErrorContext(ctx, "httpapi: refund failed", "request_id", c.id, "account_id", c.key.AccountID, "err", err)
+	}
+}
+
+// chargeError answers a refused or failed charge.
+func (h *Handler) chargeError(w http.ResponseWriter, c *call, err error) {
+	var ie *credits.InsufficientError
+	if errors.As(err, &ie) {
+		bal, req := ie.Balance, ie.Required
+		writeProblemDoc(w, c, problem{
+			Code:     CodeInsufficientCredits,
+			Detail:   "The balance does not cover this request.",
+			Balance:  &bal,
+			Required: &req,
+		})
+		return
+	}
+	h.backendError(w, c, "charge", err)
+}
