@@ -35,7 +35,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "validmaild")
-	build := exec.Command("go", "build", "-o", binary, ".")
+	var buildFlags []string
+	if raceEnabled {
+		buildFlags = append(buildFlags, "-race")
+	}
+	build := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", binary, ".")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building validmaild:", err)
