@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store"
 )
 
 // envPrefix starts the environment variable of every flag.
@@ -119,6 +120,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	}
 	if c.BootstrapKey != "" && c.BootstrapEmail == "" {
 		return c, fmt.Errorf("%w: -bootstrap-key needs -bootstrap-email", errUsage)
+	}
+	if c.BootstrapKey != "" && store.CheckSecret(c.BootstrapKey) != nil {
+		return c, fmt.Errorf("%w: -bootstrap-key: want %s followed by 43 letters or digits", errUsage, store.SecretPrefix)
 	}
 	return c, nil
 }
