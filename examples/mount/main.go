@@ -59,12 +59,13 @@ func serve(ctx context.Context, addr, dnsServers string, logger *slog.Logger) er
 	defer vm.Close()
 	fmt.Printf("API key: %s\n", vm.key)
 
+	poolCtx, stopPool := context.WithCancel(ctx)
 	poolDone := make(chan struct{})
 	go func() {
 		defer close(poolDone)
-		vm.pool.Run(ctx) // drains when ctx ends
+		vm.pool.Run(poolCtx) // drains when poolCtx ends
 	}()
-	defer func() { <-poolDone }()
+	defer func() { stopPool(); <-poolDone }()
 	srv := &http.Server{Addr: addr, Handler: newApp(logger, vm.api), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
