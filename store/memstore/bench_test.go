@@ -62,23 +62,30 @@ func BenchmarkDrain(b *testing.B) {
 }
 
 // BenchmarkEnqueueCharged measures charging and enqueueing one 1,000-job
-// batch.
+// batch. The store is replaced every 100 batches to bound memory.
 func BenchmarkEnqueueCharged(b *testing.B) {
 	ctx := context.Background()
-	s := memstore.New()
-	q, err := jobs.NewQueue(s, credits.New(s, nil), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.Apply(ctx, credits.Change{Account: "acct", Delta: 1 << 50, Reason: credits.ReasonGrant}); err != nil {
-		b.Fatal(err)
-	}
 	batch := make([]string, 1000)
 	for i := range batch {
 		batch[i] = fmt.Sprintf("user%d@example.org", i)
 	}
+	var q *jobs.Queue
+	fresh := func() {
+		s := memstore.New()
+		if _, err := s.Apply(ctx, credits.Change{Account: "acct", Delta: 1 << 50, Reason: credits.ReasonGrant}); err != nil {
+			b.Fatal(err)
+		}
+		q, _ = jobs.NewQueue(s, credits.New(s, nil), nil)
+	}
+	fresh()
 	b.ReportAllocs()
+	i := 0
 	for b.Loop() {
+		if i++; i%100 == 0 {
+			b.StopTimer()
+			fresh()
+			b.StartTimer()
+		}
 		if _, err := q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: "acct", Emails: batch}); err != nil {
 			b.Fatal(err)
 		}
