@@ -1,111 +1,32 @@
 package httpapi
 
 import (
-	"context"
-	"math"
-	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 )
 
 // RateLimit is a token bucket: PerSecond tokens are added every second, up
-// to Burst; each request takes one.
-type RateLimit struct {
-	// PerSecond is the steady rate; negative means unlimited.
-	PerSecond float64
-	// Burst is the bucket's size: how many requests may arrive at once.
-	Burst int
-}
+// to Burst; each request takes one. A negative PerSecond means unlimited.
+type RateLimit = ratelimit.Limit
 
-// Unlimited reports whether the limit lets every request through.
-func (l RateLimit) Unlimited() bool { return l.PerSecond < 0 }
+// Decision is a [RateLimiter]'s answer for one request; it fills the
+// RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset and Retry-After
+// headers.
+type Decision = ratelimit.Decision
 
-// Decision is a [RateLimiter]'s answer for one request.
-type Decision struct {
-	// Allowed reports whether the request may proceed.
-	Allowed bool
-	// Limit is the bucket's size (the RateLimit-Limit header).
-	Limit int
-	// Remaining is how many more requests the bucket would allow now
-	// (RateLimit-Remaining).
-	Remaining int
-	// Reset is the time until the bucket is full again (RateLimit-Reset).
-	Reset time.Duration
-	// RetryAfter is, for a refused request, the time until one request
-	// would be allowed (Retry-After).
-	RetryAfter time.Duration
-}
+// RateLimiter takes one token for a key from a bucket shaped by a
+// [RateLimit]. It may be called concurrently and must honor ctx. When it
+// returns an error (its backend is down), the handler lets the request
+// through and logs the error: a limiter outage does not take the API down.
+type RateLimiter = ratelimit.Limiter
 
-// RateLimiter takes one token for key from a bucket shaped by limit.
-// It may be called concurrently and must honor ctx. An error means the
-// limiter could not decide (its backend is down); the handler then lets
-// the request through and logs the error.
-type RateLimiter interface {
-	Allow(ctx context.Context, key string, limit RateLimit) (Decision, error)
-}
+// MemoryRateLimiter is the default [RateLimiter]: one token bucket per key
+// in memory (golang.org/x/time/rate), limiting one process only.
+type MemoryRateLimiter = ratelimit.Memory
 
-// MemoryRateLimiter is a [RateLimiter] holding one token bucket per key in
-// memory (golang.org/x/time/rate). It limits one process only. Buckets are
-// kept for the life of the limiter: keys are API key ids, a bounded set.
-// It is safe for concurrent use.
-type MemoryRateLimiter struct {
-	now     func() time.Time
-	buckets sync.Map // key → *bucket
-}
-
-type bucket struct {
-	mu    sync.Mutex
-	lim   *rate.Limiter
-	limit RateLimit
-}
-
-// NewMemoryRateLimiter returns an empty limiter. now is its clock; nil
-// means time.Now.
+// NewMemoryRateLimiter returns an empty in-memory limiter; now is its
+// clock (nil means time.Now).
 func NewMemoryRateLimiter(now func() time.Time) *MemoryRateLimiter {
-	if now == nil {
-		now = time.Now
-	}
-	return &MemoryRateLimiter{now: now}
-}
-
-// Allow implements [RateLimiter].
-func (m *MemoryRateLimiter) Allow(_ context.Context, key string, limit RateLimit) (Decision, error) {
-	if limit.Unlimited() {
-		return Decision{Allowed: true, Limit: limit.Burst, Remaining: limit.Burst}, nil
-	}
-	v, ok := m.buckets.Load(key)
-	if !ok {
-		v, _ = m.buckets.LoadOrStore(key, &bucket{lim: rate.NewLimiter(rate.Limit(limit.PerSecond), limit.Burst), limit: limit})
-	}
-	b := v.(*bucket)
-	now := m.now()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.limit != limit {
-		b.lim.SetLimitAt(now, rate.Limit(limit.PerSecond))
-		b.lim.SetBurstAt(now, limit.Burst)
-		b.limit = limit
-	}
-	allowed := b.lim.AllowN(now, 1)
-	tokens := b.lim.TokensAt(now)
-	d := Decision{
-		Allowed:   allowed,
-		Limit:     limit.Burst,
-		Remaining: max(0, int(math.Floor(tokens))),
-		Reset:     secondsFor(float64(limit.Burst)-tokens, limit.PerSecond),
-	}
-	if !allowed {
-		d.RetryAfter = secondsFor(1-tokens, limit.PerSecond)
-	}
-	return d, nil
-}
-
-// secondsFor returns how long a bucket filling at perSecond takes to gain
-// tokens tokens.
-func secondsFor(tokens, perSecond float64) time.Duration {
-	if tokens <= 0 || perSecond <= 0 {
-		return 0
-	}
-	return time.Duration(tokens / perSecond * float64(time.Second))
+	return ratelimit.NewMemory(now)
 }
