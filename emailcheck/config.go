@@ -17,7 +17,7 @@ type Config struct {
 	// Retries is how many more times a query that timed out or failed is
 	// sent, rotating across Nameservers. Default 1; negative means none.
 	Retries int
-	// MaxInFlight bounds the DNS queries in flight at once. Default 512.
+	// MaxInFlight bounds the DNS queries in flight at once. Default 1024.
 	MaxInFlight int
 
 	// CacheSize bounds how many domains the DNS cache holds. Default 100,000.

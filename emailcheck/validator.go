@@ -30,12 +30,12 @@ var ErrConfig = errors.New("emailcheck: invalid configuration")
 const (
 	DefaultQueryTimeout = 2 * time.Second
 	DefaultRetries      = 1
-	DefaultMaxInFlight  = 512
+	DefaultMaxInFlight  = 1024
 	DefaultCacheSize    = 100_000
 	DefaultMinTTL       = time.Minute
 	DefaultMaxTTL       = 24 * time.Hour
 	DefaultFailureTTL   = 5 * time.Second
-	DefaultConcurrency  = 512
+	DefaultConcurrency  = 1024
 )
 
 // resolvConfPath is where the system's nameservers are read from.
@@ -388,7 +388,7 @@ func (v *Validator) cached(domain string, now time.Time) (*domainInfo, bool) {
 // ManyOptions configures ValidateMany. The zero value gives defaults.
 type ManyOptions struct {
 	// Concurrency bounds the validations in flight, and so how far reading
-	// from the input runs ahead of the results consumed. Default 512.
+	// from the input runs ahead of the results consumed. Default 1024.
 	Concurrency int
 	// Source sets meta.source for every result; default Config.Source.
 	Source string

@@ -72,12 +72,20 @@ type Lease struct {
 	ExpiresAt time.Time
 }
 
-// Event is an opaque record written to the account's outbox in the same
-// atomic step as a completion (the webhook dispatcher delivers it).
+// Event is the record a completion writes to the job's account's outbox
+// in the same atomic step (the webhook dispatcher delivers it). A backend
+// stores it as one pending outbox entry whose account and job id are the
+// completed job's, due at CreatedAt.
 type Event struct {
-	// ID identifies the event; delivering it twice must be recognisable.
+	// ID identifies the event; it is unique in the outbox and stays the
+	// same on every delivery attempt.
 	ID string
-	// Payload is the event body.
+	// Type names the kind of event, such as "validation.completed".
+	Type string
+	// CreatedAt is when the event was made; it is first due then. Zero
+	// means the completion time.
+	CreatedAt time.Time
+	// Payload is the event body, stored byte for byte.
 	Payload []byte
 }
 
@@ -136,8 +144,9 @@ type CompleteParams struct {
 	// Refund, when positive, is credited back to the job's account (reason
 	// refund, reference the job id) in the same atomic step.
 	Refund int64
-	// Event, when not nil, is appended to the account's outbox in the same
-	// atomic step.
+	// Event, when not nil, is written to the job's account's outbox in the
+	// same atomic step. An event whose ID is already in the outbox makes
+	// the completion fail without changing anything.
 	Event *Event
 }
 

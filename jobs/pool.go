@@ -67,9 +67,12 @@ type PoolConfig struct {
 	// queue's driver, if it implements [Notifier].
 	Notifier Notifier
 	// NewEvent, when set, builds the outbox event written in the same
-	// atomic step as a job's completion. An error is logged and the job is
-	// retried.
-	NewEvent func(job Job, result emailcheck.Result) (*Event, error)
+	// atomic step as a job's completion; a nil event means none. job is in
+	// its completed state, with result. An error is logged and the job is
+	// retried, counting a failed attempt. The webhook/jobevents package
+	// provides one that writes validation.completed events for accounts
+	// with an enabled webhook endpoint.
+	NewEvent func(ctx context.Context, job Job, result emailcheck.Result) (*Event, error)
 	// OnComplete, when set, is called after each job this pool completed,
 	// with the job in its completed state. It runs on the worker's
 	// goroutine and must not block for long.
@@ -313,7 +316,7 @@ func (r *run) process(ctx context.Context, l Lease) {
 	job.State = StateCompleted
 	job.Result = &res
 	if p.cfg.NewEvent != nil {
-		ev, err := p.cfg.NewEvent(job, res)
+		ev, err := p.cfg.NewEvent(jctx, job, res)
 		if err != nil {
 			p.logger.ErrorContext(ctx, "jobs: build event", "job", l.ID, "err", err)
 			_ = p.q.driver.Retry(jctx, RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(p.cfg.Backoff(l.Errors + 1)), Error: err.Error()})

@@ -11,6 +11,7 @@ import (
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/jobstest"
 	"github.com/validmail/validmail/store/memstore"
+	"github.com/validmail/validmail/webhook/jobevents"
 )
 
 // plainDriver hides every optional interface of its driver, so the Queue
@@ -21,7 +22,10 @@ type plainDriver struct{ jobs.Driver }
 func TestFallbackDriver(t *testing.T) {
 	jobstest.Run(t, func(t *testing.T) jobstest.Backend {
 		s := memstore.New()
-		return jobstest.Backend{Driver: plainDriver{s}, Credits: s, Events: s.Outbox}
+		events := func(ctx context.Context, account string) ([]jobs.Event, error) {
+			return jobevents.List(ctx, s.Webhooks(), account)
+		}
+		return jobstest.Backend{Driver: plainDriver{s}, Credits: s, Events: events}
 	})
 }
 

@@ -26,8 +26,9 @@ type Backend struct {
 	// Credits is the ledger storage the driver charges and refunds.
 	Credits credits.Store
 	// Events, when set, returns the outbox events recorded for an account
-	// by completions, oldest first; the outbox checks are skipped without
-	// it.
+	// by completions, with their ID, Type, CreatedAt and Payload as
+	// written; the outbox checks are skipped without it. A backend that
+	// implements webhook.Outbox can use jobevents.List.
 	Events func(ctx context.Context, account string) ([]jobs.Event, error)
 }
 
@@ -51,6 +52,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"DrainByPool", testDrainByPool},
 		{"ConcurrentWorkersCompleteOnce", testConcurrentWorkers},
 		{"UnknownRefundedWithEvent", testUnknownRefund},
+		{"DuplicateEventChangesNothing", testDuplicateEvent},
 		{"CrashedWorkerRescued", testCrashRescue},
 		{"CrashedWorkerRecoveredByPool", testCrashPool},
 		{"RescueAfterCompleteKeepsResult", testRescueRace},
@@ -513,8 +515,17 @@ func testUnknownRefund(t *testing.T, b *bundle) {
 		return r, nil
 	})
 	var c counter
-	newEvent := func(j jobs.Job, r emailcheck.Result) (*jobs.Event, error) {
-		return &jobs.Event{ID: "evt_" + j.ID, Payload: []byte(`{"job_id":"` + j.ID + `","status":"` + string(r.Confidence.Status) + `"}`)}, nil
+	created := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	newEvent := func(_ context.Context, j jobs.Job, r emailcheck.Result) (*jobs.Event, error) {
+		if j.Email == "c@ok.example" {
+			return nil, nil // no event for this job
+		}
+		return &jobs.Event{
+			ID:        "evt_" + j.ID,
+			Type:      "test.completed",
+			CreatedAt: created,
+			Payload:   []byte(`{"job_id":"` + j.ID + `","status":"` + string(r.Confidence.Status) + `"}`),
+		}, nil
 	}
 	stop := runPool(t, b, v, &jobs.PoolConfig{Workers: 2, LeaseDuration: time.Second, PollInterval: 10 * time.Millisecond, OnComplete: c.hook, NewEvent: newEvent})
 	waitFor(t, 10*time.Second, "5 completions", func() bool { return c.total() >= 5 })
@@ -546,20 +557,30 @@ func testUnknownRefund(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(evs) != 5 {
-		t.Fatalf("%d outbox events, want 5", len(evs))
+	if len(evs) != 4 {
+		t.Fatalf("%d outbox events, want 4 (one job had none)", len(evs))
 	}
-	got := map[string]string{}
+	got := map[string]jobs.Event{}
 	for _, e := range evs {
-		got[e.ID] = string(e.Payload)
+		got[e.ID] = e
+		if e.Type != "test.completed" || !e.CreatedAt.Equal(created) {
+			t.Errorf("event %s: type %q, created %v; want test.completed, %v", e.ID, e.Type, e.CreatedAt, created)
+		}
 	}
 	for i, id := range ids {
+		e, ok := got["evt_"+id]
+		if i == 2 {
+			if ok {
+				t.Errorf("job %s has event %+v, want none", id, e)
+			}
+			continue
+		}
 		want := "LIKELY"
 		if i == 1 || i == 3 {
 			want = "UNKNOWN"
 		}
-		if !strings.Contains(got["evt_"+id], want) {
-			t.Errorf("event of job %s: %q, want status %s", id, got["evt_"+id], want)
+		if !strings.Contains(string(e.Payload), want) {
+			t.Errorf("event of job %s: %q, want status %s", id, e.Payload, want)
 		}
 	}
 	if evs, _ := b.Events(ctx, account()); len(evs) != 0 {
@@ -567,18 +588,64 @@ func testUnknownRefund(t *testing.T, b *bundle) {
 	}
 }
 
+// testDuplicateEvent completes a job with an event whose id is already in
+// the outbox: the completion fails as a whole (no result, no refund, no
+// second event) and the lease still holds.
+func testDuplicateEvent(t *testing.T, b *bundle) {
+	if b.Events == nil {
+		t.Skip("Backend.Events not set")
+	}
+	ctx := context.Background()
+	acct := account()
+	grant(t, b, acct, 2)
+	ids, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: acct, Emails: emails(2, "dup")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := mustLease(t, b, 2, time.Minute)
+	if len(ls) != 2 {
+		t.Fatalf("leased %d, want 2", len(ls))
+	}
+	ev := &jobs.Event{ID: "evt_dup_" + ids[0], Type: "test.completed", Payload: []byte(`{}`)}
+	r, _ := likely(ctx, ls[0].Email)
+	if err := b.q.Complete(ctx, jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: r, Event: ev}); err != nil {
+		t.Fatal(err)
+	}
+	r = jobs.UnknownResult(ls[1].Email)
+	if err := b.q.Complete(ctx, jobs.CompleteParams{ID: ls[1].ID, Token: ls[1].Token, Result: r, Refund: 1, Event: ev}); err == nil {
+		t.Fatal("completion with a duplicate event id succeeded")
+	}
+	if j, err := b.q.Get(ctx, acct, ls[1].ID); err != nil || j.State != jobs.StateActive || j.Result != nil {
+		t.Fatalf("job after the failed completion: %+v, %v; want active without result", j, err)
+	}
+	if n := balance(t, b, acct); n != 0 {
+		t.Fatalf("balance %d after the failed completion, want 0 (no refund)", n)
+	}
+	if evs, err := b.Events(ctx, acct); err != nil || len(evs) != 1 {
+		t.Fatalf("%d events (%v), want 1", len(evs), err)
+	}
+	if err := b.q.Complete(ctx, jobs.CompleteParams{ID: ls[1].ID, Token: ls[1].Token, Result: r, Refund: 1}); err != nil {
+		t.Fatalf("the lease did not survive the failed completion: %v", err)
+	}
+	if n := balance(t, b, acct); n != 1 {
+		t.Fatalf("balance %d, want 1 (refunded)", n)
+	}
+}
+
 func testCrashRescue(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	ids := mustEnqueue(t, b, acct, 50)
-	crashed := mustLease(t, b, 100, 40*time.Millisecond)
+	// The lease is long enough that a loaded machine cannot let it expire
+	// before the first rescue, and the sleep outlasts it.
+	crashed := mustLease(t, b, 100, 500*time.Millisecond)
 	if len(crashed) != 50 {
 		t.Fatalf("leased %d, want 50", len(crashed))
 	}
 	if n, err := b.q.RescueExpired(ctx); err != nil || n != 0 {
 		t.Fatalf("rescue before expiry: %d, %v", n, err)
 	}
-	time.Sleep(60 * time.Millisecond)
+	time.Sleep(600 * time.Millisecond)
 	n, err := b.q.RescueExpired(ctx)
 	if err != nil || n != 50 {
 		t.Fatalf("rescue after expiry: %d, %v; want 50", n, err)
@@ -635,13 +702,13 @@ func testRescueRace(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	ids := mustEnqueue(t, b, acct, 1)
-	l := mustLease(t, b, 1, 30*time.Millisecond)[0]
+	l := mustLease(t, b, 1, 300*time.Millisecond)[0]
 	r, _ := likely(ctx, l.Email)
 	r.Provider.Name = "Marker"
 	if err := b.q.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // the old lease would have expired by now
+	time.Sleep(400 * time.Millisecond) // the old lease would have expired by now
 	if n, err := b.q.RescueExpired(ctx); err != nil || n != 0 {
 		t.Fatalf("rescue after completion: %d, %v; want 0", n, err)
 	}
@@ -719,15 +786,17 @@ func testHeartbeat(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	mustEnqueue(t, b, acct, 1)
-	l := mustLease(t, b, 1, 40*time.Millisecond)[0]
+	// Margins are wide enough for a loaded machine: each renewal comes
+	// well before the lease would end.
+	l := mustLease(t, b, 1, 400*time.Millisecond)[0]
 	for range 3 {
-		time.Sleep(20 * time.Millisecond)
-		exp, err := b.q.Heartbeat(ctx, l, 60*time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
+		exp, err := b.q.Heartbeat(ctx, l, 600*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !exp.After(time.Now().Add(30 * time.Millisecond)) {
-			t.Fatalf("heartbeat expiry %v is not about 60ms from now", exp)
+		if !exp.After(time.Now().Add(300 * time.Millisecond)) {
+			t.Fatalf("heartbeat expiry %v is not about 600ms from now", exp)
 		}
 		if n, err := b.q.RescueExpired(ctx); err != nil || n != 0 {
 			t.Fatalf("rescued a renewed lease: %d, %v", n, err)
@@ -760,7 +829,7 @@ func testRetry(t *testing.T, b *bundle) {
 	acct := account()
 	ids := mustEnqueue(t, b, acct, 1)
 	l := mustLease(t, b, 1, time.Minute)[0]
-	if err := b.q.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(100 * time.Millisecond), Error: "boom"}); err != nil {
+	if err := b.q.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(time.Second), Error: "boom"}); err != nil {
 		t.Fatal(err)
 	}
 	j, err := b.q.Get(ctx, acct, ids[0])
@@ -774,7 +843,7 @@ func testRetry(t *testing.T, b *bundle) {
 		t.Fatalf("second retry under the same lease: %v, want ErrLeaseLost", err)
 	}
 	var l2 jobs.Lease
-	waitFor(t, 2*time.Second, "the retried job", func() bool {
+	waitFor(t, 5*time.Second, "the retried job", func() bool {
 		ls := mustLease(t, b, 1, time.Minute)
 		if len(ls) == 1 {
 			l2 = ls[0]

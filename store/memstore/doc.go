@@ -1,10 +1,12 @@
 // Package memstore keeps every validmail backend in memory: accounts and
-// keys ([store.Accounts]), the credits ledger ([credits.Store]) and the job
-// queue ([jobs.Driver], [jobs.ChargingDriver], [jobs.Notifier]). It is the
-// embedded default, and what tests use.
+// keys ([store.Accounts]), the credits ledger ([credits.Store]), the job
+// queue ([jobs.Driver], [jobs.ChargingDriver], [jobs.Notifier]) and, through
+// [Store.Webhooks], the webhook outbox and endpoints ([webhook.Outbox],
+// [webhook.Endpoints]). It is the embedded default, and what tests use.
 //
 // One [Store] holds all of them behind one mutex, so every multi-part change
 // — creating an account with its signup credits, charging and enqueueing a
-// batch, completing a job with its refund and outbox event — is atomic.
-// Nothing survives the process.
+// batch, completing a job with its refund and its webhook event — is
+// atomic: the event a completion records is a pending delivery from that
+// instant. Nothing survives the process.
 package memstore

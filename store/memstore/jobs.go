@@ -10,6 +10,7 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/webhook"
 )
 
 // Enqueue implements [jobs.Driver].
@@ -189,6 +190,12 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 	if err != nil {
 		return err
 	}
+	t := now()
+	if p.Event != nil {
+		if _, dup := s.deliveries[p.Event.ID]; dup {
+			return fmt.Errorf("%w: %s", webhook.ErrDuplicate, p.Event.ID)
+		}
+	}
 	if p.Refund > 0 {
 		c := credits.Change{Account: j.Account, Delta: p.Refund, Reason: credits.ReasonRefund, Reference: "job:" + j.ID, IdempotencyKey: "refund:job:" + j.ID}
 		if _, err := s.applyLocked(c); err != nil {
@@ -196,12 +203,12 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 		}
 	}
 	if p.Event != nil {
-		s.outbox[j.Account] = append(s.outbox[j.Account], jobs.Event{ID: p.Event.ID, Payload: slices.Clone(p.Event.Payload)})
+		s.addDeliveryLocked(jobEvent(j, p.Event, t))
 	}
 	res := p.Result
 	j.Result = &res
 	j.State = jobs.StateCompleted
-	j.CompletedAt = now()
+	j.CompletedAt = t
 	j.state = completed
 	j.token = ""
 	delete(s.running, n)

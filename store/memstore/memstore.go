@@ -10,6 +10,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/webhook"
 )
 
 var (
@@ -47,8 +48,12 @@ type Store struct {
 	running  map[uint64]struct{}
 	done     []uint64                    // completed job ids, in completion order
 	batches  map[string]map[string]batch // account → idempotency key → batch
-	outbox   map[string][]jobs.Event
 	subs     map[chan struct{}]struct{}
+
+	// webhooks (see webhook.go)
+	deliveries map[string]*webhook.Delivery // event id → delivery
+	pending    map[string]*webhook.Delivery // the unfinished subset of deliveries
+	endpoints  map[string]webhook.Endpoint  // account id → endpoint
 }
 
 // batch is a charged batch remembered under its idempotency key.
@@ -87,24 +92,11 @@ func New() *Store {
 		jobs:          make(map[uint64]*job),
 		running:       make(map[uint64]struct{}),
 		batches:       make(map[string]map[string]batch),
-		outbox:        make(map[string][]jobs.Event),
 		subs:          make(map[chan struct{}]struct{}),
+		deliveries:    make(map[string]*webhook.Delivery),
+		pending:       make(map[string]*webhook.Delivery),
+		endpoints:     make(map[string]webhook.Endpoint),
 	}
-}
-
-// Outbox returns a copy of the events recorded for account by job
-// completions, oldest first.
-func (s *Store) Outbox(ctx context.Context, account string) ([]jobs.Event, error) {
-	if err := ctxErr(ctx); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]jobs.Event, len(s.outbox[account]))
-	for i, e := range s.outbox[account] {
-		out[i] = jobs.Event{ID: e.ID, Payload: append([]byte(nil), e.Payload...)}
-	}
-	return out, nil
 }
 
 // Dump returns every piece of data the Store holds, JSON-encoded. It is
@@ -117,13 +109,14 @@ func (s *Store) Dump(ctx context.Context) ([]byte, error) {
 		js = append(js, j.Job)
 	}
 	return json.Marshal(struct {
-		Accounts map[string]*store.Account
-		Keys     map[string]*store.Key
-		Entries  map[string][]credits.Entry
-		Jobs     []jobs.Job
-		Batches  map[string]map[string]batch
-		Outbox   map[string][]jobs.Event
-	}{s.accounts, s.keys, s.entries, js, s.batches, s.outbox})
+		Accounts   map[string]*store.Account
+		Keys       map[string]*store.Key
+		Entries    map[string][]credits.Entry
+		Jobs       []jobs.Job
+		Batches    map[string]map[string]batch
+		Deliveries map[string]*webhook.Delivery
+		Endpoints  map[string]webhook.Endpoint
+	}{s.accounts, s.keys, s.entries, js, s.batches, s.deliveries, s.endpoints})
 }
 
 // now is the store's clock.

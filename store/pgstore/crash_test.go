@@ -16,6 +16,7 @@ import (
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/pgstore"
+	"github.com/validmail/validmail/webhook"
 )
 
 // envCrashSchema gives the crash test's child process its schema.
@@ -71,8 +72,8 @@ func TestCrashChild(t *testing.T) {
 		LeaseDuration:  time.Second,
 		RescueInterval: 200 * time.Millisecond,
 		PollInterval:   100 * time.Millisecond,
-		NewEvent: func(j jobs.Job, _ emailcheck.Result) (*jobs.Event, error) {
-			return &jobs.Event{ID: "evt_" + j.ID, Payload: []byte(`{"job_id":"` + j.ID + `"}`)}, nil
+		NewEvent: func(_ context.Context, j jobs.Job, _ emailcheck.Result) (*jobs.Event, error) {
+			return &jobs.Event{ID: "evt_" + j.ID, Type: webhook.TypeValidationCompleted, Payload: []byte(`{"job_id":"` + j.ID + `"}`)}, nil
 		},
 	})
 	if err != nil {
@@ -189,22 +190,37 @@ func TestCrashRecovery(t *testing.T) {
 		t.Fatal("the second worker process did not finish in 60s")
 	}
 
-	// Every job completed, each exactly once: one outbox event per job
-	// (written in the completion's transaction) and at most one refund.
-	var jobsDone, events, eventJobs, refundEntries, rescued int
+	// Every job completed, each exactly once: one pending webhook delivery
+	// per job (written in the completion's transaction) and at most one
+	// refund.
+	var jobsDone, refundEntries, rescued int
 	err = pool.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM "`+schema+`".jobs WHERE errors > 0),
 		(SELECT count(*) FROM "`+schema+`".jobs WHERE state = 'completed' AND result IS NOT NULL),
-		(SELECT count(*) FROM "`+schema+`".outbox),
-		(SELECT count(DISTINCT job_id) FROM "`+schema+`".outbox),
 		(SELECT count(*) FROM "`+schema+`".credit_entries WHERE reason = 'refund')`).
-		Scan(&rescued, &jobsDone, &events, &eventJobs, &refundEntries)
+		Scan(&rescued, &jobsDone, &refundEntries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.Webhooks().Deliveries(ctx, webhook.ListParams{AccountID: a.ID, Limit: 2 * crashJobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventJobs := map[string]bool{}
+	for _, d := range ds {
+		if d.ID != "evt_"+d.JobID || d.State != webhook.StatePending || d.Type != webhook.TypeValidationCompleted {
+			t.Errorf("delivery %s for job %q: %s, type %q; want a pending validation.completed event of its job", d.ID, d.JobID, d.State, d.Type)
+		}
+		eventJobs[d.JobID] = true
+	}
+	pending, err := s.Webhooks().Pending(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d jobs were leased by the killed process and rescued", rescued)
-	if jobsDone != crashJobs || events != crashJobs || eventJobs != crashJobs {
-		t.Fatalf("%d jobs completed, %d events for %d jobs; want %d of each", jobsDone, events, eventJobs, crashJobs)
+	if jobsDone != crashJobs || len(ds) != crashJobs || len(eventJobs) != crashJobs || pending != crashJobs {
+		t.Fatalf("%d jobs completed, %d events (%d pending) for %d jobs; want %d of each",
+			jobsDone, len(ds), pending, len(eventJobs), crashJobs)
 	}
 	if refundEntries != refunds {
 		t.Fatalf("%d refunds, want %d", refundEntries, refunds)

@@ -1,6 +1,8 @@
 // Package pgstore implements every backend interface of validmail on
 // PostgreSQL (13 or later) with github.com/jackc/pgx/v5: [store.Accounts],
-// [credits.Store], [jobs.Driver], [jobs.ChargingDriver] and [jobs.Notifier].
+// [credits.Store], [jobs.Driver], [jobs.ChargingDriver] and [jobs.Notifier]
+// on [Store], and [webhook.Outbox] and [webhook.Endpoints] on the
+// [Webhooks] that [Store.Webhooks] returns.
 //
 // A [Store] runs over the host's *pgxpool.Pool and never closes it. All its
 // tables live in one schema ([Config.Schema], "public" by default), created
@@ -18,8 +20,14 @@
 //   - Jobs: ids come from a bigserial. A batch is one INSERT over unnest;
 //     leasing is UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED);
 //     lease tokens are random UUIDs; every state change compares state and
-//     token. Completing a job, refunding it and writing its outbox event is
-//     one statement; charging and enqueueing a batch is one transaction.
+//     token. Completing a job, refunding it and inserting its webhook event
+//     as a pending delivery is one statement, so one transaction; an event
+//     id already in the outbox fails it whole. Charging and enqueueing a
+//     batch is one transaction; a batch's idempotency key is stored with
+//     its job ids and content fingerprint.
+//   - Webhooks: deliveries are leased like jobs (FOR UPDATE SKIP LOCKED,
+//     random tokens, compare-and-set on the token), but every time in the
+//     outbox is the caller's clock, never the database's.
 //   - Wake-up: a statement trigger on the jobs table sends NOTIFY, and
 //     [Store.Subscribe] LISTENs on a dedicated connection taken from the
 //     pool, reconnecting when it fails.

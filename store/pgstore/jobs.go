@@ -15,6 +15,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/webhook"
 )
 
 // jobColumns are the columns scanJob reads, in order.
@@ -141,8 +142,8 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 
 	if keyed {
 		_, err = tx.Exec(ctx, s.sql(`
-			INSERT INTO {schema}.job_batches (account, idempotency_key, job_ids) VALUES ($1, $2, $3)`),
-			p.Account, p.IdempotencyKey, raw)
+			INSERT INTO {schema}.job_batches (account, idempotency_key, job_ids, fingerprint) VALUES ($1, $2, $3, $4)`),
+			p.Account, p.IdempotencyKey, raw, p.Fingerprint)
 	} else {
 		_, err = tx.Exec(ctx, s.sql(`
 			INSERT INTO {schema}.credit_entries (account, delta, reason, reference) VALUES ($1, $2, $3, $4)`),
@@ -158,12 +159,15 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 }
 
 // replayBatch answers a batch whose idempotency key was used before: the
-// original ids when that was a batch of as many addresses, else an error.
+// original ids when that was a batch of as many addresses with the same
+// fingerprint, else an error. A batch recorded without a fingerprint column
+// (before migration 2) is judged by its count alone.
 func (s *Store) replayBatch(ctx context.Context, tx pgx.Tx, p jobs.EnqueueChargedParams, applyErr error) ([]string, error) {
 	var raw []int64
+	var fingerprint *string
 	err := tx.QueryRow(ctx, s.sql(`
-		SELECT job_ids FROM {schema}.job_batches WHERE account = $1 AND idempotency_key = $2`),
-		p.Account, p.IdempotencyKey).Scan(&raw)
+		SELECT job_ids, fingerprint FROM {schema}.job_batches WHERE account = $1 AND idempotency_key = $2`),
+		p.Account, p.IdempotencyKey).Scan(&raw, &fingerprint)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		// The key was used by a plain charge, not a batch.
@@ -173,7 +177,7 @@ func (s *Store) replayBatch(ctx context.Context, tx pgx.Tx, p jobs.EnqueueCharge
 		return nil, jobs.ErrBatchReplayed
 	case err != nil:
 		return nil, fail(ctx, "enqueue charged: replay", err)
-	case len(raw) != len(p.Emails):
+	case len(raw) != len(p.Emails), fingerprint != nil && *fingerprint != p.Fingerprint:
 		return nil, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, p.IdempotencyKey)
 	}
 	return formatIDs(raw), nil
@@ -250,17 +254,18 @@ func (s *Store) Heartbeat(ctx context.Context, p jobs.HeartbeatParams) (time.Tim
 	return *expires, nil
 }
 
-// completeSQL completes a job, refunds it and writes its event in one
-// statement, hence one transaction; nothing is written unless the token
+// completeSQL completes a job, refunds it and writes its webhook event in
+// one statement, hence one transaction; nothing is written unless the token
 // still holds the job. The refund's idempotency key is the job's, so a
-// refund is never given twice.
+// refund is never given twice. An event id already in the outbox violates
+// the deliveries' primary key and so fails the whole statement.
 const completeSQL = `
 	WITH done AS (
 		UPDATE {schema}.jobs
 		SET state = 'completed', result = $3::jsonb, mx_hosts = $4::text[], completed_at = now(),
 		    token = NULL, lease_expires_at = NULL
 		WHERE id = $1::bigint AND state = 'running' AND token = $2::text
-		RETURNING account
+		RETURNING id, account, completed_at
 	), refund AS (
 		INSERT INTO {schema}.credit_entries (account, delta, reason, reference, idempotency_key)
 		SELECT account, $5::bigint, 'refund', 'job:' || $6::text, 'refund:job:' || $6::text
@@ -272,8 +277,11 @@ const completeSQL = `
 		SELECT account, delta FROM refund
 		ON CONFLICT (account) DO UPDATE SET balance = b.balance + EXCLUDED.balance
 	), event AS (
-		INSERT INTO {schema}.outbox (account, job_id, event_id, payload)
-		SELECT account, $1::bigint, $7::text, $8::bytea FROM done WHERE $7::text IS NOT NULL
+		INSERT INTO {schema}.webhook_deliveries
+		    (event_id, account_id, type, job_id, created_at, payload, next_attempt)
+		SELECT $7::text, account, $8::text, id::text, coalesce($9::timestamptz, completed_at), $10::bytea,
+		       coalesce($9::timestamptz, completed_at)
+		FROM done WHERE $7::text IS NOT NULL
 	)
 	SELECT EXISTS (SELECT 1 FROM done), EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1)`
 
@@ -295,7 +303,10 @@ func (s *Store) leaseLost(ctx context.Context, id int64) error {
 }
 
 // Complete implements [jobs.Driver]: result, refund and event are written
-// by one statement.
+// by one statement. The event becomes a pending delivery of
+// [Store.Webhooks], due at its CreatedAt (the completion time when zero).
+// An event id already in the outbox fails the completion as a whole with
+// an error wrapping [webhook.ErrDuplicate]; the lease still holds.
 func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 	id, ok := parseID(p.ID)
 	if !ok {
@@ -304,15 +315,6 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 	result, err := json.Marshal(p.Result)
 	if err != nil {
 		return fmt.Errorf("pgstore: complete: result: %w", err)
-	}
-	var eventID *string
-	var payload []byte
-	if p.Event != nil {
-		eventID = &p.Event.ID
-		payload = p.Event.Payload
-		if payload == nil {
-			payload = []byte{}
-		}
 	}
 	if p.Refund <= 0 && p.Event == nil {
 		// Nothing but the job to write: the plain update is cheaper.
@@ -325,9 +327,26 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 		}
 		return s.leaseLost(ctx, id)
 	}
+	var eventID, eventType *string
+	var created *time.Time
+	var payload []byte
+	if e := p.Event; e != nil {
+		eventID, eventType = &e.ID, &e.Type
+		if !e.CreatedAt.IsZero() {
+			created = &e.CreatedAt
+		}
+		payload = e.Payload
+		if payload == nil {
+			payload = []byte{}
+		}
+	}
 	var changed, exists bool
 	err = s.pool.QueryRow(ctx, s.sql(completeSQL),
-		id, p.Token, result, p.Result.MXHosts, max(p.Refund, 0), p.ID, eventID, payload).Scan(&changed, &exists)
+		id, p.Token, result, p.Result.MXHosts, max(p.Refund, 0), p.ID, eventID, eventType, created, payload).
+		Scan(&changed, &exists)
+	if isUniqueViolation(err, "webhook_deliveries_pkey") {
+		return fmt.Errorf("pgstore: complete job %s: %w: %s", p.ID, webhook.ErrDuplicate, p.Event.ID)
+	}
 	if err != nil {
 		return fail(ctx, "complete", err)
 	}
@@ -430,22 +449,4 @@ func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) 
 		return 0, fail(ctx, "cleanup", err)
 	}
 	return int(tag.RowsAffected()), nil
-}
-
-// Outbox returns the events written by the completions of account's jobs,
-// oldest first.
-func (s *Store) Outbox(ctx context.Context, account string) ([]jobs.Event, error) {
-	rows, err := s.pool.Query(ctx, s.sql(`SELECT event_id, payload FROM {schema}.outbox WHERE account = $1 ORDER BY id`), account)
-	if err != nil {
-		return nil, fail(ctx, "outbox", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (jobs.Event, error) {
-		var e jobs.Event
-		err := r.Scan(&e.ID, &e.Payload)
-		return e, err
-	})
-	if err != nil {
-		return nil, fail(ctx, "outbox", err)
-	}
-	return out, nil
 }

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,9 +77,13 @@ func idRange(first string, n int) ([]string, error) {
 	return ids, nil
 }
 
+// maxLease bounds the jobs one Lease call hands out (Lua's unpack limits
+// the arguments of one command).
+const maxLease = 1000
+
 // Lease implements [jobs.Driver]: one script moves due retries to the ready
 // set, takes the lowest ids, and records each lease in the leases sorted
-// set scored by its expiry.
+// set scored by its expiry. It hands out at most 1,000 jobs per call.
 func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, error) {
 	if err := checkCtx(ctx, "lease"); err != nil {
 		return nil, err
@@ -87,7 +92,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 		return nil, fmt.Errorf("jobs: invalid lease request (max %d, duration %v)", p.Max, p.Duration)
 	}
 	keys := []string{s.key("ready"), s.key("delayed"), s.key("leases")}
-	f, err := s.run(ctx, scriptLease, keys, s.key("job:"), p.Max, max(p.Duration.Microseconds(), 1), token()).StringSlice()
+	f, err := s.run(ctx, scriptLease, keys, s.key("job:"), min(p.Max, maxLease), max(p.Duration.Microseconds(), 1), token()).StringSlice()
 	if err != nil {
 		return nil, s.wrap(ctx, "lease", err)
 	}
@@ -99,7 +104,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	for i := 0; i < len(f); i += width {
 		r := f[i : i+width]
 		cost, err1 := strconv.ParseInt(r[3], 10, 64)
-		errs, err2 := strconv.Atoi(r[4])
+		errs, err2 := strconv.Atoi(cmp.Or(r[4], "0"))
 		created, err3 := micros(r[6])
 		exp, err4 := micros(r[8])
 		if err := errors.Join(err1, err2, err3, err4); err != nil {
@@ -254,7 +259,7 @@ func jobFromHash(id string, m map[string]string) (jobs.Job, error) {
 	j := jobs.Job{ID: id, Account: m["account"], Email: m["email"], LastError: m["last_error"], State: jobs.StateActive}
 	var err1, err2, err3, err4 error
 	j.Cost, err1 = strconv.ParseInt(m["cost"], 10, 64)
-	j.Errors, err2 = strconv.Atoi(m["errors"])
+	j.Errors, err2 = strconv.Atoi(cmp.Or(m["errors"], "0"))
 	j.CreatedAt, err3 = micros(m["created"])
 	j.CompletedAt, err4 = micros(m["completed"])
 	if err := errors.Join(err1, err2, err3, err4); err != nil {

@@ -92,7 +92,7 @@ local function enqueue_write(kseq, kready, jobbase, last, account, cost, emails,
   for i = 1, n do
     local id = str(last + i)
     redis.call('HSET', jobbase .. id, 'account', account, 'email', emails[i], 'cost', cost,
-      'state', 'a', 'errors', '0', 'created', ts)
+      'state', 'a', 'created', ts)
     z[#z + 1] = id
     z[#z + 1] = id
     if #z >= 1000 or i == n then
@@ -249,22 +249,26 @@ for _, id in ipairs(ids) do
   fields[#fields + 1] = f
 end
 -- writes
-for _, id in ipairs(due) do
-  redis.call('ZREM', KEYS[2], id)
-  redis.call('ZADD', KEYS[1], id, id)
+if #due > 0 then
+  local z = {}
+  for _, id in ipairs(due) do z[#z + 1] = id; z[#z + 1] = id end
+  redis.call('ZREM', KEYS[2], unpack(due))
+  redis.call('ZADD', KEYS[1], unpack(z))
 end
 local exp = now + tonumber(ARGV[3])
-local out = {}
+local out, leased = {}, {}
 for i, id in ipairs(chosen) do
-  redis.call('ZREM', KEYS[1], id)
   local f = fields[i]
   if f[1] == 'a' then
     local tok = ARGV[4] .. '.' .. i
     redis.call('HSET', ARGV[1] .. id, 'state', 'r', 'token', tok, 'expires', str(exp))
-    redis.call('ZADD', KEYS[3], exp, id)
-    for _, v in ipairs({id, f[2], f[3], f[4], f[5], f[6] or '', f[7], tok, str(exp)}) do out[#out + 1] = v end
+    leased[#leased + 1] = exp
+    leased[#leased + 1] = id
+    for _, v in ipairs({id, f[2] or '', f[3] or '', f[4] or '0', f[5] or '0', f[6] or '', f[7] or '', tok, str(exp)}) do out[#out + 1] = v end
   end
 end
+if #chosen > 0 then redis.call('ZREM', KEYS[1], unpack(chosen)) end
+if #leased > 0 then redis.call('ZADD', KEYS[3], unpack(leased)) end
 return out
 `)
 
@@ -301,8 +305,7 @@ local outbox = base .. 'outbox:' .. account
 if ev ~= '' then expect(outbox, 'list') end
 -- writes
 local t = now_us()
-redis.call('HSET', KEYS[1], 'state', 'd', 'token', '', 'result', ARGV[4], 'completed', str(t))
-redis.call('HDEL', KEYS[1], 'expires')
+redis.call('HSET', KEYS[1], 'state', 'd', 'token', '', 'expires', '', 'result', ARGV[4], 'completed', str(t))
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZADD', KEYS[3], t, id)
@@ -326,8 +329,7 @@ if ARGV[4] ~= '' then
   redis.call('HINCRBY', KEYS[1], 'errors', 1)
   redis.call('HSET', KEYS[1], 'last_error', ARGV[4])
 end
-redis.call('HSET', KEYS[1], 'state', 'a', 'token', '')
-redis.call('HDEL', KEYS[1], 'expires')
+redis.call('HSET', KEYS[1], 'state', 'a', 'token', '', 'expires', '')
 redis.call('ZREM', KEYS[2], id)
 local at = tonumber(ARGV[3])
 if at > now_us() then
@@ -354,11 +356,10 @@ end
 local n = 0
 for i, id in ipairs(ids) do
   local f = fields[i]
-  if f[1] == 'r' and f[2] and tonumber(f[2]) < now then
+  if f[1] == 'r' and f[2] and f[2] ~= '' and tonumber(f[2]) < now then
     local key = ARGV[1] .. id
     redis.call('HINCRBY', key, 'errors', 1)
-    redis.call('HSET', key, 'last_error', 'lease expired', 'state', 'a', 'token', '')
-    redis.call('HDEL', key, 'expires')
+    redis.call('HSET', key, 'last_error', 'lease expired', 'state', 'a', 'token', '', 'expires', '')
     redis.call('ZREM', KEYS[1], id)
     redis.call('ZADD', KEYS[2], id, id)
     n = n + 1

@@ -1,0 +1,322 @@
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/webhook"
+)
+
+var (
+	_ webhook.Outbox    = (*Webhooks)(nil)
+	_ webhook.Endpoints = (*Webhooks)(nil)
+)
+
+// Webhooks is the webhook side of a [Store]: its outbox
+// ([webhook.Outbox]) and endpoints ([webhook.Endpoints]). It shares the
+// Store's data and mutex, so the event a job completion records
+// ([jobs.CompleteParams.Event]) is a pending delivery from the instant the
+// job is completed. Get it from [Store.Webhooks].
+//
+// It is a separate type because the job queue's methods on Store already
+// carry the names Enqueue and Lease.
+type Webhooks struct{ s *Store }
+
+// Webhooks returns the store's webhook outbox and endpoints.
+func (s *Store) Webhooks() *Webhooks { return &Webhooks{s: s} }
+
+func cloneDelivery(d *webhook.Delivery) webhook.Delivery {
+	c := *d
+	c.Payload = slices.Clone(d.Payload)
+	c.Attempts = slices.Clone(d.Attempts)
+	return c
+}
+
+// jobEvent is the outbox entry that completing j writes for e.
+func jobEvent(j *job, e *jobs.Event, completed time.Time) webhook.Event {
+	created := e.CreatedAt
+	if created.IsZero() {
+		created = completed
+	}
+	return webhook.Event{
+		ID:        e.ID,
+		AccountID: j.Account,
+		Type:      e.Type,
+		JobID:     j.ID,
+		CreatedAt: created,
+		Payload:   e.Payload,
+	}
+}
+
+// addDeliveryLocked stores ev as a pending delivery due at ev.CreatedAt.
+func (s *Store) addDeliveryLocked(ev webhook.Event) {
+	ev.Payload = slices.Clone(ev.Payload)
+	d := &webhook.Delivery{Event: ev, State: webhook.StatePending, NextAttempt: ev.CreatedAt}
+	s.deliveries[ev.ID] = d
+	s.pending[ev.ID] = d
+}
+
+// Enqueue implements [webhook.Outbox].
+func (w *Webhooks) Enqueue(ctx context.Context, ev webhook.Event) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	s := w.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.deliveries[ev.ID]; ok {
+		return webhook.ErrDuplicate
+	}
+	s.addDeliveryLocked(ev)
+	return nil
+}
+
+// Lease implements [webhook.Outbox].
+func (w *Webhooks) Lease(ctx context.Context, p webhook.LeaseParams) ([]webhook.Delivery, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	if p.Limit <= 0 {
+		return nil, fmt.Errorf("webhook: lease limit %d is not positive", p.Limit)
+	}
+	s := w.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var due []*webhook.Delivery
+	for _, d := range s.pending {
+		if !d.NextAttempt.After(p.Now) && (d.Lease.Token == "" || !p.Now.Before(d.Lease.Expires)) {
+			due = append(due, d)
+		}
+	}
+	slices.SortFunc(due, func(a, b *webhook.Delivery) int {
+		return cmp.Or(a.NextAttempt.Compare(b.NextAttempt), cmp.Compare(a.ID, b.ID))
+	})
+	due = due[:min(len(due), p.Limit)]
+	out := make([]webhook.Delivery, len(due))
+	for i, d := range due {
+		d.Lease = webhook.Lease{EventID: d.ID, Token: rand.Text(), Expires: p.Now.Add(p.Duration)}
+		out[i] = cloneDelivery(d)
+	}
+	return out, nil
+}
+
+// change applies f to the delivery l still holds.
+func (w *Webhooks) change(ctx context.Context, l webhook.Lease, f func(*webhook.Delivery)) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	s := w.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.deliveries[l.EventID]
+	switch {
+	case !ok:
+		return webhook.ErrNotFound
+	case d.State != webhook.StatePending || d.Lease.Token == "" || d.Lease.Token != l.Token:
+		return webhook.ErrLeaseLost
+	}
+	f(d)
+	if d.State != webhook.StatePending {
+		delete(s.pending, d.ID)
+	}
+	return nil
+}
+
+// RecordAttempt implements [webhook.Outbox].
+func (w *Webhooks) RecordAttempt(ctx context.Context, l webhook.Lease, a webhook.Attempt) error {
+	return w.change(ctx, l, func(d *webhook.Delivery) { d.Attempts = append(d.Attempts, a) })
+}
+
+// Reschedule implements [webhook.Outbox].
+func (w *Webhooks) Reschedule(ctx context.Context, l webhook.Lease, next time.Time) error {
+	return w.change(ctx, l, func(d *webhook.Delivery) {
+		d.Lease = webhook.Lease{}
+		d.NextAttempt = next
+	})
+}
+
+// MarkDelivered implements [webhook.Outbox].
+func (w *Webhooks) MarkDelivered(ctx context.Context, l webhook.Lease, at time.Time) error {
+	return w.change(ctx, l, func(d *webhook.Delivery) { finish(d, webhook.StateDelivered, at, "") })
+}
+
+// MarkDead implements [webhook.Outbox].
+func (w *Webhooks) MarkDead(ctx context.Context, l webhook.Lease, at time.Time, reason string) error {
+	return w.change(ctx, l, func(d *webhook.Delivery) { finish(d, webhook.StateDead, at, reason) })
+}
+
+func finish(d *webhook.Delivery, st webhook.State, at time.Time, reason string) {
+	d.Lease = webhook.Lease{}
+	d.State = st
+	d.NextAttempt = time.Time{}
+	d.FinishedAt = at
+	d.Reason = reason
+}
+
+// Deliveries implements [webhook.Outbox].
+func (w *Webhooks) Deliveries(ctx context.Context, p webhook.ListParams) ([]webhook.Delivery, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = webhook.DefaultListLimit
+	}
+	s := w.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []webhook.Delivery
+	for _, d := range s.deliveries {
+		if d.AccountID == p.AccountID {
+			c := cloneDelivery(d)
+			c.Lease = webhook.Lease{}
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b webhook.Delivery) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID))
+	})
+	return out[:min(len(out), limit)], nil
+}
+
+// Pending implements [webhook.Outbox].
+func (w *Webhooks) Pending(ctx context.Context) (int, error) {
+	if err := ctxErr(ctx); err != nil {
+		return 0, err
+	}
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	return len(w.s.pending), nil
+}
+
+// Prune implements [webhook.Outbox].
+func (w *Webhooks) Prune(ctx context.Context, before time.Time) (int, error) {
+	if err := ctxErr(ctx); err != nil {
+		return 0, err
+	}
+	s := w.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for id, d := range s.deliveries {
+		if d.State != webhook.StatePending && d.FinishedAt.Before(before) {
+			delete(s.deliveries, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
+func cloneEndpoint(e webhook.Endpoint) webhook.Endpoint {
+	e.PreviousSecrets = slices.Clone(e.PreviousSecrets)
+	return e
+}
+
+// GetEndpoint implements [webhook.Endpoints].
+func (w *Webhooks) GetEndpoint(ctx context.Context, accountID string) (webhook.Endpoint, error) {
+	if err := ctxErr(ctx); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	e, ok := w.s.endpoints[accountID]
+	if !ok {
+		return webhook.Endpoint{}, webhook.ErrNotFound
+	}
+	return cloneEndpoint(e), nil
+}
+
+// PutEndpoint implements [webhook.Endpoints].
+func (w *Webhooks) PutEndpoint(ctx context.Context, p webhook.PutEndpointParams) (webhook.Endpoint, bool, error) {
+	if err := ctxErr(ctx); err != nil {
+		return webhook.Endpoint{}, false, err
+	}
+	s := w.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.endpoints[p.AccountID]
+	if !ok {
+		if _, err := webhook.ParseSecret(p.Secret); err != nil {
+			return webhook.Endpoint{}, false, err
+		}
+		e = webhook.Endpoint{AccountID: p.AccountID, Secret: p.Secret, CreatedAt: p.Now}
+	}
+	e.URL = p.URL
+	e.Enabled = p.Enabled
+	if p.Enabled {
+		e.DisabledReason = ""
+	}
+	e.UpdatedAt = p.Now
+	s.endpoints[p.AccountID] = e
+	return cloneEndpoint(e), !ok, nil
+}
+
+// DeleteEndpoint implements [webhook.Endpoints].
+func (w *Webhooks) DeleteEndpoint(ctx context.Context, accountID string) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	s := w.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.endpoints[accountID]; !ok {
+		return webhook.ErrNotFound
+	}
+	delete(s.endpoints, accountID)
+	return nil
+}
+
+// RotateSecret implements [webhook.Endpoints].
+func (w *Webhooks) RotateSecret(ctx context.Context, p webhook.RotateSecretParams) (webhook.Endpoint, error) {
+	if err := ctxErr(ctx); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	if _, err := webhook.ParseSecret(p.Secret); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	s := w.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.endpoints[p.AccountID]
+	if !ok {
+		return webhook.Endpoint{}, webhook.ErrNotFound
+	}
+	kept := []webhook.PreviousSecret{}
+	for _, ps := range e.PreviousSecrets {
+		if p.Now.Before(ps.ExpiresAt) {
+			kept = append(kept, ps)
+		}
+	}
+	e.PreviousSecrets = append(kept, webhook.PreviousSecret{Secret: e.Secret, ExpiresAt: p.PreviousExpiresAt})
+	e.Secret = p.Secret
+	e.UpdatedAt = p.Now
+	s.endpoints[p.AccountID] = e
+	return cloneEndpoint(e), nil
+}
+
+// DisableEndpoint implements [webhook.Endpoints].
+func (w *Webhooks) DisableEndpoint(ctx context.Context, p webhook.DisableEndpointParams) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	s := w.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.endpoints[p.AccountID]
+	switch {
+	case !ok:
+		return webhook.ErrNotFound
+	case e.URL != p.URL:
+		return webhook.ErrEndpointChanged
+	}
+	e.Enabled = false
+	e.DisabledReason = p.Reason
+	e.UpdatedAt = p.Now
+	s.endpoints[p.AccountID] = e
+	return nil
+}

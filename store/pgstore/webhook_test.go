@@ -1,0 +1,127 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store/pgstore"
+	"github.com/validmail/validmail/webhook"
+)
+
+// TestCompleteWritesDelivery checks what a completion's event becomes: a
+// pending delivery of the job's account, due at the completion time when
+// the event has no CreatedAt, leasable at once; and that a duplicate id
+// fails with webhook.ErrDuplicate and leaves the lease intact.
+func TestCompleteWritesDelivery(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	if _, err := s.Apply(ctx, creditsGrant("acct", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: "acct", Emails: []string{"a@x.example", "b@x.example"}}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 2, Duration: time.Minute})
+	if err != nil || len(ls) != 2 {
+		t.Fatalf("Lease: %d, %v", len(ls), err)
+	}
+	before := time.Now()
+	ev := &jobs.Event{ID: "msg_1", Type: webhook.TypeValidationCompleted, Payload: []byte(`{"n":1}`)}
+	if err := s.Complete(ctx, jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: emailcheck.Result{Email: ls[0].Email}, Event: ev}); err != nil {
+		t.Fatal(err)
+	}
+	j, err := s.Get(ctx, "acct", ls[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := s.Webhooks()
+	ds, err := w.Lease(ctx, webhook.LeaseParams{Now: time.Now().Add(time.Second), Limit: 10, Duration: time.Minute})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("webhook Lease: %d, %v", len(ds), err)
+	}
+	d := ds[0]
+	if d.ID != "msg_1" || d.AccountID != "acct" || d.JobID != ls[0].ID || d.Type != webhook.TypeValidationCompleted || string(d.Payload) != `{"n":1}` {
+		t.Errorf("delivery %+v does not carry the job's event", d.Event)
+	}
+	if !d.CreatedAt.Equal(j.CompletedAt) || !d.NextAttempt.Equal(j.CompletedAt) || d.CreatedAt.Before(before.Add(-time.Second)) {
+		t.Errorf("event created %v, due %v; want the completion time %v", d.CreatedAt, d.NextAttempt, j.CompletedAt)
+	}
+
+	err = s.Complete(ctx, jobs.CompleteParams{ID: ls[1].ID, Token: ls[1].Token, Result: jobs.UnknownResult(ls[1].Email), Refund: 1, Event: ev})
+	if !errors.Is(err, webhook.ErrDuplicate) {
+		t.Fatalf("completion with a duplicate event id: %v, want ErrDuplicate", err)
+	}
+	if _, err := s.Heartbeat(ctx, jobs.HeartbeatParams{ID: ls[1].ID, Token: ls[1].Token, Duration: time.Minute}); err != nil {
+		t.Fatalf("the lease did not survive: %v", err)
+	}
+	if n, _ := w.Pending(ctx); n != 1 {
+		t.Errorf("%d pending deliveries, want 1", n)
+	}
+}
+
+// TestMigrateFromFirstSchema upgrades a schema holding data written by the
+// first version: undelivered outbox events become pending deliveries, and
+// batches recorded without a fingerprint still replay.
+func TestMigrateFromFirstSchema(t *testing.T) {
+	t.Parallel()
+	pool := testPool(t)
+	schema := testSchema(t, pool)
+	ctx := context.Background()
+	first, err := os.ReadFile("migrations/001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident := `"` + schema + `"`
+	for _, q := range []string{
+		`CREATE SCHEMA ` + ident,
+		`CREATE TABLE ` + ident + `.schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+		strings.ReplaceAll(string(first), "{schema}", ident),
+		`INSERT INTO ` + ident + `.schema_migrations (version, name) VALUES (1, '001_init.sql')`,
+		`INSERT INTO ` + ident + `.credit_balances (account, balance) VALUES ('acct', 7)`,
+		`INSERT INTO ` + ident + `.jobs (id, account, email, cost) VALUES (1, 'acct', 'a@x.example', 1), (2, 'acct', 'b@x.example', 1)`,
+		`INSERT INTO ` + ident + `.credit_entries (account, delta, reason, reference, idempotency_key) VALUES ('acct', 10, 'grant', '', NULL), ('acct', -3, 'charge', 'k', 'k')`,
+		`INSERT INTO ` + ident + `.job_batches (account, idempotency_key, job_ids) VALUES ('acct', 'k', '{1,2,3}')`,
+		`INSERT INTO ` + ident + `.outbox (account, job_id, event_id, payload, created_at) VALUES
+			('acct', 1, 'evt_1', '\x7b7d', '2030-01-01T00:00:00Z'), ('acct', 2, 'evt_2', '\x7b7d', '2030-01-01T00:00:01Z')`,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	s, err := pgstore.New(ctx, pool, &pgstore.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.SchemaVersion(ctx); err != nil || v < 2 {
+		t.Fatalf("SchemaVersion = %d, %v; want at least 2", v, err)
+	}
+	ds, err := s.Webhooks().Lease(ctx, webhook.LeaseParams{Now: time.Date(2030, 1, 1, 0, 0, 1, 0, time.UTC), Limit: 10, Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range ds {
+		got = append(got, d.ID+"/"+d.JobID+"/"+string(d.Payload))
+	}
+	if want := []string{"evt_1/1/{}", "evt_2/2/{}"}; !slices.Equal(got, want) {
+		t.Errorf("leased %v after the upgrade, want %v", got, want)
+	}
+	// The old batch has no fingerprint: any fingerprint replays it.
+	ids, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: "acct", Emails: []string{"a", "b", "c"}, IdempotencyKey: "k", Fingerprint: "fp"})
+	if err != nil || !slices.Equal(ids, []string{"1", "2", "3"}) {
+		t.Fatalf("replay of an old batch = %v, %v; want its ids", ids, err)
+	}
+	_, err = s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: "acct", Emails: []string{"a", "b"}, IdempotencyKey: "k", Fingerprint: "fp"})
+	if !errors.Is(err, credits.ErrIdempotencyConflict) {
+		t.Fatalf("old key with another count = %v, want ErrIdempotencyConflict", err)
+	}
+}

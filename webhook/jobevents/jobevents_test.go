@@ -1,0 +1,196 @@
+package jobevents_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store/memstore"
+	"github.com/validmail/validmail/webhook"
+	"github.com/validmail/validmail/webhook/jobevents"
+)
+
+// countingEndpoints wraps an endpoint store, counting lookups and failing
+// them on demand.
+type countingEndpoints struct {
+	webhook.Endpoints
+	mu    sync.Mutex
+	calls int
+	fail  error
+}
+
+func (c *countingEndpoints) GetEndpoint(ctx context.Context, account string) (webhook.Endpoint, error) {
+	c.mu.Lock()
+	c.calls++
+	fail := c.fail
+	c.mu.Unlock()
+	if fail != nil {
+		return webhook.Endpoint{}, fail
+	}
+	return c.Endpoints.GetEndpoint(ctx, account)
+}
+
+func (c *countingEndpoints) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func put(t *testing.T, eps webhook.Endpoints, account string, enabled bool) {
+	t.Helper()
+	_, _, err := eps.PutEndpoint(t.Context(), webhook.PutEndpointParams{
+		AccountID: account, URL: "https://hooks.example.org/" + account, Enabled: enabled,
+		Secret: webhook.NewSecret(), Now: time.Now(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func completed(account, id, email string) (jobs.Job, emailcheck.Result) {
+	res := emailcheck.Result{Email: email}
+	res.Confidence.Status = emailcheck.StatusLikely
+	res.Confidence.Score = 90
+	res.Meta.Source = emailcheck.SourceAPIAsync
+	return jobs.Job{ID: id, Account: account, Email: email, State: jobs.StateCompleted, Result: &res}, res
+}
+
+func TestNewEvent(t *testing.T) {
+	t.Parallel()
+	w := memstore.New().Webhooks()
+	put(t, w, "on", true)
+	put(t, w, "off", false)
+	clk := &clock{t: time.Date(2030, 5, 6, 7, 8, 9, 123e6, time.UTC)}
+	src, err := jobevents.New(w, &jobevents.Config{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		account string
+		want    bool
+	}{
+		{"on", true},
+		{"off", false},
+		{"none", false},
+	} {
+		job, res := completed(tc.account, "42", "a@example.org")
+		ev, err := src.NewEvent(t.Context(), job, res)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.account, err)
+		}
+		if (ev != nil) != tc.want {
+			t.Fatalf("%s: event %+v, want one: %v", tc.account, ev, tc.want)
+		}
+		if ev == nil {
+			continue
+		}
+		if ev.Type != webhook.TypeValidationCompleted || !ev.CreatedAt.Equal(clk.Now()) || len(ev.ID) < 10 {
+			t.Errorf("event %+v: want type %s created %v", ev, webhook.TypeValidationCompleted, clk.Now())
+		}
+		var body struct {
+			Type      string
+			Timestamp string
+			Data      struct {
+				JobID  string `json:"job_id"`
+				Result emailcheck.Result
+			}
+		}
+		if err := json.Unmarshal(ev.Payload, &body); err != nil {
+			t.Fatal(err)
+		}
+		if body.Type != webhook.TypeValidationCompleted || body.Timestamp != "2030-05-06T07:08:09.123Z" ||
+			body.Data.JobID != "42" || body.Data.Result.Email != "a@example.org" ||
+			body.Data.Result.Confidence.Status != emailcheck.StatusLikely || body.Data.Result.Meta.Source != emailcheck.SourceAPIAsync {
+			t.Errorf("payload %s", ev.Payload)
+		}
+	}
+}
+
+func TestNewEventCachesLookups(t *testing.T) {
+	t.Parallel()
+	w := memstore.New().Webhooks()
+	eps := &countingEndpoints{Endpoints: w}
+	clk := &clock{t: time.Now()}
+	src, err := jobevents.New(eps, &jobevents.Config{TTL: time.Minute, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasEvent := func() bool {
+		t.Helper()
+		job, res := completed("acct", "1", "a@example.org")
+		ev, err := src.NewEvent(t.Context(), job, res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev != nil
+	}
+	steps := []struct {
+		name  string
+		do    func()
+		want  bool
+		calls int
+	}{
+		{"no endpoint", func() {}, false, 1},
+		{"cached absence", func() { put(t, w, "acct", true) }, false, 1},
+		{"expired", func() { clk.Advance(time.Minute) }, true, 2},
+		{"cached presence", func() {}, true, 2},
+		{"forgotten", func() { _ = w.DeleteEndpoint(t.Context(), "acct"); src.Forget("acct") }, false, 3},
+	}
+	for _, s := range steps {
+		s.do()
+		if got := hasEvent(); got != s.want {
+			t.Fatalf("%s: event %v, want %v", s.name, got, s.want)
+		}
+		if n := eps.count(); n != s.calls {
+			t.Fatalf("%s: %d lookups, want %d", s.name, n, s.calls)
+		}
+	}
+}
+
+func TestNewEventLookupError(t *testing.T) {
+	t.Parallel()
+	down := errors.New("database down")
+	eps := &countingEndpoints{Endpoints: memstore.New().Webhooks(), fail: down}
+	src, err := jobevents.New(eps, &jobevents.Config{TTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, res := completed("acct", "1", "a@example.org")
+	for range 2 {
+		if ev, err := src.NewEvent(t.Context(), job, res); !errors.Is(err, down) || ev != nil {
+			t.Fatalf("NewEvent = %+v, %v; want %v", ev, err, down)
+		}
+	}
+	if n := eps.count(); n != 2 {
+		t.Errorf("%d lookups with the cache disabled, want 2", n)
+	}
+}
+
+func TestNewRejectsNilEndpoints(t *testing.T) {
+	t.Parallel()
+	if _, err := jobevents.New(nil, nil); err == nil {
+		t.Error("New(nil) succeeded")
+	}
+}
