@@ -15,13 +15,13 @@ import (
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/redisstore"
+	"github.com/validmail/validmail/webhook"
 )
 
 // Variables the crash test passes to its child processes.
 const (
-	envCrashPrefix  = "VALIDMAIL_CRASH_PREFIX"
-	envCrashAccount = "VALIDMAIL_CRASH_ACCOUNT"
-	envCrashDelay   = "VALIDMAIL_CRASH_DELAY"
+	envCrashPrefix = "VALIDMAIL_CRASH_PREFIX"
+	envCrashDelay  = "VALIDMAIL_CRASH_DELAY"
 )
 
 const crashJobs = 1000
@@ -48,7 +48,7 @@ func (v stubValidator) Validate(ctx context.Context, email string, _ ...emailche
 // TestCrashChild is the worker process of TestCrashProcess; it does nothing
 // when run on its own.
 func TestCrashChild(t *testing.T) {
-	prefix, acct := os.Getenv(envCrashPrefix), os.Getenv(envCrashAccount)
+	prefix := os.Getenv(envCrashPrefix)
 	if prefix == "" {
 		t.Skip("helper process of TestCrashProcess")
 	}
@@ -67,7 +67,7 @@ func TestCrashChild(t *testing.T) {
 		RescueInterval: 100 * time.Millisecond,
 		PollInterval:   50 * time.Millisecond,
 		NewEvent: func(_ context.Context, j jobs.Job, _ emailcheck.Result) (*jobs.Event, error) {
-			return &jobs.Event{ID: j.ID, Payload: []byte(`{"job_id":"` + j.ID + `"}`)}, nil
+			return &jobs.Event{ID: "msg_job_" + j.ID, Type: webhook.TypeValidationCompleted, Payload: []byte(`{"job_id":"` + j.ID + `"}`)}, nil
 		},
 	})
 	if err != nil {
@@ -78,8 +78,8 @@ func TestCrashChild(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- pool.Run(ctx) }()
 	for ctx.Err() == nil {
-		evs, err := s.Outbox(ctx, acct)
-		if err == nil && len(evs) >= crashJobs {
+		n, err := s.Webhooks().Pending(ctx)
+		if err == nil && n >= crashJobs {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -132,7 +132,7 @@ func TestCrashProcess(t *testing.T) {
 	var out bytes.Buffer
 	child := func(delay time.Duration) *exec.Cmd {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), envCrashPrefix+"="+prefix, envCrashAccount+"="+a.ID, envCrashDelay+"="+delay.String())
+		cmd.Env = append(os.Environ(), envCrashPrefix+"="+prefix, envCrashDelay+"="+delay.String())
 		out.Reset()
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
@@ -140,7 +140,7 @@ func TestCrashProcess(t *testing.T) {
 		}
 		return cmd
 	}
-	outboxLen := func() int64 { return c.LLen(ctx, "{"+prefix+"}outbox:"+a.ID).Val() }
+	outboxLen := func() int64 { return c.ZCard(ctx, "{"+prefix+"}wh:acct:"+a.ID).Val() }
 
 	// The first worker is slowed down so that it is killed mid-batch.
 	first := child(4 * time.Millisecond)
@@ -169,16 +169,20 @@ func TestCrashProcess(t *testing.T) {
 		t.Fatalf("second worker: %v\n%s", err, out.String())
 	}
 
-	// Every job completed once: one outbox event per job, written with its
-	// completion.
-	evs, err := s.Outbox(ctx, a.ID)
+	// Every job completed once: one pending webhook delivery per job,
+	// written with its completion.
+	ds, err := s.Webhooks().Deliveries(ctx, webhook.ListParams{AccountID: a.ID, Limit: 2 * crashJobs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := make(map[string]int)
-	for _, e := range evs {
-		seen[e.ID]++
+	for _, d := range ds {
+		if d.ID != "msg_job_"+d.JobID || d.State != webhook.StatePending {
+			t.Fatalf("delivery %s of job %s is %s", d.ID, d.JobID, d.State)
+		}
+		seen[d.JobID]++
 	}
+	evs := ds
 	if len(evs) != crashJobs || len(seen) != crashJobs {
 		t.Fatalf("%d events for %d distinct jobs; want %d each", len(evs), len(seen), crashJobs)
 	}

@@ -1,6 +1,8 @@
 // Package redisstore keeps every validmail backend in Redis: accounts and
-// keys ([store.Accounts]), the credits ledger ([credits.Store]) and the job
-// queue ([jobs.Driver], [jobs.ChargingDriver], [jobs.Notifier]). It runs on
+// keys ([store.Accounts]), the credits ledger ([credits.Store]), the job
+// queue ([jobs.Driver], [jobs.ChargingDriver], [jobs.Notifier]) and the
+// webhook outbox and endpoints ([webhook.Outbox], [webhook.Endpoints],
+// through [Store.Webhooks]). It runs on
 // the host's go-redis client ([redis.UniversalClient]) and never owns it.
 //
 // Every change that touches more than one key is one Lua script, run with
@@ -25,8 +27,14 @@
 //     completion time): sorted sets of job ids
 //   - bal:ACCOUNT, hist:ACCOUNT, idem:ACCOUNT: the balance, the entries as
 //     a list of JSON objects, and the entries by idempotency key
-//   - batch:ACCOUNT: charged batches by idempotency key
-//   - outbox:ACCOUNT: events written by job completions
+//   - batch:ACCOUNT: charged batches by idempotency key, with their size
+//     and fingerprint
+//   - wh:ev:ID: a hash per webhook delivery (event, state, lease,
+//     attempts); job completions write it in their own script
+//   - wh:due (pending deliveries by due time, or lease expiry while
+//     leased), wh:acct:ACCOUNT (by creation), wh:finished (by finish
+//     time): sorted sets of event ids
+//   - wh:ep:ACCOUNT: an account's webhook endpoint
 //   - acct:ID, emails, key:ID, keyhash, keys:ACCOUNT: accounts, the email
 //     index, API keys, the index by SHA-256 hash, an account's key ids
 //

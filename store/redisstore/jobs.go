@@ -12,6 +12,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/webhook"
 )
 
 // Enqueue implements [jobs.Driver]: the ids come from one INCRBY-style
@@ -36,8 +37,8 @@ func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) ([]string, er
 }
 
 // EnqueueCharged implements [jobs.ChargingDriver]: one script checks the
-// batch's idempotency key and the balance, then writes the jobs and the
-// charge.
+// batch's idempotency key (with the batch's size and fingerprint) and the
+// balance, then writes the jobs and the charge.
 func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams) ([]string, error) {
 	if err := checkCtx(ctx, "enqueue"); err != nil {
 		return nil, err
@@ -48,8 +49,8 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 	if p.Account == "" {
 		return nil, fmt.Errorf("%w: empty account", credits.ErrInvalidAmount)
 	}
-	args := make([]any, 0, 4+len(p.Emails))
-	args = append(args, s.base, p.Account, s.channel(), p.IdempotencyKey)
+	args := make([]any, 0, 5+len(p.Emails))
+	args = append(args, s.base, p.Account, s.channel(), p.IdempotencyKey, p.Fingerprint)
 	for _, e := range p.Emails {
 		args = append(args, e)
 	}
@@ -169,8 +170,10 @@ type storedResult struct {
 }
 
 // Complete implements [jobs.Driver]: the completion, the refund and the
-// outbox event are one script, which checks the lease token, the ledger's
-// idempotency key and every key's type before writing.
+// webhook delivery of the event are one script, which checks the lease
+// token, the ledger's idempotency key, that the event id is new and every
+// key's type before writing. A repeated event id fails with an error
+// wrapping [webhook.ErrDuplicate] and changes nothing.
 func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 	if err := checkCtx(ctx, "complete"); err != nil {
 		return err
@@ -185,16 +188,21 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 	if err != nil {
 		return fmt.Errorf("redisstore: complete: encode result: %w", err)
 	}
-	ev := ""
-	if p.Event != nil {
-		ev = encodeEvent(p.Event)
+	args := []any{s.base, p.ID, p.Token, res, strconv.FormatInt(p.Refund, 10), s.retention.Milliseconds()}
+	if ev := p.Event; ev != nil {
+		if ev.ID == "" {
+			return fmt.Errorf("redisstore: complete: %w: empty event id", webhook.ErrInvalidEvent)
+		}
+		args = append(args, ev.ID, ev.Type, us(ev.CreatedAt), ev.Payload)
 	}
 	keys := []string{s.key("job:" + p.ID), s.key("leases"), s.key("done")}
-	err = s.run(ctx, scriptComplete, keys, s.base, p.ID, p.Token, res, strconv.FormatInt(p.Refund, 10),
-		s.retention.Milliseconds(), ev).Err()
+	err = s.run(ctx, scriptComplete, keys, args...).Err()
 	if err != nil {
-		if c, _ := code(err); c == "CONFLICT" {
+		switch c, _ := code(err); c {
+		case "CONFLICT":
 			return fmt.Errorf("redisstore: complete: refund: %w", credits.ErrIdempotencyConflict)
+		case "DUPLICATE":
+			return fmt.Errorf("redisstore: complete: event %s: %w", p.Event.ID, webhook.ErrDuplicate)
 		}
 		return s.leaseErr(ctx, "complete", err)
 	}

@@ -171,41 +171,6 @@ func checkCtx(ctx context.Context, op string) error {
 	return nil
 }
 
-// Outbox returns the events job completions wrote for account, oldest
-// first.
-func (s *Store) Outbox(ctx context.Context, account string) ([]jobs.Event, error) {
-	if err := checkCtx(ctx, "outbox"); err != nil {
-		return nil, err
-	}
-	raw, err := s.rdb.LRange(ctx, s.key("outbox:"+account), 0, -1).Result()
-	if err != nil {
-		return nil, s.wrap(ctx, "outbox", err)
-	}
-	out := make([]jobs.Event, 0, len(raw))
-	for _, r := range raw {
-		ev, err := decodeEvent(r)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ev)
-	}
-	return out, nil
-}
-
-// encodeEvent writes an event as "<len(id)>:<id><payload>".
-func encodeEvent(ev *jobs.Event) string {
-	return strconv.Itoa(len(ev.ID)) + ":" + ev.ID + string(ev.Payload)
-}
-
-func decodeEvent(r string) (jobs.Event, error) {
-	n, rest, ok := strings.Cut(r, ":")
-	l, err := strconv.Atoi(n)
-	if !ok || err != nil || l < 0 || l > len(rest) {
-		return jobs.Event{}, fmt.Errorf("%w: outbox entry", ErrBadData)
-	}
-	return jobs.Event{ID: rest[:l], Payload: []byte(rest[l:])}, nil
-}
-
 // Dump returns every key under the store's prefix with its value, as a
 // JSON object from key name to value (strings, hashes, lists and sorted
 // sets as JSON strings, objects and arrays). It reads key by key, so it is

@@ -17,6 +17,8 @@ import (
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/redisstore"
+	"github.com/validmail/validmail/webhook"
+	"github.com/validmail/validmail/webhook/jobevents"
 )
 
 func TestNewRejectsBadConfig(t *testing.T) {
@@ -92,8 +94,19 @@ func TestWrongType(t *testing.T) {
 			_, err := s.Authenticate(ctx, store.NewSecret())
 			return err
 		}},
-		{"OutboxList", "outbox:A", func(s *redisstore.Store, acct string) error {
-			_, err := s.Outbox(ctx, acct)
+		{"WebhookDeliveries", "wh:acct:A", func(s *redisstore.Store, acct string) error {
+			_, err := s.Webhooks().Deliveries(ctx, webhook.ListParams{AccountID: acct})
+			return err
+		}},
+		{"WebhookEnqueue", "wh:due", func(s *redisstore.Store, acct string) error {
+			return s.Webhooks().Enqueue(ctx, webhook.Event{ID: "msg_1", AccountID: acct, Payload: []byte("{}")})
+		}},
+		{"WebhookLease", "wh:due", func(s *redisstore.Store, acct string) error {
+			_, err := s.Webhooks().Lease(ctx, webhook.LeaseParams{Now: time.Now(), Limit: 1, Duration: time.Minute})
+			return err
+		}},
+		{"WebhookEndpoint", "wh:ep:A", func(s *redisstore.Store, acct string) error {
+			_, _, err := s.Webhooks().PutEndpoint(ctx, webhook.PutEndpointParams{AccountID: acct, URL: "https://example.org/", Secret: webhook.NewSecret(), Now: time.Now()})
 			return err
 		}},
 	} {
@@ -122,8 +135,8 @@ func TestWrongType(t *testing.T) {
 	}
 }
 
-// TestWrongTypeCompleteWritesNothing spoils the outbox of a job's account
-// and checks that completing the job fails whole: the job stays leased and
+// TestWrongTypeCompleteWritesNothing spoils the webhook delivery index of
+// a job's account and checks that completing the job fails whole: the job stays leased and
 // can be completed once the outbox is repaired.
 func TestWrongTypeCompleteWritesNothing(t *testing.T) {
 	t.Parallel()
@@ -136,7 +149,7 @@ func TestWrongTypeCompleteWritesNothing(t *testing.T) {
 	if err != nil || len(ls) != 1 {
 		t.Fatalf("lease: %v, %v", ls, err)
 	}
-	outbox := "{" + prefix + "}outbox:A"
+	outbox := "{" + prefix + "}wh:acct:A"
 	c.Set(ctx, outbox, "x", 0)
 	cp := jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: jobs.UnknownResult("a@example.org"), Refund: 1,
 		Event: &jobs.Event{ID: "ev1", Payload: []byte(`{}`)}}
@@ -153,7 +166,7 @@ func TestWrongTypeCompleteWritesNothing(t *testing.T) {
 	if err := s.Complete(ctx, cp); err != nil {
 		t.Fatalf("complete after repair: %v", err)
 	}
-	evs, err := s.Outbox(ctx, "A")
+	evs, err := jobevents.List(ctx, s.Webhooks(), "A")
 	if err != nil || len(evs) != 1 || evs[0].ID != "ev1" || string(evs[0].Payload) != "{}" {
 		t.Fatalf("outbox %+v, %v", evs, err)
 	}

@@ -195,20 +195,25 @@ return str(last + 1)
 
 // scriptEnqueueCharged charges one credit per job and creates the jobs.
 // KEYS: seq:job, ready, batch:ACCOUNT, the ledger keys of the account.
-// ARGV: base, account, channel, idempotency key, emails... Returns the
-// first id, or fails with INSUFFICIENT, CONFLICT or REPLAYED (the key
+// ARGV: base, account, channel, idempotency key, fingerprint, emails...
+// A batch is remembered under its key as "FIRST:COUNT:FINGERPRINT".
+// Returns the first id, or fails with INSUFFICIENT, CONFLICT (the key
+// named a batch of another size or fingerprint) or REPLAYED (the key
 // charged something else).
 var scriptEnqueueCharged = script(`
-local base, account, ikey = ARGV[1], ARGV[2], ARGV[4]
+local base, account, ikey, fp = ARGV[1], ARGV[2], ARGV[4], ARGV[5]
 local emails = {}
-for i = 5, #ARGV do emails[#emails + 1] = ARGV[i] end
+for i = 6, #ARGV do emails[#emails + 1] = ARGV[i] end
 local n = #emails
 expect(KEYS[3], 'hash')
 if ikey ~= '' then
   local prev = redis.call('HGET', KEYS[3], ikey)
   if prev then
-    local first, count = string.match(prev, '^(%d+):(%d+)$')
-    if tonumber(count) ~= n then fail('CONFLICT') end
+    local first, count, rest = string.match(prev, '^(%d+):(%d+)(.*)$')
+    if not first then fail('BADTYPE batch entry') end
+    local pfp = ''
+    if rest ~= '' then pfp = string.sub(rest, 2) end
+    if tonumber(count) ~= n or pfp ~= fp then fail('CONFLICT') end
     return first
   end
 end
@@ -222,7 +227,7 @@ local first = str(last + 1)
 local ref = ikey
 if ref == '' then ref = 'jobs:' .. first .. '-' .. str(last + n) end
 credit_write(k, account, str(-n), 'charge', ref, ikey, t)
-if ikey ~= '' then redis.call('HSET', KEYS[3], ikey, first .. ':' .. str(n)) end
+if ikey ~= '' then redis.call('HSET', KEYS[3], ikey, first .. ':' .. str(n) .. ':' .. fp) end
 return first
 `)
 
@@ -286,10 +291,12 @@ redis.call('ZADD', KEYS[2], exp, ARGV[1])
 return str(exp)
 `)
 
-// scriptComplete completes a leased job, refunds and writes its event.
+// scriptComplete completes a leased job, refunds and writes its event as
+// a pending webhook delivery.
 // KEYS: job:ID, leases, done. ARGV: base, id, token, result, refund,
-// retention (ms), event ("" for none). Returns the completion time.
-var scriptComplete = script(`
+// retention (ms), and for an event: its id, type, created (µs, "" for the
+// completion time), payload. Returns the completion time.
+var scriptComplete = script(luaWebhookLib + `
 local base, id, refund, ev = ARGV[1], ARGV[2], ARGV[5], ARGV[7]
 expect(KEYS[2], 'zset'); expect(KEYS[3], 'zset')
 local f = redis.call('HMGET', KEYS[1], 'state', 'token', 'account')
@@ -301,8 +308,7 @@ if refund ~= '0' then
   k = credit_keys(base, account)
   replay = credit_check(k, refund, 'refund', 'refund:job:' .. id)
 end
-local outbox = base .. 'outbox:' .. account
-if ev ~= '' then expect(outbox, 'list') end
+if ev then dcheck(base, ev, account) end
 -- writes
 local t = now_us()
 redis.call('HSET', KEYS[1], 'state', 'd', 'token', '', 'expires', '', 'result', ARGV[4], 'completed', str(t))
@@ -312,7 +318,11 @@ redis.call('ZADD', KEYS[3], t, id)
 if refund ~= '0' and not replay then
   credit_write(k, account, refund, 'refund', 'job:' .. id, 'refund:job:' .. id, t)
 end
-if ev ~= '' then redis.call('RPUSH', outbox, ev) end
+if ev then
+  local created = ARGV[9]
+  if created == '' then created = str(t) end
+  dadd(base, ev, account, ARGV[8], id, created, ARGV[10])
+end
 return str(t)
 `)
 

@@ -1,0 +1,410 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/validmail/validmail/webhook"
+)
+
+var (
+	_ webhook.Outbox    = (*Webhooks)(nil)
+	_ webhook.Endpoints = (*Webhooks)(nil)
+)
+
+// Webhooks is the webhook side of a [Store]: its outbox
+// ([webhook.Outbox]) and endpoints ([webhook.Endpoints]), under the same
+// prefix. The event a job completion records ([jobs.CompleteParams.Event])
+// is written by the completion's own script, so it is a pending delivery
+// from the instant the job is completed. Get it from [Store.Webhooks].
+//
+// Every state change is one script and a compare-and-set on the lease
+// token. The times the methods take (lease and due times, attempt and
+// finish times) are the caller's; the server's clock is not used.
+//
+// It is a separate type because the job queue's methods on Store already
+// carry the names Enqueue and Lease.
+type Webhooks struct{ s *Store }
+
+// Webhooks returns the store's webhook outbox and endpoints.
+func (s *Store) Webhooks() *Webhooks { return &Webhooks{s: s} }
+
+// us returns t in microseconds since the epoch as text, or "" for the
+// zero time.
+func us(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(t.UnixMicro(), 10)
+}
+
+// whErr translates a webhook script's failure.
+func (w *Webhooks) whErr(ctx context.Context, op string, err error) error {
+	switch c, _ := code(err); c {
+	case "NOTFOUND":
+		return webhook.ErrNotFound
+	case "LEASELOST":
+		return webhook.ErrLeaseLost
+	case "DUPLICATE":
+		return webhook.ErrDuplicate
+	case "CHANGED":
+		return webhook.ErrEndpointChanged
+	}
+	return w.s.wrap(ctx, op, err)
+}
+
+// Enqueue implements [webhook.Outbox].
+func (w *Webhooks) Enqueue(ctx context.Context, ev webhook.Event) error {
+	if err := checkCtx(ctx, "webhook enqueue"); err != nil {
+		return err
+	}
+	if ev.ID == "" {
+		return fmt.Errorf("%w: empty event id", webhook.ErrInvalidEvent)
+	}
+	s := w.s
+	keys := []string{s.key("wh:ev:" + ev.ID), s.key("wh:due"), s.key("wh:acct:" + ev.AccountID)}
+	err := s.run(ctx, scriptWebhookEnqueue, keys, s.base, ev.ID, ev.AccountID, ev.Type, ev.JobID, us(ev.CreatedAt), ev.Payload).Err()
+	if err != nil {
+		return w.whErr(ctx, "webhook enqueue", err)
+	}
+	return nil
+}
+
+// deliveryWidth is the number of fields a script returns per delivery
+// after its id (and token): the script's dfields.
+const deliveryWidth = 10
+
+// storedAttempt is an attempt as the attempts JSON array holds it.
+type storedAttempt struct {
+	At       int64  `json:"t"` // µs since the epoch
+	Duration int64  `json:"d"` // ns
+	Status   int    `json:"c,omitempty"`
+	Error    string `json:"e,omitempty"`
+	URL      string `json:"u,omitempty"`
+}
+
+// parseDelivery reads a delivery's dfields.
+func parseDelivery(id string, f []string) (webhook.Delivery, error) {
+	d := webhook.Delivery{Event: webhook.Event{ID: id, AccountID: f[0], Type: f[1], JobID: f[2], Payload: []byte(f[4])}}
+	var err1, err2, err3 error
+	d.CreatedAt, err1 = micros(f[3])
+	d.NextAttempt, err2 = micros(f[6])
+	d.FinishedAt, err3 = micros(f[8])
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return webhook.Delivery{}, fmt.Errorf("%w: delivery %s: %v", ErrBadData, id, err)
+	}
+	switch f[5] {
+	case "p":
+		d.State = webhook.StatePending
+	case "d":
+		d.State = webhook.StateDelivered
+	case "x":
+		d.State = webhook.StateDead
+	default:
+		return webhook.Delivery{}, fmt.Errorf("%w: delivery %s: state %q", ErrBadData, id, f[5])
+	}
+	d.Reason = f[9]
+	if f[7] != "" {
+		var as []storedAttempt
+		if err := json.Unmarshal([]byte(f[7]), &as); err != nil {
+			return webhook.Delivery{}, fmt.Errorf("%w: delivery %s attempts: %v", ErrBadData, id, err)
+		}
+		d.Attempts = make([]webhook.Attempt, len(as))
+		for i, a := range as {
+			d.Attempts[i] = webhook.Attempt{
+				At:         time.UnixMicro(a.At).UTC(),
+				Duration:   time.Duration(a.Duration),
+				StatusCode: a.Status,
+				Error:      a.Error,
+				URL:        a.URL,
+			}
+		}
+	}
+	return d, nil
+}
+
+// Lease implements [webhook.Outbox]: one script takes the front of the
+// due set, where a leased delivery sits at its lease expiry, and moves
+// each delivery it leases to its new expiry.
+func (w *Webhooks) Lease(ctx context.Context, p webhook.LeaseParams) ([]webhook.Delivery, error) {
+	if err := checkCtx(ctx, "webhook lease"); err != nil {
+		return nil, err
+	}
+	if p.Limit <= 0 {
+		return nil, fmt.Errorf("webhook: lease limit %d is not positive", p.Limit)
+	}
+	s := w.s
+	exp := p.Now.Add(p.Duration)
+	f, err := s.run(ctx, scriptWebhookLease, []string{s.key("wh:due")}, s.key("wh:ev:"),
+		p.Now.UnixMicro(), min(p.Limit, maxLease), exp.UnixMicro(), token()).StringSlice()
+	if err != nil {
+		return nil, w.whErr(ctx, "webhook lease", err)
+	}
+	const width = 2 + deliveryWidth
+	if len(f)%width != 0 {
+		return nil, fmt.Errorf("%w: webhook lease reply of %d fields", ErrBadData, len(f))
+	}
+	out := make([]webhook.Delivery, 0, len(f)/width)
+	for i := 0; i < len(f); i += width {
+		d, err := parseDelivery(f[i], f[i+2:i+width])
+		if err != nil {
+			return nil, err
+		}
+		d.Lease = webhook.Lease{EventID: f[i], Token: f[i+1], Expires: time.UnixMicro(exp.UnixMicro()).UTC()}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// change runs the change script for op on the delivery l holds.
+func (w *Webhooks) change(ctx context.Context, op string, l webhook.Lease, args ...any) error {
+	if err := checkCtx(ctx, "webhook "+op); err != nil {
+		return err
+	}
+	s := w.s
+	keys := []string{s.key("wh:ev:" + l.EventID), s.key("wh:due"), s.key("wh:finished")}
+	err := s.run(ctx, scriptWebhookChange, keys, append([]any{l.EventID, l.Token, op}, args...)...).Err()
+	if err != nil {
+		return w.whErr(ctx, "webhook "+op, err)
+	}
+	return nil
+}
+
+// RecordAttempt implements [webhook.Outbox].
+func (w *Webhooks) RecordAttempt(ctx context.Context, l webhook.Lease, a webhook.Attempt) error {
+	b, err := json.Marshal(storedAttempt{At: a.At.UnixMicro(), Duration: int64(a.Duration), Status: a.StatusCode, Error: a.Error, URL: a.URL})
+	if err != nil {
+		return fmt.Errorf("redisstore: webhook attempt: %w", err)
+	}
+	return w.change(ctx, "attempt", l, b)
+}
+
+// Reschedule implements [webhook.Outbox].
+func (w *Webhooks) Reschedule(ctx context.Context, l webhook.Lease, next time.Time) error {
+	return w.change(ctx, "reschedule", l, next.UnixMicro())
+}
+
+// MarkDelivered implements [webhook.Outbox].
+func (w *Webhooks) MarkDelivered(ctx context.Context, l webhook.Lease, at time.Time) error {
+	return w.change(ctx, "deliver", l, at.UnixMicro(), "")
+}
+
+// MarkDead implements [webhook.Outbox].
+func (w *Webhooks) MarkDead(ctx context.Context, l webhook.Lease, at time.Time, reason string) error {
+	return w.change(ctx, "dead", l, at.UnixMicro(), reason)
+}
+
+// Deliveries implements [webhook.Outbox]. It reads the account's index
+// and the deliveries in one script, so the list is a consistent snapshot.
+func (w *Webhooks) Deliveries(ctx context.Context, p webhook.ListParams) ([]webhook.Delivery, error) {
+	if err := checkCtx(ctx, "webhook deliveries"); err != nil {
+		return nil, err
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = webhook.DefaultListLimit
+	}
+	s := w.s
+	f, err := s.run(ctx, scriptWebhookList, []string{s.key("wh:acct:" + p.AccountID)}, s.key("wh:ev:"), limit).StringSlice()
+	if err != nil {
+		return nil, w.whErr(ctx, "webhook deliveries", err)
+	}
+	const width = 1 + deliveryWidth
+	if len(f)%width != 0 {
+		return nil, fmt.Errorf("%w: webhook list reply of %d fields", ErrBadData, len(f))
+	}
+	out := make([]webhook.Delivery, 0, len(f)/width)
+	for i := 0; i < len(f); i += width {
+		d, err := parseDelivery(f[i], f[i+1:i+width])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// Pending implements [webhook.Outbox]: every pending delivery, leased or
+// not, is in the due set.
+func (w *Webhooks) Pending(ctx context.Context) (int, error) {
+	if err := checkCtx(ctx, "webhook pending"); err != nil {
+		return 0, err
+	}
+	n, err := w.s.rdb.ZCard(ctx, w.s.key("wh:due")).Result()
+	if err != nil {
+		return 0, w.s.wrap(ctx, "webhook pending", err)
+	}
+	return int(n), nil
+}
+
+// pruneBatch bounds the deliveries one prune script looks at.
+const pruneBatch = 500
+
+// Prune implements [webhook.Outbox]. It deletes in batches of a few
+// hundred, one script each.
+func (w *Webhooks) Prune(ctx context.Context, before time.Time) (int, error) {
+	s := w.s
+	total := 0
+	for {
+		if err := checkCtx(ctx, "webhook prune"); err != nil {
+			return total, err
+		}
+		r, err := s.run(ctx, scriptWebhookPrune, []string{s.key("wh:finished")}, s.base, before.UnixMicro(), pruneBatch).Int64Slice()
+		if err != nil {
+			return total, w.whErr(ctx, "webhook prune", err)
+		}
+		if len(r) != 2 {
+			return total, fmt.Errorf("%w: prune reply %v", ErrBadData, r)
+		}
+		total += int(r[0])
+		if r[1] < pruneBatch {
+			return total, nil
+		}
+	}
+}
+
+// endpointFrom reads an endpoint hash.
+func endpointFrom(account string, m map[string]string) (webhook.Endpoint, error) {
+	e := webhook.Endpoint{
+		AccountID:      account,
+		URL:            m["url"],
+		Enabled:        m["enabled"] == "1",
+		Secret:         m["secret"],
+		DisabledReason: m["reason"],
+	}
+	var err1, err2 error
+	e.CreatedAt, err1 = micros(m["created"])
+	e.UpdatedAt, err2 = micros(m["updated"])
+	if err := errors.Join(err1, err2); err != nil {
+		return webhook.Endpoint{}, fmt.Errorf("%w: endpoint of %s: %v", ErrBadData, account, err)
+	}
+	for _, word := range strings.Fields(m["prev"]) {
+		exp, sec, ok := strings.Cut(word, ":")
+		t, err := micros(exp)
+		if !ok || err != nil {
+			return webhook.Endpoint{}, fmt.Errorf("%w: endpoint of %s: previous secret", ErrBadData, account)
+		}
+		e.PreviousSecrets = append(e.PreviousSecrets, webhook.PreviousSecret{Secret: sec, ExpiresAt: t})
+	}
+	return e, nil
+}
+
+// pairs turns an HGETALL-style reply into a map.
+func pairs(f []string) (map[string]string, error) {
+	if len(f)%2 != 0 {
+		return nil, fmt.Errorf("%w: hash reply of %d fields", ErrBadData, len(f))
+	}
+	m := make(map[string]string, len(f)/2)
+	for i := 0; i < len(f); i += 2 {
+		m[f[i]] = f[i+1]
+	}
+	return m, nil
+}
+
+// GetEndpoint implements [webhook.Endpoints].
+func (w *Webhooks) GetEndpoint(ctx context.Context, accountID string) (webhook.Endpoint, error) {
+	if err := checkCtx(ctx, "get endpoint"); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	m, err := w.s.rdb.HGetAll(ctx, w.s.key("wh:ep:"+accountID)).Result()
+	if err != nil {
+		return webhook.Endpoint{}, w.s.wrap(ctx, "get endpoint", err)
+	}
+	if len(m) == 0 {
+		return webhook.Endpoint{}, webhook.ErrNotFound
+	}
+	return endpointFrom(accountID, m)
+}
+
+// PutEndpoint implements [webhook.Endpoints].
+func (w *Webhooks) PutEndpoint(ctx context.Context, p webhook.PutEndpointParams) (webhook.Endpoint, bool, error) {
+	if err := checkCtx(ctx, "put endpoint"); err != nil {
+		return webhook.Endpoint{}, false, err
+	}
+	_, secretErr := webhook.ParseSecret(p.Secret)
+	valid, enabled := "0", "0"
+	if secretErr == nil {
+		valid = "1"
+	}
+	if p.Enabled {
+		enabled = "1"
+	}
+	f, err := w.s.run(ctx, scriptEndpointPut, []string{w.s.key("wh:ep:" + p.AccountID)},
+		p.URL, enabled, p.Secret, valid, us(p.Now)).Slice()
+	if err != nil {
+		if c, _ := code(err); c == "INVALIDSECRET" {
+			return webhook.Endpoint{}, false, secretErr
+		}
+		return webhook.Endpoint{}, false, w.whErr(ctx, "put endpoint", err)
+	}
+	if len(f) == 0 {
+		return webhook.Endpoint{}, false, fmt.Errorf("%w: empty put reply", ErrBadData)
+	}
+	created, _ := f[0].(int64)
+	fields := make([]string, 0, len(f)-1)
+	for _, v := range f[1:] {
+		str, ok := v.(string)
+		if !ok {
+			return webhook.Endpoint{}, false, fmt.Errorf("%w: put reply", ErrBadData)
+		}
+		fields = append(fields, str)
+	}
+	m, err := pairs(fields)
+	if err != nil {
+		return webhook.Endpoint{}, false, err
+	}
+	e, err := endpointFrom(p.AccountID, m)
+	return e, created == 1, err
+}
+
+// DeleteEndpoint implements [webhook.Endpoints].
+func (w *Webhooks) DeleteEndpoint(ctx context.Context, accountID string) error {
+	if err := checkCtx(ctx, "delete endpoint"); err != nil {
+		return err
+	}
+	n, err := w.s.rdb.Del(ctx, w.s.key("wh:ep:"+accountID)).Result()
+	if err != nil {
+		return w.s.wrap(ctx, "delete endpoint", err)
+	}
+	if n == 0 {
+		return webhook.ErrNotFound
+	}
+	return nil
+}
+
+// RotateSecret implements [webhook.Endpoints].
+func (w *Webhooks) RotateSecret(ctx context.Context, p webhook.RotateSecretParams) (webhook.Endpoint, error) {
+	if err := checkCtx(ctx, "rotate secret"); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	if _, err := webhook.ParseSecret(p.Secret); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	f, err := w.s.run(ctx, scriptEndpointRotate, []string{w.s.key("wh:ep:" + p.AccountID)},
+		p.Secret, p.Now.UnixMicro(), p.PreviousExpiresAt.UnixMicro()).StringSlice()
+	if err != nil {
+		return webhook.Endpoint{}, w.whErr(ctx, "rotate secret", err)
+	}
+	m, err := pairs(f)
+	if err != nil {
+		return webhook.Endpoint{}, err
+	}
+	return endpointFrom(p.AccountID, m)
+}
+
+// DisableEndpoint implements [webhook.Endpoints].
+func (w *Webhooks) DisableEndpoint(ctx context.Context, p webhook.DisableEndpointParams) error {
+	if err := checkCtx(ctx, "disable endpoint"); err != nil {
+		return err
+	}
+	err := w.s.run(ctx, scriptEndpointDisable, []string{w.s.key("wh:ep:" + p.AccountID)}, p.URL, p.Reason, us(p.Now)).Err()
+	if err != nil {
+		return w.whErr(ctx, "disable endpoint", err)
+	}
+	return nil
+}
