@@ -3,9 +3,6 @@ module github.com/validmail/validmail
 go 1.26.8
 
 require (
-go 1.26.0
-
-require (
 	github.com/creack/pty v1.1.24
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/google/uuid v1.6.0
