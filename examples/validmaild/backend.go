@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
@@ -27,11 +29,10 @@ type backend struct {
 	accounts store.Accounts
 	credits  credits.Store
 	driver   jobs.Driver
-	// redis is the Redis client of a redis backend, nil otherwise.
-	redis redis.UniversalClient
-	// prefix is the Redis key prefix of a redis backend.
-	prefix string
-	close  func()
+	// limiter is the rate limiter shared by every instance on the
+	// backend; nil means each instance limits on its own.
+	limiter httpapi.RateLimiter
+	close   func()
 }
 
 // Close releases the backend's connections.
@@ -153,8 +154,9 @@ func openRedis(ctx context.Context, u *url.URL) (*backend, error) {
 	}
 	return &backend{
 		kind: "redis", accounts: s, credits: s, driver: s,
-		redis: client, prefix: prefix,
-		close: func() { client.Close() },
+		// The limiter's keys sit beside the store's, under its hash tag.
+		limiter: redisstore.NewRateLimiter(client, "{"+cmp.Or(prefix, redisstore.DefaultPrefix)+"}"),
+		close:   func() { client.Close() },
 	}, nil
 }
 

@@ -91,6 +91,9 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 		Accounts:  b.accounts,
 		Logger:    logger,
 	}
+	if b.limiter != nil {
+		hcfg.RateLimiter = b.limiter
+	}
 	if reg != nil {
 		hcfg.Registerer = reg
 	}
