@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// testKey is a well-formed API key secret.
+const testKey = "vm_live_0123456789abcdefghijABCDEFGHIJ0123456789abc"
+
+func TestParseServeConfig(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(config) bool
+		wantErr bool
+	}{
+		{"defaults", nil, nil, func(c config) bool {
+			return c.Addr == ":8080" && c.Store == "memory" && c.Workers == 8 && c.DNS == nil && c.LogLevel == slog.LevelInfo && !c.Metrics
+		}, false},
+		{"flags", []string{"-addr", "127.0.0.1:9", "-store", "redis://x", "-dns", "1.1.1.1:53, 9.9.9.9:53", "-workers", "0", "-log-level", "debug", "-metrics"}, nil, func(c config) bool {
+			return c.Addr == "127.0.0.1:9" && c.Store == "redis://x" && slices.Equal(c.DNS, []string{"1.1.1.1:53", "9.9.9.9:53"}) && c.Workers == 0 && c.LogLevel == slog.LevelDebug && c.Metrics
+		}, false},
+		{"env", nil, map[string]string{"VALIDMAIL_STORE": "postgres://db", "VALIDMAIL_WORKERS": "3", "VALIDMAIL_BOOTSTRAP_EMAIL": "a@b.c", "VALIDMAIL_BOOTSTRAP_KEY": testKey, "VALIDMAIL_METRICS": "true"}, func(c config) bool {
+			return c.Store == "postgres://db" && c.Workers == 3 && c.BootstrapEmail == "a@b.c" && c.BootstrapKey == testKey && c.Metrics
+		}, false},
+		{"flag wins over env", []string{"-workers", "5", "-addr", ":1"}, map[string]string{"VALIDMAIL_WORKERS": "3", "VALIDMAIL_ADDR": ":2"}, func(c config) bool {
+			return c.Workers == 5 && c.Addr == ":1"
+		}, false},
+		{"bad env value", nil, map[string]string{"VALIDMAIL_WORKERS": "many"}, nil, true},
+		{"bad log level", []string{"-log-level", "loud"}, nil, nil, true},
+		{"negative workers", []string{"-workers", "-1"}, nil, nil, true},
+		{"key without email", []string{"-bootstrap-key", testKey}, nil, nil, true},
+		{"malformed key", []string{"-bootstrap-email", "a@b.c", "-bootstrap-key", "vm_live_x"}, nil, nil, true},
+		{"stray argument", []string{"serve"}, nil, nil, true},
+		{"unknown flag", []string{"-port", "1"}, nil, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := parseServeConfig(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+			if tc.wantErr {
+				if !errors.Is(err, errUsage) || exitCode(err) != 2 {
+					t.Fatalf("err = %v, want a usage error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(c) {
+				t.Errorf("config = %+v", c)
+			}
+		})
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{"store": "VALIDMAIL_STORE", "bootstrap-key": "VALIDMAIL_BOOTSTRAP_KEY", "log-level": "VALIDMAIL_LOG_LEVEL"} {
+		if got := envName(in); got != want {
+			t.Errorf("envName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestBaseURL(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"[::]:8080":      "http://localhost:8080",
+		"0.0.0.0:80":     "http://localhost:80",
+		"127.0.0.1:9000": "http://127.0.0.1:9000",
+		"[::1]:8080":     "http://[::1]:8080",
+	} {
+		if got := baseURL(in); got != want {
+			t.Errorf("baseURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, args := range [][]string{
+		{"-store", "mysql://db"},
+		{"-store", "memory", "-dns", ":53"},
+		{"account"},
+		{"account", "delete"},
+		{"account", "create", "-email", "a@b.c"},
+		{"account", "create", "-email", "a@b.c", "-store", "memory"},
+		{"-bootstrap-email", "a@b.c", "-bootstrap-key", "not-a-key"},
+	} {
+		var stdout strings.Builder
+		err := runEnv(ctx, args, func(string) string { return "" }, &stdout, io.Discard)
+		if !errors.Is(err, errUsage) {
+			t.Errorf("run %q: err = %v, want a usage error", args, err)
+		}
+		if stdout.Len() > 0 {
+			t.Errorf("run %q printed %q", args, stdout.String())
+		}
+	}
+}
