@@ -19,6 +19,7 @@ import (
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/store/pgstore"
 	"github.com/validmail/validmail/store/redisstore"
+	"github.com/validmail/validmail/webhook"
 )
 
 // backend is the storage the service runs on: one store implementing every
@@ -29,6 +30,9 @@ type backend struct {
 	accounts store.Accounts
 	credits  credits.Store
 	driver   jobs.Driver
+	// webhooks holds the accounts' endpoints and the outbox the worker
+	// pool writes events to and the dispatcher delivers.
+	webhooks webhookStore
 	// limiter is the rate limiter shared by every instance on the
 	// backend; nil means each instance limits on its own.
 	limiter httpapi.RateLimiter
@@ -46,6 +50,12 @@ func (b *backend) Close() {
 // the backend.
 func (b *backend) shared() bool { return b.kind != "memory" }
 
+// webhookStore is what every store package's Webhooks method returns.
+type webhookStore interface {
+	webhook.Outbox
+	webhook.Endpoints
+}
+
 // storeBackend is what every store package's Store provides.
 type storeBackend interface {
 	store.Accounts
@@ -57,6 +67,10 @@ var (
 	_ storeBackend = (*memstore.Store)(nil)
 	_ storeBackend = (*pgstore.Store)(nil)
 	_ storeBackend = (*redisstore.Store)(nil)
+
+	_ webhookStore = (*memstore.Webhooks)(nil)
+	_ webhookStore = (*pgstore.Webhooks)(nil)
+	_ webhookStore = (*redisstore.Webhooks)(nil)
 )
 
 // redactURL returns rawURL with any password hidden, for logs.
@@ -79,7 +93,7 @@ func redactURL(rawURL string) string {
 func openBackend(ctx context.Context, storeURL string, workers int, logger *slog.Logger) (*backend, error) {
 	if storeURL == "" || storeURL == "memory" || storeURL == "memory://" {
 		s := memstore.New()
-		return &backend{kind: "memory", accounts: s, credits: s, driver: s}, nil
+		return &backend{kind: "memory", accounts: s, credits: s, driver: s, webhooks: s.Webhooks()}, nil
 	}
 	u, err := url.Parse(storeURL)
 	if err != nil {
@@ -130,7 +144,7 @@ func openPostgres(ctx context.Context, u *url.URL, workers int, logger *slog.Log
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	return &backend{kind: "postgres", accounts: s, credits: s, driver: s, close: pool.Close}, nil
+	return &backend{kind: "postgres", accounts: s, credits: s, driver: s, webhooks: s.Webhooks(), close: pool.Close}, nil
 }
 
 func openRedis(ctx context.Context, u *url.URL) (*backend, error) {
@@ -153,7 +167,7 @@ func openRedis(ctx context.Context, u *url.URL) (*backend, error) {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
 	return &backend{
-		kind: "redis", accounts: s, credits: s, driver: s,
+		kind: "redis", accounts: s, credits: s, driver: s, webhooks: s.Webhooks(),
 		// The limiter's keys sit beside the store's, under its hash tag.
 		limiter: redisstore.NewRateLimiter(client, "{"+cmp.Or(prefix, redisstore.DefaultPrefix)+"}"),
 		close:   func() { client.Close() },

@@ -15,9 +15,10 @@ var errKeyRevoked = errors.New("the bootstrap key was revoked")
 // errKeyForeign reports a bootstrap key that belongs to another account.
 var errKeyForeign = errors.New("the bootstrap key belongs to another account")
 
-// ensureAccount returns the account with the email, creating it when it is
-// missing. Processes that race to create it all end with the same account.
-func ensureAccount(ctx context.Context, accts store.Accounts, email string) (acct store.Account, created bool, err error) {
+// ensureAccount returns the account with the email, creating it with
+// signupCredits (0 means [store.DefaultSignupCredits]) when it is missing.
+// Processes that race to create it all end with the same account.
+func ensureAccount(ctx context.Context, accts store.Accounts, email string, signupCredits int64) (acct store.Account, created bool, err error) {
 	acct, err = accts.GetAccountByEmail(ctx, email)
 	if err == nil {
 		return acct, false, nil
@@ -25,7 +26,7 @@ func ensureAccount(ctx context.Context, accts store.Accounts, email string) (acc
 	if !errors.Is(err, store.ErrNotFound) {
 		return acct, false, fmt.Errorf("look up account: %w", err)
 	}
-	acct, err = accts.CreateAccount(ctx, store.CreateAccountParams{Email: email})
+	acct, err = accts.CreateAccount(ctx, store.CreateAccountParams{Email: email, SignupCredits: signupCredits})
 	if errors.Is(err, store.ErrEmailTaken) {
 		// Another process created it between our lookup and our insert.
 		acct, err = accts.GetAccountByEmail(ctx, email)
@@ -85,12 +86,13 @@ func ensureKey(ctx context.Context, accts store.Accounts, acct store.Account, se
 	return true, nil
 }
 
-// bootstrap makes sure the account with the email exists and, when secret
+// bootstrap makes sure the account with the email exists (created with
+// signupCredits, 0 meaning the default) and, when secret
 // is not empty, that secret is one of its keys with every permission. When
 // secret is empty and the account is new, it creates a key with every
 // permission and returns its secret, shown nowhere else.
-func bootstrap(ctx context.Context, accts store.Accounts, email, secret string) (acct store.Account, newSecret string, err error) {
-	acct, created, err := ensureAccount(ctx, accts, email)
+func bootstrap(ctx context.Context, accts store.Accounts, email string, signupCredits int64, secret string) (acct store.Account, newSecret string, err error) {
+	acct, created, err := ensureAccount(ctx, accts, email, signupCredits)
 	if err != nil {
 		return acct, "", err
 	}

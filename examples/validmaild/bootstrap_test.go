@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
 )
@@ -21,7 +22,7 @@ func TestBootstrapIdempotent(t *testing.T) {
 	ids := make([]string, 8)
 	for i := range ids {
 		wg.Go(func() {
-			acct, shown, err := bootstrap(ctx, s, "ops@example.com", secret)
+			acct, shown, err := bootstrap(ctx, s, "ops@example.com", 0, secret)
 			if err != nil || shown != "" {
 				t.Errorf("bootstrap: %q %v", shown, err)
 			}
@@ -47,9 +48,12 @@ func TestBootstrapIdempotent(t *testing.T) {
 			t.Errorf("bootstrap key lacks %s", p)
 		}
 	}
+	if !k.Can(store.PermWebhooks) {
+		t.Errorf("bootstrap key cannot manage the webhook")
+	}
 
 	// A restart changes nothing.
-	if acct, _, err := bootstrap(ctx, s, "OPS@example.com", secret); err != nil || acct.ID != ids[0] {
+	if acct, _, err := bootstrap(ctx, s, "OPS@example.com", 0, secret); err != nil || acct.ID != ids[0] {
 		t.Errorf("second bootstrap: %v %v", acct.ID, err)
 	}
 }
@@ -59,10 +63,10 @@ func TestBootstrapRefusals(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
 	secret := store.NewSecret()
-	if _, _, err := bootstrap(ctx, s, "a@example.com", secret); err != nil {
+	if _, _, err := bootstrap(ctx, s, "a@example.com", 0, secret); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := bootstrap(ctx, s, "b@example.com", secret); !errors.Is(err, errKeyForeign) {
+	if _, _, err := bootstrap(ctx, s, "b@example.com", 0, secret); !errors.Is(err, errKeyForeign) {
 		t.Errorf("key of another account: %v, want errKeyForeign", err)
 	}
 
@@ -71,7 +75,7 @@ func TestBootstrapRefusals(t *testing.T) {
 	if err := s.RevokeKey(ctx, acct.ID, ks[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := bootstrap(ctx, s, "a@example.com", secret); !errors.Is(err, errKeyRevoked) {
+	if _, _, err := bootstrap(ctx, s, "a@example.com", 0, secret); !errors.Is(err, errKeyRevoked) {
 		t.Errorf("revoked key: %v, want errKeyRevoked", err)
 	}
 
@@ -80,7 +84,7 @@ func TestBootstrapRefusals(t *testing.T) {
 	if _, _, err := s.CreateKey(ctx, store.CreateKeyParams{AccountID: acct.ID, Secret: limited}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := bootstrap(ctx, s, "a@example.com", limited); err == nil {
+	if _, _, err := bootstrap(ctx, s, "a@example.com", 0, limited); err == nil {
 		t.Errorf("key without every permission accepted")
 	}
 }
@@ -89,15 +93,45 @@ func TestBootstrapWithoutKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := memstore.New()
-	_, shown, err := bootstrap(ctx, s, "demo@example.com", "")
+	_, shown, err := bootstrap(ctx, s, "demo@example.com", 0, "")
 	if err != nil || store.CheckSecret(shown) != nil {
 		t.Fatalf("first bootstrap: %q %v, want a new secret", shown, err)
 	}
-	if _, err := s.Authenticate(ctx, shown); err != nil {
-		t.Errorf("new secret: %v", err)
+	if k, err := s.Authenticate(ctx, shown); err != nil || !k.Can(store.PermWebhooks) {
+		t.Errorf("new secret: %v, %v; want a key that can manage the webhook", k.Permissions, err)
 	}
 	// The secret is shown once: an existing account gets no new key.
-	if _, again, err := bootstrap(ctx, s, "demo@example.com", ""); err != nil || again != "" {
+	if _, again, err := bootstrap(ctx, s, "demo@example.com", 0, ""); err != nil || again != "" {
 		t.Errorf("second bootstrap: %q %v, want no secret", again, err)
+	}
+}
+
+func TestBootstrapCredits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := memstore.New()
+	ledger := credits.New(s, nil)
+	for _, tc := range []struct {
+		email   string
+		credits int64
+		want    int64
+	}{
+		{"default@example.com", 0, store.DefaultSignupCredits},
+		{"big@example.com", 5000, 5000},
+	} {
+		acct, _, err := bootstrap(ctx, s, tc.email, tc.credits, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ledger.Balance(ctx, acct.ID); err != nil || got != tc.want {
+			t.Errorf("%s: balance %d, %v; want %d", tc.email, got, err, tc.want)
+		}
+		// An existing account keeps its balance.
+		if _, _, err := bootstrap(ctx, s, tc.email, 7, ""); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := ledger.Balance(ctx, acct.ID); got != tc.want {
+			t.Errorf("%s after a second bootstrap: balance %d, want %d", tc.email, got, tc.want)
+		}
 	}
 }

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strings"
 
+	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/webhook"
 )
 
 // envPrefix starts the environment variable of every flag.
@@ -36,8 +39,17 @@ type config struct {
 	Workers        int
 	BootstrapEmail string
 	BootstrapKey   string
-	LogLevel       slog.Level
-	Metrics        bool
+	// BootstrapCredits is the grant of an account this process creates
+	// at start; 0 means store.DefaultSignupCredits.
+	BootstrapCredits int64
+	LogLevel         slog.Level
+	Metrics          bool
+	// WebhookAllow lists the CIDR prefixes, addresses and host names
+	// webhook deliveries may reach besides public addresses.
+	WebhookAllow []string
+	// RateLimit is the per-key request limit; its zero value means the
+	// API's defaults.
+	RateLimit httpapi.RateLimit
 }
 
 // envName returns the environment variable that sets the flag name.
@@ -88,18 +100,25 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		fs.PrintDefaults()
 	}
 	var (
-		c        config
-		dns      string
-		logLevel string
+		c         config
+		dns       string
+		logLevel  string
+		allow     string
+		rateLimit float64
+		rateBurst int
 	)
 	fs.StringVar(&c.Addr, "addr", ":8080", "listen `address` (host:port)")
 	fs.StringVar(&c.Store, "store", "memory", "backend: memory, postgres://… (schema=NAME selects a schema) or redis://… (prefix=NAME selects a key prefix)")
 	fs.StringVar(&dns, "dns", "", "comma-separated DNS `servers` (host:port); default those of /etc/resolv.conf")
-	fs.IntVar(&c.Workers, "workers", jobs.DefaultWorkers, "batch validations run at once by this instance; 0 serves the API only")
+	fs.IntVar(&c.Workers, "workers", jobs.DefaultWorkers, "batch validations run at once by this instance; 0 runs no workers here (the API and webhook delivery still run)")
 	fs.StringVar(&c.BootstrapEmail, "bootstrap-email", "", "create an account with this `email` at start if it is missing")
 	fs.StringVar(&c.BootstrapKey, "bootstrap-key", "", "create this API `key` (every permission) for -bootstrap-email if it is missing")
+	fs.Int64Var(&c.BootstrapCredits, "bootstrap-credits", 0, fmt.Sprintf("`credits` granted to the -bootstrap-email (or demo) account when this process creates it; 0 means %d", store.DefaultSignupCredits))
 	fs.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
-	fs.BoolVar(&c.Metrics, "metrics", false, "serve Prometheus metrics at /metrics")
+	fs.BoolVar(&c.Metrics, "metrics", false, "serve Prometheus metrics at /metrics (webhook delivery metrics included)")
+	fs.StringVar(&allow, "webhook-allow", "", "comma-separated `list` of CIDR prefixes, IP addresses or host names that webhook deliveries may\nreach besides public addresses, e.g. 127.0.0.1 or 10.0.0.0/8 for receivers on a private network;\nempty means public addresses only")
+	fs.Float64Var(&rateLimit, "rate-limit", 0, fmt.Sprintf("steady `rate` of requests per second allowed per API key; 0 means %d, a negative value turns\nrate limiting off. Instances on one Redis store share each key's limit", httpapi.DefaultRatePerSecond))
+	fs.IntVar(&rateBurst, "rate-burst", 0, fmt.Sprintf("`requests` one API key may make at once; 0 means %d with the default rate, else one second's\nworth of -rate-limit", httpapi.DefaultRateBurst))
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return c, err
 	}
@@ -114,6 +133,32 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		if s = strings.TrimSpace(s); s != "" {
 			c.DNS = append(c.DNS, s)
 		}
+	}
+	for s := range strings.SplitSeq(allow, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			c.WebhookAllow = append(c.WebhookAllow, s)
+		}
+	}
+	if _, err := webhook.NewClient(webhook.ClientOptions{Allow: c.WebhookAllow}); err != nil {
+		return c, fmt.Errorf("%w: -webhook-allow: %v", errUsage, err)
+	}
+	if c.BootstrapCredits < 0 {
+		return c, fmt.Errorf("%w: -bootstrap-credits must not be negative", errUsage)
+	}
+	switch {
+	case math.IsNaN(rateLimit) || math.IsInf(rateLimit, 0):
+		return c, fmt.Errorf("%w: -rate-limit must be a finite number", errUsage)
+	case rateBurst < 0:
+		return c, fmt.Errorf("%w: -rate-burst must not be negative", errUsage)
+	case rateLimit < 0:
+		c.RateLimit = httpapi.RateLimit{PerSecond: -1}
+	case rateLimit == 0 && rateBurst == 0:
+		// The API's defaults.
+	case rateLimit == 0:
+		c.RateLimit = httpapi.RateLimit{PerSecond: httpapi.DefaultRatePerSecond, Burst: rateBurst}
+	default:
+		// A zero burst becomes one second's worth of the rate.
+		c.RateLimit = httpapi.RateLimit{PerSecond: rateLimit, Burst: rateBurst}
 	}
 	if c.Workers < 0 {
 		return c, fmt.Errorf("%w: -workers must not be negative", errUsage)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/validmail/validmail/httpapi"
 )
 
 // testKey is a well-formed API key secret.
@@ -34,6 +36,29 @@ func TestParseServeConfig(t *testing.T) {
 		{"flag wins over env", []string{"-workers", "5", "-addr", ":1"}, map[string]string{"VALIDMAIL_WORKERS": "3", "VALIDMAIL_ADDR": ":2"}, func(c config) bool {
 			return c.Workers == 5 && c.Addr == ":1"
 		}, false},
+		{"webhook allowlist", []string{"-webhook-allow", "127.0.0.1, 10.0.0.0/8,hooks.internal"}, nil, func(c config) bool {
+			return slices.Equal(c.WebhookAllow, []string{"127.0.0.1", "10.0.0.0/8", "hooks.internal"})
+		}, false},
+		{"webhook allowlist from env", nil, map[string]string{"VALIDMAIL_WEBHOOK_ALLOW": "::1/128"}, func(c config) bool {
+			return slices.Equal(c.WebhookAllow, []string{"::1/128"})
+		}, false},
+		{"no webhook allowlist", nil, nil, func(c config) bool { return c.WebhookAllow == nil }, false},
+		{"bootstrap credits", []string{"-bootstrap-credits", "5000"}, nil, func(c config) bool { return c.BootstrapCredits == 5000 }, false},
+		{"default rate limit", nil, nil, func(c config) bool { return c.RateLimit == httpapi.RateLimit{} }, false},
+		{"rate limit", []string{"-rate-limit", "0.5", "-rate-burst", "3"}, nil, func(c config) bool {
+			return c.RateLimit == httpapi.RateLimit{PerSecond: 0.5, Burst: 3}
+		}, false},
+		{"rate limit from env", nil, map[string]string{"VALIDMAIL_RATE_LIMIT": "20", "VALIDMAIL_RATE_BURST": "40"}, func(c config) bool {
+			return c.RateLimit == httpapi.RateLimit{PerSecond: 20, Burst: 40}
+		}, false},
+		{"burst alone", []string{"-rate-burst", "7"}, nil, func(c config) bool {
+			return c.RateLimit == httpapi.RateLimit{PerSecond: httpapi.DefaultRatePerSecond, Burst: 7}
+		}, false},
+		{"rate limit off", []string{"-rate-limit", "-1"}, nil, func(c config) bool { return c.RateLimit.Unlimited() }, false},
+		{"bad webhook allowlist", []string{"-webhook-allow", "10.0.0.0/99"}, nil, nil, true},
+		{"negative burst", []string{"-rate-burst", "-1"}, nil, nil, true},
+		{"infinite rate", []string{"-rate-limit", "+Inf"}, nil, nil, true},
+		{"negative bootstrap credits", []string{"-bootstrap-credits", "-5"}, nil, nil, true},
 		{"bad env value", nil, map[string]string{"VALIDMAIL_WORKERS": "many"}, nil, true},
 		{"bad log level", []string{"-log-level", "loud"}, nil, nil, true},
 		{"negative workers", []string{"-workers", "-1"}, nil, nil, true},

@@ -21,6 +21,8 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/webhook"
+	"github.com/validmail/validmail/webhook/jobevents"
 )
 
 // Shutdown bounds.
@@ -30,6 +32,10 @@ const (
 	// drainTimeout bounds the wait for the worker pool to finish the
 	// validations in flight and hand its leases back.
 	drainTimeout = 30 * time.Second
+	// dispatchStopTimeout bounds the wait for the webhook dispatcher to
+	// finish the deliveries in flight (each bounded by the client's
+	// timeout) and record their outcome.
+	dispatchStopTimeout = webhook.DefaultTimeout + 5*time.Second
 )
 
 // demoEmail is the account created on a memory store started without
@@ -84,12 +90,46 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		)
 	}
+
+	// Webhooks: the pool writes one event per completed job to the outbox
+	// (for accounts with an enabled endpoint) in the step that completes
+	// the job; the dispatcher delivers the outbox. Every instance runs a
+	// dispatcher, whatever its -workers: instances on one store share the
+	// outbox through leases, and each needs one for POST
+	// /api/v1/webhook/test.
+	hooks := b.webhooks
+	hookClient, err := webhook.NewClient(webhook.ClientOptions{Allow: cfg.WebhookAllow})
+	if err != nil {
+		return fmt.Errorf("%w: -webhook-allow: %w", errUsage, err)
+	}
+	dcfg := &webhook.Config{Logger: logger}
+	if reg != nil {
+		obs, err := httpapi.NewWebhookMetrics(reg, hooks, nil)
+		if err != nil {
+			return err
+		}
+		dcfg.Observer = obs
+	}
+	disp, err := webhook.NewDispatcher(hooks, hooks, hookClient, dcfg)
+	if err != nil {
+		return err
+	}
+	events, err := jobevents.New(hooks, nil)
+	if err != nil {
+		return err
+	}
+
 	hcfg := httpapi.Config{
-		Validator: v,
-		Ledger:    ledger,
-		Queue:     queue,
-		Accounts:  b.accounts,
-		Logger:    logger,
+		Validator:     v,
+		Ledger:        ledger,
+		Queue:         queue,
+		Accounts:      b.accounts,
+		Logger:        logger,
+		RateLimit:     cfg.RateLimit,
+		Webhooks:      hooks,
+		WebhookOutbox: hooks,
+		WebhookSender: disp,
+		WebhookEvents: events,
 	}
 	if b.limiter != nil {
 		hcfg.RateLimiter = b.limiter
@@ -130,16 +170,27 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 
 	var pool *jobs.Pool
 	if cfg.Workers > 0 {
-		pool, err = jobs.NewPool(queue, v, &jobs.PoolConfig{Workers: cfg.Workers, Logger: logger})
+		pool, err = jobs.NewPool(queue, v, &jobs.PoolConfig{
+			Workers:  cfg.Workers,
+			Logger:   logger,
+			NewEvent: events.NewEvent,
+			// The event is in the outbox once the job completes: deliver
+			// it now rather than at the dispatcher's next poll.
+			OnComplete: func(context.Context, jobs.Job) { disp.Notify() },
+		})
 		if err != nil {
 			return err
 		}
 	}
 
-	// The pool runs on a context of its own, cancelled after ctx ends, so
-	// that it drains rather than stops mid-job.
+	// The pool and the dispatcher run on contexts of their own, cancelled
+	// one after the other once ctx ends, so that the pool drains rather
+	// than stops mid-job and the dispatcher finishes its requests in
+	// flight after the last job's event is written.
 	poolCtx, stopPool := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPool()
+	dispCtx, stopDisp := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopDisp()
 	var wg sync.WaitGroup
 	poolDone := make(chan struct{})
 	if pool != nil {
@@ -152,10 +203,18 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 	} else {
 		close(poolDone)
 	}
+	dispDone := make(chan struct{})
+	wg.Go(func() {
+		defer close(dispDone)
+		if err := disp.Run(dispCtx); err != nil {
+			logger.Error("webhook dispatcher stopped", "err", err)
+		}
+	})
 
 	serveErr := make(chan error, 1)
 	wg.Go(func() { serveErr <- srv.Serve(ln) })
-	logger.Info("listening", "addr", ln.Addr().String(), "workers", cfg.Workers, "metrics", cfg.Metrics)
+	logger.Info("listening", "addr", ln.Addr().String(), "workers", cfg.Workers, "metrics", cfg.Metrics,
+		"webhook_allow", cfg.WebhookAllow)
 
 	var runErr error
 	select {
@@ -181,10 +240,22 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 		logger.Warn("worker pool still draining at the deadline; its leases will expire and be rescued")
 		return errors.Join(runErr, errors.New("worker pool did not drain in time"))
 	}
-	wg.Wait()
 	if pool != nil {
 		logger.Info("worker pool drained", "completed", pool.Completed())
 	}
+
+	// Then the dispatcher: it leases nothing more, finishes the requests
+	// in flight and records their outcome. Undelivered events stay in the
+	// outbox for the next instance to run.
+	stopDisp()
+	select {
+	case <-dispDone:
+		logger.Info("webhook dispatcher stopped")
+	case <-time.After(dispatchStopTimeout):
+		logger.Warn("webhook dispatcher still delivering at the deadline; its leases will expire and be retried")
+		return errors.Join(runErr, errors.New("webhook dispatcher did not stop in time"))
+	}
+	wg.Wait()
 	logger.Info("stopped")
 	return runErr
 }
@@ -201,7 +272,7 @@ func announceAccount(ctx context.Context, cfg config, b *backend, addr string, l
 		}
 		email = demoEmail
 	}
-	acct, secret, err := bootstrap(ctx, b.accounts, email, cfg.BootstrapKey)
+	acct, secret, err := bootstrap(ctx, b.accounts, email, cfg.BootstrapCredits, cfg.BootstrapKey)
 	if err != nil {
 		return fmt.Errorf("bootstrap %s: %w", email, err)
 	}
