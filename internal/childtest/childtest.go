@@ -1,0 +1,74 @@
+// Package childtest runs one test of the current test binary in a child
+// process, for tests that must kill a process mid-work.
+package childtest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Child is a running child test process.
+type Child struct {
+	cmd  *exec.Cmd
+	out  *bytes.Buffer
+	done chan error // holds the exit status once the process has ended
+}
+
+// Start re-executes the test binary to run only the top-level test named
+// test, with env added to the environment. The child's output is kept
+// for [Child.Output]. The child is killed, if still running, when t ends.
+func Start(t testing.TB, test string, env ...string) *Child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), env...)
+	out := new(bytes.Buffer)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &Child{cmd: cmd, out: out, done: make(chan error, 1)}
+	go func() { c.done <- cmd.Wait() }()
+	t.Cleanup(c.Kill)
+	return c
+}
+
+// Kill ends the child with SIGKILL and waits until it has exited. It may
+// be called more than once, and after the child has exited.
+func (c *Child) Kill() {
+	_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	c.result()
+}
+
+// Wait waits up to d for the child to exit and returns its exit error;
+// a child still running after d is killed.
+func (c *Child) Wait(d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case err := <-c.done:
+		c.done <- err
+		return err
+	case <-timer.C:
+		c.Kill()
+		return fmt.Errorf("childtest: still running after %v", d)
+	}
+}
+
+// Output returns what the child wrote; call it after [Child.Kill] or
+// [Child.Wait].
+func (c *Child) Output() string {
+	c.result()
+	return c.out.String()
+}
+
+// result waits for the exit status and leaves it for the next reader.
+func (c *Child) result() error {
+	err := <-c.done
+	c.done <- err
+	return err
+}
