@@ -11,8 +11,8 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/internal/childtest"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store/storetest/childtest"
 )
 
 // Variables through which [RunCrash] configures its child processes.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validmail/validmail/internal/childtest"
+	"github.com/validmail/validmail/store/storetest/childtest"
 	"github.com/validmail/validmail/webhook"
 )
 

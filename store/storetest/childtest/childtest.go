@@ -1,5 +1,10 @@
 // Package childtest runs one test of the current test binary in a child
-// process, for tests that must kill a process mid-work.
+// process, for tests that must kill a process mid-work. The backend
+// conformance suites use it for their crash tests ([jobstest.RunCrash],
+// [webhooktest.RunCrash]); backends need not import it themselves.
+//
+// [jobstest.RunCrash]: https://pkg.go.dev/github.com/validmail/validmail/jobs/jobstest#RunCrash
+// [webhooktest.RunCrash]: https://pkg.go.dev/github.com/validmail/validmail/webhook/webhooktest#RunCrash
 package childtest
 
 import (

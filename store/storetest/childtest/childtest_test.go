@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validmail/validmail/internal/childtest"
+	"github.com/validmail/validmail/store/storetest/childtest"
 )
 
 const envMode = "CHILDTEST_MODE"
