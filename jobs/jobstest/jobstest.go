@@ -1,5 +1,9 @@
 // Package jobstest is the conformance suite for [jobs.Driver] backends. A
-// backend's test calls [Run] with a constructor of fresh backends.
+// backend's test calls [Run] with a constructor of fresh backends. A backend
+// that keeps its data outside the process also runs [RunCrash], which kills
+// a worker process mid-batch and checks that a new one finishes every job
+// exactly once with exact credit accounting; [Bench] measures enqueue and
+// drain throughput the same way for every backend.
 package jobstest
 
 import (

@@ -8,6 +8,10 @@
 //		})
 //	}
 //
+// A backend that keeps its data outside the process also runs [RunCrash]:
+// a dispatcher process is killed while deliveries are pending, and a new one
+// must deliver every event.
+//
 // newOutbox is called once per subtest, possibly from parallel subtests,
 // and must return empty stores that no other call shares. The behaviour
 // the suite checks is the contract; a behaviour it does not check is not
