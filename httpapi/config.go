@@ -64,7 +64,8 @@ type Config struct {
 	RateLimiter RateLimiter
 	// RateLimit is the limit applied to every API key. The zero value
 	// means [DefaultRatePerSecond] and [DefaultRateBurst]; a negative
-	// PerSecond turns rate limiting off.
+	// PerSecond turns rate limiting off; a zero PerSecond with a positive
+	// Burst (a bucket that never refills) is an error.
 	RateLimit RateLimit
 	// MaxBodyBytes bounds request bodies; larger ones are refused with 413.
 	// Default [DefaultMaxBodyBytes].

@@ -107,7 +107,7 @@ func TestErrors(t *testing.T) {
 		{"key not found", nil, func(f *fixture) req { return req{method: "DELETE", target: "/api/v1/keys/42", key: f.key} }, 404, "not_found", nil},
 		{"wrong method", nil, func(f *fixture) req { return req{method: "POST", target: "/validate", key: f.key} }, 405, "method_not_allowed",
 			func(t *testing.T, resp *response) {
-				if resp.Header.Get("Allow") != "GET, HEAD" {
+				if resp.Header.Get("Allow") != "GET" {
 					t.Errorf("Allow %q", resp.Header.Get("Allow"))
 				}
 			}},
@@ -193,5 +193,20 @@ func TestErrors(t *testing.T) {
 		if !seen[code] && code != "idempotency_key_reused" { // TestBatchIdempotency
 			t.Errorf("code %s not tested", code)
 		}
+	}
+}
+
+// TestHeadValidateChargesNothing checks that HEAD, which a GET pattern would
+// also match, is refused before any credit is charged.
+func TestHeadValidateChargesNothing(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	resp := f.do(t, req{method: "HEAD", target: "/validate?email=jane@good.com", key: f.key})
+	if resp.Code != 405 || resp.Header.Get("Allow") != "GET" {
+		t.Fatalf("HEAD /validate: %d, Allow %q; want 405, GET", resp.Code, resp.Header.Get("Allow"))
+	}
+	bal, err := f.ledger.Balance(context.Background(), f.acct.ID)
+	if err != nil || bal != 300 {
+		t.Fatalf("balance %d, %v; want 300 (nothing charged)", bal, err)
 	}
 }

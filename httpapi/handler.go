@@ -62,7 +62,8 @@ func NewHandler(cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("%w: Accounts is required", ErrConfig)
 	case cfg.MaxBodyBytes < 0:
 		return nil, fmt.Errorf("%w: negative MaxBodyBytes", ErrConfig)
-	case cfg.RateLimit.Burst < 0, math.IsNaN(cfg.RateLimit.PerSecond), math.IsInf(cfg.RateLimit.PerSecond, 0):
+	case cfg.RateLimit.Burst < 0, math.IsNaN(cfg.RateLimit.PerSecond), math.IsInf(cfg.RateLimit.PerSecond, 0),
+		cfg.RateLimit.PerSecond == 0 && cfg.RateLimit.Burst > 0: // a bucket that never refills
 		return nil, fmt.Errorf("%w: invalid RateLimit %+v", ErrConfig, cfg.RateLimit)
 	case cfg.Webhooks != nil && (cfg.WebhookOutbox == nil || cfg.WebhookSender == nil):
 		return nil, fmt.Errorf("%w: Webhooks needs WebhookOutbox and WebhookSender", ErrConfig)
@@ -122,6 +123,12 @@ func (h *Handler) routes() {
 	mux := http.NewServeMux()
 	h.mux = mux
 	mux.HandleFunc("GET /validate", h.authed(store.PermValidate, h.validate))
+	// A GET pattern also matches HEAD; a HEAD would pay a credit for a
+	// result it never sees, so it is refused.
+	mux.HandleFunc("HEAD /validate", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "GET")
+		writeProblem(w, callOf(r), CodeMethodNotAllowed, "Method HEAD is not allowed here; allowed: GET.")
+	})
 	mux.HandleFunc("POST /validate/async", h.authed(store.PermBatch, h.submitBatch))
 	mux.HandleFunc("GET /validate/status/{job_id}", h.authed(store.PermBatch, h.jobStatus))
 	mux.HandleFunc("GET /api/v1/account", h.authed(store.PermStats, h.account))
@@ -130,7 +137,7 @@ func (h *Handler) routes() {
 	mux.HandleFunc("DELETE /api/v1/keys/{id}", h.authed(store.PermKeys, h.revokeKey))
 	mux.HandleFunc("GET /openapi.json", h.openAPI)
 	allowed := map[string]string{
-		"/validate":                 "GET, HEAD",
+		"/validate":                 "GET",
 		"/validate/async":           "POST",
 		"/validate/status/{job_id}": "GET, HEAD",
 		"/api/v1/account":           "GET, HEAD",

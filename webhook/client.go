@@ -63,7 +63,7 @@ var blockedPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("224.0.0.0/4"),     // multicast
 	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, limited broadcast
 	// IPv6
-	netip.MustParsePrefix("::/96"),          // unspecified, loopback, IPv4-compatible (deprecated)
+	netip.MustParsePrefix("::/8"),           // reserved: unspecified, loopback, IPv4-compatible and -translated
 	netip.MustParsePrefix("::ffff:0:0/96"),  // IPv4-mapped (checked unmapped as well)
 	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use IPv4/IPv6 translation
 	netip.MustParsePrefix("100::/64"),       // discard-only

@@ -23,8 +23,8 @@
 // so one receiver takes a burst of a thousand events in about a second
 // rather than a trickle. 2xx is success; 410 disables the endpoint; anything
 // else is retried after 5 s, 5 min, 30 min, 2 h, 5 h and 10 h (±10 %
-// jitter, never sooner than Retry-After), after which the event is dead
-// and stays visible in the delivery log. Every attempt carries the same
+// jitter, never sooner than a Retry-After of up to Config.MaxRetryAfter),
+// after which the event is dead and stays visible in the delivery log. Every attempt carries the same
 // webhook-id, so receivers can discard duplicates: delivery is at least
 // once.
 //
