@@ -257,6 +257,11 @@ func (c *classifier) providerOf(domain string, mxHosts []string) provider {
 // is a role mailbox, its alias status, and the canonical address ("" when no
 // alias is detected).
 func (c *classifier) classifyLocal(local, asciiDomain string, dc domainClass) (role bool, alias AliasStatus, canonical string) {
+	if local != "" && local[0] == '"' {
+		// A quoted local part (Config.AllowQuotedLocal) is taken literally:
+		// no provider applies tag or role rules inside quotes.
+		return false, AliasMaybeNot, ""
+	}
 	role = c.isRole(local, dc.rule)
 
 	sep := byte('+')
@@ -273,7 +278,8 @@ func (c *classifier) classifyLocal(local, asciiDomain string, dc domainClass) (r
 	case aliasRuleUnknown:
 		return role, AliasPossible, base + "@" + asciiDomain
 	case aliasRulePlusDots:
-		if strings.Count(base, ".") == len(base) {
+		if strings.Trim(base, ".") == "" {
+			// Nothing would be left of the name once its dots go.
 			return role, AliasMaybeNot, ""
 		}
 		return role, AliasConfirmed, gmailCanonical(base)

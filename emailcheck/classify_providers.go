@@ -42,7 +42,7 @@ func providerSpecs() []providerSpec {
 			name: "Yahoo",
 			rule: aliasRuleDash,
 			mx:   []string{"yahoodns.net"},
-			// yahoo.<suffix> is matched by rule, see consumerProvider.
+			// yahoo.<suffix> is matched by rule, see providerOf.
 			domains: []string{"ymail.com", "rocketmail.com"},
 		},
 		{

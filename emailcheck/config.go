@@ -16,6 +16,8 @@ type Config struct {
 	QueryTimeout time.Duration
 	// Retries is how many more times a query that timed out or failed is
 	// sent, rotating across Nameservers. Default 1; negative means none.
+	// A SERVFAIL or REFUSED is retried only when there is another server
+	// to ask; a timeout is retried on the same server too.
 	Retries int
 	// MaxInFlight bounds the DNS queries in flight at once. Default 1024.
 	MaxInFlight int

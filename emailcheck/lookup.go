@@ -89,7 +89,9 @@ func (v *Validator) resolveDomain(ctx context.Context, domain string) (*domainIn
 	}
 	if aCh != nil {
 		a, aaaa := <-aCh, <-aaaaCh
-		if info.outcome == outcomeNoMX {
+		// RFC 5321 §5.1 falls back to the address only when there is no MX
+		// at all: MX records that are all unusable still mean "no mail".
+		if info.outcome == outcomeNoMX && len(mx.records) == 0 {
 			switch {
 			case hasUsableAddress(a.set.records) || hasUsableAddress(aaaa.set.records):
 				info.outcome = outcomeImplicitMX

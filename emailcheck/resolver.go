@@ -61,7 +61,7 @@ type rrset struct {
 // following CNAMEs the server did not chase. A non-nil error means no
 // server gave a definitive answer (timeouts, SERVFAIL, REFUSED, garbage).
 func (r *resolver) lookup(ctx context.Context, name string, qtype uint16) (rrset, error) {
-	var out rrset
+	out := rrset{ttl: ^uint32(0)}
 	target := name
 	for hop := 0; ; hop++ {
 		msg, err := r.query(ctx, target, qtype)
@@ -73,10 +73,19 @@ func (r *resolver) lookup(ctx context.Context, name string, qtype uint16) (rrset
 		if sawCNAME {
 			out.aliased = true
 		}
-		if len(records) > 0 || msg.Rcode != dns.RcodeSuccess || final == target {
+		if sawCNAME || len(records) > 0 {
+			out.ttl = min(out.ttl, ttl) // nothing outlives a CNAME it came through
+		}
+		// An answer is final when it holds the records, is negative, or is
+		// a NODATA for the end of the chain (RFC 2308 §2.2: an SOA in the
+		// authority section says the server followed the chain itself).
+		negTTL := soaMinimum(msg)
+		if len(records) > 0 || msg.Rcode != dns.RcodeSuccess || final == target || negTTL > 0 {
 			out.records = records
-			out.ttl = ttl
-			out.negTTL = soaMinimum(msg)
+			if out.ttl == ^uint32(0) {
+				out.ttl = 0
+			}
+			out.negTTL = negTTL
 			return out, nil
 		}
 		// The answer ended in a CNAME whose target the server did not
@@ -144,14 +153,14 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 	m.RecursionDesired = true
 	m.SetEdns0(ednsBufferSize, false)
 
-	start := int(r.next.Add(1))
+	start := r.next.Add(1)
 	attempts := 1 + r.retries
 	var lastErr error
 	for i := 0; i < attempts; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		server := r.servers[(start+i)%len(r.servers)]
+		server := r.servers[(start+uint32(i))%uint32(len(r.servers))]
 		resp, err := r.exchange(ctx, m, server)
 		if err != nil {
 			lastErr = err

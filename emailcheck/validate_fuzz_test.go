@@ -58,6 +58,17 @@ func FuzzValidate(f *testing.F) {
 		if res.Email != email || c.EquivalentDomains == nil {
 			t.Fatalf("result does not echo the input or lacks equivalent_domains: %+v", res)
 		}
+		if c.CanonicalEmail != nil {
+			if _, err := emailcheck.ParseAddress(*c.CanonicalEmail, emailcheck.SyntaxOptions{}); err != nil {
+				t.Fatalf("canonical %q of %q does not parse: %v", *c.CanonicalEmail, email, err)
+			}
+		}
+		switch c.Status {
+		case emailcheck.StatusLikely, emailcheck.StatusNoMXRecords, emailcheck.StatusDisposable:
+			if !res.Validations.DomainExists {
+				t.Fatalf("status %s without domain_exists", c.Status)
+			}
+		}
 		if _, err := json.Marshal(res); err != nil {
 			t.Fatalf("json: %v", err)
 		}

@@ -93,8 +93,9 @@ func New(cfg *Config) (*Validator, error) {
 		resolver:   newResolver(c.Nameservers, c.QueryTimeout, c.Retries, c.MaxInFlight),
 		classifier: cl,
 		blocked:    blocked,
-		// Every query may be retried, a CNAME adds a query, and a lookup
-		// never runs more than one MX and one address query in sequence.
+		// MX and address queries run side by side, each with its retries;
+		// CNAMEs the server did not follow add rounds. Three rounds bound
+		// a lookup; a longer chain ends as UNKNOWN.
 		budget: c.QueryTimeout * time.Duration(c.Retries+1) * 3,
 	}
 	if c.CacheSize > 0 {
@@ -288,9 +289,11 @@ func statusOf(info *domainInfo) Status {
 
 // checkLiteral judges an address literal (user@[192.0.2.1]): mail to it goes
 // straight to that host, as for a domain with only an A record, so it is
-// LIKELY under ImplicitMX and NO_MX_RECORDS otherwise; a literal that is not
-// a public unicast address is INVALID.
+// LIKELY under ImplicitMX and NO_MX_RECORDS otherwise, scored like such a
+// domain; a literal that is not a public unicast address is INVALID.
 func (v *Validator) checkLiteral(addr Address, res *Result) {
+	role, _, _ := v.classifier.classifyLocal(addr.Local, addr.ASCIIDomain, domainClass{provider: "Unknown"})
+	res.Confidence.IsRoleBased = role
 	lit := strings.TrimSuffix(strings.TrimPrefix(addr.ASCIIDomain, "["), "]")
 	if len(lit) > 5 && strings.EqualFold(lit[:5], "ipv6:") {
 		lit = lit[5:]
@@ -306,7 +309,7 @@ func (v *Validator) checkLiteral(addr Address, res *Result) {
 	if v.cfg.ImplicitMX {
 		res.Confidence.Status = StatusLikely
 	}
-	res.Confidence.Score = score(res.Confidence.Status, evidence{implicitMX: true})
+	res.Confidence.Score = score(res.Confidence.Status, evidence{role: role, implicitMX: v.cfg.ImplicitMX})
 }
 
 // publicUnicast reports whether ip is a unicast address routed on the
@@ -406,10 +409,13 @@ type ManyOptions struct {
 
 // ValidateMany validates every address of emails with bounded concurrency
 // and yields the results in input order. The input is read no faster than
-// results are consumed (back-pressure): at most Concurrency addresses are
+// results are consumed (back-pressure): at most Concurrency+1 addresses are
 // in flight or waiting to be yielded. When ctx ends it yields ctx's error
 // once and stops. Breaking out of the loop cancels the work in flight;
 // ValidateMany returns only after every goroutine it started has ended.
+// The emails sequence is read on a goroutine of its own, so a sequence that
+// blocks (a reader waiting for input) delays that return until it yields or
+// ends.
 func (v *Validator) ValidateMany(ctx context.Context, emails iter.Seq[string], opts *ManyOptions) iter.Seq2[Result, error] {
 	var o ManyOptions
 	if opts != nil {
