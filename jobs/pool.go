@@ -277,11 +277,18 @@ func (r *run) handBack(ctx context.Context, l Lease) {
 	}
 }
 
+// bookkeepingTimeout bounds each call that records a job's outcome (retry,
+// event, completion), separately from the validation's JobTimeout, so a
+// validation that used all its time still has its outcome recorded.
+const bookkeepingTimeout = 10 * time.Second
+
 func (r *run) process(ctx context.Context, l Lease) {
 	p := r.p
 	// The job runs to its end even when ctx ends: draining finishes it.
 	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.JobTimeout)
 	defer cancel()
+	bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer bcancel()
 
 	var res emailcheck.Result
 	if l.Errors >= p.cfg.MaxAttempts {
@@ -292,7 +299,7 @@ func (r *run) process(ctx context.Context, l Lease) {
 		if err != nil {
 			failures := l.Errors + 1
 			if failures < p.cfg.MaxAttempts {
-				rerr := p.q.driver.Retry(jctx, RetryParams{
+				rerr := p.q.driver.Retry(bctx, RetryParams{
 					ID: l.ID, Token: l.Token,
 					RunAt: time.Now().Add(p.cfg.Backoff(failures)),
 					Error: err.Error(),
@@ -316,15 +323,21 @@ func (r *run) process(ctx context.Context, l Lease) {
 	job.State = StateCompleted
 	job.Result = &res
 	if p.cfg.NewEvent != nil {
-		ev, err := p.cfg.NewEvent(jctx, job, res)
-		if err != nil {
+		ev, err := p.cfg.NewEvent(bctx, job, res)
+		switch {
+		case err == nil:
+			cp.Event = ev
+		case l.Errors+1 < p.cfg.MaxAttempts:
 			p.logger.ErrorContext(ctx, "jobs: build event", "job", l.ID, "err", err)
-			_ = p.q.driver.Retry(jctx, RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(p.cfg.Backoff(l.Errors + 1)), Error: err.Error()})
+			_ = p.q.driver.Retry(bctx, RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(p.cfg.Backoff(l.Errors + 1)), Error: err.Error()})
 			return
+		default:
+			// A job never ends without a result: once attempts run out it
+			// completes without its event rather than retrying forever.
+			p.logger.ErrorContext(ctx, "jobs: build event failed on the last attempt; completing without it", "job", l.ID, "err", err)
 		}
-		cp.Event = ev
 	}
-	if err := p.q.driver.Complete(jctx, cp); err != nil {
+	if err := p.q.driver.Complete(bctx, cp); err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			p.logger.DebugContext(ctx, "jobs: lease lost before completion", "job", l.ID)
 		} else {
@@ -336,7 +349,7 @@ func (r *run) process(ctx context.Context, l Lease) {
 	p.completed.Add(1)
 	if p.cfg.OnComplete != nil {
 		job.CompletedAt = time.Now()
-		p.cfg.OnComplete(jctx, job)
+		p.cfg.OnComplete(bctx, job)
 	}
 }
 
@@ -359,7 +372,12 @@ func (r *run) heartbeats(ctx context.Context, stop <-chan struct{}) {
 		}
 		r.mu.Unlock()
 		for _, h := range held {
-			if _, err := p.q.driver.Heartbeat(hctx, h); err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrNotFound) {
+			// Each renewal is bounded, so one stuck call cannot let every
+			// other lease expire or hold up a drain.
+			cctx, cancel := context.WithTimeout(hctx, p.cfg.HeartbeatInterval)
+			_, err := p.q.driver.Heartbeat(cctx, h)
+			cancel()
+			if err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrNotFound) {
 				p.logger.WarnContext(ctx, "jobs: heartbeat", "job", h.ID, "err", err)
 			}
 		}
