@@ -73,8 +73,11 @@ func (q *Queue) Enqueue(ctx context.Context, account string, emails []string) ([
 //
 // With a [ChargingDriver] this is one step in the backend. Otherwise the
 // ledger charges first and the jobs are enqueued after; if that fails the
-// charge is refunded. On such a driver a replayed idempotency key returns
-// [ErrBatchReplayed] instead of the original ids.
+// charge is refunded. That fallback is weaker in three ways, which is why
+// every backend here implements ChargingDriver: a replayed idempotency key
+// returns [ErrBatchReplayed] instead of the original ids; a key whose
+// enqueue failed (and was refunded) is used up, so the retry needs a new
+// key; and a crash between the charge and the enqueue loses the charge.
 func (q *Queue) EnqueueCharged(ctx context.Context, p EnqueueChargedParams) ([]string, error) {
 	if err := checkBatch(p.Account, p.Emails); err != nil {
 		return nil, err

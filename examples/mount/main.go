@@ -59,7 +59,9 @@ func serve(ctx context.Context, addr, dnsServers string, logger *slog.Logger) er
 	defer vm.Close()
 	fmt.Printf("API key: %s\n", vm.key)
 
-	poolCtx, stopPool := context.WithCancel(ctx)
+	// The pool outlives the signal: it is stopped (and drains) only after
+	// the server has finished the requests in flight.
+	poolCtx, stopPool := context.WithCancel(context.WithoutCancel(ctx))
 	poolDone := make(chan struct{})
 	go func() {
 		defer close(poolDone)
@@ -67,7 +69,9 @@ func serve(ctx context.Context, addr, dnsServers string, logger *slog.Logger) er
 	}()
 	defer func() { stopPool(); <-poolDone }()
 	srv := &http.Server{Addr: addr, Handler: newApp(logger, vm.api), ReadHeaderTimeout: 10 * time.Second}
+	shutdownDone := make(chan struct{})
 	go func() {
+		defer close(shutdownDone)
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -76,6 +80,9 @@ func serve(ctx context.Context, addr, dnsServers string, logger *slog.Logger) er
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	// ListenAndServe returns as soon as Shutdown starts; wait for it to
+	// finish the requests in flight.
+	<-shutdownDone
 	return nil
 }
 

@@ -434,7 +434,13 @@ func TestDemoAccount(t *testing.T) {
 	t.Parallel()
 	dnsSrv := dnstest.Start(t, zone(), nil)
 	in := start(t, "-dns", dnsSrv.Addr(), "-workers", "0")
+	// stdout is copied by its own goroutine; it may trail the log line
+	// that said the server is listening.
 	out := in.stdout()
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(out, "curl -H") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		out = in.stdout()
+	}
 	i := strings.Index(out, store.SecretPrefix)
 	if i < 0 || !strings.Contains(out, "curl -H 'x-api-key: ") || !strings.Contains(out, in.base+"/validate?email=") {
 		t.Fatalf("stdout has no key and curl line for %s:\n%s", in.base, out)
