@@ -342,7 +342,7 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 	}
 	var changed, exists bool
 	err = s.pool.QueryRow(ctx, s.sql(completeSQL),
-		id, p.Token, result, p.Result.MXHosts, max(p.Refund, 0), p.ID, eventID, eventType, created, payload).
+		id, p.Token, result, p.Result.MXHosts, max(p.Refund, 0), strconv.FormatInt(id, 10), eventID, eventType, created, payload).
 		Scan(&changed, &exists)
 	if isUniqueViolation(err, "webhook_deliveries_pkey") {
 		return fmt.Errorf("pgstore: complete job %s: %w: %s", p.ID, webhook.ErrDuplicate, p.Event.ID)
