@@ -196,6 +196,21 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// TestPanicRefunds checks that a validator panic answers 500 and gives the
+// credit back.
+func TestPanicRefunds(t *testing.T) {
+	t.Parallel()
+	f := setup(t, &options{validator: panicValidator{}})
+	resp := f.do(t, req{method: "GET", target: "/validate?email=a@good.com", key: f.key})
+	if resp.Code != 500 {
+		t.Fatalf("status %d; want 500", resp.Code)
+	}
+	bal, err := f.ledger.Balance(context.Background(), f.acct.ID)
+	if err != nil || bal != 300 {
+		t.Fatalf("balance %d, %v; want 300 (refunded)", bal, err)
+	}
+}
+
 // TestHeadValidateChargesNothing checks that HEAD, which a GET pattern would
 // also match, is refused before any credit is charged.
 func TestHeadValidateChargesNothing(t *testing.T) {

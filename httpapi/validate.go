@@ -29,7 +29,7 @@ func (h *Handler) validate(w http.ResponseWriter, r *http.Request, c *call) {
 		h.chargeError(w, c, err)
 		return
 	}
-	res, err := h.v.Validate(ctx, email, emailcheck.WithSource(emailcheck.SourceAPI))
+	res, err := h.validateOrRefund(ctx, c, chargeKey, email)
 	if err != nil {
 		h.refund(ctx, c, chargeKey)
 		h.backendError(w, c, "validate", err)
@@ -46,6 +46,21 @@ func (h *Handler) validate(w http.ResponseWriter, r *http.Request, c *call) {
 	res.Meta.Source = emailcheck.SourceAPI
 	res.Meta.LatencyMS = h.now().Sub(c.start).Milliseconds()
 	h.writeJSON(w, c, http.StatusOK, validationResponse{Result: res, RequestID: c.id})
+}
+
+// validateOrRefund runs the validator; should it panic, the credit charged
+// under chargeKey is refunded before the panic goes on to the handler's
+// recovery, so a 500 never keeps the caller's credit.
+func (h *Handler) validateOrRefund(ctx context.Context, c *call, chargeKey, email string) (emailcheck.Result, error) {
+	done := false
+	defer func() {
+		if !done {
+			h.refund(ctx, c, chargeKey)
+		}
+	}()
+	res, err := h.v.Validate(ctx, email, emailcheck.WithSource(emailcheck.SourceAPI))
+	done = true
+	return res, err
 }
 
 // refund gives back the credit charged under chargeKey. A failure is
