@@ -316,7 +316,10 @@ func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 		return nil, s.wrap(ctx, "subscribe", err)
 	}
 	out := make(chan struct{}, 1)
-	msgs := ps.Channel()
+	// Subscription confirmations come through too: go-redis re-subscribes
+	// after a reconnect, and jobs published meanwhile were missed, so a
+	// re-subscription wakes the workers like a message does.
+	msgs := ps.ChannelWithSubscriptions()
 	go func() {
 		defer ps.Close()
 		for {

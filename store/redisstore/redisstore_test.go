@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
@@ -411,5 +412,57 @@ func TestContextEndedChangesNothing(t *testing.T) {
 	}
 	if _, err := s.GetAccountByEmail(context.Background(), "a@example.org"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("account after a canceled create: %v, want ErrNotFound", err)
+	}
+}
+
+// TestNotifierWakesAfterReconnect checks that a subscription that lost its
+// connection wakes the workers once go-redis has subscribed again: jobs
+// published while it was away would otherwise wait for the next poll.
+func TestNotifierWakesAfterReconnect(t *testing.T) {
+	base := client(t) // skips without a server
+	opts := *base.Options()
+	opts.ClientName = "vmtest-reconnect-" + uuid.NewString()
+	c := redis.NewClient(&opts)
+	t.Cleanup(func() { c.Close() })
+	s, err := redisstore.New(c, &redisstore.Config{Prefix: "vmtest-" + uuid.NewString()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := s.Subscribe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+		t.Fatal("woken before anything happened")
+	case <-time.After(50 * time.Millisecond):
+	}
+	// Kill only this test's subscriber connection, found by its name.
+	list, err := base.ClientList(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ""
+	for _, line := range strings.Split(list, "\n") {
+		if strings.Contains(line, "name="+opts.ClientName+" ") && strings.Contains(line, "sub=1") {
+			for _, f := range strings.Fields(line) {
+				if v, ok := strings.CutPrefix(f, "id="); ok {
+					id = v
+				}
+			}
+		}
+	}
+	if id == "" {
+		t.Fatalf("no subscriber connection named %s in CLIENT LIST", opts.ClientName)
+	}
+	if err := base.Do(ctx, "CLIENT", "KILL", "ID", id).Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake-up after the subscription was restored")
 	}
 }
