@@ -51,7 +51,9 @@ type Config struct {
 	Prefix string
 	// Retention is how long a completed job stays readable: its key
 	// expires that long after completion (and [Store.Cleanup] removes it
-	// earlier when asked). Default [jobs.DefaultRetention].
+	// earlier when asked). Default [jobs.DefaultRetention]. Set it to the
+	// queue's jobs.Config.Retention: Redis expires keys on its own, so the
+	// shorter of the two wins.
 	Retention time.Duration
 }
 
