@@ -55,7 +55,7 @@
 // validmail_http_requests_total{route,code},
 // validmail_http_request_duration_seconds{route},
 // validmail_validations_total{status} and validmail_credits_charged_total.
-// The webhook dispatcher runs outside the handler; [NewWebhookMetrics]
-// gives it an observer that exports its deliveries, attempts, latencies
+// The webhook dispatcher runs outside the handler; package
+// webhook/webhookmetrics gives it an observer that exports its deliveries, attempts, latencies
 // and the outbox depth on the same registry.
 package httpapi

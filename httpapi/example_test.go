@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi"
@@ -16,13 +17,14 @@ import (
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/webhook"
 	"github.com/validmail/validmail/webhook/jobevents"
+	"github.com/validmail/validmail/webhook/webhookmetrics"
 )
 
 // Mount the API under /email/ of an existing mux.
 func ExampleNewHandler() {
-	st := memstore.New()
-	ledger := credits.New(st, nil)
-	queue, err := jobs.NewQueue(st, ledger, nil)
+	b := memstore.NewBackend()
+	ledger := credits.New(b.Credits, nil)
+	queue, err := jobs.NewQueue(b.Jobs, ledger, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -31,7 +33,7 @@ func ExampleNewHandler() {
 		log.Fatal(err)
 	}
 	defer v.Close()
-	h, err := httpapi.NewHandler(httpapi.Config{Validator: v, Ledger: ledger, Queue: queue, Accounts: st})
+	h, err := httpapi.NewHandler(httpapi.Config{Validator: v, Ledger: ledger, Queue: queue, Accounts: b.Accounts})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -48,11 +50,13 @@ func ExampleNewHandler() {
 // store's outbox and endpoints, one dispatcher that both delivers the
 // outbox and sends test pings, and an event source that the worker pool
 // calls on each completion and the handler tells about endpoint changes.
-func ExampleNewWebhookMetrics() {
-	st := memstore.New()
-	hooks := st.Webhooks()
-	ledger := credits.New(st, nil)
-	queue, err := jobs.NewQueue(st, ledger, nil)
+//
+// Package httpapi/service does this wiring, with the start and stop
+// order, for a host that wants all of it.
+func ExampleConfig_webhooks() {
+	b := memstore.NewBackend()
+	ledger := credits.New(b.Credits, nil)
+	queue, err := jobs.NewQueue(b.Jobs, ledger, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -63,7 +67,7 @@ func ExampleNewWebhookMetrics() {
 	defer v.Close()
 
 	reg := prometheus.NewRegistry()
-	observer, err := httpapi.NewWebhookMetrics(reg, hooks, nil)
+	observer, err := webhookmetrics.New(reg, b.Outbox, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -71,11 +75,11 @@ func ExampleNewWebhookMetrics() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	disp, err := webhook.NewDispatcher(hooks, hooks, client, &webhook.Config{Observer: observer})
+	disp, err := webhook.NewDispatcher(b.Outbox, b.Endpoints, client, &webhook.Config{Observer: observer})
 	if err != nil {
 		log.Fatal(err)
 	}
-	events, err := jobevents.New(hooks, nil)
+	events, err := jobevents.New(b.Endpoints, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -89,8 +93,8 @@ func ExampleNewWebhookMetrics() {
 	_ = pool // the host runs pool.Run(ctx) and disp.Run(ctx)
 
 	h, err := httpapi.NewHandler(httpapi.Config{
-		Validator: v, Ledger: ledger, Queue: queue, Accounts: st, Registerer: reg,
-		Webhooks: hooks, WebhookOutbox: hooks, WebhookSender: disp, WebhookEvents: events,
+		Validator: v, Ledger: ledger, Queue: queue, Accounts: b.Accounts, Registerer: reg,
+		Webhooks: b.Endpoints, WebhookOutbox: b.Outbox, WebhookSender: disp, WebhookEvents: events,
 	})
 	if err != nil {
 		log.Fatal(err)

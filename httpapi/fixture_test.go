@@ -19,6 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/dnstest"
@@ -28,6 +29,7 @@ import (
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/webhook"
 	"github.com/validmail/validmail/webhook/jobevents"
+	"github.com/validmail/validmail/webhook/webhookmetrics"
 )
 
 // zone is the DNS the tests' validator sees.
@@ -75,7 +77,7 @@ type fixture struct {
 	hooks   *memstore.Webhooks
 	disp    *webhook.Dispatcher
 	events  *jobevents.Source
-	whStats *httpapi.WebhookMetrics
+	whStats *webhookmetrics.Metrics
 }
 
 func setup(t testing.TB, o *options) *fixture {
@@ -175,7 +177,7 @@ func (f *fixture) balance(t testing.TB, account string) int64 {
 // the way a service binary does.
 func (f *fixture) setupWebhooks(t testing.TB, loopback bool) {
 	t.Helper()
-	f.hooks = f.st.Webhooks()
+	f.hooks = f.st.Backend().Outbox.(*memstore.Webhooks)
 	var opts webhook.ClientOptions
 	if loopback {
 		opts.Allow = []string{"127.0.0.1/32"}
@@ -184,7 +186,7 @@ func (f *fixture) setupWebhooks(t testing.TB, loopback bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.whStats, err = httpapi.NewWebhookMetrics(f.reg, f.hooks, nil); err != nil {
+	if f.whStats, err = webhookmetrics.New(f.reg, f.hooks, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.disp, err = webhook.NewDispatcher(f.hooks, f.hooks, client, &webhook.Config{

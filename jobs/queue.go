@@ -54,9 +54,6 @@ func NewQueue(driver Driver, ledger *credits.Ledger, cfg *Config) (*Queue, error
 	}, nil
 }
 
-// Driver returns the driver the queue runs over.
-func (q *Queue) Driver() Driver { return q.driver }
-
 // Enqueue adds one job per address for the account, without charging, and
 // returns their ids in order.
 func (q *Queue) Enqueue(ctx context.Context, account string, emails []string) ([]string, error) {
@@ -135,44 +132,6 @@ func checkBatch(account string, emails []string) error {
 		return ErrEmptyBatch
 	}
 	return nil
-}
-
-// Lease hands out up to max available jobs, each leased for d.
-func (q *Queue) Lease(ctx context.Context, max int, d time.Duration) ([]Lease, error) {
-	if max < 1 || d <= 0 {
-		return nil, fmt.Errorf("jobs: invalid lease request (max %d, duration %v)", max, d)
-	}
-	return q.driver.Lease(ctx, LeaseParams{Max: max, Duration: d})
-}
-
-// Heartbeat extends lease l by d from now and returns the new expiry, or
-// [ErrLeaseLost].
-func (q *Queue) Heartbeat(ctx context.Context, l Lease, d time.Duration) (time.Time, error) {
-	return q.driver.Heartbeat(ctx, HeartbeatParams{ID: l.ID, Token: l.Token, Duration: d})
-}
-
-// Complete completes a leased job; see [Driver.Complete].
-func (q *Queue) Complete(ctx context.Context, p CompleteParams) error {
-	return q.driver.Complete(ctx, p)
-}
-
-// Retry gives a leased job back, to run again at p.RunAt; see
-// [Driver.Retry].
-func (q *Queue) Retry(ctx context.Context, p RetryParams) error {
-	return q.driver.Retry(ctx, p)
-}
-
-// Fail completes a leased job that could not be validated: its result is
-// [UnknownResult], its cost is refunded, and event (which may be nil) is
-// written to the outbox in the same step.
-func (q *Queue) Fail(ctx context.Context, l Lease, event *Event) error {
-	return q.driver.Complete(ctx, CompleteParams{
-		ID:     l.ID,
-		Token:  l.Token,
-		Result: UnknownResult(l.Email),
-		Refund: l.Cost,
-		Event:  event,
-	})
 }
 
 // RescueExpired makes jobs whose leases expired available again and returns

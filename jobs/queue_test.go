@@ -10,8 +10,8 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/jobstest"
+	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
-	"github.com/validmail/validmail/webhook/jobevents"
 )
 
 // plainDriver hides every optional interface of its driver, so the Queue
@@ -20,12 +20,10 @@ import (
 type plainDriver struct{ jobs.Driver }
 
 func TestFallbackDriver(t *testing.T) {
-	jobstest.Run(t, func(t *testing.T) jobstest.Backend {
-		s := memstore.New()
-		events := func(ctx context.Context, account string) ([]jobs.Event, error) {
-			return jobevents.List(ctx, s.Webhooks(), account)
-		}
-		return jobstest.Backend{Driver: plainDriver{s}, Credits: s, Events: events}
+	jobstest.Run(t, func(testing.TB) *store.Backend {
+		b := memstore.NewBackend()
+		b.Jobs = plainDriver{b.Jobs}
+		return b
 	})
 }
 

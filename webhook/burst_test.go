@@ -62,7 +62,7 @@ func testBurst(t *testing.T, events int, pause time.Duration) {
 	defer srv.Close()
 
 	ctx := t.Context()
-	store := memstore.New().Webhooks()
+	store := memstore.NewBackend().Outbox.(*memstore.Webhooks)
 	if _, _, err := store.PutEndpoint(ctx, webhook.PutEndpointParams{
 		AccountID: "acct", URL: srv.URL, Enabled: true, Secret: secret, Now: time.Now(),
 	}); err != nil {
@@ -137,7 +137,7 @@ func TestDispatcherSlowEndpointDoesNotStarveOthers(t *testing.T) {
 	defer fast.Close()
 
 	ctx := t.Context()
-	store := memstore.New().Webhooks()
+	store := memstore.NewBackend().Outbox.(*memstore.Webhooks)
 	for acct, url := range map[string]string{"slow": slow.URL, "fast": fast.URL} {
 		if _, _, err := store.PutEndpoint(ctx, webhook.PutEndpointParams{
 			AccountID: acct, URL: url, Enabled: true, Secret: webhook.NewSecret(), Now: time.Now(),

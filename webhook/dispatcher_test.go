@@ -50,7 +50,7 @@ func setup(t *testing.T, handler http.HandlerFunc, tweak func(*webhook.Config)) 
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
 	b := &bundle{
-		store:  memstore.New().Webhooks(),
+		store:  memstore.NewBackend().Outbox.(*memstore.Webhooks),
 		clock:  &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)},
 		secret: webhook.NewSecret(),
 		url:    srv.URL + "/hook",
@@ -397,7 +397,7 @@ func TestDispatcherRefusesPrivateWithoutAllowlist(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
 	defer srv.Close()
-	store := memstore.New().Webhooks()
+	store := memstore.NewBackend().Outbox.(*memstore.Webhooks)
 	disp, err := webhook.NewDispatcher(store, store, nil, nil) // default client: public only
 	if err != nil {
 		t.Fatal(err)
@@ -410,7 +410,7 @@ func TestDispatcherRefusesPrivateWithoutAllowlist(t *testing.T) {
 
 func TestNewDispatcherRejectsBadConfig(t *testing.T) {
 	t.Parallel()
-	s := memstore.New().Webhooks()
+	s := memstore.NewBackend().Outbox.(*memstore.Webhooks)
 	for name, cfg := range map[string]*webhook.Config{
 		"negative delay": {Schedule: []time.Duration{-time.Second}},
 		"jitter 1":       {Jitter: 1},

@@ -1,5 +1,7 @@
 // Package creditstest is the conformance suite for [credits.Store]
-// backends. A backend's test calls [Run] with a constructor of fresh stores.
+// backends: the Credits of a [store.Backend]. A backend runs it, with
+// every other suite, through storetest.RunBackend; [Run] is the credits
+// part alone.
 package creditstest
 
 import (
@@ -11,14 +13,16 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
 	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/store"
 )
 
-// Run checks that stores made by newStore behave as [credits.Store]
-// promises. Each subtest runs in parallel with its own store from newStore
-// and its own account names, so a backend may also hand out one shared
-// store.
-func Run(t *testing.T, newStore func(t *testing.T) credits.Store) {
+// Run checks that the Credits of backends made by newBackend behave as
+// [credits.Store] promises. Each subtest runs in parallel with its own
+// backend from newBackend and its own account names, so newBackend may
+// also hand out one shared backend.
+func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 	tests := []struct {
 		name string
 		f    func(t *testing.T, l *credits.Ledger, s credits.Store)
@@ -36,8 +40,11 @@ func Run(t *testing.T, newStore func(t *testing.T) credits.Store) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := newStore(t)
-			tt.f(t, credits.New(s, nil), s)
+			b := newBackend(t)
+			if b == nil || b.Credits == nil {
+				t.Fatal("creditstest: the backend needs Credits")
+			}
+			tt.f(t, credits.New(b.Credits, nil), b.Credits)
 		})
 	}
 }

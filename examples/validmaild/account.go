@@ -37,17 +37,17 @@ func runAccount(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	defer b.Close()
-	if !b.shared() {
+	if !b.Shared {
 		return fmt.Errorf("%w: %w", errUsage, errNotShared)
 	}
-	acct, err := b.accounts.CreateAccount(ctx, store.CreateAccountParams{Email: *email})
+	acct, err := b.Accounts.CreateAccount(ctx, store.CreateAccountParams{Email: *email})
 	if errors.Is(err, store.ErrEmailTaken) {
 		return fmt.Errorf("an account with the email %q exists already", *email)
 	}
 	if err != nil {
 		return fmt.Errorf("create account: %w", err)
 	}
-	_, secret, err := b.accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: acct.ID, Name: "default"})
+	_, secret, err := b.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: acct.ID, Name: "default"})
 	if err != nil {
 		return fmt.Errorf("create key: %w", err)
 	}

@@ -106,32 +106,32 @@ func loadAPI(t *testing.T, storeURL, dnsAddr string) (http.Handler, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(b.Close)
+	t.Cleanup(func() { b.Close() })
 	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{dnsAddr}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { v.Close() })
-	ledger := credits.New(b.credits, nil)
-	queue, err := jobs.NewQueue(b.driver, ledger, nil)
+	ledger := credits.New(b.Credits, nil)
+	queue, err := jobs.NewQueue(b.Jobs, ledger, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h, err := httpapi.NewHandler(httpapi.Config{
-		Validator: v, Ledger: ledger, Queue: queue, Accounts: b.accounts,
+		Validator: v, Ledger: ledger, Queue: queue, Accounts: b.Accounts,
 		RateLimit: httpapi.RateLimit{PerSecond: -1},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, err := b.accounts.CreateAccount(ctx, store.CreateAccountParams{Email: "load@example.com"})
+	acct, err := b.Accounts.CreateAccount(ctx, store.CreateAccountParams{Email: "load@example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ledger.Grant(ctx, acct.ID, 100_000_000, ""); err != nil {
 		t.Fatal(err)
 	}
-	_, key, err := b.accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: acct.ID})
+	_, key, err := b.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: acct.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

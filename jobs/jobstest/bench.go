@@ -9,6 +9,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store"
 )
 
 // Bench measures a backend made by newBackend, which must return a fresh,
@@ -18,7 +19,7 @@ import (
 //   - EnqueueCharged1000: one charged 1,000-job batch per op;
 //   - Drain: one job per op, worked by a pool of 8 workers whose validator
 //     answers at once, as with a warm DNS cache (jobs/s).
-func Bench(b *testing.B, newBackend func(tb testing.TB) Backend) {
+func Bench(b *testing.B, newBackend func(tb testing.TB) *store.Backend) {
 	batch := make([]string, 1000)
 	for i := range batch {
 		batch[i] = fmt.Sprintf("user%d@bench.example.org", i)
@@ -98,8 +99,8 @@ func Bench(b *testing.B, newBackend func(tb testing.TB) Backend) {
 	})
 }
 
-func newQueue(tb testing.TB, be Backend) *jobs.Queue {
-	q, err := jobs.NewQueue(be.Driver, credits.New(be.Credits, nil), nil)
+func newQueue(tb testing.TB, be *store.Backend) *jobs.Queue {
+	q, err := jobs.NewQueue(be.Jobs, credits.New(be.Credits, nil), nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
-	"github.com/validmail/validmail/store/storetest/childtest"
+	"github.com/validmail/validmail/store/storetest/crashtest"
 )
 
 // Variables through which [RunCrash] configures its child processes.
@@ -41,33 +41,9 @@ const (
 	crashSlow = 4 * time.Millisecond
 )
 
-// CrashBackend is what [RunCrash] and [CrashChild] need of a backend
-// whose state outlives the process using it. A backend that lives in
-// memory, such as store/memstore, cannot take this test: its state dies
-// with the process that is killed.
-type CrashBackend struct {
-	// ChildTest is the name of the top-level test that calls
-	// [CrashChild] with this backend. Empty means "TestCrashChild".
-	ChildTest string
-	// NewNamespace returns a fresh, empty namespace (a schema, a key
-	// prefix) in the parent process and arranges for it to be removed
-	// when tb ends.
-	NewNamespace func(tb testing.TB) string
-	// Open returns the backend over namespace. It is called in the
-	// parent and in each child process. Backend.Events is required.
-	Open func(tb testing.TB, namespace string) Backend
-}
-
-func (b CrashBackend) childTest() string {
-	if b.ChildTest == "" {
-		return "TestCrashChild"
-	}
-	return b.ChildTest
-}
-
 // RunCrash checks that a batch survives the death of a worker process.
 // It enqueues a charged batch of 1,000 jobs in a fresh namespace, starts
-// a child process (the test binary, running b.ChildTest) whose
+// a child process (the test binary, running d.ChildTest) whose
 // [jobs.Pool] works the batch, kills it with SIGKILL after some 150
 // completions, and starts a second child that finishes the batch. It
 // then checks that every job completed exactly once, with its result,
@@ -77,20 +53,10 @@ func (b CrashBackend) childTest() string {
 // address in ten comes back UNKNOWN.
 //
 // RunCrash is skipped under -short and inside a child process.
-func RunCrash(t *testing.T, b CrashBackend) {
-	if os.Getenv(EnvCrashNamespace) != "" {
-		t.Skip("in a crash child process")
-	}
-	if testing.Short() {
-		t.Skip("starts child processes")
-	}
-	t.Parallel()
+func RunCrash(t *testing.T, d crashtest.Durable) {
+	ns, sb := crashtest.Begin(t, d, EnvCrashNamespace)
+	be := fromStore(t, sb)
 	ctx := context.Background()
-	ns := b.NewNamespace(t)
-	be := b.Open(t, ns)
-	if be.Events == nil {
-		t.Fatal("jobstest: CrashBackend.Open returned a Backend without Events")
-	}
 	ledger := credits.New(be.Credits, nil)
 	for _, g := range []struct {
 		n      int64
@@ -128,7 +94,7 @@ func RunCrash(t *testing.T, b CrashBackend) {
 	}
 
 	// The first worker is slowed down so that it is killed mid-batch.
-	c := childtest.Start(t, b.childTest(), EnvCrashNamespace+"="+ns, envCrashDelay+"="+crashSlow.String())
+	c := crashtest.Start(t, d.ChildTest, EnvCrashNamespace+"="+ns, envCrashDelay+"="+crashSlow.String())
 	deadline := time.Now().Add(30 * time.Second)
 	for completed() < crashKillAt {
 		if time.Now().After(deadline) {
@@ -144,7 +110,7 @@ func RunCrash(t *testing.T, b CrashBackend) {
 		t.Fatal("the first worker finished before it was killed")
 	}
 
-	c = childtest.Start(t, b.childTest(), EnvCrashNamespace+"="+ns, envCrashDelay+"=0s")
+	c = crashtest.Start(t, d.ChildTest, EnvCrashNamespace+"="+ns, envCrashDelay+"=0s")
 	if err := c.Wait(90 * time.Second); err != nil {
 		t.Fatalf("second worker: %v\n%s", err, c.Output())
 	}
@@ -214,16 +180,13 @@ func RunCrash(t *testing.T, b CrashBackend) {
 // b.ChildTest calls it. It runs a [jobs.Pool] over the namespace given by
 // the parent until every job of the batch has completed. Without
 // [EnvCrashNamespace] (a test run of its own) it skips.
-func CrashChild(t *testing.T, b CrashBackend) {
-	ns := os.Getenv(EnvCrashNamespace)
-	if ns == "" {
-		t.Skip("the worker process of RunCrash")
-	}
+func CrashChild(t *testing.T, d crashtest.Durable) {
+	_, sb := crashtest.InChild(t, d, EnvCrashNamespace)
+	be := fromStore(t, sb)
 	delay, err := time.ParseDuration(os.Getenv(envCrashDelay))
 	if err != nil {
 		t.Fatalf("%s: %v", envCrashDelay, err)
 	}
-	be := b.Open(t, ns)
 	q, err := jobs.NewQueue(be.Driver, credits.New(be.Credits, nil), nil)
 	if err != nil {
 		t.Fatal(err)

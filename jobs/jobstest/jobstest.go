@@ -18,22 +18,38 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/webhook/jobevents"
 )
 
-// Backend is what the suite needs of a backend.
-type Backend struct {
+// backend is what the suite needs of a [store.Backend].
+type backend struct {
 	// Driver is the queue storage under test.
 	Driver jobs.Driver
 	// Credits is the ledger storage the driver charges and refunds.
 	Credits credits.Store
-	// Events, when set, returns the outbox events recorded for an account
-	// by completions, with their ID, Type, CreatedAt and Payload as
-	// written; the outbox checks are skipped without it. A backend that
-	// implements webhook.Outbox can use jobevents.List.
+	// Events returns the outbox events recorded for an account by
+	// completions, with their ID, Type, CreatedAt and Payload as written.
 	Events func(ctx context.Context, account string) ([]jobs.Event, error)
+}
+
+// fromStore returns what the suite uses of b.
+func fromStore(tb testing.TB, b *store.Backend) backend {
+	tb.Helper()
+	if b == nil || b.Jobs == nil || b.Credits == nil || b.Outbox == nil {
+		tb.Fatal("jobstest: the backend needs Jobs, Credits and Outbox")
+	}
+	return backend{
+		Driver:  b.Jobs,
+		Credits: b.Credits,
+		Events: func(ctx context.Context, account string) ([]jobs.Event, error) {
+			return jobevents.List(ctx, b.Outbox, account)
+		},
+	}
 }
 
 // Run checks that backends made by newBackend behave as [jobs.Driver]
@@ -42,7 +58,7 @@ type Backend struct {
 // newBackend; the suite's assertions about leasing assume that no other
 // test enqueues jobs into the same backend, so return a fresh namespace
 // every time.
-func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
+func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 	tests := []struct {
 		name string
 		f    func(t *testing.T, b *bundle)
@@ -72,18 +88,18 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			be := newBackend(t)
+			be := fromStore(t, newBackend(t))
 			q, err := jobs.NewQueue(be.Driver, credits.New(be.Credits, nil), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			tt.f(t, &bundle{Backend: be, q: q, ledger: credits.New(be.Credits, nil)})
+			tt.f(t, &bundle{backend: be, q: q, ledger: credits.New(be.Credits, nil)})
 		})
 	}
 }
 
 type bundle struct {
-	Backend
+	backend
 	q      *jobs.Queue
 	ledger *credits.Ledger
 }
@@ -153,7 +169,7 @@ func mustEnqueue(t *testing.T, b *bundle, acct string, n int) []string {
 
 func mustLease(t *testing.T, b *bundle, max int, d time.Duration) []jobs.Lease {
 	t.Helper()
-	ls, err := b.q.Lease(context.Background(), max, d)
+	ls, err := b.Driver.Lease(context.Background(), jobs.LeaseParams{Max: max, Duration: d})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +487,7 @@ func testConcurrentWorkers(t *testing.T, b *bundle) {
 	for range 8 {
 		wg.Go(func() {
 			for {
-				ls, err := b.q.Lease(ctx, 10, 5*time.Second)
+				ls, err := b.Driver.Lease(ctx, jobs.LeaseParams{Max: 10, Duration: 5 * time.Second})
 				if err != nil {
 					t.Error(err)
 					return
@@ -481,7 +497,7 @@ func testConcurrentWorkers(t *testing.T, b *bundle) {
 				}
 				for _, l := range ls {
 					r, _ := likely(ctx, l.Email)
-					if err := b.q.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
+					if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
 						t.Errorf("Complete(%s): %v", l.ID, err)
 						continue
 					}
@@ -554,9 +570,6 @@ func testUnknownRefund(t *testing.T, b *bundle) {
 	if refunds != 2 {
 		t.Errorf("%d refund entries, want 2", refunds)
 	}
-	if b.Events == nil {
-		return
-	}
 	evs, err := b.Events(ctx, acct)
 	if err != nil {
 		t.Fatal(err)
@@ -596,9 +609,6 @@ func testUnknownRefund(t *testing.T, b *bundle) {
 // the outbox: the completion fails as a whole (no result, no refund, no
 // second event) and the lease still holds.
 func testDuplicateEvent(t *testing.T, b *bundle) {
-	if b.Events == nil {
-		t.Skip("Backend.Events not set")
-	}
 	ctx := context.Background()
 	acct := account()
 	grant(t, b, acct, 2)
@@ -612,11 +622,11 @@ func testDuplicateEvent(t *testing.T, b *bundle) {
 	}
 	ev := &jobs.Event{ID: "evt_dup_" + ids[0], Type: "test.completed", Payload: []byte(`{}`)}
 	r, _ := likely(ctx, ls[0].Email)
-	if err := b.q.Complete(ctx, jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: r, Event: ev}); err != nil {
+	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: r, Event: ev}); err != nil {
 		t.Fatal(err)
 	}
 	r = jobs.UnknownResult(ls[1].Email)
-	if err := b.q.Complete(ctx, jobs.CompleteParams{ID: ls[1].ID, Token: ls[1].Token, Result: r, Refund: 1, Event: ev}); err == nil {
+	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: ls[1].ID, Token: ls[1].Token, Result: r, Refund: 1, Event: ev}); err == nil {
 		t.Fatal("completion with a duplicate event id succeeded")
 	}
 	if j, err := b.q.Get(ctx, acct, ls[1].ID); err != nil || j.State != jobs.StateActive || j.Result != nil {
@@ -628,7 +638,7 @@ func testDuplicateEvent(t *testing.T, b *bundle) {
 	if evs, err := b.Events(ctx, acct); err != nil || len(evs) != 1 {
 		t.Fatalf("%d events (%v), want 1", len(evs), err)
 	}
-	if err := b.q.Complete(ctx, jobs.CompleteParams{ID: ls[1].ID, Token: ls[1].Token, Result: r, Refund: 1}); err != nil {
+	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: ls[1].ID, Token: ls[1].Token, Result: r, Refund: 1}); err != nil {
 		t.Fatalf("the lease did not survive the failed completion: %v", err)
 	}
 	if n := balance(t, b, acct); n != 1 {
@@ -660,7 +670,7 @@ func testCrashRescue(t *testing.T, b *bundle) {
 	}
 	for _, l := range crashed {
 		r, _ := likely(ctx, l.Email)
-		if err := b.q.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); !errors.Is(err, jobs.ErrLeaseLost) {
+		if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); !errors.Is(err, jobs.ErrLeaseLost) {
 			t.Fatalf("completion under an expired, rescued lease: %v, want ErrLeaseLost", err)
 		}
 	}
@@ -669,7 +679,7 @@ func testCrashRescue(t *testing.T, b *bundle) {
 			t.Fatalf("rescued job %s has Errors %d, want 1", l.ID, l.Errors)
 		}
 		r, _ := likely(ctx, l.Email)
-		if err := b.q.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
+		if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -709,7 +719,7 @@ func testRescueRace(t *testing.T, b *bundle) {
 	l := mustLease(t, b, 1, 300*time.Millisecond)[0]
 	r, _ := likely(ctx, l.Email)
 	r.Provider.Name = "Marker"
-	if err := b.q.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
+	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(400 * time.Millisecond) // the old lease would have expired by now
@@ -723,10 +733,10 @@ func testRescueRace(t *testing.T, b *bundle) {
 	if ls := mustLease(t, b, 10, time.Second); len(ls) != 0 {
 		t.Fatalf("a completed job was leased again: %+v", ls)
 	}
-	if err := b.q.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); !errors.Is(err, jobs.ErrLeaseLost) {
+	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); !errors.Is(err, jobs.ErrLeaseLost) {
 		t.Fatalf("second completion: %v, want ErrLeaseLost", err)
 	}
-	if err := b.q.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token}); !errors.Is(err, jobs.ErrLeaseLost) {
+	if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token}); !errors.Is(err, jobs.ErrLeaseLost) {
 		t.Fatalf("retry of a completed job: %v, want ErrLeaseLost", err)
 	}
 }
@@ -758,7 +768,7 @@ func testRescueRaceConcurrent(t *testing.T, b *bundle) {
 		workers.Go(func() {
 			for i := w; i < len(ls); i += 4 {
 				r, _ := likely(ctx, ls[i].Email)
-				err := b.q.Complete(ctx, jobs.CompleteParams{ID: ls[i].ID, Token: ls[i].Token, Result: r})
+				err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: ls[i].ID, Token: ls[i].Token, Result: r})
 				switch {
 				case err == nil:
 					completed[i] = true
@@ -795,7 +805,7 @@ func testHeartbeat(t *testing.T, b *bundle) {
 	l := mustLease(t, b, 1, 400*time.Millisecond)[0]
 	for range 3 {
 		time.Sleep(100 * time.Millisecond)
-		exp, err := b.q.Heartbeat(ctx, l, 600*time.Millisecond)
+		exp, err := b.Driver.Heartbeat(ctx, jobs.HeartbeatParams{ID: l.ID, Token: l.Token, Duration: 600 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -808,22 +818,22 @@ func testHeartbeat(t *testing.T, b *bundle) {
 	}
 	bad := l
 	bad.Token = "not-the-token"
-	if _, err := b.q.Heartbeat(ctx, bad, time.Second); !errors.Is(err, jobs.ErrLeaseLost) {
+	if _, err := b.Driver.Heartbeat(ctx, jobs.HeartbeatParams{ID: bad.ID, Token: bad.Token, Duration: time.Second}); !errors.Is(err, jobs.ErrLeaseLost) {
 		t.Fatalf("heartbeat with a wrong token: %v, want ErrLeaseLost", err)
 	}
-	if err := b.q.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: bad.Token}); !errors.Is(err, jobs.ErrLeaseLost) {
+	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: bad.Token}); !errors.Is(err, jobs.ErrLeaseLost) {
 		t.Fatalf("complete with a wrong token: %v, want ErrLeaseLost", err)
 	}
 	unknown := l
 	unknown.ID = "999999999999"
-	if _, err := b.q.Heartbeat(ctx, unknown, time.Second); !errors.Is(err, jobs.ErrNotFound) {
+	if _, err := b.Driver.Heartbeat(ctx, jobs.HeartbeatParams{ID: unknown.ID, Token: unknown.Token, Duration: time.Second}); !errors.Is(err, jobs.ErrNotFound) {
 		t.Fatalf("heartbeat of an unknown job: %v, want ErrNotFound", err)
 	}
 	r, _ := likely(ctx, l.Email)
-	if err := b.q.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
+	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.q.Heartbeat(ctx, l, time.Second); !errors.Is(err, jobs.ErrLeaseLost) {
+	if _, err := b.Driver.Heartbeat(ctx, jobs.HeartbeatParams{ID: l.ID, Token: l.Token, Duration: time.Second}); !errors.Is(err, jobs.ErrLeaseLost) {
 		t.Fatalf("heartbeat of a completed job: %v, want ErrLeaseLost", err)
 	}
 }
@@ -833,7 +843,7 @@ func testRetry(t *testing.T, b *bundle) {
 	acct := account()
 	ids := mustEnqueue(t, b, acct, 1)
 	l := mustLease(t, b, 1, time.Minute)[0]
-	if err := b.q.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(time.Second), Error: "boom"}); err != nil {
+	if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(time.Second), Error: "boom"}); err != nil {
 		t.Fatal(err)
 	}
 	j, err := b.q.Get(ctx, acct, ids[0])
@@ -843,7 +853,7 @@ func testRetry(t *testing.T, b *bundle) {
 	if ls := mustLease(t, b, 1, time.Minute); len(ls) != 0 {
 		t.Fatal("job leased before its run-at")
 	}
-	if err := b.q.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token}); !errors.Is(err, jobs.ErrLeaseLost) {
+	if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token}); !errors.Is(err, jobs.ErrLeaseLost) {
 		t.Fatalf("second retry under the same lease: %v, want ErrLeaseLost", err)
 	}
 	var l2 jobs.Lease
@@ -859,7 +869,7 @@ func testRetry(t *testing.T, b *bundle) {
 	}
 	// Handing a job back without an error does not count an attempt and
 	// makes it available at once.
-	if err := b.q.Retry(ctx, jobs.RetryParams{ID: l2.ID, Token: l2.Token}); err != nil {
+	if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: l2.ID, Token: l2.Token}); err != nil {
 		t.Fatal(err)
 	}
 	ls := mustLease(t, b, 1, time.Minute)
@@ -909,7 +919,7 @@ func testCleanup(t *testing.T, b *bundle) {
 	ids := mustEnqueue(t, b, acct, 3)
 	ls := mustLease(t, b, 2, time.Minute)
 	r, _ := likely(ctx, ls[0].Email)
-	if err := b.q.Complete(ctx, jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: r}); err != nil {
+	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: r}); err != nil {
 		t.Fatal(err)
 	}
 	n, err := b.Driver.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: time.Now().Add(-time.Minute)})
@@ -1000,7 +1010,7 @@ func testCanceled(t *testing.T, b *bundle) {
 	if ls := mustLease(t, b, 10, time.Second); len(ls) != 0 {
 		t.Fatal("a canceled Enqueue created a job")
 	}
-	if _, err := b.q.Lease(ctx, 1, time.Second); !errors.Is(err, context.Canceled) {
+	if _, err := b.Driver.Lease(ctx, jobs.LeaseParams{Max: 1, Duration: time.Second}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Lease with a canceled context: %v", err)
 	}
 }

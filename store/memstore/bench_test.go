@@ -4,12 +4,10 @@ import (
 	"testing"
 
 	"github.com/validmail/validmail/jobs/jobstest"
+	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
 )
 
 func BenchmarkQueue(b *testing.B) {
-	jobstest.Bench(b, func(testing.TB) jobstest.Backend {
-		s := memstore.New()
-		return jobstest.Backend{Driver: s, Credits: s}
-	})
+	jobstest.Bench(b, func(testing.TB) *store.Backend { return memstore.NewBackend() })
 }

@@ -1,8 +1,9 @@
 // Package memstore keeps every validmail backend in memory: accounts and
 // keys ([store.Accounts]), the credits ledger ([credits.Store]), the job
-// queue ([jobs.Driver], [jobs.ChargingDriver], [jobs.Notifier]) and, through
-// [Store.Webhooks], the webhook outbox and endpoints ([webhook.Outbox],
-// [webhook.Endpoints]). It is the embedded default, and what tests use.
+// queue ([jobs.Driver], [jobs.ChargingDriver], [jobs.Notifier]) and, on
+// [Webhooks], the webhook outbox and endpoints ([webhook.Outbox],
+// [webhook.Endpoints]). [NewBackend] returns them all as one
+// [store.Backend]. It is the embedded default, and what tests use.
 //
 // One [Store] holds all of them behind one mutex, so every multi-part change
 // — creating an account with its signup credits, charging and enqueueing a

@@ -21,14 +21,11 @@ var (
 // ([webhook.Outbox]) and endpoints ([webhook.Endpoints]). It shares the
 // Store's data and mutex, so the event a job completion records
 // ([jobs.CompleteParams.Event]) is a pending delivery from the instant the
-// job is completed. Get it from [Store.Webhooks].
+// job is completed.
 //
 // It is a separate type because the job queue's methods on Store already
-// carry the names Enqueue and Lease.
+// carry the names Enqueue and Lease; [Store.Backend] hands out both.
 type Webhooks struct{ s *Store }
-
-// Webhooks returns the store's webhook outbox and endpoints.
-func (s *Store) Webhooks() *Webhooks { return &Webhooks{s: s} }
 
 func cloneDelivery(d *webhook.Delivery) webhook.Delivery {
 	c := *d

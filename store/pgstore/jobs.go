@@ -304,7 +304,7 @@ func (s *Store) leaseLost(ctx context.Context, id int64) error {
 
 // Complete implements [jobs.Driver]: result, refund and event are written
 // by one statement. The event becomes a pending delivery of
-// [Store.Webhooks], due at its CreatedAt (the completion time when zero).
+// [Webhooks], due at its CreatedAt (the completion time when zero).
 // An event id already in the outbox fails the completion as a whole with
 // an error wrapping [webhook.ErrDuplicate]; the lease still holds.
 func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {

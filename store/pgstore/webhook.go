@@ -24,7 +24,7 @@ var (
 // webhook_endpoints of the Store's schema. The event a job completion
 // records ([jobs.CompleteParams.Event]) is inserted into webhook_deliveries
 // by the statement that completes the job, so it is a pending delivery
-// exactly when the job is completed. Get it from [Store.Webhooks].
+// exactly when the job is completed.
 //
 // Every time it stores (due times, lease expiries, attempt and finish
 // times, endpoint timestamps) is the one passed by the caller, never the
@@ -34,11 +34,8 @@ var (
 // compare-and-set on the lease token.
 //
 // It is a separate type because the job queue's methods on Store already
-// carry the names Enqueue and Lease.
+// carry the names Enqueue and Lease; [Store.Backend] hands out both.
 type Webhooks struct{ s *Store }
-
-// Webhooks returns the store's webhook outbox and endpoints.
-func (s *Store) Webhooks() *Webhooks { return &Webhooks{s: s} }
 
 // deliveryColumns are the columns scanDelivery reads, in order.
 const deliveryColumns = `event_id, account_id, type, coalesce(job_id, ''), created_at, payload, state,

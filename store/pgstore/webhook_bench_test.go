@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/validmail/validmail/store/pgstore"
 	"github.com/validmail/validmail/webhook"
 )
 
@@ -13,7 +14,7 @@ import (
 // op is an event enqueued, then leased (64 at a time), its attempt
 // recorded and the delivery marked delivered.
 func BenchmarkWebhookOutbox(b *testing.B) {
-	w := newStore(b).Webhooks()
+	w := newStore(b).Backend().Outbox.(*pgstore.Webhooks)
 	ctx := context.Background()
 	now := time.Now()
 	payload := []byte(`{"type":"validation.completed","data":{"job_id":"1","result":{"email":"a@b.example"}}}`)

@@ -43,7 +43,7 @@ func TestCompleteWritesDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := s.Webhooks()
+	w := s.Backend().Outbox.(*pgstore.Webhooks)
 	ds, err := w.Lease(ctx, webhook.LeaseParams{Now: time.Now().Add(time.Second), Limit: 10, Duration: time.Minute})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("webhook Lease: %d, %v", len(ds), err)
@@ -104,7 +104,7 @@ func TestMigrateFromFirstSchema(t *testing.T) {
 	if v, err := s.SchemaVersion(ctx); err != nil || v < 2 {
 		t.Fatalf("SchemaVersion = %d, %v; want at least 2", v, err)
 	}
-	ds, err := s.Webhooks().Lease(ctx, webhook.LeaseParams{Now: time.Date(2030, 1, 1, 0, 0, 1, 0, time.UTC), Limit: 10, Duration: time.Minute})
+	ds, err := s.Backend().Outbox.(*pgstore.Webhooks).Lease(ctx, webhook.LeaseParams{Now: time.Date(2030, 1, 1, 0, 0, 1, 0, time.UTC), Limit: 10, Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

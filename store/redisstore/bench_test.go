@@ -4,11 +4,9 @@ import (
 	"testing"
 
 	"github.com/validmail/validmail/jobs/jobstest"
+	"github.com/validmail/validmail/store"
 )
 
 func BenchmarkQueue(b *testing.B) {
-	jobstest.Bench(b, func(tb testing.TB) jobstest.Backend {
-		s, _, _ := setup(tb, nil)
-		return jobstest.Backend{Driver: s, Credits: s}
-	})
+	jobstest.Bench(b, func(tb testing.TB) *store.Backend { return newBackend(tb) })
 }

@@ -1,14 +1,19 @@
 package redisstore_test
 
 import (
-	"context"
 	"testing"
 
-	"github.com/validmail/validmail/jobs"
-	"github.com/validmail/validmail/jobs/jobstest"
+	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/redisstore"
-	"github.com/validmail/validmail/webhook/jobevents"
+	"github.com/validmail/validmail/store/storetest/crashtest"
 )
+
+// durable is a key prefix shared by a test process and the worker and
+// dispatcher processes of the crash tests.
+var durable = crashtest.Durable{
+	NewNamespace: newPrefix,
+	Open:         func(tb testing.TB, prefix string) *store.Backend { return openPrefix(tb, prefix).Backend() },
+}
 
 // newPrefix returns a fresh key prefix whose keys are deleted when tb
 // ends.
@@ -26,19 +31,3 @@ func openPrefix(tb testing.TB, prefix string) *redisstore.Store {
 	}
 	return s
 }
-
-// crashBackend is a key prefix shared by a test process and its workers.
-var crashBackend = jobstest.CrashBackend{
-	ChildTest:    "TestCrashChild",
-	NewNamespace: newPrefix,
-	Open: func(tb testing.TB, prefix string) jobstest.Backend {
-		s := openPrefix(tb, prefix)
-		events := func(ctx context.Context, account string) ([]jobs.Event, error) {
-			return jobevents.List(ctx, s.Webhooks(), account)
-		}
-		return jobstest.Backend{Driver: s, Credits: s, Events: events}
-	},
-}
-
-func TestCrash(t *testing.T)      { jobstest.RunCrash(t, crashBackend) }
-func TestCrashChild(t *testing.T) { jobstest.CrashChild(t, crashBackend) }

@@ -1,9 +1,10 @@
 // Package redisstore keeps every validmail backend in Redis: accounts and
 // keys ([store.Accounts]), the credits ledger ([credits.Store]), the job
 // queue ([jobs.Driver], [jobs.ChargingDriver], [jobs.Notifier]) and the
-// webhook outbox and endpoints ([webhook.Outbox], [webhook.Endpoints],
-// through [Store.Webhooks]). It runs on
-// the host's go-redis client ([redis.UniversalClient]) and never owns it.
+// webhook outbox and endpoints ([webhook.Outbox], [webhook.Endpoints], on
+// [Webhooks]), with a shared [RateLimiter]; [NewBackend] returns them all
+// as one [store.Backend]. It runs on the host's go-redis client
+// ([redis.UniversalClient]) and never owns it.
 //
 // Every change that touches more than one key is one Lua script, run with
 // EVALSHA (falling back to EVAL when the server does not know it yet). Each

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
@@ -96,18 +97,18 @@ func TestWrongType(t *testing.T) {
 			return err
 		}},
 		{"WebhookDeliveries", "wh:acct:A", func(s *redisstore.Store, acct string) error {
-			_, err := s.Webhooks().Deliveries(ctx, webhook.ListParams{AccountID: acct})
+			_, err := s.Backend().Outbox.(*redisstore.Webhooks).Deliveries(ctx, webhook.ListParams{AccountID: acct})
 			return err
 		}},
 		{"WebhookEnqueue", "wh:due", func(s *redisstore.Store, acct string) error {
-			return s.Webhooks().Enqueue(ctx, webhook.Event{ID: "msg_1", AccountID: acct, Payload: []byte("{}")})
+			return s.Backend().Outbox.(*redisstore.Webhooks).Enqueue(ctx, webhook.Event{ID: "msg_1", AccountID: acct, Payload: []byte("{}")})
 		}},
 		{"WebhookLease", "wh:due", func(s *redisstore.Store, acct string) error {
-			_, err := s.Webhooks().Lease(ctx, webhook.LeaseParams{Now: time.Now(), Limit: 1, Duration: time.Minute})
+			_, err := s.Backend().Outbox.(*redisstore.Webhooks).Lease(ctx, webhook.LeaseParams{Now: time.Now(), Limit: 1, Duration: time.Minute})
 			return err
 		}},
 		{"WebhookEndpoint", "wh:ep:A", func(s *redisstore.Store, acct string) error {
-			_, _, err := s.Webhooks().PutEndpoint(ctx, webhook.PutEndpointParams{AccountID: acct, URL: "https://example.org/", Secret: webhook.NewSecret(), Now: time.Now()})
+			_, _, err := s.Backend().Outbox.(*redisstore.Webhooks).PutEndpoint(ctx, webhook.PutEndpointParams{AccountID: acct, URL: "https://example.org/", Secret: webhook.NewSecret(), Now: time.Now()})
 			return err
 		}},
 	} {
@@ -167,7 +168,7 @@ func TestWrongTypeCompleteWritesNothing(t *testing.T) {
 	if err := s.Complete(ctx, cp); err != nil {
 		t.Fatalf("complete after repair: %v", err)
 	}
-	evs, err := jobevents.List(ctx, s.Webhooks(), "A")
+	evs, err := jobevents.List(ctx, s.Backend().Outbox.(*redisstore.Webhooks), "A")
 	if err != nil || len(evs) != 1 || evs[0].ID != "ev1" || string(evs[0].Payload) != "{}" {
 		t.Fatalf("outbox %+v, %v", evs, err)
 	}

@@ -21,18 +21,15 @@ var (
 // ([webhook.Outbox]) and endpoints ([webhook.Endpoints]), under the same
 // prefix. The event a job completion records ([jobs.CompleteParams.Event])
 // is written by the completion's own script, so it is a pending delivery
-// from the instant the job is completed. Get it from [Store.Webhooks].
+// from the instant the job is completed.
 //
 // Every state change is one script and a compare-and-set on the lease
 // token. The times the methods take (lease and due times, attempt and
 // finish times) are the caller's; the server's clock is not used.
 //
 // It is a separate type because the job queue's methods on Store already
-// carry the names Enqueue and Lease.
+// carry the names Enqueue and Lease; [Store.Backend] hands out both.
 type Webhooks struct{ s *Store }
-
-// Webhooks returns the store's webhook outbox and endpoints.
-func (s *Store) Webhooks() *Webhooks { return &Webhooks{s: s} }
 
 // us returns t in microseconds since the epoch as text, or "" for the
 // zero time.

@@ -1,6 +1,18 @@
-// Package storetest is the conformance suite for [store.Accounts]
-// backends. A backend's test calls [Run] with a constructor of fresh
-// backends.
+// Package storetest defines what a correct [store.Backend] is. A backend's
+// test calls [RunBackend], the one entry point, which runs every suite
+// against it: credits (credits/creditstest), jobs (jobs/jobstest), webhooks
+// (webhook/webhooktest), accounts ([Run], in this package) and, for a
+// backend whose data outlives the process, the crash tests that kill a
+// worker or a dispatcher mid-batch:
+//
+//	func TestBackend(t *testing.T) {
+//		storetest.RunBackend(t, storetest.Harness{
+//			New: func(tb testing.TB) *store.Backend { return memstore.NewBackend() },
+//		})
+//	}
+//
+// Every suite takes the same constructor: a function returning a fresh,
+// empty backend that no other call shares.
 package storetest
 
 import (
@@ -15,30 +27,27 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/store"
 )
 
-// Backend is what the suite needs of a backend.
-type Backend struct {
-	// Accounts is the storage under test.
-	Accounts store.Accounts
-	// Credits is the ledger storage that CreateAccount writes the signup
-	// grant to.
-	Credits credits.Store
-	// Dump returns every byte of data the backend holds for this test (rows,
-	// keys and values, in any encoding that keeps strings readable). The
-	// suite searches it for secrets that must not be stored.
-	Dump func(ctx context.Context) ([]byte, error)
+// Dumper is implemented by an Accounts whose data the suite can search:
+// Dump returns every byte of data the backend holds for this test (rows,
+// keys and values, in any encoding that keeps strings readable). The suite
+// searches it for secrets that must not be stored, and skips that check
+// for an Accounts without Dump.
+type Dumper interface {
+	Dump(ctx context.Context) ([]byte, error)
 }
 
 // Run checks that backends made by newBackend behave as [store.Accounts]
 // promises. Each subtest runs in parallel with its own backend from
 // newBackend.
-func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
+func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 	tests := []struct {
 		name string
-		f    func(t *testing.T, b Backend)
+		f    func(t *testing.T, b *store.Backend)
 	}{
 		{"CreateAccountGrantsCredits", testCreateAccount},
 		{"SignupCreditsOption", testSignupCredits},
@@ -63,7 +72,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 
 func email() string { return "owner-" + uuid.NewString() + "@example.org" }
 
-func mustAccount(t *testing.T, b Backend, p store.CreateAccountParams) store.Account {
+func mustAccount(t *testing.T, b *store.Backend, p store.CreateAccountParams) store.Account {
 	t.Helper()
 	if p.Email == "" {
 		p.Email = email()
@@ -75,7 +84,7 @@ func mustAccount(t *testing.T, b Backend, p store.CreateAccountParams) store.Acc
 	return a
 }
 
-func mustKey(t *testing.T, b Backend, p store.CreateKeyParams) (store.Key, string) {
+func mustKey(t *testing.T, b *store.Backend, p store.CreateKeyParams) (store.Key, string) {
 	t.Helper()
 	k, secret, err := b.Accounts.CreateKey(context.Background(), p)
 	if err != nil {
@@ -84,7 +93,7 @@ func mustKey(t *testing.T, b Backend, p store.CreateKeyParams) (store.Key, strin
 	return k, secret
 }
 
-func testCreateAccount(t *testing.T, b Backend) {
+func testCreateAccount(t *testing.T, b *store.Backend) {
 	ctx := context.Background()
 	before := time.Now().Add(-time.Second)
 	e := email()
@@ -113,7 +122,7 @@ func testCreateAccount(t *testing.T, b Backend) {
 	}
 }
 
-func testSignupCredits(t *testing.T, b Backend) {
+func testSignupCredits(t *testing.T, b *store.Backend) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		give, want int64
@@ -134,7 +143,7 @@ func testSignupCredits(t *testing.T, b Backend) {
 	}
 }
 
-func testEmailUnique(t *testing.T, b Backend) {
+func testEmailUnique(t *testing.T, b *store.Backend) {
 	ctx := context.Background()
 	e := email()
 	a := mustAccount(t, b, store.CreateAccountParams{Email: e})
@@ -151,7 +160,7 @@ func testEmailUnique(t *testing.T, b Backend) {
 	}
 }
 
-func testEmailUniqueConcurrent(t *testing.T, b Backend) {
+func testEmailUniqueConcurrent(t *testing.T, b *store.Backend) {
 	e := email()
 	var ok, taken atomic.Int64
 	var wg sync.WaitGroup
@@ -174,7 +183,7 @@ func testEmailUniqueConcurrent(t *testing.T, b Backend) {
 	}
 }
 
-func testNotFound(t *testing.T, b Backend) {
+func testNotFound(t *testing.T, b *store.Backend) {
 	ctx := context.Background()
 	if _, err := b.Accounts.GetAccount(ctx, uuid.NewString()); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetAccount(unknown): %v", err)
@@ -197,7 +206,7 @@ func testNotFound(t *testing.T, b Backend) {
 	}
 }
 
-func testKeyLifecycle(t *testing.T, b Backend) {
+func testKeyLifecycle(t *testing.T, b *store.Backend) {
 	ctx := context.Background()
 	a := mustAccount(t, b, store.CreateAccountParams{})
 	k, secret := mustKey(t, b, store.CreateKeyParams{AccountID: a.ID, Name: "ci"})
@@ -249,9 +258,10 @@ func testKeyLifecycle(t *testing.T, b Backend) {
 	}
 }
 
-func testSecretNotStored(t *testing.T, b Backend) {
-	if b.Dump == nil {
-		t.Skip("backend has no Dump")
+func testSecretNotStored(t *testing.T, b *store.Backend) {
+	dumper, ok := b.Accounts.(Dumper)
+	if !ok {
+		t.Skip("the backend's Accounts has no Dump method")
 	}
 	ctx := context.Background()
 	a := mustAccount(t, b, store.CreateAccountParams{})
@@ -261,7 +271,7 @@ func testSecretNotStored(t *testing.T, b Backend) {
 	if _, err := b.Accounts.Authenticate(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	data, err := b.Dump(ctx)
+	data, err := dumper.Dump(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +288,7 @@ func testSecretNotStored(t *testing.T, b Backend) {
 	}
 }
 
-func testKeyPermissions(t *testing.T, b Backend) {
+func testKeyPermissions(t *testing.T, b *store.Backend) {
 	ctx := context.Background()
 	a := mustAccount(t, b, store.CreateAccountParams{})
 	k, secret := mustKey(t, b, store.CreateKeyParams{AccountID: a.ID, Permissions: []store.Permission{store.PermKeys, store.PermWebhooks}})
@@ -295,7 +305,7 @@ func testKeyPermissions(t *testing.T, b Backend) {
 	}
 }
 
-func testGivenSecret(t *testing.T, b Backend) {
+func testGivenSecret(t *testing.T, b *store.Backend) {
 	ctx := context.Background()
 	a := mustAccount(t, b, store.CreateAccountParams{})
 	given := store.NewSecret()
@@ -314,7 +324,7 @@ func testGivenSecret(t *testing.T, b Backend) {
 	}
 }
 
-func testAuthenticateRejects(t *testing.T, b Backend) {
+func testAuthenticateRejects(t *testing.T, b *store.Backend) {
 	ctx := context.Background()
 	a := mustAccount(t, b, store.CreateAccountParams{})
 	_, secret := mustKey(t, b, store.CreateKeyParams{AccountID: a.ID})
@@ -327,7 +337,7 @@ func testAuthenticateRejects(t *testing.T, b Backend) {
 	}
 }
 
-func testRevokeOther(t *testing.T, b Backend) {
+func testRevokeOther(t *testing.T, b *store.Backend) {
 	ctx := context.Background()
 	a := mustAccount(t, b, store.CreateAccountParams{})
 	other := mustAccount(t, b, store.CreateAccountParams{})
@@ -343,7 +353,7 @@ func testRevokeOther(t *testing.T, b Backend) {
 	}
 }
 
-func testCanceled(t *testing.T, b Backend) {
+func testCanceled(t *testing.T, b *store.Backend) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	e := email()

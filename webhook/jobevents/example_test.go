@@ -18,7 +18,7 @@ import (
 // method as jobs.PoolConfig.NewEvent.
 func ExampleSource_NewEvent() {
 	ctx := context.Background()
-	w := memstore.New().Webhooks()
+	w := memstore.NewBackend().Outbox.(*memstore.Webhooks)
 	_, _, _ = w.PutEndpoint(ctx, webhook.PutEndpointParams{
 		AccountID: "acct_1", URL: "https://hooks.example.org/validmail", Enabled: true,
 		Secret: webhook.NewSecret(), Now: time.Now(),

@@ -79,7 +79,7 @@ func completed(account, id, email string) (jobs.Job, emailcheck.Result) {
 
 func TestNewEvent(t *testing.T) {
 	t.Parallel()
-	w := memstore.New().Webhooks()
+	w := memstore.NewBackend().Outbox.(*memstore.Webhooks)
 	put(t, w, "on", true)
 	put(t, w, "off", false)
 	clk := &clock{t: time.Date(2030, 5, 6, 7, 8, 9, 123e6, time.UTC)}
@@ -130,7 +130,7 @@ func TestNewEvent(t *testing.T) {
 
 func TestNewEventCachesLookups(t *testing.T) {
 	t.Parallel()
-	w := memstore.New().Webhooks()
+	w := memstore.NewBackend().Outbox.(*memstore.Webhooks)
 	eps := &countingEndpoints{Endpoints: w}
 	clk := &clock{t: time.Now()}
 	src, err := jobevents.New(eps, &jobevents.Config{TTL: time.Minute, Now: clk.Now})
@@ -172,7 +172,7 @@ func TestNewEventCachesLookups(t *testing.T) {
 func TestNewEventLookupError(t *testing.T) {
 	t.Parallel()
 	down := errors.New("database down")
-	eps := &countingEndpoints{Endpoints: memstore.New().Webhooks(), fail: down}
+	eps := &countingEndpoints{Endpoints: memstore.NewBackend().Outbox.(*memstore.Webhooks), fail: down}
 	src, err := jobevents.New(eps, &jobevents.Config{TTL: -1})
 	if err != nil {
 		t.Fatal(err)

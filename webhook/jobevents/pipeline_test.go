@@ -83,7 +83,7 @@ func TestCompletedJobsAreDelivered(t *testing.T) {
 	const n = 200
 	ctx := t.Context()
 	s := memstore.New()
-	w := s.Webhooks()
+	w := s.Backend().Outbox.(*memstore.Webhooks)
 
 	rc := &receiver{t: t, secret: webhook.NewSecret(), byJob: map[string][]received{}}
 	srv := httptest.NewServer(rc)

@@ -6,12 +6,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/validmail/validmail/store/storetest/childtest"
+	"github.com/validmail/validmail/store/storetest/crashtest"
 	"github.com/validmail/validmail/webhook"
 )
 
@@ -28,37 +27,12 @@ const (
 	crashLease = 1500 * time.Millisecond
 )
 
-// CrashBackend is what [RunCrash] and [CrashChild] need of an outbox
-// whose state outlives the process using it. An outbox that lives in
-// memory, such as store/memstore's, cannot take this test: its state
-// dies with the process that is killed.
-type CrashBackend struct {
-	// ChildTest is the name of the top-level test that calls
-	// [CrashChild] with this backend. Empty means
-	// "TestDispatchCrashChild".
-	ChildTest string
-	// NewNamespace returns a fresh, empty namespace (a schema, a key
-	// prefix) in the parent process and arranges for it to be removed
-	// when tb ends.
-	NewNamespace func(tb testing.TB) string
-	// Open returns the outbox and endpoint store over namespace. It is
-	// called in the parent and in each child process.
-	Open func(tb testing.TB, namespace string) (webhook.Outbox, webhook.Endpoints)
-}
-
-func (b CrashBackend) childTest() string {
-	if b.ChildTest == "" {
-		return "TestDispatchCrashChild"
-	}
-	return b.ChildTest
-}
-
 // RunCrash checks that deliveries survive the death of a dispatcher
 // process. It registers a loopback endpoint (a receiver in the test
 // process that verifies every signature with [webhook.Verify], answers
 // slowly and fails the first attempt at every fifth event), enqueues 300
 // events for it, starts a child process (the test binary, running
-// b.ChildTest) whose [webhook.Dispatcher] delivers them, kills it with
+// d.ChildTest) whose [webhook.Dispatcher] delivers them, kills it with
 // SIGKILL while deliveries are pending and in flight, and starts a
 // second child that delivers the rest. It then checks that every event
 // was accepted by the receiver at least once, that no request failed
@@ -66,17 +40,10 @@ func (b CrashBackend) childTest() string {
 // attempt.
 //
 // RunCrash is skipped under -short and inside a child process.
-func RunCrash(t *testing.T, b CrashBackend) {
-	if os.Getenv(EnvCrashNamespace) != "" {
-		t.Skip("in a crash child process")
-	}
-	if testing.Short() {
-		t.Skip("starts child processes")
-	}
-	t.Parallel()
+func RunCrash(t *testing.T, d crashtest.Durable) {
+	ns, be := crashtest.Begin(t, d, EnvCrashNamespace)
+	ob, eps := be.Outbox, be.Endpoints
 	ctx := context.Background()
-	ns := b.NewNamespace(t)
-	ob, eps := b.Open(t, ns)
 
 	rc := &crashReceiver{secret: webhook.NewSecret(), attempts: map[string]int{}, ok: map[string]int{}}
 	srv := httptest.NewServer(rc)
@@ -101,7 +68,7 @@ func RunCrash(t *testing.T, b CrashBackend) {
 		}
 	}
 
-	c := childtest.Start(t, b.childTest(), EnvCrashNamespace+"="+ns)
+	c := crashtest.Start(t, d.ChildTest, EnvCrashNamespace+"="+ns)
 	deadline := time.Now().Add(30 * time.Second)
 	for rc.accepted() < crashEvents/4 {
 		if time.Now().After(deadline) {
@@ -120,7 +87,7 @@ func RunCrash(t *testing.T, b CrashBackend) {
 		t.Fatal("the first dispatcher finished before it was killed")
 	}
 
-	c = childtest.Start(t, b.childTest(), EnvCrashNamespace+"="+ns)
+	c = crashtest.Start(t, d.ChildTest, EnvCrashNamespace+"="+ns)
 	if err := c.Wait(90 * time.Second); err != nil {
 		t.Fatalf("second dispatcher: %v\n%s", err, c.Output())
 	}
@@ -158,21 +125,18 @@ func RunCrash(t *testing.T, b CrashBackend) {
 }
 
 // CrashChild is the dispatcher process of [RunCrash]: the test named by
-// b.ChildTest calls it. It runs a [webhook.Dispatcher], with a client
+// d.ChildTest calls it. It runs a [webhook.Dispatcher], with a client
 // allowed to reach 127.0.0.1, over the namespace given by the parent
 // until nothing is pending. Without [EnvCrashNamespace] (a test run of
 // its own) it skips.
-func CrashChild(t *testing.T, b CrashBackend) {
-	ns := os.Getenv(EnvCrashNamespace)
-	if ns == "" {
-		t.Skip("the dispatcher process of RunCrash")
-	}
-	ob, eps := b.Open(t, ns)
+func CrashChild(t *testing.T, d crashtest.Durable) {
+	_, be := crashtest.InChild(t, d, EnvCrashNamespace)
+	ob, eps := be.Outbox, be.Endpoints
 	hc, err := webhook.NewClient(webhook.ClientOptions{Allow: []string{"127.0.0.1"}, Timeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := webhook.NewDispatcher(ob, eps, hc, &webhook.Config{
+	disp, err := webhook.NewDispatcher(ob, eps, hc, &webhook.Config{
 		Schedule:       []time.Duration{20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond},
 		Jitter:         -1,
 		Timeout:        500 * time.Millisecond,
@@ -188,7 +152,7 @@ func CrashChild(t *testing.T, b CrashBackend) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
+	go func() { done <- disp.Run(ctx) }()
 	for ctx.Err() == nil {
 		if n, err := ob.Pending(ctx); err == nil && n == 0 {
 			break

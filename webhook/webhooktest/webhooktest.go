@@ -1,19 +1,14 @@
 // Package webhooktest is the conformance suite for [webhook.Outbox] and
-// [webhook.Endpoints] implementations. A backend runs it from a test:
-//
-//	func TestWebhookConformance(t *testing.T) {
-//		webhooktest.Run(t, func(t *testing.T) (webhook.Outbox, webhook.Endpoints) {
-//			w := newStore(t).Webhooks() // a fresh, empty store for each call
-//			return w, w
-//		})
-//	}
+// [webhook.Endpoints] implementations: the Outbox and Endpoints of a
+// [store.Backend]. A backend runs it, with every other suite, through
+// storetest.RunBackend; [Run] is the webhook part alone.
 //
 // A backend that keeps its data outside the process also runs [RunCrash]:
 // a dispatcher process is killed while deliveries are pending, and a new one
 // must deliver every event.
 //
-// newOutbox is called once per subtest, possibly from parallel subtests,
-// and must return empty stores that no other call shares. The behaviour
+// newBackend is called once per subtest, possibly from parallel subtests,
+// and must return an empty backend that no other call shares. The behaviour
 // the suite checks is the contract; a behaviour it does not check is not
 // promised.
 package webhooktest
@@ -27,11 +22,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
 )
-
-// NewFunc returns a fresh outbox and endpoint store for one subtest.
-type NewFunc func(t *testing.T) (webhook.Outbox, webhook.Endpoints)
 
 // base is the suite's clock origin. Times are whole milliseconds so that
 // backends storing millisecond or microsecond precision compare equal.
@@ -44,8 +37,9 @@ func sameTime(a, b time.Time) bool {
 	return a.Truncate(time.Millisecond).Equal(b.Truncate(time.Millisecond))
 }
 
-// Run runs every conformance test against stores from newOutbox.
-func Run(t *testing.T, newOutbox NewFunc) {
+// Run runs every conformance test against the Outbox and Endpoints of
+// backends from newBackend.
+func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 	t.Helper()
 	tests := []struct {
 		name string
@@ -72,8 +66,11 @@ func Run(t *testing.T, newOutbox NewFunc) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ob, eps := newOutbox(t)
-			tc.f(t, ob, eps)
+			b := newBackend(t)
+			if b == nil || b.Outbox == nil || b.Endpoints == nil {
+				t.Fatal("webhooktest: the backend needs Outbox and Endpoints")
+			}
+			tc.f(t, b.Outbox, b.Endpoints)
 		})
 	}
 }

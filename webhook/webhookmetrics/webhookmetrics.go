@@ -1,24 +1,31 @@
-package httpapi
+// Package webhookmetrics exports a [webhook.Dispatcher]'s activity as
+// Prometheus metrics. It is apart from package webhook so that a host
+// that delivers webhooks without Prometheus does not link its client.
+package webhookmetrics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/validmail/validmail/webhook"
 )
 
 // outboxScrapeTimeout bounds the outbox query behind the depth gauge.
 const outboxScrapeTimeout = 5 * time.Second
 
-var _ webhook.Observer = (*WebhookMetrics)(nil)
+var _ webhook.Observer = (*Metrics)(nil)
 
-// WebhookMetrics exports a [webhook.Dispatcher]'s activity as Prometheus
+// ErrNoRegisterer reports a nil Registerer passed to [New].
+var ErrNoRegisterer = errors.New("webhookmetrics: nil Registerer")
+
+// Metrics exports a [webhook.Dispatcher]'s activity as Prometheus
 // metrics. It is a [webhook.Observer]: pass it as the dispatcher's
-// Config.Observer. Create it with [NewWebhookMetrics]; it is safe for
-// concurrent use.
+// Config.Observer. Create it with [New]; it is safe for concurrent use.
 //
 // Metrics:
 //
@@ -27,7 +34,7 @@ var _ webhook.Observer = (*WebhookMetrics)(nil)
 //	validmail_webhook_attempt_duration_seconds      one HTTP attempt, until the response headers
 //	validmail_webhook_delivery_latency_seconds      event creation to successful delivery
 //	validmail_webhook_outbox_pending                deliveries not finished, all accounts
-type WebhookMetrics struct {
+type Metrics struct {
 	deliveries *prometheus.CounterVec
 	attempts   *prometheus.CounterVec
 	duration   prometheus.Histogram
@@ -35,20 +42,20 @@ type WebhookMetrics struct {
 	now        func() time.Time
 }
 
-// NewWebhookMetrics registers the webhook metrics on reg. When outbox is
+// New registers the webhook metrics on reg. When outbox is
 // not nil, validmail_webhook_outbox_pending reads [webhook.Outbox.Pending]
 // at each scrape (NaN if that fails); keep scrapes of a large SQL outbox
 // reasonably spaced. now is the clock of the delivery latency; nil means
 // time.Now. It returns an error when a metric cannot be registered, for
 // example twice on one registry.
-func NewWebhookMetrics(reg prometheus.Registerer, outbox webhook.Outbox, now func() time.Time) (*WebhookMetrics, error) {
+func New(reg prometheus.Registerer, outbox webhook.Outbox, now func() time.Time) (*Metrics, error) {
 	if reg == nil {
-		return nil, fmt.Errorf("%w: NewWebhookMetrics needs a Registerer", ErrConfig)
+		return nil, ErrNoRegisterer
 	}
 	if now == nil {
 		now = time.Now
 	}
-	m := &WebhookMetrics{
+	m := &Metrics{
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "validmail_webhook_deliveries_total",
 			Help: "Webhook deliveries by outcome after an attempt: delivered, retry, dead or disabled (410 Gone).",
@@ -86,20 +93,20 @@ func NewWebhookMetrics(reg prometheus.Registerer, outbox webhook.Outbox, now fun
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("httpapi: register webhook metrics: %w", err)
+			return nil, fmt.Errorf("webhookmetrics: register: %w", err)
 		}
 	}
 	return m, nil
 }
 
 // ObserveAttempt implements [webhook.Observer].
-func (m *WebhookMetrics) ObserveAttempt(_ webhook.Event, a webhook.Attempt) {
+func (m *Metrics) ObserveAttempt(_ webhook.Event, a webhook.Attempt) {
 	m.attempts.WithLabelValues(attemptResult(a.StatusCode)).Inc()
 	m.duration.Observe(a.Duration.Seconds())
 }
 
 // ObserveOutcome implements [webhook.Observer].
-func (m *WebhookMetrics) ObserveOutcome(ev webhook.Event, o webhook.Outcome) {
+func (m *Metrics) ObserveOutcome(ev webhook.Event, o webhook.Outcome) {
 	m.deliveries.WithLabelValues(string(o)).Inc()
 	if o == webhook.OutcomeDelivered && !ev.CreatedAt.IsZero() {
 		m.latency.Observe(max(0, m.now().Sub(ev.CreatedAt).Seconds()))

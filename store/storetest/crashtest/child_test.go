@@ -1,4 +1,4 @@
-package childtest_test
+package crashtest_test
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validmail/validmail/store/storetest/childtest"
+	"github.com/validmail/validmail/store/storetest/crashtest"
 )
 
 const envMode = "CHILDTEST_MODE"
@@ -43,7 +43,7 @@ func TestStart(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
 			t.Parallel()
-			c := childtest.Start(t, "TestChildProcess", envMode+"="+tt.mode)
+			c := crashtest.Start(t, "TestChildProcess", envMode+"="+tt.mode)
 			start := time.Now()
 			err := c.Wait(tt.wait)
 			if (err != nil) != tt.wantErr {

@@ -1,11 +1,13 @@
-// Package childtest runs one test of the current test binary in a child
-// process, for tests that must kill a process mid-work. The backend
-// conformance suites use it for their crash tests ([jobstest.RunCrash],
-// [webhooktest.RunCrash]); backends need not import it themselves.
+// Package crashtest is the harness of the conformance suites' crash
+// tests ([jobstest.RunCrash], [webhooktest.RunCrash]): a backend whose
+// state outlives the process ([Durable]), the shared start of every crash
+// test ([Begin]), and a child process running one test of the current
+// test binary ([Start]), to be killed mid-work. Backends reach it through
+// storetest.RunBackend and need not import it themselves.
 //
 // [jobstest.RunCrash]: https://pkg.go.dev/github.com/validmail/validmail/jobs/jobstest#RunCrash
 // [webhooktest.RunCrash]: https://pkg.go.dev/github.com/validmail/validmail/webhook/webhooktest#RunCrash
-package childtest
+package crashtest
 
 import (
 	"bytes"
@@ -60,7 +62,7 @@ func (c *Child) Wait(d time.Duration) error {
 		return err
 	case <-timer.C:
 		c.Kill()
-		return fmt.Errorf("childtest: still running after %v", d)
+		return fmt.Errorf("crashtest: still running after %v", d)
 	}
 }
 

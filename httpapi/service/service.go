@@ -1,0 +1,445 @@
+// Package service assembles the whole validmail service from one
+// [store.Backend]: the validator, the credit ledger, the job queue and its
+// worker pool, the webhook dispatcher and the HTTP API, started and stopped
+// in the right order. It is what examples/validmaild runs, so that a host
+// building its own service binary gets the same composition without
+// copying it:
+//
+//	b, err := storeurl.Open(ctx, "memory", nil)
+//	...
+//	svc, err := service.New(service.Config{Backend: b, Logger: logger})
+//	...
+//	svc.Mux().HandleFunc("GET /hello", hello)  // the host's own routes
+//	err = svc.Serve(ctx, ln)                   // until ctx ends, then drains
+//
+// Every piece stays replaceable: the host may pass its own validator,
+// logger, Prometheus registerer, middleware around the API, or backend
+// fields of its own (an Accounts in front of the backend's, say), and may
+// reach each part the service built ([Service.Queue], [Service.Ledger],
+// [Service.Dispatcher], ...) to add what it needs.
+//
+// # Start and stop
+//
+// [Service.Run] runs the worker pool and the webhook dispatcher until its
+// context ends; [Service.Serve] also serves HTTP on a listener. When the
+// context ends, the service stops in this order, each step bounded by a
+// deadline of [Config]:
+//
+//  1. The HTTP server stops accepting and finishes the requests in flight,
+//     while the worker pool finishes the validations in flight and hands
+//     its other leases back (a drain, not an abort).
+//  2. Then the dispatcher stops leasing and finishes the deliveries in
+//     flight, so that the events of the last jobs are either delivered or
+//     left in the outbox for another instance.
+//  3. Then the validator the service created and the backend are closed.
+package service
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/webhook"
+	"github.com/validmail/validmail/webhook/jobevents"
+	"github.com/validmail/validmail/webhook/webhookmetrics"
+)
+
+// Default deadlines of the shutdown steps.
+const (
+	// DefaultShutdownTimeout bounds the wait for HTTP requests in flight.
+	DefaultShutdownTimeout = 20 * time.Second
+	// DefaultDrainTimeout bounds the wait for the worker pool to finish
+	// the validations in flight and hand its leases back.
+	DefaultDrainTimeout = 30 * time.Second
+	// DefaultDispatchStopTimeout bounds the wait for the dispatcher to
+	// finish the deliveries in flight (each bounded by the client's
+	// timeout) and record their outcome.
+	DefaultDispatchStopTimeout = webhook.DefaultTimeout + 5*time.Second
+)
+
+// ErrConfig reports an invalid [Config]; the error [New] returns wraps it.
+var ErrConfig = errors.New("service: invalid config")
+
+// Validator validates one address, for the API and the workers alike.
+// [*emailcheck.Validator] satisfies it. It may be called concurrently.
+type Validator interface {
+	Validate(ctx context.Context, email string, opts ...emailcheck.CallOption) (emailcheck.Result, error)
+}
+
+// Config configures a [Service]. Backend is required; every other field
+// has a documented default.
+type Config struct {
+	// Backend is the deployment's storage. The service closes it when
+	// [Service.Run] or [Service.Serve] returns, after the workers and the
+	// dispatcher have stopped, or in [Service.Close].
+	Backend *store.Backend
+
+	// Validator validates addresses. Default: an [emailcheck.Validator]
+	// built from Checks (with Logger), which the service closes.
+	Validator Validator
+	// Checks configures the default validator; ignored when Validator is
+	// set. Nil means emailcheck's defaults.
+	Checks *emailcheck.Config
+
+	// Logger receives the records of every part. Default: discard.
+	Logger *slog.Logger
+	// Registerer receives the API's and the webhook dispatcher's
+	// Prometheus metrics. Default: none are collected.
+	Registerer prometheus.Registerer
+	// Gatherer, when set, is served at GET /metrics on [Service.Mux].
+	// Usually the same *prometheus.Registry as Registerer.
+	Gatherer prometheus.Gatherer
+
+	// Workers is how many batch validations this process runs at once.
+	// Zero means [jobs.DefaultWorkers]; a negative value runs no workers
+	// here (the API and webhook delivery still run).
+	Workers int
+	// Pool tunes the worker pool beyond Workers: leases, retries,
+	// intervals. Its Workers, NewEvent, OnComplete and Logger are set by
+	// the service (OnComplete is called after the service's own hook).
+	Pool jobs.PoolConfig
+	// Retention is how long completed jobs are kept. Default
+	// [jobs.DefaultRetention].
+	Retention time.Duration
+
+	// API tunes the HTTP API: its rate limit, body limit and clock. Its
+	// Validator, Ledger, Queue, Accounts, Logger, Registerer and webhook
+	// fields are set by the service; RateLimiter defaults to the backend's
+	// shared limiter when it has one.
+	API httpapi.Config
+	// Middleware wraps the API handler, the first element outermost. It
+	// sees every API request (not the host's own routes on [Service.Mux]).
+	Middleware []func(http.Handler) http.Handler
+
+	// WebhookClient tunes the client that delivers webhooks: by default
+	// it reaches public addresses only; Allow names the private ranges or
+	// hosts a deployment's receivers live on.
+	WebhookClient webhook.ClientOptions
+	// Webhook tunes the dispatcher (schedule, timeouts, capacity). Its
+	// Logger is set by the service, and its Observer when Registerer is
+	// set and Observer is not.
+	Webhook webhook.Config
+
+	// ShutdownTimeout, DrainTimeout and DispatchStopTimeout bound the
+	// shutdown steps. Defaults [DefaultShutdownTimeout],
+	// [DefaultDrainTimeout] and [DefaultDispatchStopTimeout].
+	ShutdownTimeout     time.Duration
+	DrainTimeout        time.Duration
+	DispatchStopTimeout time.Duration
+}
+
+// Service is the assembled service. Create it with [New], add routes to
+// [Service.Mux] if needed, then call [Service.Serve] or [Service.Run] once.
+type Service struct {
+	cfg       Config
+	logger    *slog.Logger
+	backend   *store.Backend
+	validator Validator
+	ownsV     io.Closer // the validator New built, closed with the service
+
+	ledger *credits.Ledger
+	queue  *jobs.Queue
+	pool   *jobs.Pool // nil when Workers < 0
+	disp   *webhook.Dispatcher
+	events *jobevents.Source
+	api    *httpapi.Handler
+	mux    *http.ServeMux
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New assembles a Service from cfg. It starts nothing: no goroutine, no
+// connection. On error, nothing cfg passed in is closed.
+func New(cfg Config) (*Service, error) {
+	if err := cfg.Backend.Check(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	s := &Service{
+		cfg:     cfg,
+		logger:  cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		backend: cfg.Backend,
+	}
+	s.cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, DefaultShutdownTimeout)
+	s.cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, DefaultDrainTimeout)
+	s.cfg.DispatchStopTimeout = cmp.Or(cfg.DispatchStopTimeout, DefaultDispatchStopTimeout)
+	if err := s.build(); err != nil {
+		if s.ownsV != nil {
+			s.ownsV.Close()
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Service) build() error {
+	cfg := s.cfg
+	b := s.backend
+	s.validator = cfg.Validator
+	if s.validator == nil {
+		var ec emailcheck.Config
+		if cfg.Checks != nil {
+			ec = *cfg.Checks
+		}
+		ec.Logger = cmp.Or(ec.Logger, s.logger)
+		v, err := emailcheck.New(&ec)
+		if err != nil {
+			return fmt.Errorf("%w: validator: %w", ErrConfig, err)
+		}
+		s.validator, s.ownsV = v, v
+	}
+
+	s.ledger = credits.New(b.Credits, &credits.Config{Logger: s.logger})
+	q, err := jobs.NewQueue(b.Jobs, s.ledger, &jobs.Config{Retention: cfg.Retention, Logger: s.logger})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	s.queue = q
+
+	client, err := webhook.NewClient(cfg.WebhookClient)
+	if err != nil {
+		return fmt.Errorf("%w: webhook client: %w", ErrConfig, err)
+	}
+	wcfg := cfg.Webhook
+	wcfg.Logger = s.logger
+	if cfg.Registerer != nil && wcfg.Observer == nil {
+		obs, err := webhookmetrics.New(cfg.Registerer, b.Outbox, nil)
+		if err != nil {
+			return err
+		}
+		wcfg.Observer = obs
+	}
+	if s.disp, err = webhook.NewDispatcher(b.Outbox, b.Endpoints, client, &wcfg); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if s.events, err = jobevents.New(b.Endpoints, nil); err != nil {
+		return err
+	}
+
+	if cfg.Workers >= 0 {
+		pcfg := cfg.Pool
+		pcfg.Workers = cfg.Workers
+		pcfg.Logger = s.logger
+		pcfg.NewEvent = s.events.NewEvent
+		hostHook := cfg.Pool.OnComplete
+		// The event is in the outbox once the job completes: deliver it
+		// now rather than at the dispatcher's next poll.
+		pcfg.OnComplete = func(ctx context.Context, j jobs.Job) {
+			s.disp.Notify()
+			if hostHook != nil {
+				hostHook(ctx, j)
+			}
+		}
+		if s.pool, err = jobs.NewPool(q, s.validator, &pcfg); err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	}
+
+	acfg := cfg.API
+	acfg.Validator = s.validator
+	acfg.Ledger = s.ledger
+	acfg.Queue = q
+	acfg.Accounts = b.Accounts
+	acfg.Logger = s.logger
+	acfg.Registerer = cfg.Registerer
+	acfg.Webhooks = b.Endpoints
+	acfg.WebhookOutbox = b.Outbox
+	acfg.WebhookSender = s.disp
+	acfg.WebhookEvents = s.events
+	if acfg.RateLimiter == nil && b.Limiter != nil {
+		acfg.RateLimiter = b.Limiter
+	}
+	if s.api, err = httpapi.NewHandler(acfg); err != nil {
+		return err
+	}
+
+	// Wrap from the last middleware in, so the first is outermost.
+	var h http.Handler = s.api
+	for i := len(cfg.Middleware) - 1; i >= 0; i-- {
+		if mw := cfg.Middleware[i]; mw != nil {
+			h = mw(h)
+		}
+	}
+	s.mux = http.NewServeMux()
+	s.mux.Handle("/", h)
+	s.mux.HandleFunc("GET /healthz", healthz)
+	if cfg.Gatherer != nil {
+		s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	}
+	return nil
+}
+
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, "ok\n")
+}
+
+// Mux is the service's root handler: the API (wrapped in the middleware)
+// at /, GET /healthz, and GET /metrics when a Gatherer was configured.
+// The host may register routes of its own on it before serving; a more
+// specific pattern wins over the API's "/".
+func (s *Service) Mux() *http.ServeMux { return s.mux }
+
+// Handler returns the API handler alone, without middleware, for a host
+// that mounts it in a mux of its own.
+func (s *Service) Handler() *httpapi.Handler { return s.api }
+
+// Backend returns the storage the service runs on.
+func (s *Service) Backend() *store.Backend { return s.backend }
+
+// Validator returns the validator of the API and the workers.
+func (s *Service) Validator() Validator { return s.validator }
+
+// Ledger returns the credit ledger.
+func (s *Service) Ledger() *credits.Ledger { return s.ledger }
+
+// Queue returns the job queue.
+func (s *Service) Queue() *jobs.Queue { return s.queue }
+
+// Pool returns the worker pool, or nil when Config.Workers is negative.
+func (s *Service) Pool() *jobs.Pool { return s.pool }
+
+// Dispatcher returns the webhook dispatcher.
+func (s *Service) Dispatcher() *webhook.Dispatcher { return s.disp }
+
+// Run runs the worker pool and the webhook dispatcher until ctx ends, then
+// stops them in order and closes the service (see the package doc). It
+// serves no HTTP: use it when the host serves [Service.Mux] or
+// [Service.Handler] itself, and cancel ctx only after the host's server
+// has shut down.
+func (s *Service) Run(ctx context.Context) error {
+	return s.run(ctx, nil, nil)
+}
+
+// Serve serves [Service.Mux] on ln and runs the worker pool and the
+// webhook dispatcher until ctx ends or the server fails; then it stops
+// accepting, finishes the requests in flight while the pool drains, stops
+// the dispatcher and closes the service and ln. It returns nil after a
+// clean shutdown.
+func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+	}
+	return s.run(ctx, srv, ln)
+}
+
+func (s *Service) run(ctx context.Context, srv *http.Server, ln net.Listener) (runErr error) {
+	defer func() { runErr = errors.Join(runErr, s.Close()) }()
+
+	// The pool and the dispatcher run on contexts of their own, cancelled
+	// one after the other once ctx ends, so that the pool drains rather
+	// than stops mid-job and the dispatcher delivers after the last job's
+	// event is written.
+	poolCtx, stopPool := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopPool()
+	dispCtx, stopDisp := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopDisp()
+
+	poolDone := make(chan struct{})
+	if s.pool != nil {
+		go func() {
+			defer close(poolDone)
+			if err := s.pool.Run(poolCtx); err != nil {
+				s.logger.Error("worker pool stopped", "err", err)
+			}
+		}()
+	} else {
+		close(poolDone)
+	}
+	dispDone := make(chan struct{})
+	go func() {
+		defer close(dispDone)
+		if err := s.disp.Run(dispCtx); err != nil {
+			s.logger.Error("webhook dispatcher stopped", "err", err)
+		}
+	}()
+	serveErr := make(chan error, 1)
+	if srv != nil {
+		go func() { serveErr <- srv.Serve(ln) }()
+		s.logger.Info("listening", "addr", ln.Addr().String(), "workers", s.workers())
+	}
+
+	select {
+	case <-ctx.Done():
+		s.logger.Info("shutting down")
+	case err := <-serveErr:
+		runErr = fmt.Errorf("serve: %w", err)
+	}
+
+	// 1. Stop accepting and finish the requests in flight while the pool
+	// drains.
+	stopPool()
+	if srv != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+		if err := srv.Shutdown(sctx); err != nil {
+			s.logger.Warn("requests still in flight at the shutdown deadline", "err", err)
+			srv.Close()
+			runErr = errors.Join(runErr, fmt.Errorf("shutdown: %w", err))
+		}
+		cancel()
+	}
+	select {
+	case <-poolDone:
+		if s.pool != nil {
+			s.logger.Info("worker pool drained", "completed", s.pool.Completed())
+		}
+	case <-time.After(s.cfg.DrainTimeout):
+		s.logger.Warn("worker pool still draining at the deadline; its leases will expire and be rescued")
+		runErr = errors.Join(runErr, errors.New("service: worker pool did not drain in time"))
+	}
+
+	// 2. Then the dispatcher: it leases nothing more, finishes the
+	// requests in flight and records their outcome. Undelivered events
+	// stay in the outbox for the next instance.
+	stopDisp()
+	select {
+	case <-dispDone:
+		s.logger.Info("webhook dispatcher stopped")
+	case <-time.After(s.cfg.DispatchStopTimeout):
+		s.logger.Warn("webhook dispatcher still delivering at the deadline; its leases will expire and be retried")
+		runErr = errors.Join(runErr, errors.New("service: webhook dispatcher did not stop in time"))
+	}
+	// 3. The deferred Close releases the validator and the backend.
+	return runErr
+}
+
+func (s *Service) workers() int {
+	if s.pool == nil {
+		return 0
+	}
+	return cmp.Or(s.cfg.Workers, jobs.DefaultWorkers)
+}
+
+// Close releases the validator the service built and the backend. Run
+// and Serve call it when they return; call it directly only for a
+// Service that was never run. Only the first call does anything.
+func (s *Service) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		if s.ownsV != nil {
+			errs = append(errs, s.ownsV.Close())
+		}
+		errs = append(errs, s.backend.Close())
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}

@@ -1,0 +1,129 @@
+package store
+
+import (
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/httpapi/ratelimit"
+	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/webhook"
+)
+
+// Backend is the storage of one deployment: every interface the service
+// runs on, over one backend (process memory, a PostgreSQL schema, a Redis
+// key prefix). Each backend package returns one from a single constructor
+// (memstore.NewBackend, pgstore.NewBackend, redisstore.NewBackend), and
+// store/storeurl opens one from a URL.
+//
+// The fields are separate values, not one value asserted to each
+// interface, because the job queue and the webhook outbox are both queues
+// and share method names (Lease, Enqueue, ...). A host may replace any
+// field before handing the Backend on, for example its own [Accounts] in
+// front of the backend's.
+type Backend struct {
+	// Name is the kind of backend: "memory", "postgres" or "redis".
+	Name string
+	// Shared reports whether several processes can serve one deployment
+	// over the backend. A memory backend is not shared: its data ends
+	// with the process.
+	Shared bool
+
+	// Accounts stores accounts and API keys.
+	Accounts Accounts
+	// Credits is the credit ledger's storage.
+	Credits credits.Store
+	// Jobs is the job queue's storage. Every backend here also implements
+	// jobs.ChargingDriver and jobs.Notifier.
+	Jobs jobs.Driver
+	// Outbox holds the webhook events to deliver.
+	Outbox webhook.Outbox
+	// Endpoints holds each account's webhook endpoint.
+	Endpoints webhook.Endpoints
+	// Limiter is a rate limiter shared by every process on the backend;
+	// nil means the backend has none and each process limits on its own.
+	Limiter ratelimit.Limiter
+
+	mu      sync.Mutex
+	closers []func() error
+	closed  bool
+}
+
+// OnClose registers f to run when the Backend is closed, after the
+// functions registered before it: the connection pool a backend opened
+// itself, for example. Hosts that pass their own pool close it
+// themselves.
+func (b *Backend) OnClose(f func() error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closers = append(b.closers, f)
+}
+
+// Close runs the functions registered with [Backend.OnClose], the last
+// registered first, and returns their errors joined. Only the first call
+// does anything; a nil Backend is closed already.
+func (b *Backend) Close() error {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	fs := slices.Clone(b.closers)
+	b.mu.Unlock()
+	var errs []error
+	for _, f := range slices.Backward(fs) {
+		errs = append(errs, f())
+	}
+	return errors.Join(errs...)
+}
+
+// ErrIncompleteBackend reports a [Backend] that lacks a required field;
+// [Backend.Check] wraps it with the field's name.
+var ErrIncompleteBackend = errors.New("store: incomplete backend")
+
+// Check reports whether every required field is set: all but Limiter.
+func (b *Backend) Check() error {
+	if b == nil {
+		return errors.Join(ErrIncompleteBackend, errors.New("nil backend"))
+	}
+	var missing []string
+	if b.Accounts == nil {
+		missing = append(missing, "Accounts")
+	}
+	if b.Credits == nil {
+		missing = append(missing, "Credits")
+	}
+	if b.Jobs == nil {
+		missing = append(missing, "Jobs")
+	}
+	if b.Outbox == nil {
+		missing = append(missing, "Outbox")
+	}
+	if b.Endpoints == nil {
+		missing = append(missing, "Endpoints")
+	}
+	if len(missing) > 0 {
+		return &incompleteError{missing}
+	}
+	return nil
+}
+
+type incompleteError struct{ fields []string }
+
+func (e *incompleteError) Error() string {
+	s := "store: incomplete backend: no "
+	for i, f := range e.fields {
+		if i > 0 {
+			s += ", "
+		}
+		s += f
+	}
+	return s
+}
+
+func (e *incompleteError) Unwrap() error { return ErrIncompleteBackend }

@@ -1,0 +1,40 @@
+package pgstore
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/validmail/validmail/store"
+)
+
+// NewBackend returns a [store.Backend] on PostgreSQL: [New] with the same
+// arguments, then [Store.Backend]. The pool stays the caller's.
+func NewBackend(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*store.Backend, error) {
+	s, err := New(ctx, pool, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return s.Backend(), nil
+}
+
+// Backend returns the store as a [store.Backend]: the Store itself as
+// accounts, credits and job queue, and its [Webhooks] as outbox and
+// endpoints. Every process on the database shares it. It has no shared
+// rate limiter: each process limits in its own memory. Closing it leaves
+// the pool open.
+func (s *Store) Backend() *store.Backend {
+	w := s.webhooks()
+	return &store.Backend{
+		Name:      "postgres",
+		Shared:    true,
+		Accounts:  s,
+		Credits:   s,
+		Jobs:      s,
+		Outbox:    w,
+		Endpoints: w,
+	}
+}
+
+// webhooks returns the store's outbox and endpoints.
+func (s *Store) webhooks() *Webhooks { return &Webhooks{s: s} }

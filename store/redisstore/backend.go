@@ -1,0 +1,39 @@
+package redisstore
+
+import (
+	"github.com/redis/go-redis/v9"
+
+	"github.com/validmail/validmail/store"
+)
+
+// NewBackend returns a [store.Backend] on Redis: [New] with the same
+// arguments, then [Store.Backend]. The client stays the caller's.
+func NewBackend(client redis.UniversalClient, cfg *Config) (*store.Backend, error) {
+	s, err := New(client, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return s.Backend(), nil
+}
+
+// Backend returns the store as a [store.Backend]: the Store itself as
+// accounts, credits and job queue, its [Webhooks] as outbox and
+// endpoints, and a [RateLimiter] whose buckets sit beside the store's keys
+// under the same hash tag, so every process on the server shares one limit
+// per key. Closing it leaves the client open.
+func (s *Store) Backend() *store.Backend {
+	w := s.webhooks()
+	return &store.Backend{
+		Name:      "redis",
+		Shared:    true,
+		Accounts:  s,
+		Credits:   s,
+		Jobs:      s,
+		Outbox:    w,
+		Endpoints: w,
+		Limiter:   NewRateLimiter(s.rdb, s.base),
+	}
+}
+
+// webhooks returns the store's outbox and endpoints.
+func (s *Store) webhooks() *Webhooks { return &Webhooks{s: s} }

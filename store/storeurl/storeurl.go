@@ -1,0 +1,148 @@
+// Package storeurl opens a [store.Backend] named by a URL, the way a
+// service binary takes its storage from a flag or an environment
+// variable:
+//
+//	memory                                    process memory (store/memstore)
+//	postgres://user@host:5432/db?schema=NAME  PostgreSQL (store/pgstore)
+//	redis://host:6379/0?prefix=NAME           Redis (store/redisstore)
+//
+// It imports all three backends, and so the PostgreSQL and Redis client
+// libraries; a host that wants one backend only calls that package's
+// NewBackend with a pool or client of its own instead.
+package storeurl
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/memstore"
+	"github.com/validmail/validmail/store/pgstore"
+	"github.com/validmail/validmail/store/redisstore"
+)
+
+// ErrBadURL reports a URL that names no backend or carries an invalid
+// parameter; the error [Open] returns wraps it.
+var ErrBadURL = errors.New("storeurl: invalid store URL")
+
+// Options tunes [Open]. The zero value gives the defaults.
+type Options struct {
+	// Workers is how many job workers will run over the backend. A
+	// PostgreSQL pool gets Workers+8 connections when the URL sets no
+	// pool_max_conns: a worker holds one while it completes a job, the
+	// notification listener holds one, and requests need the rest.
+	Workers int
+	// Logger receives the backend's records. Default: discard.
+	Logger *slog.Logger
+}
+
+// Open connects to the backend named by rawURL and checks that its server
+// answers: "memory" (or ""), postgres://… or redis://….
+//
+// A PostgreSQL URL may carry schema=NAME, the schema that holds the tables
+// (default public); every other parameter goes to pgx (pool_max_conns, …).
+// A Redis URL may carry prefix=NAME, the key prefix (default validmail);
+// every other parameter goes to go-redis. The pool or client that Open
+// creates is closed by the Backend's Close. opts may be nil.
+func Open(ctx context.Context, rawURL string, opts *Options) (*store.Backend, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
+	if rawURL == "" || rawURL == "memory" || rawURL == "memory://" {
+		return memstore.NewBackend(), nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: not a URL", ErrBadURL)
+	}
+	switch u.Scheme {
+	case "postgres", "postgresql":
+		return openPostgres(ctx, u, o)
+	case "redis", "rediss":
+		return openRedis(ctx, u)
+	}
+	return nil, fmt.Errorf("%w: want memory, postgres://… or redis://…, not %q", ErrBadURL, u.Scheme+"://…")
+}
+
+// Redact returns rawURL with any password hidden, for logs.
+func Redact(rawURL string) string {
+	if rawURL == "" || rawURL == "memory" {
+		return "memory"
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// takeParam removes the query parameter name from u and returns its value.
+func takeParam(u *url.URL, name string) string {
+	q := u.Query()
+	v := q.Get(name)
+	if q.Has(name) {
+		q.Del(name)
+		u.RawQuery = q.Encode()
+	}
+	return v
+}
+
+func openPostgres(ctx context.Context, u *url.URL, o Options) (*store.Backend, error) {
+	schema := takeParam(u, "schema")
+	sizeSet := u.Query().Has("pool_max_conns")
+	pcfg, err := pgxpool.ParseConfig(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadURL, err)
+	}
+	if !sizeSet {
+		pcfg.MaxConns = max(pcfg.MaxConns, int32(o.Workers)+8)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres %s: %w", u.Redacted(), err)
+	}
+	b, err := pgstore.NewBackend(ctx, pool, &pgstore.Config{Schema: schema, Logger: o.Logger})
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	b.OnClose(func() error { pool.Close(); return nil })
+	return b, nil
+}
+
+func openRedis(ctx context.Context, u *url.URL) (*store.Backend, error) {
+	prefix := takeParam(u, "prefix")
+	if strings.ContainsAny(prefix, "{}") {
+		return nil, fmt.Errorf("%w: the Redis prefix must not contain braces", ErrBadURL)
+	}
+	opts, err := redis.ParseURL(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadURL, err)
+	}
+	client := redis.NewClient(opts)
+	if err := client.Ping(ctx).Err(); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("redis %s: %w", u.Redacted(), err)
+	}
+	b, err := redisstore.NewBackend(client, &redisstore.Config{Prefix: prefix})
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	b.OnClose(client.Close)
+	return b, nil
+}
