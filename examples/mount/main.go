@@ -4,7 +4,8 @@
 //
 //	mux.Handle("/email/", http.StripPrefix("/email", api))
 //
-// The API runs on memory backends with the batch workers in-process.
+// The service (package httpapi/service) runs on memory backends with the
+// batch workers and webhook delivery in-process.
 // Start it and call the API under the prefix with the key it prints:
 //
 //	go run ./examples/mount
@@ -25,11 +26,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/httpapi"
-	"github.com/validmail/validmail/jobs"
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/store/memstore"
 )
 
@@ -56,19 +54,17 @@ func serve(ctx context.Context, addr, dnsServers string, logger *slog.Logger) er
 	if err != nil {
 		return err
 	}
-	defer vm.Close()
 	fmt.Printf("API key: %s\n", vm.key)
 
-	// The pool outlives the signal: it is stopped (and drains) only after
-	// the server has finished the requests in flight.
-	poolCtx, stopPool := context.WithCancel(context.WithoutCancel(ctx))
-	poolDone := make(chan struct{})
-	go func() {
-		defer close(poolDone)
-		vm.pool.Run(poolCtx) // drains when poolCtx ends
-	}()
-	defer func() { stopPool(); <-poolDone }()
-	srv := &http.Server{Addr: addr, Handler: newApp(logger, vm.api), ReadHeaderTimeout: 10 * time.Second}
+	// The service's workers and webhook dispatcher outlive the signal:
+	// they are stopped (and drain) only after the host's server has
+	// finished the requests in flight.
+	svcCtx, stopService := context.WithCancel(context.WithoutCancel(ctx))
+	svcDone := make(chan error, 1)
+	go func() { svcDone <- vm.svc.Run(svcCtx) }()
+	defer func() { stopService(); <-svcDone }()
+
+	srv := &http.Server{Addr: addr, Handler: newApp(logger, vm.svc.Handler()), ReadHeaderTimeout: 10 * time.Second}
 	shutdownDone := make(chan struct{})
 	go func() {
 		defer close(shutdownDone)
@@ -132,50 +128,28 @@ func accessLog(logger *slog.Logger, next http.Handler) http.Handler {
 	})
 }
 
-// validmail is the API and what it runs on.
+// validmail is the assembled service and the key of its one account.
 type validmail struct {
-	api  http.Handler
-	pool *jobs.Pool
-	key  string
-	v    *emailcheck.Validator
+	svc *service.Service
+	key string
 }
 
-// Close releases the validator.
-func (m *validmail) Close() error { return m.v.Close() }
-
-// newValidmail builds the API on memory backends, with one account whose
-// key it returns in key. The caller runs m.pool.
+// newValidmail assembles the service on memory backends, with one account
+// whose key it returns in key. The caller runs m.svc.Run, which closes it.
 func newValidmail(ctx context.Context, nameservers []string, logger *slog.Logger) (*validmail, error) {
-	v, err := emailcheck.New(&emailcheck.Config{Nameservers: nameservers, Logger: logger})
+	svc, err := service.New(service.Config{
+		Backend: memstore.NewBackend(),
+		Checks:  &emailcheck.Config{Nameservers: nameservers},
+		Logger:  logger,
+		Workers: 2,
+	})
 	if err != nil {
 		return nil, err
 	}
-	s := memstore.New()
-	ledger := credits.New(s, nil)
-	queue, err := jobs.NewQueue(s, ledger, nil)
+	_, key, err := service.Bootstrap(ctx, svc.Backend().Accounts, service.BootstrapParams{Email: "host@example.com"})
 	if err != nil {
-		v.Close()
+		svc.Close()
 		return nil, err
 	}
-	pool, err := jobs.NewPool(queue, v, &jobs.PoolConfig{Workers: 2, Logger: logger})
-	if err != nil {
-		v.Close()
-		return nil, err
-	}
-	api, err := httpapi.NewHandler(httpapi.Config{Validator: v, Ledger: ledger, Queue: queue, Accounts: s, Logger: logger})
-	if err != nil {
-		v.Close()
-		return nil, err
-	}
-	acct, err := s.CreateAccount(ctx, store.CreateAccountParams{Email: "host@example.com"})
-	if err != nil {
-		v.Close()
-		return nil, err
-	}
-	_, key, err := s.CreateKey(ctx, store.CreateKeyParams{AccountID: acct.ID})
-	if err != nil {
-		v.Close()
-		return nil, err
-	}
-	return &validmail{api: api, pool: pool, key: key, v: v}, nil
+	return &validmail{svc: svc, key: key}, nil
 }

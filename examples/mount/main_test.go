@@ -44,12 +44,11 @@ func TestMountedAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer vm.Close()
-	poolDone := make(chan struct{})
-	go func() { vm.pool.Run(ctx); close(poolDone) }()
-	defer func() { cancel(); <-poolDone }()
+	runDone := make(chan struct{})
+	go func() { vm.svc.Run(ctx); close(runDone) }()
+	defer func() { cancel(); <-runDone }()
 
-	srv := httptest.NewServer(newApp(logger, vm.api))
+	srv := httptest.NewServer(newApp(logger, vm.svc.Handler()))
 	defer srv.Close()
 
 	get := func(path, key string) (*http.Response, []byte) {

@@ -105,7 +105,10 @@ func announceAccount(ctx context.Context, cfg config, b *store.Backend, addr str
 		}
 		email = demoEmail
 	}
-	acct, secret, err := bootstrap(ctx, b.Accounts, email, cfg.BootstrapCredits, cfg.BootstrapKey)
+	acct, secret, err := service.Bootstrap(ctx, b.Accounts, service.BootstrapParams{Email: email, Credits: cfg.BootstrapCredits, Key: cfg.BootstrapKey})
+	if errors.Is(err, service.ErrKeyMalformed) {
+		return fmt.Errorf("%w: -bootstrap-key: %w", errUsage, err)
+	}
 	if err != nil {
 		return fmt.Errorf("bootstrap %s: %w", email, err)
 	}

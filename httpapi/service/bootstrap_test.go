@@ -1,4 +1,4 @@
-package main
+package service_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
 )
@@ -22,7 +23,7 @@ func TestBootstrapIdempotent(t *testing.T) {
 	ids := make([]string, 8)
 	for i := range ids {
 		wg.Go(func() {
-			acct, shown, err := bootstrap(ctx, s, "ops@example.com", 0, secret)
+			acct, shown, err := service.Bootstrap(ctx, s, service.BootstrapParams{Email: "ops@example.com", Credits: 0, Key: secret})
 			if err != nil || shown != "" {
 				t.Errorf("bootstrap: %q %v", shown, err)
 			}
@@ -53,7 +54,7 @@ func TestBootstrapIdempotent(t *testing.T) {
 	}
 
 	// A restart changes nothing.
-	if acct, _, err := bootstrap(ctx, s, "OPS@example.com", 0, secret); err != nil || acct.ID != ids[0] {
+	if acct, _, err := service.Bootstrap(ctx, s, service.BootstrapParams{Email: "OPS@example.com", Credits: 0, Key: secret}); err != nil || acct.ID != ids[0] {
 		t.Errorf("second bootstrap: %v %v", acct.ID, err)
 	}
 }
@@ -63,11 +64,11 @@ func TestBootstrapRefusals(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
 	secret := store.NewSecret()
-	if _, _, err := bootstrap(ctx, s, "a@example.com", 0, secret); err != nil {
+	if _, _, err := service.Bootstrap(ctx, s, service.BootstrapParams{Email: "a@example.com", Credits: 0, Key: secret}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := bootstrap(ctx, s, "b@example.com", 0, secret); !errors.Is(err, errKeyForeign) {
-		t.Errorf("key of another account: %v, want errKeyForeign", err)
+	if _, _, err := service.Bootstrap(ctx, s, service.BootstrapParams{Email: "b@example.com", Credits: 0, Key: secret}); !errors.Is(err, service.ErrKeyForeign) {
+		t.Errorf("key of another account: %v, want service.ErrKeyForeign", err)
 	}
 
 	acct, _ := s.GetAccountByEmail(ctx, "a@example.com")
@@ -75,8 +76,8 @@ func TestBootstrapRefusals(t *testing.T) {
 	if err := s.RevokeKey(ctx, acct.ID, ks[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := bootstrap(ctx, s, "a@example.com", 0, secret); !errors.Is(err, errKeyRevoked) {
-		t.Errorf("revoked key: %v, want errKeyRevoked", err)
+	if _, _, err := service.Bootstrap(ctx, s, service.BootstrapParams{Email: "a@example.com", Credits: 0, Key: secret}); !errors.Is(err, service.ErrKeyRevoked) {
+		t.Errorf("revoked key: %v, want service.ErrKeyRevoked", err)
 	}
 
 	// A key with fewer permissions is not silently accepted.
@@ -84,7 +85,7 @@ func TestBootstrapRefusals(t *testing.T) {
 	if _, _, err := s.CreateKey(ctx, store.CreateKeyParams{AccountID: acct.ID, Secret: limited}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := bootstrap(ctx, s, "a@example.com", 0, limited); err == nil {
+	if _, _, err := service.Bootstrap(ctx, s, service.BootstrapParams{Email: "a@example.com", Credits: 0, Key: limited}); err == nil {
 		t.Errorf("key without every permission accepted")
 	}
 }
@@ -93,7 +94,7 @@ func TestBootstrapWithoutKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := memstore.New()
-	_, shown, err := bootstrap(ctx, s, "demo@example.com", 0, "")
+	_, shown, err := service.Bootstrap(ctx, s, service.BootstrapParams{Email: "demo@example.com", Credits: 0, Key: ""})
 	if err != nil || store.CheckSecret(shown) != nil {
 		t.Fatalf("first bootstrap: %q %v, want a new secret", shown, err)
 	}
@@ -101,7 +102,7 @@ func TestBootstrapWithoutKey(t *testing.T) {
 		t.Errorf("new secret: %v, %v; want a key that can manage the webhook", k.Permissions, err)
 	}
 	// The secret is shown once: an existing account gets no new key.
-	if _, again, err := bootstrap(ctx, s, "demo@example.com", 0, ""); err != nil || again != "" {
+	if _, again, err := service.Bootstrap(ctx, s, service.BootstrapParams{Email: "demo@example.com", Credits: 0, Key: ""}); err != nil || again != "" {
 		t.Errorf("second bootstrap: %q %v, want no secret", again, err)
 	}
 }
@@ -119,7 +120,7 @@ func TestBootstrapCredits(t *testing.T) {
 		{"default@example.com", 0, store.DefaultSignupCredits},
 		{"big@example.com", 5000, 5000},
 	} {
-		acct, _, err := bootstrap(ctx, s, tc.email, tc.credits, "")
+		acct, _, err := service.Bootstrap(ctx, s, service.BootstrapParams{Email: tc.email, Credits: tc.credits, Key: ""})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +128,7 @@ func TestBootstrapCredits(t *testing.T) {
 			t.Errorf("%s: balance %d, %v; want %d", tc.email, got, err, tc.want)
 		}
 		// An existing account keeps its balance.
-		if _, _, err := bootstrap(ctx, s, tc.email, 7, ""); err != nil {
+		if _, _, err := service.Bootstrap(ctx, s, service.BootstrapParams{Email: tc.email, Credits: 7, Key: ""}); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := ledger.Balance(ctx, acct.ID); got != tc.want {

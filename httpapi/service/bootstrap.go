@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"context"
@@ -9,11 +9,30 @@ import (
 	"github.com/validmail/validmail/store"
 )
 
-// errKeyRevoked reports a bootstrap key that exists but was revoked.
-var errKeyRevoked = errors.New("the bootstrap key was revoked")
+// Errors of [Bootstrap].
+var (
+	// ErrKeyRevoked reports a bootstrap key that exists but was revoked.
+	ErrKeyRevoked = errors.New("service: the bootstrap key was revoked")
+	// ErrKeyForeign reports a bootstrap key that belongs to another
+	// account.
+	ErrKeyForeign = errors.New("service: the bootstrap key belongs to another account")
+	// ErrKeyMalformed reports a bootstrap key that is not a well-formed
+	// API key.
+	ErrKeyMalformed = errors.New("service: malformed bootstrap key")
+)
 
-// errKeyForeign reports a bootstrap key that belongs to another account.
-var errKeyForeign = errors.New("the bootstrap key belongs to another account")
+// BootstrapParams names the account and key [Bootstrap] makes sure of.
+type BootstrapParams struct {
+	// Email is the account's email; required.
+	Email string
+	// Credits is the signup grant when the account is created; 0 means
+	// [store.DefaultSignupCredits].
+	Credits int64
+	// Key, when set, must be an API key of the account with every
+	// permission, and is created when missing (for scripts and tests that
+	// know their key in advance).
+	Key string
+}
 
 // ensureAccount returns the account with the email, creating it with
 // signupCredits (0 means [store.DefaultSignupCredits]) when it is missing.
@@ -43,11 +62,11 @@ func ensureAccount(ctx context.Context, accts store.Accounts, email string, sign
 // another account or a revoked key, and when the key lacks a permission.
 func ensureKey(ctx context.Context, accts store.Accounts, acct store.Account, secret string) (created bool, err error) {
 	if err := store.CheckSecret(secret); err != nil {
-		return false, fmt.Errorf("%w: -bootstrap-key: %v (want %s and 43 letters or digits)", errUsage, err, store.SecretPrefix)
+		return false, fmt.Errorf("%w: %v (want %s and 43 letters or digits)", ErrKeyMalformed, err, store.SecretPrefix)
 	}
 	check := func(k store.Key) error {
 		if k.AccountID != acct.ID {
-			return errKeyForeign
+			return ErrKeyForeign
 		}
 		for _, p := range store.AllPermissions() {
 			if !slices.Contains(k.Permissions, p) {
@@ -73,7 +92,7 @@ func ensureKey(ctx context.Context, accts store.Accounts, acct store.Account, se
 		// Created by another process meanwhile, or revoked before.
 		k, err := accts.Authenticate(ctx, secret)
 		if errors.Is(err, store.ErrInvalidKey) {
-			return false, errKeyRevoked
+			return false, ErrKeyRevoked
 		}
 		if err != nil {
 			return false, fmt.Errorf("look up key: %w", err)
@@ -86,13 +105,16 @@ func ensureKey(ctx context.Context, accts store.Accounts, acct store.Account, se
 	return true, nil
 }
 
-// bootstrap makes sure the account with the email exists (created with
-// signupCredits, 0 meaning the default) and, when secret
-// is not empty, that secret is one of its keys with every permission. When
-// secret is empty and the account is new, it creates a key with every
-// permission and returns its secret, shown nowhere else.
-func bootstrap(ctx context.Context, accts store.Accounts, email string, signupCredits int64, secret string) (acct store.Account, newSecret string, err error) {
-	acct, created, err := ensureAccount(ctx, accts, email, signupCredits)
+// Bootstrap makes sure the account with p.Email exists (created with
+// p.Credits) and, when p.Key is not empty, that p.Key is one of its keys
+// with every permission. When p.Key is empty and the account is new, it
+// creates a key with every permission and returns its secret, shown
+// nowhere else. Several processes may bootstrap the same account at once:
+// they all end with the same account and key. A service binary calls it
+// at start, for the operator's first account or a test's.
+func Bootstrap(ctx context.Context, accts store.Accounts, p BootstrapParams) (acct store.Account, newSecret string, err error) {
+	secret := p.Key
+	acct, created, err := ensureAccount(ctx, accts, p.Email, p.Credits)
 	if err != nil {
 		return acct, "", err
 	}

@@ -1,0 +1,203 @@
+package service_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/httpapi/service"
+	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/memstore"
+)
+
+// gate is a validator that holds every validation until released.
+type gate struct {
+	started chan string
+	release chan struct{}
+}
+
+func (g *gate) Validate(ctx context.Context, email string, _ ...emailcheck.CallOption) (emailcheck.Result, error) {
+	g.started <- email
+	<-g.release
+	r := emailcheck.Result{Email: email}
+	r.Confidence.Status = emailcheck.StatusLikely
+	r.Confidence.Score = 90
+	return r, nil
+}
+
+// events records what happened, in order.
+type events struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (e *events) add(s string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.list = append(e.list, s)
+}
+
+func (e *events) get() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.list...)
+}
+
+// When the context ends, the worker finishes the validation in flight and
+// completes its job before the backend is closed, and Serve returns nil.
+func TestServeDrainsBeforeClosing(t *testing.T) {
+	t.Parallel()
+	b := memstore.NewBackend()
+	var ev events
+	b.OnClose(func() error { ev.add("backend closed"); return nil })
+	g := &gate{started: make(chan string, 1), release: make(chan struct{})}
+	svc, err := service.New(service.Config{
+		Backend: b, Validator: g, Workers: 1,
+		Pool: jobs.PoolConfig{OnComplete: func(context.Context, jobs.Job) { ev.add("job completed") }},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- svc.Serve(ctx, ln) }()
+
+	ids, err := svc.Queue().Enqueue(ctx, "acct", []string{"a@example.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-g.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker did not start the job")
+	}
+	cancel()
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned (%v) with a validation in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if got := ev.get(); len(got) != 0 {
+		t.Fatalf("before the validation ended: %v", got)
+	}
+	close(g.release)
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	if got := ev.get(); len(got) != 2 || got[0] != "job completed" || got[1] != "backend closed" {
+		t.Fatalf("order %v, want the job completed, then the backend closed", got)
+	}
+	j, err := b.Jobs.Get(context.Background(), "acct", ids[0])
+	if err != nil || j.State != jobs.StateCompleted {
+		t.Fatalf("job after shutdown: %+v, %v", j, err)
+	}
+	if _, err := http.Get("http://" + ln.Addr().String() + "/healthz"); err == nil {
+		t.Error("the listener still answers after Serve returned")
+	}
+}
+
+// Middleware wraps the API, the first outermost; the host's routes and
+// /healthz are not wrapped; /metrics serves the Gatherer.
+func TestMuxAndMiddleware(t *testing.T) {
+	t.Parallel()
+	var order []string
+	var mu sync.Mutex
+	mw := func(name string) func(http.Handler) http.Handler {
+		return func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+				next.ServeHTTP(w, r)
+			})
+		}
+	}
+	reg := prometheus.NewRegistry()
+	svc, err := service.New(service.Config{
+		Backend: memstore.NewBackend(), Validator: &gate{}, Workers: -1,
+		Middleware: []func(http.Handler) http.Handler{mw("outer"), nil, mw("inner")},
+		Registerer: reg, Gatherer: reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	if svc.Pool() != nil {
+		t.Error("Workers < 0 built a pool")
+	}
+	var hits atomic.Int32
+	svc.Mux().HandleFunc("GET /mine", func(http.ResponseWriter, *http.Request) { hits.Add(1) })
+
+	get := func(path string) int {
+		rec := httptest.NewRecorder()
+		svc.Mux().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		return rec.Code
+	}
+	if code := get("/validate?email=a@example.org"); code != http.StatusUnauthorized {
+		t.Errorf("GET /validate without a key: %d", code)
+	}
+	if len(order) != 2 || order[0] != "outer" || order[1] != "inner" {
+		t.Errorf("middleware order %v, want [outer inner]", order)
+	}
+	order = nil
+	if get("/mine") != 200 || hits.Load() != 1 || get("/healthz") != 200 || len(order) != 0 {
+		t.Errorf("the host's route or /healthz went through the API middleware: %v", order)
+	}
+	if code := get("/metrics"); code != 200 {
+		t.Errorf("GET /metrics: %d", code)
+	}
+}
+
+func TestNewChecksTheBackend(t *testing.T) {
+	t.Parallel()
+	b := memstore.NewBackend()
+	b.Outbox = nil
+	if _, err := service.New(service.Config{Backend: b}); !errors.Is(err, service.ErrConfig) || !errors.Is(err, store.ErrIncompleteBackend) {
+		t.Fatalf("New with no Outbox: %v", err)
+	}
+	if _, err := service.New(service.Config{}); !errors.Is(err, service.ErrConfig) {
+		t.Fatalf("New with no Backend: %v", err)
+	}
+}
+
+// Run, for hosts that serve the handler themselves, stops on cancel and
+// closes the backend once, even when Close is called again.
+func TestRunAndClose(t *testing.T) {
+	t.Parallel()
+	b := memstore.NewBackend()
+	var closes atomic.Int32
+	b.OnClose(func() error { closes.Add(1); return nil })
+	svc, err := service.New(service.Config{Backend: b, Validator: &gate{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Close(); err != nil || closes.Load() != 1 {
+		t.Fatalf("Close after Run: %v, backend closed %d times", err, closes.Load())
+	}
+}
