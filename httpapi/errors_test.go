@@ -41,8 +41,8 @@ func (panicValidator) Validate(context.Context, string, ...emailcheck.CallOption
 	panic("validator exploded at 0xdeadbeef")
 }
 
-// leakyErr looks like what a database driver might return.
-var leakyErr = errors.New(`ERROR: relation "api_keys" does not exist (SQLSTATE 42P01): SELECT account_id FROM api_keys WHERE hash = $1`)
+// errLeaky looks like what a database driver might return.
+var errLeaky = errors.New(`ERROR: relation "api_keys" does not exist (SQLSTATE 42P01): SELECT account_id FROM api_keys WHERE hash = $1`)
 
 // Every error code, with its status and headers.
 func TestErrors(t *testing.T) {
@@ -136,7 +136,7 @@ func TestErrors(t *testing.T) {
 				t.Errorf("headers %v", resp.Header)
 			}
 		}},
-		{"internal", &options{accounts: func(a store.Accounts) store.Accounts { return failingAccounts{a, leakyErr} }}, func(f *fixture) req {
+		{"internal", &options{accounts: func(a store.Accounts) store.Accounts { return failingAccounts{a, errLeaky} }}, func(f *fixture) req {
 			return req{method: "GET", target: "/validate?email=a@good.com", key: f.key}
 		}, 500, "internal", nil},
 		{"panic", &options{validator: panicValidator{}}, func(f *fixture) req {
