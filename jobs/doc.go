@@ -1,16 +1,27 @@
 // Package jobs runs asynchronous validations: a durable [Queue] of one job
 // per address, and the worker [Pool] that validates them.
 //
-// The Queue is the concrete type callers use; it runs over a [Driver], the
-// interface a backend implements (store/memstore, store/pgstore,
-// store/redisstore). The conformance suite jobs/jobstest defines what a
-// correct Driver does.
+// # For users
+//
+// Most hosts never touch this package: httpapi/service builds the queue and
+// the pool from a store.Backend. A host that wires them itself calls
+// [NewQueue] over the backend's Jobs, then [Queue.EnqueueCharged] (or
+// [Queue.Enqueue]) to submit a batch and [Queue.Get] to read a job, and
+// runs a [NewPool] with [Pool.Run] to work the queue.
+//
+// # For backend authors
+//
+// The Queue runs over a [Driver], the interface a backend implements
+// (store/memstore, store/pgstore, store/redisstore), optionally with
+// [ChargingDriver] and [Notifier]; the *Params types, [Lease] and [Event]
+// belong to that contract. The conformance suite jobs/jobstest, run through
+// storetest.RunBackend, defines what a correct Driver does.
 //
 // # Life of a job
 //
 // Enqueue makes a job available. A worker leases it: the driver hands it out
 // with a fresh lease token and an expiry, and the worker renews the lease by
-// [Queue.Heartbeat] while it works. The worker then either completes the job
+// [Driver.Heartbeat] while it works. The worker then either completes the job
 // with its result, or retries it later (the failure counts towards the
 // attempt limit). A lease that expires (its worker died) is rescued by
 // [Queue.RescueExpired]: the job becomes available again and the failure is
