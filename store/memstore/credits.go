@@ -39,11 +39,15 @@ func (s *Store) History(ctx context.Context, p credits.HistoryParams) ([]credits
 }
 
 // checkLocked reports what applying c would do without writing: a replayed
-// entry, or an error.
+// entry, or an error. Multi-part changes (a charged batch, a completion
+// with its refund) call it before their first write, so that a refused
+// charge leaves nothing half done.
 func (s *Store) checkLocked(c credits.Change) (replay *credits.Entry, err error) {
 	if c.Account == "" || c.Delta == 0 {
 		return nil, fmt.Errorf("%w: account %q, delta %d", credits.ErrInvalidAmount, c.Account, c.Delta)
 	}
+	// A key already used answers with its first entry when the change is
+	// the same, and refuses a different change rather than guess.
 	if c.IdempotencyKey != "" {
 		if i, ok := s.idem[c.Account][c.IdempotencyKey]; ok {
 			e := s.entries[c.Account][i]
@@ -54,6 +58,7 @@ func (s *Store) checkLocked(c credits.Change) (replay *credits.Entry, err error)
 			return &e, nil
 		}
 	}
+	// No overdraft: a charge is all or nothing.
 	if bal := s.balances[c.Account]; c.Delta < 0 && bal+c.Delta < 0 {
 		return nil, &credits.InsufficientError{Balance: bal, Required: -c.Delta}
 	}

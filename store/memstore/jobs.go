@@ -38,6 +38,9 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 	n := int64(len(p.Emails))
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A replayed key answers with the ids of the first submission and
+	// charges nothing, as long as it names the same batch: the client that
+	// lost the first answer gets it again.
 	if p.IdempotencyKey != "" {
 		if b, ok := s.batches[p.Account][p.IdempotencyKey]; ok {
 			if len(b.IDs) != len(p.Emails) || b.Fingerprint != p.Fingerprint {
@@ -47,6 +50,9 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 		}
 	}
 	c := credits.Change{Account: p.Account, Delta: -n, Reason: credits.ReasonCharge, Reference: p.IdempotencyKey, IdempotencyKey: p.IdempotencyKey}
+	// Check the charge before writing anything: a refused charge must
+	// leave no job behind. Under the one lock nothing can change between
+	// the check and the writes below.
 	replay, err := s.checkLocked(c)
 	if err != nil {
 		return nil, err
@@ -87,6 +93,8 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams) []string {
 		s.ready = append(s.ready, id) // ids only grow: the heap order holds
 		ids[i] = strconv.FormatUint(id, 10)
 	}
+	// Wake the subscribed pools without blocking: a full channel already
+	// holds a wake-up they have not read.
 	for ch := range s.subs {
 		select {
 		case ch <- struct{}{}:
@@ -124,6 +132,8 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := now()
+	// Jobs retried for later wait in the delayed heap; move those now due
+	// to the ready heap, which hands out the lowest id first (FIFO).
 	for len(s.delayed) > 0 && !s.delayed[0].at.After(t) {
 		d := heap.Pop(&s.delayed).(delayedJob)
 		if j, ok := s.jobs[d.id]; ok && j.state == available {
@@ -135,9 +145,13 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	for len(out) < p.Max && len(s.ready) > 0 {
 		id := heap.Pop(&s.ready).(uint64)
 		j, ok := s.jobs[id]
+		// The heaps may hold ids of jobs removed or leased since they were
+		// pushed; skipping them is cheaper than deleting from a heap.
 		if !ok || j.state != available {
 			continue
 		}
+		// A fresh token per lease: a worker whose lease was rescued and
+		// handed to another can no longer change the job.
 		s.tokenSeq++
 		j.state = running
 		j.token = strconv.FormatUint(s.tokenSeq, 36)
@@ -148,7 +162,11 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	return out, nil
 }
 
-// heldLocked returns the running job that token holds, or an error.
+// heldLocked returns the running job that token holds, or an error. It is
+// the compare-and-set behind every change after leasing: the state must
+// still be running and the token the current lease's, so a completed job
+// is never completed twice and a worker that lost its lease (rescued after
+// expiry) writes nothing ([jobs.ErrLeaseLost]).
 func (s *Store) heldLocked(id, token string) (*job, uint64, error) {
 	n, err := strconv.ParseUint(id, 10, 64)
 	if err != nil {
@@ -256,6 +274,8 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) (int, er
 	defer s.mu.Unlock()
 	t := now()
 	count := 0
+	// A rescued job counts a failure, so a job that kills its worker every
+	// time runs out of attempts instead of looping forever.
 	for n := range s.running {
 		if p.Limit > 0 && count >= p.Limit {
 			break
@@ -292,6 +312,8 @@ func (s *Store) Get(ctx context.Context, account, id string) (jobs.Job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	j, ok := s.jobs[n]
+	// Another account's job is as unknown as a missing one, so ids cannot
+	// be probed across accounts.
 	if !ok || j.Account != account {
 		return jobs.Job{}, jobs.ErrNotFound
 	}
@@ -311,6 +333,8 @@ func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	count := 0
+	// done is in completion order, so the jobs old enough to remove are a
+	// prefix of it.
 	for len(s.done) > 0 && (p.Limit <= 0 || count < p.Limit) {
 		j := s.jobs[s.done[0]]
 		if !j.CompletedAt.Before(p.CompletedBefore) {

@@ -189,6 +189,11 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	if p.Max < 1 || p.Duration <= 0 {
 		return nil, fmt.Errorf("jobs: invalid lease request (max %d, duration %v)", p.Max, p.Duration)
 	}
+	// SKIP LOCKED lets workers in many processes lease at once without
+	// waiting on each other's rows: each takes the oldest jobs no one else
+	// is taking. The new token is random, so only this lease can complete
+	// the job; the expiry uses the database's clock, the one that rescue
+	// compares against, so workers' clocks need not agree.
 	rows, err := s.pool.Query(ctx, s.sql(`
 		WITH next AS (
 			SELECT id AS next_id FROM {schema}.jobs
@@ -208,6 +213,8 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	if err != nil {
 		return nil, fail(ctx, "lease", err)
 	}
+	// UPDATE ... RETURNING gives no order; the contract hands out the
+	// oldest first.
 	slices.SortFunc(leases, func(a, b jobs.Lease) int {
 		x, _ := parseID(a.ID)
 		y, _ := parseID(b.ID)
@@ -237,6 +244,9 @@ func (s *Store) Heartbeat(ctx context.Context, p jobs.HeartbeatParams) (time.Tim
 	}
 	var expires *time.Time
 	var exists bool
+	// One round trip renews the lease only while this token holds it
+	// (compare-and-set on state and token) and tells a lost lease from an
+	// unknown job.
 	err := s.pool.QueryRow(ctx, s.sql(`
 		WITH renewed AS (
 			UPDATE {schema}.jobs SET lease_expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond'
@@ -392,6 +402,10 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) (int, er
 		l := int64(p.Limit)
 		limit = &l
 	}
+	// SKIP LOCKED: a job whose completion is in flight holds its row lock,
+	// so rescue passes it over instead of handing it out again; the
+	// completion's own compare-and-set then wins. A rescue counts a failure
+	// towards the job's attempts.
 	tag, err := s.pool.Exec(ctx, s.sql(`
 		WITH expired AS (
 			SELECT id FROM {schema}.jobs
@@ -408,6 +422,9 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) (int, er
 	}
 	n := int(tag.RowsAffected())
 	if n > 0 {
+		// The jobs trigger notifies on INSERT only: wake the pools for the
+		// rescued jobs too. A failed notify only delays them to the next
+		// poll.
 		if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, '')`, s.channel()); err != nil {
 			s.logger.WarnContext(ctx, "pgstore: notify after rescue", "err", err)
 		}
