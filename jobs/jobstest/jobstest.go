@@ -659,10 +659,19 @@ func testCrashRescue(t *testing.T, b *bundle) {
 	if n, err := b.q.RescueExpired(ctx); err != nil || n != 0 {
 		t.Fatalf("rescue before expiry: %d, %v", n, err)
 	}
-	time.Sleep(600 * time.Millisecond)
-	n, err := b.q.RescueExpired(ctx)
-	if err != nil || n != 50 {
-		t.Fatalf("rescue after expiry: %d, %v; want 50", n, err)
+	// Rescue until all 50 expired leases are back, whatever the
+	// machine's load; never more than 50.
+	n := 0
+	waitFor(t, 10*time.Second, "50 expired leases rescued", func() bool {
+		got, err := b.q.RescueExpired(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += got
+		return n >= 50
+	})
+	if n != 50 {
+		t.Fatalf("rescued %d, want 50", n)
 	}
 	again := mustLease(t, b, 100, time.Minute)
 	if len(again) != 50 {
@@ -989,8 +998,21 @@ func testNotifier(t *testing.T, b *bundle) {
 	}
 	acct := account()
 	var c counter
-	runPool(t, b, validatorFunc(likely), &jobs.PoolConfig{Workers: 2, PollInterval: time.Hour, OnComplete: c.hook})
-	time.Sleep(50 * time.Millisecond) // the pool is idle, waiting
+	// The pool works over a driver that reports its subscription, so that
+	// the job is enqueued only once the pool listens: with an hour's poll
+	// interval, only the notification can wake it.
+	spy := &subscribeSpy{Driver: b.Driver, subscribed: make(chan struct{})}
+	q, err := jobs.NewQueue(spy, b.ledger, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runPool(t, &bundle{backend: b.backend, q: q, ledger: b.ledger}, validatorFunc(likely),
+		&jobs.PoolConfig{Workers: 2, PollInterval: time.Hour, OnComplete: c.hook})
+	select {
+	case <-spy.subscribed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pool did not subscribe within 5s")
+	}
 	start := time.Now()
 	ids := mustEnqueue(t, b, acct, 1)
 	waitFor(t, 2*time.Second, "a notified completion", func() bool { return c.total() == 1 })
@@ -1013,4 +1035,20 @@ func testCanceled(t *testing.T, b *bundle) {
 	if _, err := b.Driver.Lease(ctx, jobs.LeaseParams{Max: 1, Duration: time.Second}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Lease with a canceled context: %v", err)
 	}
+}
+
+// subscribeSpy is a driver whose Subscribe closes subscribed once the
+// underlying driver has subscribed.
+type subscribeSpy struct {
+	jobs.Driver
+	subscribed chan struct{}
+	once       sync.Once
+}
+
+func (s *subscribeSpy) Subscribe(ctx context.Context) (<-chan struct{}, error) {
+	ch, err := s.Driver.(jobs.Notifier).Subscribe(ctx)
+	if err == nil {
+		s.once.Do(func() { close(s.subscribed) })
+	}
+	return ch, err
 }
