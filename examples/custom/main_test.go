@@ -47,7 +47,9 @@ func TestCustomService(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
-	go func() { stopped <- run(ctx, ln, func(k string) string { return env[k] }, slog.New(slog.DiscardHandler)) }()
+	go func() {
+		stopped <- run(ctx, ln, func(k string) string { return env[k] }, slog.New(slog.DiscardHandler))
+	}()
 	base := "http://" + ln.Addr().String()
 
 	call := func(method, path, body string) (*http.Response, []byte) {
