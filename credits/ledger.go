@@ -32,8 +32,16 @@ func New(store Store, cfg *Config) *Ledger {
 	}
 }
 
-// Store returns the store the ledger runs over.
-func (l *Ledger) Store() Store { return l.store }
+// Apply applies one change as it is: a charge, a grant or a refund with
+// a reference of the caller's choosing (a batch, a job) besides its
+// idempotency key. [Ledger.Charge], [Ledger.Grant] and [Ledger.Refund]
+// cover the common cases.
+func (l *Ledger) Apply(ctx context.Context, c Change) (Entry, error) {
+	if c.Account == "" || c.Delta == 0 {
+		return Entry{}, fmt.Errorf("%w: account %q, delta %d", ErrInvalidAmount, c.Account, c.Delta)
+	}
+	return l.store.Apply(ctx, c)
+}
 
 // Balance returns the account's balance.
 func (l *Ledger) Balance(ctx context.Context, account string) (int64, error) {

@@ -93,7 +93,7 @@ func (q *Queue) EnqueueCharged(ctx context.Context, p EnqueueChargedParams) ([]s
 	if p.Fingerprint != "" {
 		ref = "batch:" + p.Fingerprint
 	}
-	entry, err := q.ledger.Store().Apply(ctx, credits.Change{
+	entry, err := q.ledger.Apply(ctx, credits.Change{
 		Account:        p.Account,
 		Delta:          -n,
 		Reason:         credits.ReasonCharge,
