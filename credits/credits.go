@@ -59,8 +59,8 @@ type Entry struct {
 	// ID identifies the entry within its store: numeric text, increasing in
 	// the order entries were written.
 	ID string
-	// Account is the account whose balance changed.
-	Account string
+	// AccountID is the account whose balance changed.
+	AccountID string
 	// Delta is the change: negative for charges, positive otherwise.
 	Delta int64
 	// Reason says why the balance changed.
@@ -80,8 +80,8 @@ type Entry struct {
 
 // Change describes one change for [Store.Apply].
 type Change struct {
-	// Account is the account to change; required.
-	Account string
+	// AccountID is the account to change; required.
+	AccountID string
 	// Delta is the change; it must not be zero. A negative delta is a
 	// charge and must not take the balance below zero.
 	Delta int64
@@ -96,8 +96,8 @@ type Change struct {
 
 // HistoryParams selects entries for [Store.History].
 type HistoryParams struct {
-	// Account is the account whose entries are listed; required.
-	Account string
+	// AccountID is the account whose entries are listed; required.
+	AccountID string
 }
 
 // Store is the storage a [Ledger] runs over.

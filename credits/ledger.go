@@ -37,8 +37,8 @@ func New(store Store, cfg *Config) *Ledger {
 // idempotency key. [Ledger.Charge], [Ledger.Grant] and [Ledger.Refund]
 // cover the common cases.
 func (l *Ledger) Apply(ctx context.Context, c Change) (Entry, error) {
-	if c.Account == "" || c.Delta == 0 {
-		return Entry{}, fmt.Errorf("%w: account %q, delta %d", ErrInvalidAmount, c.Account, c.Delta)
+	if c.AccountID == "" || c.Delta == 0 {
+		return Entry{}, fmt.Errorf("%w: account %q, delta %d", ErrInvalidAmount, c.AccountID, c.Delta)
 	}
 	return l.store.Apply(ctx, c)
 }
@@ -77,7 +77,7 @@ func (l *Ledger) Refund(ctx context.Context, account string, amount int64, key s
 // History returns the account's entries, oldest first. Their deltas sum to
 // the balance.
 func (l *Ledger) History(ctx context.Context, account string) ([]Entry, error) {
-	return l.store.History(ctx, HistoryParams{Account: account})
+	return l.store.History(ctx, HistoryParams{AccountID: account})
 }
 
 func (l *Ledger) apply(ctx context.Context, account string, delta int64, reason Reason, key string) (Entry, error) {
@@ -88,7 +88,7 @@ func (l *Ledger) apply(ctx context.Context, account string, delta int64, reason 
 		return Entry{}, fmt.Errorf("%w: %d", ErrInvalidAmount, abs(delta))
 	}
 	return l.store.Apply(ctx, Change{
-		Account:        account,
+		AccountID:        account,
 		Delta:          delta,
 		Reason:         reason,
 		Reference:      key,

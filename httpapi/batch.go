@@ -126,7 +126,7 @@ func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 		emails[i] = *e
 	}
-	p := jobs.EnqueueChargedParams{Account: c.key.AccountID, Emails: emails}
+	p := jobs.EnqueueChargedParams{AccountID: c.key.AccountID, Emails: emails}
 	if idemKey != "" {
 		p.IdempotencyKey = "batch:" + idemKey
 		p.Fingerprint = fingerprint(emails)

@@ -26,7 +26,7 @@ func Example() {
 	q, _ := jobs.NewQueue(s, ledger, nil)
 
 	ids, err := q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{
-		Account: "acct-1",
+		AccountID: "acct-1",
 		Emails:  []string{"ada@example.org", "alan@example.org"},
 	})
 	fmt.Println(ids, err)

@@ -40,8 +40,8 @@ const (
 type Job struct {
 	// ID is numeric text, unique and increasing.
 	ID string
-	// Account owns the job.
-	Account string
+	// AccountID owns the job.
+	AccountID string
 	// Email is the address to validate.
 	Email string
 	// State is [StateActive] or [StateCompleted].
@@ -91,8 +91,8 @@ type Event struct {
 
 // EnqueueParams describes a batch for [Driver.Enqueue].
 type EnqueueParams struct {
-	// Account owns the jobs; required.
-	Account string
+	// AccountID owns the jobs; required.
+	AccountID string
 	// Emails holds one address per job, in order; at least one.
 	Emails []string
 	// Cost is the credits each job was charged, recorded in [Job.Cost].
@@ -102,8 +102,8 @@ type EnqueueParams struct {
 // EnqueueChargedParams describes a batch for [ChargingDriver.EnqueueCharged]
 // and [Queue.EnqueueCharged]: one credit is charged per address.
 type EnqueueChargedParams struct {
-	// Account owns the jobs and pays for them; required.
-	Account string
+	// AccountID owns the jobs and pays for them; required.
+	AccountID string
 	// Emails holds one address per job, in order; at least one.
 	Emails []string
 	// IdempotencyKey, when set, makes the batch apply once per account:

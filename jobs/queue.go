@@ -60,7 +60,7 @@ func (q *Queue) Enqueue(ctx context.Context, account string, emails []string) ([
 	if err := checkBatch(account, emails); err != nil {
 		return nil, err
 	}
-	return q.driver.Enqueue(ctx, EnqueueParams{Account: account, Emails: emails})
+	return q.driver.Enqueue(ctx, EnqueueParams{AccountID: account, Emails: emails})
 }
 
 // EnqueueCharged charges one credit per address and enqueues the jobs,
@@ -76,7 +76,7 @@ func (q *Queue) Enqueue(ctx context.Context, account string, emails []string) ([
 // enqueue failed (and was refunded) is used up, so the retry needs a new
 // key; and a crash between the charge and the enqueue loses the charge.
 func (q *Queue) EnqueueCharged(ctx context.Context, p EnqueueChargedParams) ([]string, error) {
-	if err := checkBatch(p.Account, p.Emails); err != nil {
+	if err := checkBatch(p.AccountID, p.Emails); err != nil {
 		return nil, err
 	}
 	if cd, ok := q.driver.(ChargingDriver); ok {
@@ -94,7 +94,7 @@ func (q *Queue) EnqueueCharged(ctx context.Context, p EnqueueChargedParams) ([]s
 		ref = "batch:" + p.Fingerprint
 	}
 	entry, err := q.ledger.Apply(ctx, credits.Change{
-		Account:        p.Account,
+		AccountID:        p.AccountID,
 		Delta:          -n,
 		Reason:         credits.ReasonCharge,
 		Reference:      ref,
@@ -109,14 +109,14 @@ func (q *Queue) EnqueueCharged(ctx context.Context, p EnqueueChargedParams) ([]s
 		}
 		return nil, ErrBatchReplayed
 	}
-	ids, err := q.driver.Enqueue(ctx, EnqueueParams{Account: p.Account, Emails: p.Emails, Cost: 1})
+	ids, err := q.driver.Enqueue(ctx, EnqueueParams{AccountID: p.AccountID, Emails: p.Emails, Cost: 1})
 	if err != nil {
 		rkey := ""
 		if key != "" {
 			rkey = "refund:" + key
 		}
-		if _, rerr := q.ledger.Refund(context.WithoutCancel(ctx), p.Account, n, rkey); rerr != nil {
-			q.logger.ErrorContext(ctx, "jobs: refund after failed enqueue", "account", p.Account, "amount", n, "err", rerr)
+		if _, rerr := q.ledger.Refund(context.WithoutCancel(ctx), p.AccountID, n, rkey); rerr != nil {
+			q.logger.ErrorContext(ctx, "jobs: refund after failed enqueue", "account", p.AccountID, "amount", n, "err", rerr)
 			return nil, errors.Join(err, rerr)
 		}
 		return nil, err

@@ -48,7 +48,7 @@ func TestFallbackRefundsFailedEnqueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: "a", Emails: []string{"x@y.example", "z@y.example"}, IdempotencyKey: "k"})
+	_, err = q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: "a", Emails: []string{"x@y.example", "z@y.example"}, IdempotencyKey: "k"})
 	if !errors.Is(err, errDown) {
 		t.Fatalf("EnqueueCharged: %v, want the driver's error", err)
 	}

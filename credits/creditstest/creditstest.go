@@ -67,8 +67,8 @@ func checkSum(t *testing.T, l *credits.Ledger, acct string, want int64) []credit
 	var sum int64
 	for _, e := range h {
 		sum += e.Delta
-		if e.Account != acct {
-			t.Errorf("history entry of account %q in %q", e.Account, acct)
+		if e.AccountID != acct {
+			t.Errorf("history entry of account %q in %q", e.AccountID, acct)
 		}
 		if e.Replayed {
 			t.Errorf("history entry %s has Replayed set", e.ID)
@@ -99,7 +99,7 @@ func testGrantChargeRefund(t *testing.T, l *credits.Ledger, _ credits.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Delta != 10 || g.Reason != credits.ReasonGrant || g.Account != acct || g.ID == "" || g.Time.IsZero() {
+	if g.Delta != 10 || g.Reason != credits.ReasonGrant || g.AccountID != acct || g.ID == "" || g.Time.IsZero() {
 		t.Fatalf("grant entry %+v", g)
 	}
 	c, err := l.Charge(ctx, acct, 3, "c1")
@@ -258,7 +258,7 @@ func testInvalid(t *testing.T, l *credits.Ledger, s credits.Store) {
 		func() (credits.Entry, error) { return l.Refund(ctx, acct, -5, "") },
 		func() (credits.Entry, error) { return l.Grant(ctx, "", 5, "") },
 		func() (credits.Entry, error) {
-			return s.Apply(ctx, credits.Change{Account: acct, Reason: credits.ReasonGrant})
+			return s.Apply(ctx, credits.Change{AccountID: acct, Reason: credits.ReasonGrant})
 		},
 	} {
 		if _, err := f(); !errors.Is(err, credits.ErrInvalidAmount) {

@@ -41,7 +41,7 @@ func Bench(b *testing.B, newBackend func(tb testing.TB) *store.Backend) {
 		var q *jobs.Queue
 		fresh := func() {
 			be := newBackend(b)
-			grant := credits.Change{Account: "bench", Delta: 1 << 40, Reason: credits.ReasonGrant}
+			grant := credits.Change{AccountID: "bench", Delta: 1 << 40, Reason: credits.ReasonGrant}
 			if _, err := be.Credits.Apply(ctx, grant); err != nil {
 				b.Fatal(err)
 			}
@@ -56,7 +56,7 @@ func Bench(b *testing.B, newBackend func(tb testing.TB) *store.Backend) {
 				fresh()
 				b.StartTimer()
 			}
-			if _, err := q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: "bench", Emails: batch}); err != nil {
+			if _, err := q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: "bench", Emails: batch}); err != nil {
 				b.Fatal(err)
 			}
 		}

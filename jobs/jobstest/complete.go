@@ -32,7 +32,7 @@ func testDrainByPool(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	grant(t, b, acct, 1000)
-	ids, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: acct, Emails: emails(1000, "drain")})
+	ids, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(1000, "drain")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func testUnknownRefund(t *testing.T, b *bundle) {
 	acct := account()
 	grant(t, b, acct, 6)
 	batch := []string{"a@ok.example", "b@unknown.example", "c@ok.example", "d@unknown.example", "e@ok.example"}
-	ids, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: acct, Emails: batch, IdempotencyKey: "k"})
+	ids, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: batch, IdempotencyKey: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func testDuplicateEvent(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	grant(t, b, acct, 2)
-	ids, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: acct, Emails: emails(2, "dup")})
+	ids, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(2, "dup")})
 	if err != nil {
 		t.Fatal(err)
 	}

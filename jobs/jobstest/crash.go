@@ -78,7 +78,7 @@ func RunCrash(t *testing.T, d crashtest.Durable) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: crashAccount, Emails: emails, IdempotencyKey: "crash-batch"})
+	ids, err := q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: crashAccount, Emails: emails, IdempotencyKey: "crash-batch"})
 	if err != nil {
 		t.Fatal(err)
 	}

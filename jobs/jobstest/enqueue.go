@@ -26,7 +26,7 @@ func testEnqueueIDs(t *testing.T, b *bundle) {
 		if err != nil {
 			t.Fatalf("Get(%s): %v", id, err)
 		}
-		if j.ID != id || j.Account != acct || j.Email != emails(5, acct)[i] || j.State != jobs.StateActive ||
+		if j.ID != id || j.AccountID != acct || j.Email != emails(5, acct)[i] || j.State != jobs.StateActive ||
 			j.Result != nil || j.Cost != 0 || j.CreatedAt.IsZero() || !j.CompletedAt.IsZero() {
 			t.Fatalf("new job %+v", j)
 		}
@@ -34,7 +34,7 @@ func testEnqueueIDs(t *testing.T, b *bundle) {
 	if _, err := b.q.Enqueue(ctx, acct, nil); !errors.Is(err, jobs.ErrEmptyBatch) {
 		t.Fatalf("empty batch: %v", err)
 	}
-	if _, err := b.Driver.Enqueue(ctx, jobs.EnqueueParams{Account: acct}); !errors.Is(err, jobs.ErrEmptyBatch) {
+	if _, err := b.Driver.Enqueue(ctx, jobs.EnqueueParams{AccountID: acct}); !errors.Is(err, jobs.ErrEmptyBatch) {
 		t.Fatalf("driver, empty batch: %v", err)
 	}
 }
@@ -59,7 +59,7 @@ func testChargedInsufficient(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	grant(t, b, acct, 3)
-	_, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: acct, Emails: emails(4, "x"), IdempotencyKey: "batch-1"})
+	_, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(4, "x"), IdempotencyKey: "batch-1"})
 	var ie *credits.InsufficientError
 	if !errors.Is(err, credits.ErrInsufficient) || !errors.As(err, &ie) || ie.Balance != 3 || ie.Required != 4 {
 		t.Fatalf("EnqueueCharged of 4 with 3 credits: %v", err)
@@ -79,7 +79,7 @@ func testChargedIdempotent(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	grant(t, b, acct, 10)
-	p := jobs.EnqueueChargedParams{Account: acct, Emails: emails(3, "y"), IdempotencyKey: "batch-1"}
+	p := jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(3, "y"), IdempotencyKey: "batch-1"}
 	ids, err := b.q.EnqueueCharged(ctx, p)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func testChargedIdempotent(t *testing.T, b *bundle) {
 		t.Fatalf("%d jobs exist, want 3", len(ls))
 	}
 	// Without a key, every call is a new batch.
-	p = jobs.EnqueueChargedParams{Account: acct, Emails: emails(2, "w")}
+	p = jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(2, "w")}
 	for range 2 {
 		if _, err := b.q.EnqueueCharged(ctx, p); err != nil {
 			t.Fatal(err)
@@ -128,7 +128,7 @@ func testChargedFingerprint(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	grant(t, b, acct, 10)
-	p := jobs.EnqueueChargedParams{Account: acct, Emails: emails(3, "f"), IdempotencyKey: "batch-fp", Fingerprint: "fp-1"}
+	p := jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(3, "f"), IdempotencyKey: "batch-fp", Fingerprint: "fp-1"}
 	ids, err := b.q.EnqueueCharged(ctx, p)
 	if err != nil {
 		t.Fatal(err)

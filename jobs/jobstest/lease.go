@@ -21,7 +21,7 @@ func testLeaseExclusive(t *testing.T, b *bundle) {
 		t.Fatalf("leased %d, want 4", len(first))
 	}
 	for i, l := range first {
-		if l.ID != ids[i] || l.Token == "" || l.Account != acct || l.Email == "" || !l.ExpiresAt.After(time.Now()) {
+		if l.ID != ids[i] || l.Token == "" || l.AccountID != acct || l.Email == "" || !l.ExpiresAt.After(time.Now()) {
 			t.Fatalf("lease %d: %+v; want job %s, oldest first", i, l, ids[i])
 		}
 	}
@@ -130,7 +130,7 @@ func testExhausted(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	grant(t, b, acct, 2)
-	ids, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: acct, Emails: []string{"a@x.example", "b@x.example"}})
+	ids, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: []string{"a@x.example", "b@x.example"}})
 	if err != nil {
 		t.Fatal(err)
 	}

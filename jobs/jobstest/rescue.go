@@ -65,7 +65,7 @@ func testCrashPool(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	grant(t, b, acct, 100)
-	ids, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: acct, Emails: emails(100, "crash")})
+	ids, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(100, "crash")})
 	if err != nil {
 		t.Fatal(err)
 	}

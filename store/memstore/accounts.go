@@ -30,7 +30,7 @@ func (s *Store) CreateAccount(ctx context.Context, p store.CreateAccountParams) 
 		CreatedAt: now(),
 	}
 	if n := p.Credits(); n > 0 {
-		c := credits.Change{Account: a.ID, Delta: n, Reason: credits.ReasonSignup, Reference: "signup", IdempotencyKey: "signup"}
+		c := credits.Change{AccountID: a.ID, Delta: n, Reason: credits.ReasonSignup, Reference: "signup", IdempotencyKey: "signup"}
 		if _, err := s.applyLocked(c); err != nil {
 			return store.Account{}, err
 		}

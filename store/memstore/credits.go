@@ -35,7 +35,7 @@ func (s *Store) History(ctx context.Context, p credits.HistoryParams) ([]credits
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]credits.Entry(nil), s.entries[p.Account]...), nil
+	return append([]credits.Entry(nil), s.entries[p.AccountID]...), nil
 }
 
 // checkLocked reports what applying c would do without writing: a replayed
@@ -43,14 +43,14 @@ func (s *Store) History(ctx context.Context, p credits.HistoryParams) ([]credits
 // with its refund) call it before their first write, so that a refused
 // charge leaves nothing half done.
 func (s *Store) checkLocked(c credits.Change) (replay *credits.Entry, err error) {
-	if c.Account == "" || c.Delta == 0 {
-		return nil, fmt.Errorf("%w: account %q, delta %d", credits.ErrInvalidAmount, c.Account, c.Delta)
+	if c.AccountID == "" || c.Delta == 0 {
+		return nil, fmt.Errorf("%w: account %q, delta %d", credits.ErrInvalidAmount, c.AccountID, c.Delta)
 	}
 	// A key already used answers with its first entry when the change is
 	// the same, and refuses a different change rather than guess.
 	if c.IdempotencyKey != "" {
-		if i, ok := s.idem[c.Account][c.IdempotencyKey]; ok {
-			e := s.entries[c.Account][i]
+		if i, ok := s.idem[c.AccountID][c.IdempotencyKey]; ok {
+			e := s.entries[c.AccountID][i]
 			if e.Delta != c.Delta || e.Reason != c.Reason {
 				return nil, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, c.IdempotencyKey)
 			}
@@ -59,7 +59,7 @@ func (s *Store) checkLocked(c credits.Change) (replay *credits.Entry, err error)
 		}
 	}
 	// No overdraft: a charge is all or nothing.
-	if bal := s.balances[c.Account]; c.Delta < 0 && bal+c.Delta < 0 {
+	if bal := s.balances[c.AccountID]; c.Delta < 0 && bal+c.Delta < 0 {
 		return nil, &credits.InsufficientError{Balance: bal, Required: -c.Delta}
 	}
 	return nil, nil
@@ -81,22 +81,22 @@ func (s *Store) writeLocked(c credits.Change) credits.Entry {
 	s.entrySeq++
 	e := credits.Entry{
 		ID:             strconv.FormatUint(s.entrySeq, 10),
-		Account:        c.Account,
+		AccountID:        c.AccountID,
 		Delta:          c.Delta,
 		Reason:         c.Reason,
 		Reference:      c.Reference,
 		IdempotencyKey: c.IdempotencyKey,
 		Time:           now(),
 	}
-	s.entries[c.Account] = append(s.entries[c.Account], e)
-	s.balances[c.Account] += c.Delta
+	s.entries[c.AccountID] = append(s.entries[c.AccountID], e)
+	s.balances[c.AccountID] += c.Delta
 	if c.IdempotencyKey != "" {
-		m := s.idem[c.Account]
+		m := s.idem[c.AccountID]
 		if m == nil {
 			m = make(map[string]int)
-			s.idem[c.Account] = m
+			s.idem[c.AccountID] = m
 		}
-		m[c.IdempotencyKey] = len(s.entries[c.Account]) - 1
+		m[c.IdempotencyKey] = len(s.entries[c.AccountID]) - 1
 	}
 	return e
 }

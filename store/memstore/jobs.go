@@ -42,14 +42,14 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 	// charges nothing, as long as it names the same batch: the client that
 	// lost the first answer gets it again.
 	if p.IdempotencyKey != "" {
-		if b, ok := s.batches[p.Account][p.IdempotencyKey]; ok {
+		if b, ok := s.batches[p.AccountID][p.IdempotencyKey]; ok {
 			if len(b.IDs) != len(p.Emails) || b.Fingerprint != p.Fingerprint {
 				return nil, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, p.IdempotencyKey)
 			}
 			return slices.Clone(b.IDs), nil
 		}
 	}
-	c := credits.Change{Account: p.Account, Delta: -n, Reason: credits.ReasonCharge, Reference: p.IdempotencyKey, IdempotencyKey: p.IdempotencyKey}
+	c := credits.Change{AccountID: p.AccountID, Delta: -n, Reason: credits.ReasonCharge, Reference: p.IdempotencyKey, IdempotencyKey: p.IdempotencyKey}
 	// Check the charge before writing anything: a refused charge must
 	// leave no job behind. Under the one lock nothing can change between
 	// the check and the writes below.
@@ -60,16 +60,16 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 	if replay != nil {
 		return nil, jobs.ErrBatchReplayed
 	}
-	ids := s.enqueueLocked(jobs.EnqueueParams{Account: p.Account, Emails: p.Emails, Cost: 1})
+	ids := s.enqueueLocked(jobs.EnqueueParams{AccountID: p.AccountID, Emails: p.Emails, Cost: 1})
 	if c.Reference == "" {
 		c.Reference = "jobs:" + ids[0] + "-" + ids[len(ids)-1]
 	}
 	s.writeLocked(c)
 	if p.IdempotencyKey != "" {
-		m := s.batches[p.Account]
+		m := s.batches[p.AccountID]
 		if m == nil {
 			m = make(map[string]batch)
-			s.batches[p.Account] = m
+			s.batches[p.AccountID] = m
 		}
 		m[p.IdempotencyKey] = batch{IDs: slices.Clone(ids), Fingerprint: p.Fingerprint}
 	}
@@ -84,7 +84,7 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams) []string {
 		id := s.jobSeq
 		s.jobs[id] = &job{Job: jobs.Job{
 			ID:        strconv.FormatUint(id, 10),
-			Account:   p.Account,
+			AccountID:   p.AccountID,
 			Email:     email,
 			State:     jobs.StateActive,
 			Cost:      p.Cost,
@@ -215,7 +215,7 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 		}
 	}
 	if p.Refund > 0 {
-		c := credits.Change{Account: j.Account, Delta: p.Refund, Reason: credits.ReasonRefund, Reference: "job:" + j.ID, IdempotencyKey: "refund:job:" + j.ID}
+		c := credits.Change{AccountID: j.AccountID, Delta: p.Refund, Reason: credits.ReasonRefund, Reference: "job:" + j.ID, IdempotencyKey: "refund:job:" + j.ID}
 		if _, err := s.applyLocked(c); err != nil {
 			return err
 		}
@@ -314,7 +314,7 @@ func (s *Store) Get(ctx context.Context, account, id string) (jobs.Job, error) {
 	j, ok := s.jobs[n]
 	// Another account's job is as unknown as a missing one, so ids cannot
 	// be probed across accounts.
-	if !ok || j.Account != account {
+	if !ok || j.AccountID != account {
 		return jobs.Job{}, jobs.ErrNotFound
 	}
 	out := j.Job

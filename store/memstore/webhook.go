@@ -42,7 +42,7 @@ func jobEvent(j *job, e *jobs.Event, completed time.Time) webhook.Event {
 	}
 	return webhook.Event{
 		ID:        e.ID,
-		AccountID: j.Account,
+		AccountID: j.AccountID,
 		Type:      e.Type,
 		JobID:     j.ID,
 		CreatedAt: created,

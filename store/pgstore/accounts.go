@@ -35,7 +35,7 @@ func (s *Store) CreateAccount(ctx context.Context, p store.CreateAccountParams) 
 		return store.Account{}, fail(ctx, "create account", err)
 	}
 	if n := p.Credits(); n > 0 {
-		c := credits.Change{Account: a.ID, Delta: n, Reason: credits.ReasonSignup, Reference: "signup", IdempotencyKey: "signup"}
+		c := credits.Change{AccountID: a.ID, Delta: n, Reason: credits.ReasonSignup, Reference: "signup", IdempotencyKey: "signup"}
 		if _, _, err := s.applyTx(ctx, tx, c); err != nil {
 			return store.Account{}, err
 		}

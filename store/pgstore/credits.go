@@ -30,8 +30,8 @@ func (s *Store) Balance(ctx context.Context, account string) (int64, error) {
 // waits on the unique index and then sees this one; then the balance is
 // changed by a conditional update, which refuses an overdraft.
 func (s *Store) Apply(ctx context.Context, c credits.Change) (credits.Entry, error) {
-	if c.Account == "" || c.Delta == 0 {
-		return credits.Entry{}, fmt.Errorf("%w: account %q, delta %d", credits.ErrInvalidAmount, c.Account, c.Delta)
+	if c.AccountID == "" || c.Delta == 0 {
+		return credits.Entry{}, fmt.Errorf("%w: account %q, delta %d", credits.ErrInvalidAmount, c.AccountID, c.Delta)
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -64,9 +64,9 @@ func (s *Store) applyTx(ctx context.Context, tx pgx.Tx, c credits.Change) (e cre
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (account, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 		RETURNING id, created_at`),
-		c.Account, c.Delta, string(c.Reason), c.Reference, key).Scan(&id, &at)
+		c.AccountID, c.Delta, string(c.Reason), c.Reference, key).Scan(&id, &at)
 	if errors.Is(err, pgx.ErrNoRows) {
-		prev, err := s.entryByKey(ctx, tx, c.Account, c.IdempotencyKey)
+		prev, err := s.entryByKey(ctx, tx, c.AccountID, c.IdempotencyKey)
 		if err != nil {
 			return credits.Entry{}, false, err
 		}
@@ -79,12 +79,12 @@ func (s *Store) applyTx(ctx context.Context, tx pgx.Tx, c credits.Change) (e cre
 	if err != nil {
 		return credits.Entry{}, false, fail(ctx, "apply", err)
 	}
-	if err := s.addBalance(ctx, tx, c.Account, c.Delta); err != nil {
+	if err := s.addBalance(ctx, tx, c.AccountID, c.Delta); err != nil {
 		return credits.Entry{}, false, err
 	}
 	return credits.Entry{
 		ID:             strconv.FormatInt(id, 10),
-		Account:        c.Account,
+		AccountID:        c.AccountID,
 		Delta:          c.Delta,
 		Reason:         c.Reason,
 		Reference:      c.Reference,
@@ -131,7 +131,7 @@ func (s *Store) entryByKey(ctx context.Context, q querier, account, key string) 
 		return credits.Entry{}, fail(ctx, "apply: idempotency key", err)
 	}
 	e.ID = strconv.FormatInt(id, 10)
-	e.Account = account
+	e.AccountID = account
 	e.Reason = credits.Reason(reason)
 	e.IdempotencyKey = key
 	return e, nil
@@ -141,14 +141,14 @@ func (s *Store) entryByKey(ctx context.Context, q querier, account, key string) 
 func (s *Store) History(ctx context.Context, p credits.HistoryParams) ([]credits.Entry, error) {
 	rows, err := s.pool.Query(ctx, s.sql(`
 		SELECT id, delta, reason, reference, coalesce(idempotency_key, ''), created_at
-		FROM {schema}.credit_entries WHERE account = $1 ORDER BY id`), p.Account)
+		FROM {schema}.credit_entries WHERE account = $1 ORDER BY id`), p.AccountID)
 	if err != nil {
 		return nil, fail(ctx, "history", err)
 	}
 	var out []credits.Entry
 	var id int64
 	var reason string
-	e := credits.Entry{Account: p.Account}
+	e := credits.Entry{AccountID: p.AccountID}
 	_, err = pgx.ForEachRow(rows, []any{&id, &e.Delta, &reason, &e.Reference, &e.IdempotencyKey, &e.Time}, func() error {
 		e.ID = strconv.FormatInt(id, 10)
 		e.Reason = credits.Reason(reason)

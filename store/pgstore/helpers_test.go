@@ -77,5 +77,5 @@ func newStore(t testing.TB) *pgstore.Store {
 
 // creditsGrant is a grant of n credits to account.
 func creditsGrant(account string, n int64) credits.Change {
-	return credits.Change{Account: account, Delta: n, Reason: credits.ReasonGrant}
+	return credits.Change{AccountID: account, Delta: n, Reason: credits.ReasonGrant}
 }

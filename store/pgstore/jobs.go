@@ -31,7 +31,7 @@ func scanJob(row pgx.Row) (jobs.Lease, error) {
 	var result []byte
 	var mx []string
 	var token *string
-	err := row.Scan(&id, &l.Account, &l.Email, &state, &l.Cost, &l.Errors, &l.LastError, &l.CreatedAt,
+	err := row.Scan(&id, &l.AccountID, &l.Email, &state, &l.Cost, &l.Errors, &l.LastError, &l.CreatedAt,
 		&completed, &result, &mx, &token, &expires)
 	if err != nil {
 		return jobs.Lease{}, err
@@ -90,7 +90,7 @@ func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) ([]string, er
 	if len(p.Emails) == 0 {
 		return nil, jobs.ErrEmptyBatch
 	}
-	rows, err := s.pool.Query(ctx, s.sql(enqueueSQL), p.Account, p.Emails, p.Cost)
+	rows, err := s.pool.Query(ctx, s.sql(enqueueSQL), p.AccountID, p.Emails, p.Cost)
 	if err != nil {
 		return nil, fail(ctx, "enqueue", err)
 	}
@@ -118,7 +118,7 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 	if keyed {
 		// Taking the key first makes a concurrent batch under the same key
 		// wait here, then find this batch.
-		c := credits.Change{Account: p.Account, Delta: -n, Reason: credits.ReasonCharge, Reference: p.IdempotencyKey, IdempotencyKey: p.IdempotencyKey}
+		c := credits.Change{AccountID: p.AccountID, Delta: -n, Reason: credits.ReasonCharge, Reference: p.IdempotencyKey, IdempotencyKey: p.IdempotencyKey}
 		_, replay, err := s.applyTx(ctx, tx, c)
 		if replay || errors.Is(err, credits.ErrIdempotencyConflict) {
 			return s.replayBatch(ctx, tx, p, err)
@@ -126,11 +126,11 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 		if err != nil {
 			return nil, err
 		}
-	} else if err := s.addBalance(ctx, tx, p.Account, -n); err != nil {
+	} else if err := s.addBalance(ctx, tx, p.AccountID, -n); err != nil {
 		return nil, err
 	}
 
-	rows, err := tx.Query(ctx, s.sql(enqueueSQL), p.Account, p.Emails, int64(1))
+	rows, err := tx.Query(ctx, s.sql(enqueueSQL), p.AccountID, p.Emails, int64(1))
 	if err != nil {
 		return nil, fail(ctx, "enqueue charged", err)
 	}
@@ -143,11 +143,11 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 	if keyed {
 		_, err = tx.Exec(ctx, s.sql(`
 			INSERT INTO {schema}.job_batches (account, idempotency_key, job_ids, fingerprint) VALUES ($1, $2, $3, $4)`),
-			p.Account, p.IdempotencyKey, raw, p.Fingerprint)
+			p.AccountID, p.IdempotencyKey, raw, p.Fingerprint)
 	} else {
 		_, err = tx.Exec(ctx, s.sql(`
 			INSERT INTO {schema}.credit_entries (account, delta, reason, reference) VALUES ($1, $2, $3, $4)`),
-			p.Account, -n, string(credits.ReasonCharge), "jobs:"+ids[0]+"-"+ids[len(ids)-1])
+			p.AccountID, -n, string(credits.ReasonCharge), "jobs:"+ids[0]+"-"+ids[len(ids)-1])
 	}
 	if err != nil {
 		return nil, fail(ctx, "enqueue charged", err)
@@ -167,7 +167,7 @@ func (s *Store) replayBatch(ctx context.Context, tx pgx.Tx, p jobs.EnqueueCharge
 	var fingerprint *string
 	err := tx.QueryRow(ctx, s.sql(`
 		SELECT job_ids, fingerprint FROM {schema}.job_batches WHERE account = $1 AND idempotency_key = $2`),
-		p.Account, p.IdempotencyKey).Scan(&raw, &fingerprint)
+		p.AccountID, p.IdempotencyKey).Scan(&raw, &fingerprint)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		// The key was used by a plain charge, not a batch.

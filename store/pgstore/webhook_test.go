@@ -27,7 +27,7 @@ func TestCompleteWritesDelivery(t *testing.T) {
 	if _, err := s.Apply(ctx, creditsGrant("acct", 2)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: "acct", Emails: []string{"a@x.example", "b@x.example"}}); err != nil {
+	if _, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: "acct", Emails: []string{"a@x.example", "b@x.example"}}); err != nil {
 		t.Fatal(err)
 	}
 	ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 2, Duration: time.Minute})
@@ -116,11 +116,11 @@ func TestMigrateFromFirstSchema(t *testing.T) {
 		t.Errorf("leased %v after the upgrade, want %v", got, want)
 	}
 	// The old batch has no fingerprint: any fingerprint replays it.
-	ids, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: "acct", Emails: []string{"a", "b", "c"}, IdempotencyKey: "k", Fingerprint: "fp"})
+	ids, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: "acct", Emails: []string{"a", "b", "c"}, IdempotencyKey: "k", Fingerprint: "fp"})
 	if err != nil || !slices.Equal(ids, []string{"1", "2", "3"}) {
 		t.Fatalf("replay of an old batch = %v, %v; want its ids", ids, err)
 	}
-	_, err = s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: "acct", Emails: []string{"a", "b"}, IdempotencyKey: "k", Fingerprint: "fp"})
+	_, err = s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: "acct", Emails: []string{"a", "b"}, IdempotencyKey: "k", Fingerprint: "fp"})
 	if !errors.Is(err, credits.ErrIdempotencyConflict) {
 		t.Fatalf("old key with another count = %v, want ErrIdempotencyConflict", err)
 	}

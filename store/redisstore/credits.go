@@ -36,10 +36,10 @@ func (s *Store) Apply(ctx context.Context, c credits.Change) (credits.Entry, err
 	if err := checkCtx(ctx, "apply"); err != nil {
 		return credits.Entry{}, err
 	}
-	if c.Account == "" || c.Delta == 0 {
-		return credits.Entry{}, fmt.Errorf("%w: account %q, delta %d", credits.ErrInvalidAmount, c.Account, c.Delta)
+	if c.AccountID == "" || c.Delta == 0 {
+		return credits.Entry{}, fmt.Errorf("%w: account %q, delta %d", credits.ErrInvalidAmount, c.AccountID, c.Delta)
 	}
-	res, err := s.run(ctx, scriptApply, s.creditKeys(c.Account), c.Account, strconv.FormatInt(c.Delta, 10),
+	res, err := s.run(ctx, scriptApply, s.creditKeys(c.AccountID), c.AccountID, strconv.FormatInt(c.Delta, 10),
 		string(c.Reason), c.Reference, c.IdempotencyKey).Slice()
 	if err != nil {
 		return credits.Entry{}, s.creditErr(ctx, "apply", -c.Delta, err)
@@ -84,7 +84,7 @@ func (s *Store) History(ctx context.Context, p credits.HistoryParams) ([]credits
 	if err := checkCtx(ctx, "history"); err != nil {
 		return nil, err
 	}
-	raw, err := s.rdb.LRange(ctx, s.key("hist:"+p.Account), 0, -1).Result()
+	raw, err := s.rdb.LRange(ctx, s.key("hist:"+p.AccountID), 0, -1).Result()
 	if err != nil {
 		return nil, s.wrap(ctx, "history", err)
 	}
@@ -125,7 +125,7 @@ func decodeEntry(raw string) (credits.Entry, error) {
 	}
 	return credits.Entry{
 		ID:             j.ID,
-		Account:        j.Account,
+		AccountID:        j.Account,
 		Delta:          d,
 		Reason:         credits.Reason(j.Reason),
 		Reference:      j.Reference,

@@ -30,7 +30,7 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	ids, err := q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: acct.ID, Emails: []string{"a@example.org"}})
+	ids, err := q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct.ID, Emails: []string{"a@example.org"}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) ([]string, er
 		return nil, jobs.ErrEmptyBatch
 	}
 	args := make([]any, 0, 4+len(p.Emails))
-	args = append(args, s.key("job:"), p.Account, strconv.FormatInt(p.Cost, 10), s.channel())
+	args = append(args, s.key("job:"), p.AccountID, strconv.FormatInt(p.Cost, 10), s.channel())
 	for _, e := range p.Emails {
 		args = append(args, e)
 	}
@@ -46,15 +46,15 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 	if len(p.Emails) == 0 {
 		return nil, jobs.ErrEmptyBatch
 	}
-	if p.Account == "" {
+	if p.AccountID == "" {
 		return nil, fmt.Errorf("%w: empty account", credits.ErrInvalidAmount)
 	}
 	args := make([]any, 0, 5+len(p.Emails))
-	args = append(args, s.base, p.Account, s.channel(), p.IdempotencyKey, p.Fingerprint)
+	args = append(args, s.base, p.AccountID, s.channel(), p.IdempotencyKey, p.Fingerprint)
 	for _, e := range p.Emails {
 		args = append(args, e)
 	}
-	keys := append([]string{s.key("seq:job"), s.key("ready"), s.key("batch:" + p.Account)}, s.creditKeys(p.Account)...)
+	keys := append([]string{s.key("seq:job"), s.key("ready"), s.key("batch:" + p.AccountID)}, s.creditKeys(p.AccountID)...)
 	first, err := s.run(ctx, scriptEnqueueCharged, keys, args...).Text()
 	if err != nil {
 		if c, _ := code(err); c == "REPLAYED" {
@@ -114,7 +114,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 		out = append(out, jobs.Lease{
 			Job: jobs.Job{
 				ID:        r[0],
-				Account:   r[1],
+				AccountID:   r[1],
 				Email:     r[2],
 				State:     jobs.StateActive,
 				Cost:      cost,
@@ -264,7 +264,7 @@ func (s *Store) Get(ctx context.Context, account, id string) (jobs.Job, error) {
 }
 
 func jobFromHash(id string, m map[string]string) (jobs.Job, error) {
-	j := jobs.Job{ID: id, Account: m["account"], Email: m["email"], LastError: m["last_error"], State: jobs.StateActive}
+	j := jobs.Job{ID: id, AccountID: m["account"], Email: m["email"], LastError: m["last_error"], State: jobs.StateActive}
 	var err1, err2, err3, err4 error
 	j.Cost, err1 = strconv.ParseInt(m["cost"], 10, 64)
 	j.Errors, err2 = strconv.Atoi(cmp.Or(m["errors"], "0"))

@@ -61,23 +61,23 @@ func TestWrongType(t *testing.T) {
 			return err
 		}},
 		{"ApplyHistory", "hist:A", func(s *redisstore.Store, acct string) error {
-			_, err := s.Apply(ctx, credits.Change{Account: acct, Delta: 5, Reason: credits.ReasonGrant})
+			_, err := s.Apply(ctx, credits.Change{AccountID: acct, Delta: 5, Reason: credits.ReasonGrant})
 			return err
 		}},
 		{"ApplyIdempotency", "idem:A", func(s *redisstore.Store, acct string) error {
-			_, err := s.Apply(ctx, credits.Change{Account: acct, Delta: 5, Reason: credits.ReasonGrant, IdempotencyKey: "k"})
+			_, err := s.Apply(ctx, credits.Change{AccountID: acct, Delta: 5, Reason: credits.ReasonGrant, IdempotencyKey: "k"})
 			return err
 		}},
 		{"EnqueueReady", "ready", func(s *redisstore.Store, acct string) error {
-			_, err := s.Enqueue(ctx, jobs.EnqueueParams{Account: acct, Emails: []string{"a@example.org"}})
+			_, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: acct, Emails: []string{"a@example.org"}})
 			return err
 		}},
 		{"EnqueueJobKey", "job:1", func(s *redisstore.Store, acct string) error {
-			_, err := s.Enqueue(ctx, jobs.EnqueueParams{Account: acct, Emails: []string{"a@example.org"}})
+			_, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: acct, Emails: []string{"a@example.org"}})
 			return err
 		}},
 		{"EnqueueChargedBatches", "batch:A", func(s *redisstore.Store, acct string) error {
-			_, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{Account: acct, Emails: []string{"a@example.org"}})
+			_, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: []string{"a@example.org"}})
 			return err
 		}},
 		{"LeaseLeases", "leases", func(s *redisstore.Store, acct string) error {
@@ -121,7 +121,7 @@ func TestWrongType(t *testing.T) {
 			}
 			if tt.name == "EnqueueChargedBatches" {
 				// Funds, so that only the wrong type can refuse the batch.
-				if _, err := s.Apply(ctx, credits.Change{Account: acct, Delta: 5, Reason: credits.ReasonGrant}); err != nil {
+				if _, err := s.Apply(ctx, credits.Change{AccountID: acct, Delta: 5, Reason: credits.ReasonGrant}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -144,7 +144,7 @@ func TestWrongTypeCompleteWritesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, c, prefix := setup(t, nil)
-	if _, err := s.Enqueue(ctx, jobs.EnqueueParams{Account: "A", Emails: []string{"a@example.org"}, Cost: 1}); err != nil {
+	if _, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "A", Emails: []string{"a@example.org"}, Cost: 1}); err != nil {
 		t.Fatal(err)
 	}
 	ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 1, Duration: time.Minute})
@@ -268,7 +268,7 @@ func TestNotifierLatency(t *testing.T) {
 	var lat []time.Duration
 	for range rounds {
 		start := time.Now()
-		if _, err := s.Enqueue(ctx, jobs.EnqueueParams{Account: "A", Emails: []string{"a@example.org"}}); err != nil {
+		if _, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "A", Emails: []string{"a@example.org"}}); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -305,7 +305,7 @@ func TestRetentionExpiresResults(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _, _ := setup(t, &redisstore.Config{Retention: 100 * time.Millisecond})
-	ids, err := s.Enqueue(ctx, jobs.EnqueueParams{Account: "A", Emails: []string{"a@example.org"}})
+	ids, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "A", Emails: []string{"a@example.org"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +369,7 @@ func TestServerGoneAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := s2.Apply(ctx, credits.Change{Account: "A", Delta: 3, Reason: credits.ReasonGrant}); err != nil {
+	if _, err := s2.Apply(ctx, credits.Change{AccountID: "A", Delta: 3, Reason: credits.ReasonGrant}); err != nil {
 		t.Fatalf("through the proxy: %v", err)
 	}
 	// The server goes away.
@@ -381,7 +381,7 @@ func TestServerGoneAway(t *testing.T) {
 	mu.Unlock()
 	for name, call := range map[string]func() error{
 		"Apply": func() error {
-			_, err := s2.Apply(ctx, credits.Change{Account: "A", Delta: -1, Reason: credits.ReasonCharge})
+			_, err := s2.Apply(ctx, credits.Change{AccountID: "A", Delta: -1, Reason: credits.ReasonCharge})
 			return err
 		},
 		"Balance": func() error { _, err := s2.Balance(ctx, "A"); return err },

@@ -116,7 +116,7 @@ func testCreateAccount(t *testing.T, b *store.Backend) {
 	if err != nil || bal != store.DefaultSignupCredits {
 		t.Fatalf("balance %d, %v; want %d", bal, err, store.DefaultSignupCredits)
 	}
-	h, err := b.Credits.History(ctx, credits.HistoryParams{Account: a.ID})
+	h, err := b.Credits.History(ctx, credits.HistoryParams{AccountID: a.ID})
 	if err != nil || len(h) != 1 || h[0].Reason != credits.ReasonSignup || h[0].Delta != store.DefaultSignupCredits {
 		t.Fatalf("history %+v, %v; want one signup entry", h, err)
 	}
@@ -136,7 +136,7 @@ func testSignupCredits(t *testing.T, b *store.Backend) {
 		if err != nil || bal != tc.want {
 			t.Errorf("SignupCredits %d: balance %d, %v; want %d", tc.give, bal, err, tc.want)
 		}
-		h, err := b.Credits.History(ctx, credits.HistoryParams{Account: a.ID})
+		h, err := b.Credits.History(ctx, credits.HistoryParams{AccountID: a.ID})
 		if err != nil || len(h) != tc.entries {
 			t.Errorf("SignupCredits %d: history %+v, %v", tc.give, h, err)
 		}

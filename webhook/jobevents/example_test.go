@@ -28,7 +28,7 @@ func ExampleSource_NewEvent() {
 
 	res := emailcheck.Result{Email: "ada@example.org"}
 	for _, account := range []string{"acct_1", "acct_2"} {
-		job := jobs.Job{ID: "7", Account: account, Email: res.Email, State: jobs.StateCompleted, Result: &res}
+		job := jobs.Job{ID: "7", AccountID: account, Email: res.Email, State: jobs.StateCompleted, Result: &res}
 		ev, err := events.NewEvent(ctx, job, res)
 		if err != nil || ev == nil {
 			fmt.Println(account, "no event", err)

@@ -97,7 +97,7 @@ func New(endpoints webhook.Endpoints, cfg *Config) (*Source, error) {
 // up is returned, so the pool retries the job rather than completing it
 // without its event.
 func (s *Source) NewEvent(ctx context.Context, job jobs.Job, result emailcheck.Result) (*jobs.Event, error) {
-	ok, err := s.enabled(ctx, job.Account)
+	ok, err := s.enabled(ctx, job.AccountID)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func (s *Source) NewEvent(ctx context.Context, job jobs.Job, result emailcheck.R
 	if err != nil {
 		return nil, fmt.Errorf("jobevents: encoding the result of job %s: %w", job.ID, err)
 	}
-	ev, err := webhook.NewEvent(job.Account, job.ID, body, s.now())
+	ev, err := webhook.NewEvent(job.AccountID, job.ID, body, s.now())
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ func completed(account, id, email string) (jobs.Job, emailcheck.Result) {
 	res.Confidence.Status = emailcheck.StatusLikely
 	res.Confidence.Score = 90
 	res.Meta.Source = emailcheck.SourceAPIAsync
-	return jobs.Job{ID: id, Account: account, Email: email, State: jobs.StateCompleted, Result: &res}, res
+	return jobs.Job{ID: id, AccountID: account, Email: email, State: jobs.StateCompleted, Result: &res}, res
 }
 
 func TestNewEvent(t *testing.T) {
