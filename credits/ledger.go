@@ -88,7 +88,7 @@ func (l *Ledger) apply(ctx context.Context, account string, delta int64, reason 
 		return Entry{}, fmt.Errorf("%w: %d", ErrInvalidAmount, abs(delta))
 	}
 	return l.store.Apply(ctx, Change{
-		AccountID:        account,
+		AccountID:      account,
 		Delta:          delta,
 		Reason:         reason,
 		Reference:      key,

@@ -27,7 +27,7 @@ func Example() {
 
 	ids, err := q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{
 		AccountID: "acct-1",
-		Emails:  []string{"ada@example.org", "alan@example.org"},
+		Emails:    []string{"ada@example.org", "alan@example.org"},
 	})
 	fmt.Println(ids, err)
 

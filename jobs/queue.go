@@ -94,7 +94,7 @@ func (q *Queue) EnqueueCharged(ctx context.Context, p EnqueueChargedParams) ([]s
 		ref = "batch:" + p.Fingerprint
 	}
 	entry, err := q.ledger.Apply(ctx, credits.Change{
-		AccountID:        p.AccountID,
+		AccountID:      p.AccountID,
 		Delta:          -n,
 		Reason:         credits.ReasonCharge,
 		Reference:      ref,

@@ -81,7 +81,7 @@ func (s *Store) writeLocked(c credits.Change) credits.Entry {
 	s.entrySeq++
 	e := credits.Entry{
 		ID:             strconv.FormatUint(s.entrySeq, 10),
-		AccountID:        c.AccountID,
+		AccountID:      c.AccountID,
 		Delta:          c.Delta,
 		Reason:         c.Reason,
 		Reference:      c.Reference,

@@ -84,7 +84,7 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams) []string {
 		id := s.jobSeq
 		s.jobs[id] = &job{Job: jobs.Job{
 			ID:        strconv.FormatUint(id, 10),
-			AccountID:   p.AccountID,
+			AccountID: p.AccountID,
 			Email:     email,
 			State:     jobs.StateActive,
 			Cost:      p.Cost,

@@ -84,7 +84,7 @@ func (s *Store) applyTx(ctx context.Context, tx pgx.Tx, c credits.Change) (e cre
 	}
 	return credits.Entry{
 		ID:             strconv.FormatInt(id, 10),
-		AccountID:        c.AccountID,
+		AccountID:      c.AccountID,
 		Delta:          c.Delta,
 		Reason:         c.Reason,
 		Reference:      c.Reference,

@@ -125,7 +125,7 @@ func decodeEntry(raw string) (credits.Entry, error) {
 	}
 	return credits.Entry{
 		ID:             j.ID,
-		AccountID:        j.Account,
+		AccountID:      j.Account,
 		Delta:          d,
 		Reason:         credits.Reason(j.Reason),
 		Reference:      j.Reference,

@@ -114,7 +114,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 		out = append(out, jobs.Lease{
 			Job: jobs.Job{
 				ID:        r[0],
-				AccountID:   r[1],
+				AccountID: r[1],
 				Email:     r[2],
 				State:     jobs.StateActive,
 				Cost:      cost,
