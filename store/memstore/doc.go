@@ -10,4 +10,9 @@
 // batch, completing a job with its refund and its webhook event — is
 // atomic: the event a completion records is a pending delivery from that
 // instant. Nothing survives the process.
+//
+// Multi-part changes check everything before their first write, under the
+// lock (checkLocked for credits, heldLocked for leases: the compare-and-set
+// on a job's state and lease token), so a refused change writes nothing;
+// see [Store.EnqueueCharged] and [Store.Complete].
 package memstore

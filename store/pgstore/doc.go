@@ -10,27 +10,33 @@
 // [Store.Migrate]).
 //
 // How each promise is kept:
-//   - Credits: a balances table with CHECK (balance >= 0) beside an
-//     append-only entries table; a charge is a conditional
+//   - Credits ([Store.Apply]): a balances table with CHECK (balance >= 0)
+//     beside an append-only entries table; a charge is a conditional
 //     UPDATE ... WHERE balance >= n in the transaction that appends its
 //     entry, and idempotency keys are a unique index.
-//   - Accounts: an account and its signup grant are one transaction. Keys
-//     are stored as their SHA-256 (bytea, unique index) and display prefix;
-//     [Store.Authenticate] is a hash lookup.
-//   - Jobs: ids come from a bigserial. A batch is one INSERT over unnest;
-//     leasing is UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED);
-//     lease tokens are random UUIDs; every state change compares state and
-//     token. Completing a job, refunding it and inserting its webhook event
-//     as a pending delivery is one statement, so one transaction; an event
-//     id already in the outbox fails it whole. Charging and enqueueing a
-//     batch is one transaction; a batch's idempotency key is stored with
-//     its job ids and content fingerprint.
+//   - Accounts: an account and its signup grant are one transaction
+//     ([Store.CreateAccount]). Keys are stored as their SHA-256 (bytea,
+//     unique index) and display prefix; [Store.Authenticate] is a hash
+//     lookup.
+//   - Jobs: ids come from a bigserial. A batch is one INSERT over unnest
+//     ([Store.Enqueue]); leasing is UPDATE ... WHERE id IN (SELECT ... FOR
+//     UPDATE SKIP LOCKED) ([Store.Lease], [Store.RescueExpired]); lease
+//     tokens are random UUIDs; every state change compares state and token
+//     ([Store.Heartbeat], [Store.Retry]). Completing a job, refunding it and
+//     inserting its webhook event as a pending delivery is one statement,
+//     so one transaction ([Store.Complete]); an event id already in the
+//     outbox fails it whole. Charging and enqueueing a batch is one
+//     transaction ([Store.EnqueueCharged]); a batch's idempotency key is
+//     stored with its job ids and content fingerprint.
 //   - Webhooks: deliveries are leased like jobs (FOR UPDATE SKIP LOCKED,
-//     random tokens, compare-and-set on the token), but every time in the
-//     outbox is the caller's clock, never the database's.
+//     random tokens, compare-and-set on the token: [Webhooks.Lease],
+//     [Webhooks.MarkDelivered]), but every time in the outbox is the
+//     caller's clock, never the database's.
 //   - Wake-up: a statement trigger on the jobs table sends NOTIFY, and
 //     [Store.Subscribe] LISTENs on a dedicated connection taken from the
 //     pool, reconnecting when it fails.
+//   - Rate limits: none shared; [Store.Backend] leaves Limiter nil, so
+//     each process limits in its own memory.
 //
 // Errors: the domain sentinels ([jobs.ErrNotFound], [store.ErrInvalidKey],
 // ...) as the interfaces promise; a cancelled context gives an error

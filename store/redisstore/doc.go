@@ -44,4 +44,21 @@
 //
 // Idle workers are woken by a PUBLISH on the channel "{prefix}notify" that
 // the enqueueing script sends; [Store.Subscribe] listens on it.
+//
+// # Where each promise is kept
+//
+//   - No overdraft, idempotent changes: the credit_check and credit_write
+//     functions of the script library, used by [Store.Apply] and by every
+//     script that charges or refunds.
+//   - A charged batch is both or neither: [Store.EnqueueCharged] checks the
+//     charge and the job keys, then writes both, in one script.
+//   - Leases: [Store.Lease] hands out ids from the ready set with a random
+//     token; [Store.Heartbeat], [Store.Retry] and [Store.Complete] compare
+//     state and token in their script, so a rescued lease writes nothing.
+//   - Completion, refund and webhook event are one script
+//     ([Store.Complete]); an event id already in the outbox fails it whole.
+//   - Crashed workers: [Store.RescueExpired] moves expired leases back to
+//     the ready set and counts a failure.
+//   - Shared rate limits: [RateLimiter], one GCRA script per decision on the
+//     server's clock.
 package redisstore
