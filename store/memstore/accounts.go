@@ -29,6 +29,9 @@ func (s *Store) CreateAccount(ctx context.Context, p store.CreateAccountParams) 
 		Plan:      p.PlanOrDefault(),
 		CreatedAt: now(),
 	}
+	// The grant is written under the same lock as the account: no one sees
+	// an account without its signup credits. Its fixed idempotency key
+	// makes a second grant impossible.
 	if n := p.Credits(); n > 0 {
 		c := credits.Change{AccountID: a.ID, Delta: n, Reason: credits.ReasonSignup, Reference: "signup", IdempotencyKey: "signup"}
 		if _, err := s.applyLocked(c); err != nil {
@@ -143,6 +146,8 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (store.Key, err
 	if err := ctxErr(ctx); err != nil {
 		return store.Key{}, err
 	}
+	// A malformed secret is refused before hashing: the same answer as an
+	// unknown key, at no cost. Only the hash is ever compared or kept.
 	if store.CheckSecret(secret) != nil {
 		return store.Key{}, store.ErrInvalidKey
 	}
@@ -154,6 +159,7 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (store.Key, err
 		return store.Key{}, store.ErrInvalidKey
 	}
 	k := s.keys[id]
+	// A revoked key looks like an unknown one to its caller.
 	if k.Revoked() {
 		return store.Key{}, store.ErrInvalidKey
 	}

@@ -84,6 +84,9 @@ func (w *Webhooks) Lease(ctx context.Context, p webhook.LeaseParams) ([]webhook.
 	s := w.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A delivery is due when its next attempt has come and no live lease
+	// holds it; an expired lease counts as none, so a crashed dispatcher's
+	// deliveries come back on their own. Times are the caller's clock.
 	var due []*webhook.Delivery
 	for _, d := range s.pending {
 		if !d.NextAttempt.After(p.Now) && (d.Lease.Token == "" || !p.Now.Before(d.Lease.Expires)) {
@@ -96,13 +99,17 @@ func (w *Webhooks) Lease(ctx context.Context, p webhook.LeaseParams) ([]webhook.
 	due = due[:min(len(due), p.Limit)]
 	out := make([]webhook.Delivery, len(due))
 	for i, d := range due {
+		// A new random token per lease: the dispatcher that held an
+		// expired lease can no longer record anything ([Webhooks.change]).
 		d.Lease = webhook.Lease{EventID: d.ID, Token: rand.Text(), Expires: p.Now.Add(p.Duration)}
 		out[i] = cloneDelivery(d)
 	}
 	return out, nil
 }
 
-// change applies f to the delivery l still holds.
+// change applies f to the delivery l still holds: the compare-and-set on
+// the lease token behind every change after leasing. A finished delivery
+// leaves the pending index, so leasing never scans it again.
 func (w *Webhooks) change(ctx context.Context, l webhook.Lease, f func(*webhook.Delivery)) error {
 	if err := ctxErr(ctx); err != nil {
 		return err

@@ -92,11 +92,18 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	if p.Max < 1 || p.Duration <= 0 {
 		return nil, fmt.Errorf("jobs: invalid lease request (max %d, duration %v)", p.Max, p.Duration)
 	}
+	// One script moves due retries to the ready set and leases from it, so
+	// two workers never see the same job as available; the token is made
+	// here, at random, and only its holder can change the job afterwards.
+	// Leases are capped per call to keep each script short: Redis runs one
+	// script at a time.
 	keys := []string{s.key("ready"), s.key("delayed"), s.key("leases")}
 	f, err := s.run(ctx, scriptLease, keys, s.key("job:"), min(p.Max, maxLease), max(p.Duration.Microseconds(), 1), token()).StringSlice()
 	if err != nil {
 		return nil, s.wrap(ctx, "lease", err)
 	}
+	// The reply is flat, nine fields per job, to avoid a nested reply's
+	// allocations on the hot path.
 	const width = 9
 	if len(f)%width != 0 {
 		return nil, fmt.Errorf("%w: lease reply of %d fields", ErrBadData, len(f))
@@ -310,6 +317,8 @@ func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 	if err := checkCtx(ctx, "subscribe"); err != nil {
 		return nil, err
 	}
+	// Wait for the subscription's confirmation, so that a job enqueued
+	// after Subscribe returns is always announced to this subscriber.
 	ps := s.rdb.Subscribe(ctx, s.channel())
 	if _, err := ps.Receive(ctx); err != nil {
 		ps.Close()
