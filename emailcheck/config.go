@@ -37,6 +37,13 @@ type Config struct {
 	// mail-capable (RFC 5321 §5.1). Default false: such domains are
 	// NO_MX_RECORDS.
 	ImplicitMX bool
+	// AllowPrivateMX accepts MX hosts whose addresses are all private,
+	// loopback or otherwise not public (10.0.0.0/8, 127.0.0.1, the
+	// documentation ranges, ...), for intranets and for tests that run
+	// mail servers on loopback. Default false: an MX whose hosts resolve
+	// only to such addresses is not a public mail server, and the domain
+	// is NO_MX_RECORDS.
+	AllowPrivateMX bool
 
 	// AllowQuotedLocal accepts quoted local parts ("john doe"@example.com).
 	AllowQuotedLocal bool

@@ -35,6 +35,17 @@
 //   - NOERROR with at least one usable MX host: LIKELY (or DISPOSABLE).
 //     MX hosts that are the root ("."), "localhost" or an IP address are
 //     not usable; a null MX (RFC 7505, a single "0 .") means "no mail".
+//     A host is usable only if it resolves to a public address: hosts are
+//     resolved (A and AAAA side by side) in preference order, stopping at
+//     the first that does. A host that is NXDOMAIN, has neither A nor AAAA,
+//     or resolves only to private, loopback or special-purpose addresses
+//     (10.0.0.0/8, 127.0.0.1, 0.0.0.0, the documentation ranges, ...) is
+//     not; [Config.AllowPrivateMX] accepts the latter, for intranets and
+//     tests. When no host is usable and a host's lookup failed, the domain
+//     is UNKNOWN, never NO_MX_RECORDS. Addresses that come in the MX
+//     answer's additional section are used without a query; host lookups
+//     are cached and shared across domains like domain lookups, so the
+//     thousands of domains of one provider cost one host lookup.
 //   - NOERROR without a usable MX host: NO_MX_RECORDS ("no valid mail
 //     servers"), even when the domain has A/AAAA records: parked and typo
 //     domains often have only those. With [Config.ImplicitMX] the RFC 5321

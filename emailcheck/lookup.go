@@ -16,12 +16,13 @@ import (
 type dnsOutcome uint8
 
 const (
-	outcomeMX         dnsOutcome = iota // at least one usable MX host
-	outcomeImplicitMX                   // no MX, but A/AAAA accepted under Config.ImplicitMX
-	outcomeNoMX                         // the domain exists but has no usable mail server
-	outcomeNullMX                       // the domain publishes a null MX (RFC 7505)
-	outcomeNXDomain                     // the domain does not exist
-	outcomeUnknown                      // DNS could not answer
+	outcomeMX           dnsOutcome = iota // at least one usable MX host
+	outcomeImplicitMX                     // no MX, but A/AAAA accepted under Config.ImplicitMX
+	outcomeNoMX                           // the domain exists but has no usable mail server
+	outcomeNullMX                         // the domain publishes a null MX (RFC 7505)
+	outcomeNXDomain                       // the domain does not exist
+	outcomeUnknown                        // DNS could not answer
+	outcomeHostsUnknown                   // the domain has MX hosts, but DNS could not resolve any of them
 )
 
 // domainInfo is the cached verdict on one domain.
@@ -37,7 +38,7 @@ type domainInfo struct {
 // exists reports whether DNS showed that the domain exists.
 func (d *domainInfo) exists() bool {
 	switch d.outcome {
-	case outcomeMX, outcomeImplicitMX, outcomeNoMX, outcomeNullMX:
+	case outcomeMX, outcomeImplicitMX, outcomeNoMX, outcomeNullMX, outcomeHostsUnknown:
 		return true
 	}
 	return false
@@ -74,8 +75,22 @@ func (v *Validator) resolveDomain(ctx context.Context, domain string) (*domainIn
 		hosts, null := usableMX(mx.records)
 		switch {
 		case len(hosts) > 0:
-			info.outcome, info.mxHosts = outcomeMX, hosts
+			// An MX is usable only if one of its hosts resolves to an
+			// address mail can go to; when none does and a lookup failed,
+			// we do not know.
 			ttl = v.clampTTL(mx.ttl)
+			i, failed, hostTTL := v.resolveMXHosts(ctx, hosts, mx.extra)
+			switch {
+			case i >= 0:
+				info.outcome, info.mxHosts = outcomeMX, hosts
+				ttl = min(ttl, hostTTL)
+			case failed:
+				info.outcome = outcomeHostsUnknown
+				ttl = v.cfg.FailureTTL
+			default:
+				info.outcome = outcomeNoMX
+				ttl = min(ttl, hostTTL)
+			}
 		case null:
 			info.outcome = outcomeNullMX
 			ttl = v.clampTTL(mx.ttl)

@@ -52,9 +52,10 @@ func newResolver(servers []string, timeout time.Duration, retries, maxInFlight i
 type rrset struct {
 	rcode   int
 	records []dns.RR
-	aliased bool   // the name is a CNAME
-	ttl     uint32 // minimum TTL of records (positive answers)
-	negTTL  uint32 // SOA minimum (negative answers); 0 when absent
+	aliased bool     // the name is a CNAME
+	ttl     uint32   // minimum TTL of records (positive answers)
+	negTTL  uint32   // SOA minimum (negative answers); 0 when absent
+	extra   []dns.RR // A and AAAA records of the additional section
 }
 
 // lookup resolves name (a fully qualified, lower-case name) for qtype,
@@ -82,6 +83,11 @@ func (r *resolver) lookup(ctx context.Context, name string, qtype uint16) (rrset
 		negTTL := soaMinimum(msg)
 		if len(records) > 0 || msg.Rcode != dns.RcodeSuccess || final == target || negTTL > 0 {
 			out.records = records
+			for _, rr := range msg.Extra {
+				if t := rr.Header().Rrtype; t == dns.TypeA || t == dns.TypeAAAA {
+					out.extra = append(out.extra, rr)
+				}
+			}
 			if out.ttl == ^uint32(0) {
 				out.ttl = 0
 			}

@@ -44,14 +44,16 @@ const resolvConfPath = "/etc/resolv.conf"
 // Validator validates addresses. It is safe for concurrent use; create one
 // and share it, so that its DNS cache and in-flight lookups are shared.
 type Validator struct {
-	cfg        Config
-	syntax     SyntaxOptions
-	resolver   *resolver
-	classifier *classifier
-	cache      *lru.Cache[string, *domainInfo] // nil when caching is off
-	flights    singleflight.Group
-	blocked    []string
-	budget     time.Duration // upper bound of one domain lookup
+	cfg         Config
+	syntax      SyntaxOptions
+	resolver    *resolver
+	classifier  *classifier
+	cache       *lru.Cache[string, *domainInfo] // nil when caching is off
+	flights     singleflight.Group
+	hosts       *lru.Cache[string, *hostInfo] // MX hosts' addresses; nil when caching is off
+	hostFlights singleflight.Group
+	blocked     []string
+	budget      time.Duration // upper bound of one domain lookup
 
 	base   context.Context // parent of every lookup; cancelled by Close
 	cancel context.CancelFunc
@@ -94,12 +96,17 @@ func New(cfg *Config) (*Validator, error) {
 		classifier: cl,
 		blocked:    blocked,
 		// MX and address queries run side by side, each with its retries;
-		// CNAMEs the server did not follow add rounds. Three rounds bound
-		// a lookup; a longer chain ends as UNKNOWN.
-		budget: c.QueryTimeout * time.Duration(c.Retries+1) * 3,
+		// the MX hosts' addresses take one more round, and CNAMEs the
+		// server did not follow add rounds. Four rounds bound a lookup; a
+		// longer chain ends as UNKNOWN.
+		budget: c.QueryTimeout * time.Duration(c.Retries+1) * 4,
 	}
 	if c.CacheSize > 0 {
 		v.cache, err = lru.New[string, *domainInfo](c.CacheSize)
+		if err != nil {
+			return nil, fmt.Errorf("emailcheck: cache: %w", err)
+		}
+		v.hosts, err = lru.New[string, *hostInfo](c.CacheSize)
 		if err != nil {
 			return nil, fmt.Errorf("emailcheck: cache: %w", err)
 		}
@@ -276,7 +283,7 @@ func statusOf(info *domainInfo) Status {
 	switch info.outcome {
 	case outcomeNXDomain:
 		return StatusInvalidDomain
-	case outcomeUnknown:
+	case outcomeUnknown, outcomeHostsUnknown:
 		return StatusUnknown
 	case outcomeNoMX, outcomeNullMX:
 		return StatusNoMXRecords

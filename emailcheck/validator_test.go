@@ -297,8 +297,10 @@ func TestValidateSharesConcurrentLookups(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if n := b.srv.Queries(); n > 2 {
-		t.Errorf("%d queries reached the server for %d concurrent calls; want <= 2", n, calls)
+	// One MX query, and the MX host's A and AAAA; a retry of the MX
+	// query at most.
+	if n := b.srv.Queries(); n > 4 {
+		t.Errorf("%d queries reached the server for %d concurrent calls; want <= 4", n, calls)
 	}
 }
 

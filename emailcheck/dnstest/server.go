@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,17 @@ type Options struct {
 	// name exists. It may be called concurrently. A Domain it returns
 	// with invalid records is answered SERVFAIL.
 	Fallback func(name string) (Domain, bool)
+
+	// NoMXAddrs turns off the default address of MX hosts ([MX]): a host
+	// without Addrs and without a zone entry then does not exist.
+	NoMXAddrs bool
+
+	// Additional makes MX answers carry the A and AAAA records of their
+	// hosts in the additional section, as authoritative servers do for
+	// hosts in their zones and some resolvers do from their caches.
+	// Default false: like most public resolvers, the server answers the
+	// question only, and clients ask for the hosts' addresses themselves.
+	Additional bool
 }
 
 // maxChase is the number of CNAME hops the server follows in one answer.
@@ -50,9 +62,13 @@ type Server struct {
 	fallback func(string) (Domain, bool)
 	latency  atomic.Int64
 
-	mu   sync.RWMutex
-	zone map[string]Domain // canonical name → records
-	ents map[string]int    // canonical name → number of zone names below it
+	noMXAddrs  bool
+	additional bool
+
+	mu    sync.RWMutex
+	zone  map[string]Domain // canonical name → records
+	ents  map[string]int    // canonical name → number of zone names below it
+	hosts map[string]MX     // canonical MX host name → how it answers
 
 	countMu sync.Mutex
 	counts  map[countKey]int64
@@ -80,12 +96,15 @@ func NewServer(zone Zone, opts *Options) (*Server, error) {
 		o = *opts
 	}
 	s := &Server{
-		negTTL:   o.NegativeTTL,
-		fallback: o.Fallback,
-		zone:     make(map[string]Domain, len(zone)),
-		ents:     make(map[string]int),
-		counts:   make(map[countKey]int64),
-		done:     make(chan struct{}),
+		negTTL:     o.NegativeTTL,
+		fallback:   o.Fallback,
+		noMXAddrs:  o.NoMXAddrs,
+		additional: o.Additional,
+		hosts:      make(map[string]MX),
+		zone:       make(map[string]Domain, len(zone)),
+		ents:       make(map[string]int),
+		counts:     make(map[countKey]int64),
+		done:       make(chan struct{}),
 	}
 	if s.negTTL == 0 {
 		s.negTTL = 60
@@ -212,6 +231,38 @@ func (s *Server) set(cname string, d Domain) {
 		}
 	}
 	s.zone[cname] = d
+	for _, mx := range d.MX {
+		if h := canonical(mx.Host); h != "." {
+			s.hosts[h] = mx
+		}
+	}
+}
+
+// hostDomain returns the records an MX host's name answers with when the
+// zone has no entry for it, and whether the name is such a host.
+func (s *Server) hostDomain(name string) (Domain, lookupKind, bool) {
+	s.mu.RLock()
+	mx, ok := s.hosts[name]
+	s.mu.RUnlock()
+	switch {
+	case !ok:
+		return Domain{}, nameMissing, false
+	case mx.Missing:
+		return Domain{}, nameMissing, true
+	case len(mx.Addrs) == 0 && s.noMXAddrs:
+		return Domain{}, nameMissing, true
+	case len(mx.Addrs) == 0:
+		return Domain{A: []string{DefaultMXAddr}}, nameFound, true
+	}
+	var d Domain
+	for _, a := range mx.Addrs {
+		if netip.MustParseAddr(a).Is4() {
+			d.A = append(d.A, a)
+		} else {
+			d.AAAA = append(d.AAAA, a)
+		}
+	}
+	return d, nameFound, true
 }
 
 // Delete removes name from the zone; it does nothing if name is absent.
@@ -283,8 +334,22 @@ func (s *Server) lookup(name string) (Domain, lookupKind) {
 			if err := validate(name, d); err != nil {
 				return Domain{Rcode: dns.RcodeServerFailure}, nameFound
 			}
+			// Its MX hosts answer for themselves from now on, as those
+			// of the zone do: a validator asks for them after the MX.
+			if len(d.MX) > 0 {
+				s.mu.Lock()
+				for _, mx := range d.MX {
+					if h := canonical(mx.Host); h != "." {
+						s.hosts[h] = mx
+					}
+				}
+				s.mu.Unlock()
+			}
 			return d, nameFound
 		}
+	}
+	if d, kind, ok := s.hostDomain(name); ok {
+		return d, kind
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -358,6 +423,9 @@ func (s *Server) serveDNS(w dns.ResponseWriter, req *dns.Msg) {
 		}
 	} else {
 		s.resolve(resp, q, d, kind)
+		if s.additional && q.Qtype == dns.TypeMX {
+			s.addHostAddrs(resp)
+		}
 	}
 	if opt := req.IsEdns0(); opt != nil {
 		resp.SetEdns0(opt.UDPSize(), false)
@@ -379,6 +447,25 @@ func (s *Server) serveDNS(w dns.ResponseWriter, req *dns.Msg) {
 		resp.Id = req.Id + 1
 	}
 	_ = w.WriteMsg(resp)
+}
+
+// addHostAddrs puts the A and AAAA records of the MX hosts in resp's
+// answer into its additional section, for hosts that have them directly
+// (not through a CNAME).
+func (s *Server) addHostAddrs(resp *dns.Msg) {
+	for _, rr := range resp.Answer {
+		mx, ok := rr.(*dns.MX)
+		if !ok || mx.Mx == "." {
+			continue
+		}
+		host := canonical(mx.Mx)
+		d, kind := s.lookup(host)
+		if kind != nameFound || d.CNAME != "" || d.Rcode != dns.RcodeSuccess || d.Drop || d.Garbage {
+			continue
+		}
+		resp.Extra = append(resp.Extra, records(host, d, dns.TypeA)...)
+		resp.Extra = append(resp.Extra, records(host, d, dns.TypeAAAA)...)
+	}
 }
 
 // resolve fills resp with the answer for q, whose name has d and kind,

@@ -63,15 +63,15 @@ func negativeTTL(r *dns.Msg) int {
 
 var testZone = dnstest.Zone{
 	"example.net": {
-		MX:   []dnstest.MX{{10, "mx1.example.net"}, {20, "MX2.Example.Net."}},
+		MX:   []dnstest.MX{{Pref: 10, Host: "mx1.example.net"}, {Pref: 20, Host: "MX2.Example.Net."}},
 		A:    []string{"192.0.2.1"},
 		AAAA: []string{"2001:db8::1"},
 		TXT:  []string{"v=spf1 -all"},
 	},
-	"nullmx.example.net.":  {MX: []dnstest.MX{{0, "."}}, TTL: 3600},
+	"nullmx.example.net.":  {MX: []dnstest.MX{{Pref: 0, Host: "."}}, TTL: 3600},
 	"Upper.Example.NET":    {A: []string{"192.0.2.2"}},
 	"a.b.c.example.org":    {A: []string{"192.0.2.3"}},
-	"*.wild.example.org":   {MX: []dnstest.MX{{5, "mx.wild.example.org"}}},
+	"*.wild.example.org":   {MX: []dnstest.MX{{Pref: 5, Host: "mx.wild.example.org"}}},
 	"sub.wild.example.org": {A: []string{"192.0.2.4"}},
 	"long.example.net":     {TXT: []string{strings.Repeat("x", 300)}},
 }
@@ -157,7 +157,7 @@ func TestCNAME(t *testing.T) {
 	zone := dnstest.Zone{
 		"www.example.net":      {CNAME: "web.example.net", A: []string{"192.0.2.99"}},
 		"web.example.net":      {CNAME: "host.example.com."},
-		"host.example.com":     {A: []string{"192.0.2.7"}, MX: []dnstest.MX{{10, "mx.example.com"}}},
+		"host.example.com":     {A: []string{"192.0.2.7"}, MX: []dnstest.MX{{Pref: 10, Host: "mx.example.com"}}},
 		"dangling.example.net": {CNAME: "gone.example.com"},
 		"broken.example.net":   {CNAME: "fails.example.com"},
 		"fails.example.com":    {Rcode: dns.RcodeServerFailure},
@@ -344,7 +344,7 @@ func TestWrongIDAnswer(t *testing.T) {
 func TestTruncate(t *testing.T) {
 	t.Parallel()
 	s := dnstest.Start(t, dnstest.Zone{
-		"tc.example.net": {Truncate: true, MX: []dnstest.MX{{10, "mx.example.net"}}},
+		"tc.example.net": {Truncate: true, MX: []dnstest.MX{{Pref: 10, Host: "mx.example.net"}}},
 	}, nil)
 
 	r, err := exchange(t, s, "udp", "tc.example.net", dns.TypeMX)
@@ -475,7 +475,7 @@ func TestConcurrentQueries(t *testing.T) {
 	const n = 1000
 	zone := dnstest.Zone{}
 	for i := range 50 {
-		zone[fmt.Sprintf("d%d.example.net", i)] = dnstest.Domain{MX: []dnstest.MX{{10, "mx.example.net"}}}
+		zone[fmt.Sprintf("d%d.example.net", i)] = dnstest.Domain{MX: []dnstest.MX{{Pref: 10, Host: "mx.example.net"}}}
 	}
 	s := dnstest.Start(t, zone, nil)
 
@@ -651,7 +651,7 @@ func TestFallback(t *testing.T) {
 			case name == "bad.gen.example":
 				return dnstest.Domain{A: []string{"not-an-ip"}}, true
 			case strings.HasSuffix(name, ".gen.example"):
-				return dnstest.Domain{MX: []dnstest.MX{{10, "mx." + name}}}, true
+				return dnstest.Domain{MX: []dnstest.MX{{Pref: 10, Host: "mx." + name}}}, true
 			}
 			return dnstest.Domain{}, false
 		},
@@ -691,7 +691,7 @@ func TestInvalidZone(t *testing.T) {
 		{"IPv4 in AAAA", dnstest.Zone{"example.net": {AAAA: []string{"192.0.2.1"}}}},
 		{"mapped IPv4 in AAAA", dnstest.Zone{"example.net": {AAAA: []string{"::ffff:192.0.2.1"}}}},
 		{"not an address", dnstest.Zone{"example.net": {A: []string{"example"}}}},
-		{"bad MX host", dnstest.Zone{"example.net": {MX: []dnstest.MX{{10, "a..b"}}}}},
+		{"bad MX host", dnstest.Zone{"example.net": {MX: []dnstest.MX{{Pref: 10, Host: "a..b"}}}}},
 		{"bad CNAME", dnstest.Zone{"example.net": {CNAME: "a..b"}}},
 		{"bad name", dnstest.Zone{"a..example.net": {}}},
 		{"root", dnstest.Zone{".": {}}},
@@ -821,12 +821,82 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 }
 
 func BenchmarkExchangeUDP(b *testing.B) {
-	s := dnstest.Start(b, dnstest.Zone{"example.net": {MX: []dnstest.MX{{10, "mx.example.net"}}}}, nil)
+	s := dnstest.Start(b, dnstest.Zone{"example.net": {MX: []dnstest.MX{{Pref: 10, Host: "mx.example.net"}}}}, nil)
 	c := &dns.Client{Timeout: time.Second}
 	m := new(dns.Msg).SetQuestion("example.net.", dns.TypeMX)
 	for b.Loop() {
 		if _, _, err := c.Exchange(m, s.Addr()); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// MX hosts answer for their own names: with their Addrs, with
+// DefaultMXAddr, not at all when Missing or under NoMXAddrs, and as the
+// zone says when it has an entry for them; Additional puts their addresses
+// into MX answers.
+func TestMXHostAddresses(t *testing.T) {
+	t.Parallel()
+	zone := dnstest.Zone{
+		"a.example.net": {MX: []dnstest.MX{
+			{Pref: 10, Host: "given.example.net", Addrs: []string{"192.0.2.9", "2001:db8::9"}},
+			{Pref: 20, Host: "default.example.net"},
+			{Pref: 30, Host: "missing.example.net", Missing: true},
+			{Pref: 40, Host: "zoned.example.net"},
+		}},
+		"zoned.example.net": {A: []string{"192.0.2.77"}},
+	}
+	ask := func(srv *dnstest.Server, name string, qtype uint16) *dns.Msg {
+		t.Helper()
+		m := new(dns.Msg).SetQuestion(dns.Fqdn(name), qtype)
+		r, err := dns.Exchange(m, srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	addrs := func(rrs []dns.RR) []string {
+		var out []string
+		for _, rr := range rrs {
+			switch r := rr.(type) {
+			case *dns.A:
+				out = append(out, r.Header().Name+" "+r.A.String())
+			case *dns.AAAA:
+				out = append(out, r.Header().Name+" "+r.AAAA.String())
+			}
+		}
+		return out
+	}
+	srv := dnstest.Start(t, zone, nil)
+	for _, tc := range []struct {
+		name  string
+		qtype uint16
+		rcode int
+		want  []string
+	}{
+		{"given.example.net", dns.TypeA, dns.RcodeSuccess, []string{"given.example.net. 192.0.2.9"}},
+		{"given.example.net", dns.TypeAAAA, dns.RcodeSuccess, []string{"given.example.net. 2001:db8::9"}},
+		{"default.example.net", dns.TypeA, dns.RcodeSuccess, []string{"default.example.net. " + dnstest.DefaultMXAddr}},
+		{"default.example.net", dns.TypeAAAA, dns.RcodeSuccess, nil},
+		{"missing.example.net", dns.TypeA, dns.RcodeNameError, nil},
+		{"zoned.example.net", dns.TypeA, dns.RcodeSuccess, []string{"zoned.example.net. 192.0.2.77"}},
+	} {
+		r := ask(srv, tc.name, tc.qtype)
+		if got := addrs(r.Answer); r.Rcode != tc.rcode || !slices.Equal(got, tc.want) {
+			t.Errorf("%s %s: rcode %d, %v; want %d, %v", tc.name, dns.TypeToString[tc.qtype], r.Rcode, got, tc.rcode, tc.want)
+		}
+	}
+	if r := ask(srv, "a.example.net", dns.TypeMX); len(r.Extra) != 0 {
+		t.Errorf("additional records without Options.Additional: %v", r.Extra)
+	}
+
+	strict := dnstest.Start(t, zone, &dnstest.Options{NoMXAddrs: true, Additional: true})
+	if r := ask(strict, "default.example.net", dns.TypeA); r.Rcode != dns.RcodeNameError {
+		t.Errorf("NoMXAddrs: default host answered rcode %d, want NXDOMAIN", r.Rcode)
+	}
+	r := ask(strict, "a.example.net", dns.TypeMX)
+	want := []string{"given.example.net. 192.0.2.9", "given.example.net. 2001:db8::9", "zoned.example.net. 192.0.2.77"}
+	if got := addrs(r.Extra); !slices.Equal(got, want) {
+		t.Errorf("additional section %v, want %v", got, want)
 	}
 }

@@ -11,12 +11,31 @@ import (
 
 // MX is one mail exchanger of a [Domain]. A null MX (RFC 7505), which
 // states that a domain accepts no mail, is MX{Pref: 0, Host: "."}.
+//
+// Validators resolve an MX host to its addresses, so the server answers
+// A and AAAA queries for the host's name too, unless the zone has an entry
+// of its own for that name (which then decides, as for any name): with
+// Addrs when set, otherwise with [DefaultMXAddr] (no AAAA). Missing makes
+// the host's name not exist instead; [Options.NoMXAddrs] turns the
+// default address off for the whole server.
 type MX struct {
 	// Pref is the preference; lower values are tried first.
 	Pref uint16
 	// Host is the exchanger's name; the trailing dot is optional.
 	Host string
+	// Addrs are the host's addresses, IPv4 or IPv6 in text form, answered
+	// as A or AAAA records. Empty means [DefaultMXAddr].
+	Addrs []string
+	// Missing makes the host's name answer NXDOMAIN: an MX pointing at a
+	// host that does not exist.
+	Missing bool
 }
+
+// DefaultMXAddr is the address an MX host answers with when neither the
+// zone nor [MX.Addrs] gives one: a public unicast address (the historical
+// address of example.com, held by IANA), so that the host counts as a
+// public mail server. Tests never connect to it.
+const DefaultMXAddr = "93.184.216.34"
 
 // Domain holds the records of one name and the faults the server injects
 // when that name is queried. The zero value is a name that exists and has
@@ -107,6 +126,11 @@ func validate(name string, d Domain) error {
 	for _, mx := range d.MX {
 		if _, ok := dns.IsDomainName(mx.Host); !ok {
 			return fmt.Errorf("dnstest: %s: invalid MX host %q", name, mx.Host)
+		}
+		for _, a := range mx.Addrs {
+			if _, err := netip.ParseAddr(a); err != nil {
+				return fmt.Errorf("dnstest: %s: MX host %s: invalid address %q", name, mx.Host, a)
+			}
 		}
 	}
 	if d.CNAME != "" {

@@ -76,6 +76,7 @@ type options struct {
 	out         string
 	column      string
 	quiet       bool
+	privateMX   bool
 	file        string // "" or "-" for stdin
 
 	progressEvery time.Duration // between plain progress lines
@@ -99,6 +100,7 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.format, "format", "csv", "output format: csv or jsonl")
 	fs.StringVar(&o.out, "o", "", "write to `FILE` instead of standard output")
 	fs.StringVar(&o.column, "column", "", "the email column of a CSV input: a header `NAME` or a 1-based INDEX (with an INDEX, the first row is a header unless that field holds an @)")
+	fs.BoolVar(&o.privateMX, "allow-private-mx", false, "accept MX hosts whose addresses are all private or loopback (intranets, tests); by default such a domain is NO_MX_RECORDS")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress and no summary (row problems are still reported)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -151,7 +153,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "bulk: %v (see -help)\n", err)
 		return exitError
 	}
-	v, err := emailcheck.New(&emailcheck.Config{Nameservers: opts.dns, QueryTimeout: opts.timeout})
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: opts.dns, QueryTimeout: opts.timeout, AllowPrivateMX: opts.privateMX})
 	if err != nil {
 		fmt.Fprintf(stderr, "bulk: %v\n", err)
 		return exitError

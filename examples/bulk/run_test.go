@@ -30,6 +30,27 @@ func testZone() dnstest.Zone {
 		"mailinator.com": {MX: []dnstest.MX{{Pref: 10, Host: "mail.mailinator.com"}}},
 		"nomx.org":       {A: []string{"192.0.2.10"}},
 		"broken.org":     {Rcode: dns.RcodeServerFailure},
+		"intranet.org":   {MX: []dnstest.MX{{Pref: 10, Host: "mx.intranet.org", Addrs: []string{"127.0.0.1"}}}},
+	}
+}
+
+// An MX host on loopback is no public mail server, unless
+// -allow-private-mx says the deployment's servers are private.
+func TestRunAllowPrivateMX(t *testing.T) {
+	t.Parallel()
+	srv := startDNS(t, 0)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "NO_MX_RECORDS"},
+		{[]string{"-allow-private-mx"}, "LIKELY"},
+	} {
+		args := append([]string{"-dns", srv.Addr(), "-quiet", "-format", "jsonl"}, tc.args...)
+		r := runCmd(t, t.Context(), "ann@intranet.org\n", args...)
+		if r.code != 0 || !strings.Contains(r.stdout, `"status":"`+tc.want+`"`) {
+			t.Errorf("%v: exit %d, %s%s; want %s", tc.args, r.code, r.stdout, r.stderr, tc.want)
+		}
 	}
 }
 

@@ -47,6 +47,9 @@ type config struct {
 	// WebhookAllow lists the CIDR prefixes, addresses and host names
 	// webhook deliveries may reach besides public addresses.
 	WebhookAllow []string
+	// AllowPrivateMX accepts MX hosts with private or loopback addresses
+	// only (-allow-private-mx).
+	AllowPrivateMX bool
 	// RateLimit is the per-key request limit; its zero value means the
 	// API's defaults.
 	RateLimit httpapi.RateLimit
@@ -115,6 +118,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.BootstrapKey, "bootstrap-key", "", "create this API `key` (every permission) for -bootstrap-email if it is missing")
 	fs.Int64Var(&c.BootstrapCredits, "bootstrap-credits", 0, fmt.Sprintf("`credits` granted to the -bootstrap-email (or demo) account when this process creates it; 0 means %d", store.DefaultSignupCredits))
 	fs.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.BoolVar(&c.AllowPrivateMX, "allow-private-mx", false, "accept MX hosts whose addresses are all private or loopback, for intranets and tests; by default\nsuch a domain is NO_MX_RECORDS")
 	fs.BoolVar(&c.Metrics, "metrics", false, "serve Prometheus metrics at /metrics (webhook delivery metrics included)")
 	fs.StringVar(&allow, "webhook-allow", "", "comma-separated `list` of CIDR prefixes, IP addresses or host names that webhook deliveries may\nreach besides public addresses, e.g. 127.0.0.1 or 10.0.0.0/8 for receivers on a private network;\nempty means public addresses only")
 	fs.Float64Var(&rateLimit, "rate-limit", 0, fmt.Sprintf("steady `rate` of requests per second allowed per API key; 0 means %d, a negative value turns\nrate limiting off. Instances on one Redis store share each key's limit", httpapi.DefaultRatePerSecond))

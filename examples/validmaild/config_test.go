@@ -43,6 +43,9 @@ func TestParseServeConfig(t *testing.T) {
 			return slices.Equal(c.WebhookAllow, []string{"::1/128"})
 		}, false},
 		{"no webhook allowlist", nil, nil, func(c config) bool { return c.WebhookAllow == nil }, false},
+		{"private MX off by default", nil, nil, func(c config) bool { return !c.AllowPrivateMX }, false},
+		{"private MX", []string{"-allow-private-mx"}, nil, func(c config) bool { return c.AllowPrivateMX }, false},
+		{"private MX from env", nil, map[string]string{"VALIDMAIL_ALLOW_PRIVATE_MX": "true"}, func(c config) bool { return c.AllowPrivateMX }, false},
 		{"bootstrap credits", []string{"-bootstrap-credits", "5000"}, nil, func(c config) bool { return c.BootstrapCredits == 5000 }, false},
 		{"default rate limit", nil, nil, func(c config) bool { return c.RateLimit == httpapi.RateLimit{} }, false},
 		{"rate limit", []string{"-rate-limit", "0.5", "-rate-burst", "3"}, nil, func(c config) bool {

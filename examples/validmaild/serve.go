@@ -55,7 +55,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 
 	scfg := service.Config{
 		Backend:       b,
-		Checks:        &emailcheck.Config{Nameservers: cfg.DNS},
+		Checks:        &emailcheck.Config{Nameservers: cfg.DNS, AllowPrivateMX: cfg.AllowPrivateMX},
 		Logger:        logger,
 		Workers:       cmp.Or(cfg.Workers, -1), // -workers 0 runs none here
 		API:           httpapi.Config{RateLimit: cfg.RateLimit},
