@@ -21,8 +21,13 @@
 // Addresses are judged as RFC 5321 mailboxes under a deliverability
 // profile; [ParseAddress] documents it in full. Quoted local parts and
 // address literals are off by default ([Config.AllowQuotedLocal],
-// [Config.AllowAddressLiteral]); non-ASCII local parts (RFC 6531) are on.
-// Input is never trimmed or otherwise repaired.
+// [Config.AllowAddressLiteral]); non-ASCII local parts (RFC 6531) are on,
+// for letters and marks of every script, but characters that are invisible
+// or mean nothing are refused in the local part and the domain alike
+// ([ErrInvisible]: zero-width spaces and joiners, the soft hyphen,
+// bidirectional overrides, the byte-order mark, private-use and unassigned
+// code points), since they make one address look like another. Input is
+// never trimmed or otherwise repaired.
 //
 // # DNS
 //

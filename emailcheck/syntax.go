@@ -79,6 +79,12 @@ var (
 	ErrWhitespace = newSyntaxError("white space in address")
 	// ErrControl: a control character.
 	ErrControl = newSyntaxError("control character in address")
+	// ErrInvisible: a character that is invisible or has no meaning: a
+	// Unicode format character (category Cf: zero-width space and joiners,
+	// soft hyphen, bidirectional overrides, byte-order mark, word joiner),
+	// a private-use (Co), surrogate (Cs) or unassigned (Cn) code point.
+	// Such an address looks like another one, or like nothing at all.
+	ErrInvisible = newSyntaxError("invisible or unassigned character in address")
 	// ErrInvalidUTF8: the input is not valid UTF-8, or contains U+FFFD, the
 	// replacement character left by an earlier broken decoding.
 	ErrInvalidUTF8 = newSyntaxError("invalid UTF-8")
@@ -215,7 +221,12 @@ var byteClass = func() (t [256]uint8) {
 //
 // Always rejected: empty input, comments, folding white space, display names
 // and angle brackets, surrounding or inner white space, control characters,
-// and invalid UTF-8 or U+FFFD anywhere.
+// invalid UTF-8 or U+FFFD anywhere, and invisible or unassigned characters
+// (Unicode categories Cf, Co, Cs and Cn: zero-width space and joiners, soft
+// hyphen, bidirectional marks and overrides, byte-order mark, word joiner,
+// private-use code points) in the local part or the domain: ErrInvisible.
+// In a domain they are refused before IDNA mapping, which would silently
+// drop some of them (a soft hyphen vanishes).
 //
 // On success, Local and Domain are the input on each side of the @, so
 // Local+"@"+Domain == s; ASCIIDomain is the lower-case A-label form without a
@@ -321,10 +332,22 @@ func checkRune(s string, opts SyntaxOptions) (int, error) {
 		return 0, ErrControl
 	case unicode.IsSpace(r) || unicode.In(r, unicode.Z):
 		return 0, ErrWhitespace
+	case invisible(r):
+		return 0, ErrInvisible
 	case opts.ASCIILocalOnly:
 		return 0, ErrNonASCIILocal
 	}
 	return size, nil
+}
+
+// invisible reports whether r is a format (Cf), private-use (Co),
+// surrogate (Cs) or unassigned (Cn) code point. Letters, marks, digits,
+// punctuation and symbols of every script are not.
+func invisible(r rune) bool {
+	if unicode.In(r, unicode.Cf, unicode.Co, unicode.Cs) {
+		return true
+	}
+	return !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Z, unicode.Cc)
 }
 
 // checkLocal checks a local part and returns its length in octets, the
@@ -495,6 +518,11 @@ func domainToASCII(d string) (string, error) {
 			return "", ErrControl
 		case unicode.IsSpace(r) || unicode.In(r, unicode.Z):
 			return "", ErrWhitespace
+		case invisible(r):
+			// UTS #46 would map some of these away (a soft hyphen
+			// vanishes): an address that looks like another must not
+			// quietly become it.
+			return "", ErrInvisible
 		}
 		i += size
 	}

@@ -3,6 +3,7 @@ package emailcheck_test
 import (
 	"errors"
 	"strings"
+	"unicode"
 	"testing"
 
 	"github.com/validmail/validmail/emailcheck"
@@ -44,6 +45,14 @@ func FuzzParseAddress(f *testing.F) {
 		}
 		if a.Local+"@"+a.Domain != s {
 			t.Fatalf("%q: Local+@+Domain = %q", s, a.Local+"@"+a.Domain)
+		}
+		// Nothing invisible or unassigned gets through: it would make the
+		// address look like another one.
+		for _, r := range s {
+			if unicode.In(r, unicode.Cf, unicode.Co, unicode.Cs) ||
+				!unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Z, unicode.Cc) {
+				t.Fatalf("%q: accepted with the invisible or unassigned character %U", s, r)
+			}
 		}
 		if a.IsLiteral {
 			if a.ASCIIDomain != a.Domain {
