@@ -21,6 +21,10 @@ var (
 	embeddedAllowlist string
 	//go:embed data/role_localparts.txt
 	embeddedRoles string
+	//go:embed data/free_domains.txt
+	embeddedFree string
+	//go:embed data/free_exclusions.txt
+	embeddedFreeExclusions string
 )
 
 // aliasRule is how a provider treats sub-address tags.
@@ -37,6 +41,7 @@ const (
 // depends only on the domain and its MX hosts, so it is cached with them.
 type domainClass struct {
 	disposable bool
+	free       bool // a free consumer mailbox provider
 	provider   string
 	rule       aliasRule
 	equivalent []string // never nil; shared, callers copy before handing out
@@ -53,6 +58,7 @@ type provider struct {
 type classifier struct {
 	disposable map[string]struct{}
 	allow      map[string]struct{}
+	free       map[string]struct{} // free consumer mailbox providers
 	roles      map[string]struct{}
 	byMX       map[string]*provider // MX host suffix → provider
 	byDomain   map[string]*provider // consumer mailbox domain → provider
@@ -63,7 +69,15 @@ type classifier struct {
 
 // newClassifier builds the classifier from the embedded lists plus the extra
 // disposable domains and the allowlist from Config.
-func newClassifier(extraDisposable, allow []string) (*classifier, error) {
+// lists are the configured additions to and removals from the embedded
+// lists.
+type lists struct {
+	disposable, allow []string
+	free, notFree     []string
+}
+
+func newClassifier(cfg lists) (*classifier, error) {
+	extraDisposable, allow := cfg.disposable, cfg.allow
 	c := &classifier{
 		disposable: make(map[string]struct{}, strings.Count(embeddedDisposable, "\n")+len(extraDisposable)),
 		allow:      make(map[string]struct{}, strings.Count(embeddedAllowlist, "\n")+len(allow)),
@@ -80,6 +94,9 @@ func newClassifier(extraDisposable, allow []string) (*classifier, error) {
 		return nil, err
 	}
 	if err := addConfigured(c.allow, allow, "allowed domain"); err != nil {
+		return nil, err
+	}
+	if err := c.buildFree(cfg.free, cfg.notFree); err != nil {
 		return nil, err
 	}
 
@@ -108,6 +125,59 @@ func newClassifier(extraDisposable, allow []string) (*classifier, error) {
 		}
 	}
 	return c, nil
+}
+
+// buildFree makes the free-provider set: the embedded list without its
+// disposable, reserved and excluded domains, then the configuration's
+// additions and removals.
+func (c *classifier) buildFree(add, remove []string) error {
+	excluded := make(map[string]struct{})
+	for line := range strings.Lines(embeddedFreeExclusions) {
+		if f := strings.Fields(line); len(f) > 0 && f[0][0] != '#' {
+			excluded[f[0]] = struct{}{}
+		}
+	}
+	c.free = make(map[string]struct{}, strings.Count(embeddedFree, "\n")+len(add))
+	for line := range strings.Lines(embeddedFree) {
+		d := strings.TrimSpace(line)
+		if d == "" || d[0] == '#' || isSpecialUse(d) {
+			continue
+		}
+		if _, ok := excluded[d]; ok {
+			continue
+		}
+		if _, ok := c.disposable[d]; ok {
+			if _, ok := c.allow[d]; !ok {
+				continue
+			}
+		}
+		c.free[d] = struct{}{}
+	}
+	if err := addConfigured(c.free, add, "free domain"); err != nil {
+		return err
+	}
+	gone := make(map[string]struct{}, len(remove))
+	if err := addConfigured(gone, remove, "not-free domain"); err != nil {
+		return err
+	}
+	for d := range gone {
+		delete(c.free, d)
+	}
+	return nil
+}
+
+// isFree reports whether the registrable domain of a lower-case A-label
+// domain is a free consumer mailbox provider.
+func (c *classifier) isFree(domain string) bool {
+	if _, ok := c.free[domain]; ok {
+		return true
+	}
+	reg, err := publicsuffix.EffectiveTLDPlusOne(domain)
+	if err != nil || reg == domain {
+		return false
+	}
+	_, ok := c.free[reg]
+	return ok
 }
 
 // addLines adds each non-blank line of data that is not a "#" comment to
@@ -172,6 +242,7 @@ func (c *classifier) classifyDomain(asciiDomain string, mxHosts []string) domain
 	}
 	return domainClass{
 		disposable: c.isDisposable(asciiDomain, mxHosts),
+		free:       c.isFree(asciiDomain),
 		provider:   p.name,
 		rule:       p.rule,
 		equivalent: eq,

@@ -12,7 +12,7 @@ import (
 // sharedClassifier is built once for the tests that need only the embedded
 // lists; sharing it also exercises concurrent use under -race.
 var sharedClassifier = sync.OnceValues(func() (*classifier, error) {
-	return newClassifier(nil, nil)
+	return newClassifier(lists{})
 })
 
 func defaultClassifier(t testing.TB) *classifier {
@@ -82,7 +82,7 @@ func TestNewClassifierRejectsMalformedConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := newClassifier(tt.disposable, tt.allow)
+			c, err := newClassifier(lists{disposable: tt.disposable, allow: tt.allow})
 			if err == nil {
 				t.Fatalf("newClassifier = %v, nil; want an error", c)
 			}
@@ -95,10 +95,10 @@ func TestNewClassifierRejectsMalformedConfig(t *testing.T) {
 
 func TestClassifyDomainDisposable(t *testing.T) {
 	t.Parallel()
-	c, err := newClassifier(
-		[]string{" Burner.Example. ", "bücher.example", "burnmx.example", "x.corp.example"},
-		[]string{"corp.example", "mx.burnmx.example", "ok.burner.example"},
-	)
+	c, err := newClassifier(lists{
+		disposable: []string{" Burner.Example. ", "bücher.example", "burnmx.example", "x.corp.example"},
+		allow:      []string{"corp.example", "mx.burnmx.example", "ok.burner.example"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,10 +472,76 @@ func BenchmarkClassifyDomain(b *testing.B) {
 func BenchmarkNewClassifier(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		c, err := newClassifier([]string{"burner.example"}, []string{"ok.example"})
+		c, err := newClassifier(lists{disposable: []string{"burner.example"}, allow: []string{"ok.example"}})
 		if err != nil {
 			b.Fatal(err)
 		}
 		sinkBool = c != nil
+	}
+}
+
+func TestIsFree(t *testing.T) {
+	t.Parallel()
+	c := defaultClassifier(t)
+	free := []string{"gmail.com", "googlemail.com", "outlook.com", "hotmail.com", "hotmail.co.uk", "live.com",
+		"yahoo.com", "yahoo.co.uk", "ymail.com", "aol.com", "icloud.com", "me.com", "mail.ru", "yandex.ru",
+		"gmx.de", "gmx.net", "web.de", "qq.com", "163.com", "naver.com", "protonmail.com", "zoho.com", "mail.com"}
+	for _, d := range free {
+		if !c.isFree(d) {
+			t.Errorf("%s: not free, want free", d)
+		}
+	}
+	notFree := []string{
+		"google.com", "facebook.com", "alibaba.com", "nus.edu.sg", // companies and institutions
+		"hitmail.com", "yaho.com", "vahoo.com", "hotmail.co", // typos
+		"example.com",                                      // reserved
+		"validmail.dev", "acme.co.uk", "mit.edu", "gov.uk", // not on the list
+		"mailinator.com", // disposable
+	}
+	for _, d := range notFree {
+		if c.isFree(d) {
+			t.Errorf("%s: free, want not free", d)
+		}
+	}
+	if !c.isFree("eu.gmx.net") && !c.isFree("gmx.net") {
+		t.Error("the registrable domain decides")
+	}
+}
+
+func TestIsFreeConfigured(t *testing.T) {
+	t.Parallel()
+	c, err := newClassifier(lists{free: []string{"Corp-Mail.ORG."}, notFree: []string{"aol.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.isFree("corp-mail.org") || !c.isFree("eu.corp-mail.org") {
+		t.Error("a configured free domain is not free")
+	}
+	if c.isFree("aol.com") {
+		t.Error("a removed free domain is still free")
+	}
+	if _, err := newClassifier(lists{free: []string{"co.uk"}}); err == nil {
+		t.Error("a public suffix was accepted as a free domain")
+	}
+}
+
+// Every exclusion names a domain of the free list, and has a reason.
+func TestFreeExclusionsAreListed(t *testing.T) {
+	t.Parallel()
+	listed := map[string]bool{}
+	for line := range strings.Lines(embeddedFree) {
+		listed[strings.TrimSpace(line)] = true
+	}
+	for line := range strings.Lines(embeddedFreeExclusions) {
+		f := strings.SplitN(strings.TrimSpace(line), "\t", 2)
+		if f[0] == "" || f[0][0] == '#' {
+			continue
+		}
+		if len(f) != 2 || strings.TrimSpace(f[1]) == "" {
+			t.Errorf("exclusion %q has no reason", line)
+		}
+		if !listed[f[0]] {
+			t.Errorf("exclusion %s is not on the free list", f[0])
+		}
 	}
 }

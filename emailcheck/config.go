@@ -57,6 +57,10 @@ type Config struct {
 	DisposableDomains []string
 	// AllowDomains are never reported as disposable, whatever the lists say.
 	AllowDomains []string
+	// FreeDomains are added to the embedded list of free consumer mailbox
+	// providers (provider.is_free), and NotFreeDomains removed from it;
+	// both match registrable domains.
+	FreeDomains, NotFreeDomains []string
 	// BlockDomains are always INVALID (with their subdomains); no DNS query
 	// is made for them.
 	BlockDomains []string

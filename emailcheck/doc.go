@@ -139,6 +139,30 @@
 // the most preferred MX host (a self-hosted domain reports itself), and
 // "Unknown" when there is no MX host.
 //
+// Free providers. provider.is_free is true when the registrable domain is
+// a free consumer mailbox provider (gmail.com, outlook.com, yahoo.*,
+// gmx.*, mail.ru, qq.com, ...): the embedded list from AfterShip's
+// email-verifier (MIT), without its disposable and reserved domains and
+// without the company, institution and typo domains that
+// data/free_exclusions.txt names with a reason each.
+// [Config.FreeDomains] and [Config.NotFreeDomains] add and remove domains.
+// It is a flag for the caller, never a penalty: the score ignores it.
+//
+// Typo suggestions. did_you_mean is the whole address with the domain the
+// person probably meant, or null. It is computed from the lookups the
+// validation made anyway, never changes the status or the score, and is
+// never the input's own domain. A misspelt top-level domain (.con, .cmo,
+// .coom, .ocm, ...) is fixed on any domain. A domain shown not to receive
+// mail (NXDOMAIN, or no usable MX) gets the nearest of the popular
+// consumer domains (data/popular_domains.txt) within two edits, one for
+// domains of six characters or fewer, by optimal-string-alignment
+// distance; ties go to the more popular domain, then to the first by
+// name, so the same input always gives the same answer. A domain that
+// does receive mail (or whose DNS could not tell) gets a suggestion only
+// when it is one edit from one of the largest providers (typosquats such
+// as gmial.com run mail servers), and never when it is itself a popular or
+// known provider (the free list and the provider index).
+//
 // Aliases. Sub-addressing rules are known for consumer Gmail (gmail.com and
 // googlemail.com: "+tag" is ignored and so are dots), for Google Workspace
 // domains (by MX), Microsoft (consumer domains and Microsoft 365), Apple

@@ -30,6 +30,7 @@ type domainInfo struct {
 	outcome dnsOutcome
 	mxHosts []string // usable MX hosts, most preferred first
 	class   domainClass
+	suggest string // the domain probably meant instead, or ""
 	expires time.Time
 
 	promoted atomic.Int64 // unix nanoseconds of the last LRU promotion
@@ -120,6 +121,10 @@ func (v *Validator) resolveDomain(ctx context.Context, domain string) (*domainIn
 		}
 	}
 	info.class = v.classifier.classifyDomain(domain, info.mxHosts)
+	// DNS trouble is no evidence of a typo: only a domain shown not to
+	// receive mail gets the wider suggestions.
+	receives := info.outcome != outcomeNXDomain && info.outcome != outcomeNoMX && info.outcome != outcomeNullMX
+	info.suggest = v.suggester.suggest(domain, receives)
 	return info, ttl
 }
 

@@ -59,7 +59,12 @@ type Result struct {
 	Validations Validations `json:"validations"`
 	Confidence  Confidence  `json:"confidence"`
 	Provider    Provider    `json:"provider"`
-	Meta        Meta        `json:"meta"`
+	// DidYouMean is the whole address the person probably meant, when the
+	// domain looks like a misspelling of a popular provider or has a
+	// misspelt top-level domain ("jane@gmail.com" for "jane@gmial.com");
+	// nil otherwise. It never changes the status or the score.
+	DidYouMean *string `json:"did_you_mean"`
+	Meta       Meta    `json:"meta"`
 
 	// MXHosts lists the usable mail exchangers found for the domain, most
 	// preferred first. It is not part of the JSON encoding.
@@ -94,6 +99,11 @@ type Provider struct {
 	// Name is a display name such as "Google" or "Microsoft", else the
 	// registrable domain of the primary mail exchanger, else "Unknown".
 	Name string `json:"name"`
+	// IsFree reports a free consumer mailbox provider (gmail.com,
+	// outlook.com, yahoo.*, gmx.*, mail.ru, qq.com, ...), judged on the
+	// registrable domain. It is a flag, never a penalty: the score does not
+	// depend on it.
+	IsFree bool `json:"is_free"`
 }
 
 // Meta describes how the result was produced.

@@ -3,8 +3,8 @@ package emailcheck_test
 import (
 	"errors"
 	"strings"
-	"unicode"
 	"testing"
+	"unicode"
 
 	"github.com/validmail/validmail/emailcheck"
 )

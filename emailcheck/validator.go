@@ -48,6 +48,7 @@ type Validator struct {
 	syntax      SyntaxOptions
 	resolver    *resolver
 	classifier  *classifier
+	suggester   *suggester
 	cache       *lru.Cache[string, *domainInfo] // nil when caching is off
 	flights     singleflight.Group
 	hosts       *lru.Cache[string, *hostInfo] // MX hosts' addresses; nil when caching is off
@@ -73,7 +74,7 @@ func New(cfg *Config) (*Validator, error) {
 	if err := c.setDefaults(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	cl, err := newClassifier(c.DisposableDomains, c.AllowDomains)
+	cl, err := newClassifier(lists{disposable: c.DisposableDomains, allow: c.AllowDomains, free: c.FreeDomains, notFree: c.NotFreeDomains})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -94,6 +95,7 @@ func New(cfg *Config) (*Validator, error) {
 		},
 		resolver:   newResolver(c.Nameservers, c.QueryTimeout, c.Retries, c.MaxInFlight),
 		classifier: cl,
+		suggester:  newSuggester(cl),
 		blocked:    blocked,
 		// MX and address queries run side by side, each with its retries;
 		// the MX hosts' addresses take one more round, and CNAMEs the
@@ -255,6 +257,11 @@ func (v *Validator) check(ctx context.Context, now time.Time, email string, res 
 		res.Validations.MXRecords = info.outcome == outcomeMX
 		res.MXHosts = slices.Clone(info.mxHosts)
 		res.Provider.Name = info.class.provider
+	}
+	res.Provider.IsFree = info.class.free
+	if info.suggest != "" {
+		s := addr.Local + "@" + info.suggest
+		res.DidYouMean = &s
 	}
 	res.Validations.IsDisposable = info.class.disposable
 

@@ -231,7 +231,7 @@ func TestResultJSONShape(t *testing.T) {
 	}
 	want := `{"email":"jane@good.com","validations":{"syntax":true,"domain_exists":true,"mx_records":true,"is_disposable":false},` +
 		`"confidence":{"confidence_score":90,"status":"LIKELY","is_role_based":false,"alias_status":"MAYBE_NOT_ALIAS","canonical_email":null,"equivalent_domains":[]},` +
-		`"provider":{"name":"good.com"},"meta":{"latency_ms":3,"source":"api_async"}}`
+		`"provider":{"name":"good.com","is_free":false},"did_you_mean":null,"meta":{"latency_ms":3,"source":"api_async"}}`
 	if string(got) != want {
 		t.Errorf("JSON\n got %s\nwant %s", got, want)
 	}

@@ -25,7 +25,7 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("status %d: %s", resp.Code, resp.Body)
 	}
 	m := resp.JSON(t)
-	if got := keysOf(m); got != "confidence,email,meta,provider,requestId,validations" {
+	if got := keysOf(m); got != "confidence,did_you_mean,email,meta,provider,requestId,validations" {
 		t.Fatalf("fields %s", got)
 	}
 	if got := keysOf(m["validations"].(map[string]any)); got != "domain_exists,is_disposable,mx_records,syntax" {
@@ -151,7 +151,7 @@ func TestBatchLifecycle(t *testing.T) {
 			t.Fatalf("job %s: %v", id, job)
 		}
 		res := job["result"].(map[string]any)
-		if got := keysOf(res); got != "confidence,email,meta,provider,validations" {
+		if got := keysOf(res); got != "confidence,did_you_mean,email,meta,provider,validations" {
 			t.Fatalf("result fields %s (requestId must be absent)", got)
 		}
 		if res["meta"].(map[string]any)["source"] != "api_async" {

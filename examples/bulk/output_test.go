@@ -37,8 +37,8 @@ func invalidFormat(email string) emailcheck.Result {
 
 func TestWriters(t *testing.T) {
 	t.Parallel()
-	const resultJSON = `"result":{"email":"ann+x@gmail.com","validations":{"syntax":true,"domain_exists":true,"mx_records":true,"is_disposable":false},"confidence":{"confidence_score":80,"status":"LIKELY","is_role_based":false,"alias_status":"ALIAS_CONFIRMED","canonical_email":"ann@gmail.com","equivalent_domains":["googlemail.com"]},"provider":{"name":"Google"},"meta":{"latency_ms":0,"source":"api"}}`
-	const badJSON = `"result":{"email":"b@x","validations":{"syntax":false,"domain_exists":false,"mx_records":false,"is_disposable":false},"confidence":{"confidence_score":0,"status":"INVALID_FORMAT","is_role_based":false,"alias_status":"MAYBE_NOT_ALIAS","canonical_email":null,"equivalent_domains":[]},"provider":{"name":"Unknown"},"meta":{"latency_ms":0,"source":"api"}}`
+	const resultJSON = `"result":{"email":"ann+x@gmail.com","validations":{"syntax":true,"domain_exists":true,"mx_records":true,"is_disposable":false},"confidence":{"confidence_score":80,"status":"LIKELY","is_role_based":false,"alias_status":"ALIAS_CONFIRMED","canonical_email":"ann@gmail.com","equivalent_domains":["googlemail.com"]},"provider":{"name":"Google","is_free":false},"did_you_mean":null,"meta":{"latency_ms":0,"source":"api"}}`
+	const badJSON = `"result":{"email":"b@x","validations":{"syntax":false,"domain_exists":false,"mx_records":false,"is_disposable":false},"confidence":{"confidence_score":0,"status":"INVALID_FORMAT","is_role_based":false,"alias_status":"MAYBE_NOT_ALIAS","canonical_email":null,"equivalent_domains":[]},"provider":{"name":"Unknown","is_free":false},"did_you_mean":null,"meta":{"latency_ms":0,"source":"api"}}`
 	header := format{csv: true, comma: ',', header: []string{"name", "email", "name"}, column: 1, width: 3}
 	tests := []struct {
 		name   string

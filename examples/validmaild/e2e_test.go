@@ -251,7 +251,9 @@ func wantKeys(t *testing.T, what string, m any, want ...string) {
 // checkResult checks the field set of a validation result and its source.
 func checkResult(t *testing.T, res any, source string, withRequestID bool) {
 	t.Helper()
-	top := []string{"email", "validations", "confidence", "provider", "meta"}
+	// The seed's fields, and ours added beside them (did_you_mean,
+	// provider.is_free).
+	top := []string{"email", "validations", "confidence", "provider", "did_you_mean", "meta"}
 	if withRequestID {
 		top = append(top, "requestId")
 	}
@@ -259,7 +261,7 @@ func checkResult(t *testing.T, res any, source string, withRequestID bool) {
 	m := res.(map[string]any)
 	wantKeys(t, "validations", m["validations"], "syntax", "domain_exists", "mx_records", "is_disposable")
 	wantKeys(t, "confidence", m["confidence"], "confidence_score", "status", "is_role_based", "alias_status", "canonical_email", "equivalent_domains")
-	wantKeys(t, "provider", m["provider"], "name")
+	wantKeys(t, "provider", m["provider"], "name", "is_free")
 	wantKeys(t, "meta", m["meta"], "latency_ms", "source")
 	if got := m["meta"].(map[string]any)["source"]; got != source {
 		t.Errorf("meta.source = %v, want %s", got, source)
