@@ -17,6 +17,8 @@ import (
 var (
 	//go:embed data/disposable_domains.txt
 	embeddedDisposable string
+	//go:embed data/disposable_mailchecker.txt
+	embeddedDisposableMailchecker string
 	//go:embed data/disposable_allowlist.txt
 	embeddedAllowlist string
 	//go:embed data/role_localparts.txt
@@ -79,7 +81,7 @@ type lists struct {
 func newClassifier(cfg lists) (*classifier, error) {
 	extraDisposable, allow := cfg.disposable, cfg.allow
 	c := &classifier{
-		disposable: make(map[string]struct{}, strings.Count(embeddedDisposable, "\n")+len(extraDisposable)),
+		disposable: make(map[string]struct{}, strings.Count(embeddedDisposable, "\n")+strings.Count(embeddedDisposableMailchecker, "\n")+len(extraDisposable)),
 		allow:      make(map[string]struct{}, strings.Count(embeddedAllowlist, "\n")+len(allow)),
 		roles:      make(map[string]struct{}, strings.Count(embeddedRoles, "\n")),
 		byMX:       make(map[string]*provider),
@@ -88,6 +90,7 @@ func newClassifier(cfg lists) (*classifier, error) {
 		none:       []string{},
 	}
 	addLines(c.disposable, embeddedDisposable)
+	addLines(c.disposable, embeddedDisposableMailchecker)
 	addLines(c.allow, embeddedAllowlist)
 	addLines(c.roles, embeddedRoles)
 	if err := addConfigured(c.disposable, extraDisposable, "disposable domain"); err != nil {

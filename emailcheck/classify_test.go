@@ -1,6 +1,7 @@
 package emailcheck
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -543,5 +544,55 @@ func TestFreeExclusionsAreListed(t *testing.T) {
 		if !listed[f[0]] {
 			t.Errorf("exclusion %s is not on the free list", f[0])
 		}
+	}
+}
+
+// The merged lists catch more well-known burners than the first list
+// alone, and flag none of the real providers, ISPs and companies of the
+// typo corpus (an independent list: the merge did not use it).
+func TestDisposableListsMerged(t *testing.T) {
+	t.Parallel()
+	c := defaultClassifier(t)
+	first := make(map[string]struct{})
+	addLines(first, embeddedDisposable)
+	data, err := os.ReadFile("testdata/burners.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, after, n := 0, 0, 0
+	for line := range strings.Lines(string(data)) {
+		d := strings.TrimSpace(line)
+		if d == "" || d[0] == '#' {
+			continue
+		}
+		n++
+		if _, ok := first[d]; ok {
+			before++
+		}
+		if c.isDisposable(d, nil) {
+			after++
+		}
+	}
+	t.Logf("%d known burners: %d caught by the first list, %d by the merged lists", n, before, after)
+	if after <= before {
+		t.Errorf("the merged lists catch %d of %d burners, the first list alone %d", after, n, before)
+	}
+	legit, err := os.ReadFile("testdata/not_typos.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for line := range strings.Lines(string(legit)) {
+		d, _, _ := strings.Cut(strings.TrimSpace(line), "\t")
+		if d == "" || d[0] == '#' {
+			continue
+		}
+		checked++
+		if c.isDisposable(d, nil) {
+			t.Errorf("%s: a real provider reported disposable", d)
+		}
+	}
+	if checked < 150 {
+		t.Fatalf("only %d real domains checked", checked)
 	}
 }

@@ -119,7 +119,9 @@
 // lower-cased, stripped of a trailing dot and converted to A-labels; an
 // entry that is not a domain name, or is a public suffix, makes New fail.
 // The embedded lists are disposable-email-domains (CC0) and its former
-// allowlist, copied on 2026-11-21.
+// allowlist, copied on 2026-11-21, merged with FGRibreau/mailchecker 6.0.21
+// (MIT) less every free, popular and allowlisted provider: about 60,700
+// domains, loaded in about 5 ms and 4 MB of heap by New.
 //
 // Role addresses. The local part is a role mailbox (info, support,
 // no-reply, ...) when it is on the embedded list from
