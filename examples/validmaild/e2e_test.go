@@ -472,7 +472,7 @@ func TestSharedStore(t *testing.T) {
 			zn := zone()
 			dnsSrv := dnstest.Start(t, zn, &dnstest.Options{Fallback: func(name string) (dnstest.Domain, bool) {
 				if strings.HasSuffix(name, ".shared.io") {
-					return dnstest.Domain{MX: []dnstest.MX{{Pref: 10, Host: "mx." + name}}, Latency: 40 * time.Millisecond}, true
+					return dnstest.Domain{MX: []dnstest.MX{{Pref: 10, Host: "mx.sharedhosting.net"}}, Latency: 40 * time.Millisecond}, true
 				}
 				return dnstest.Domain{}, false
 			}})
