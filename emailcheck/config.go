@@ -45,6 +45,13 @@ type Config struct {
 	// is NO_MX_RECORDS.
 	AllowPrivateMX bool
 
+	// Prober, when set, asks the mail servers of every LIKELY address
+	// whether its mailbox exists (package emailcheck/smtpprobe does so over
+	// SMTP), and results then carry an "smtp" object and may be
+	// DELIVERABLE, UNDELIVERABLE or CATCH_ALL. Default nil: no SMTP
+	// traffic at all, and results are exactly as without it.
+	Prober MailboxProber
+
 	// AllowQuotedLocal accepts quoted local parts ("john doe"@example.com).
 	AllowQuotedLocal bool
 	// AllowAddressLiteral accepts address literals (user@[192.0.2.1]).

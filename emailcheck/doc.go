@@ -81,18 +81,31 @@
 // unicast address), INVALID_DOMAIN (NXDOMAIN), UNKNOWN (DNS could not
 // answer), NO_MX_RECORDS, DISPOSABLE, LIKELY.
 //
+// With a [MailboxProber] ([Config.Prober]; package emailcheck/smtpprobe
+// asks over SMTP), a LIKELY address is probed and becomes DELIVERABLE (the
+// mailbox was accepted and a random one at the domain refused),
+// UNDELIVERABLE (the mailbox was refused as unknown) or CATCH_ALL (the
+// domain accepts any address); a probe that could not decide
+// (greylisting, a block, a timeout) leaves it LIKELY. Invalid, disposable
+// and mail-less addresses are never probed. Results then carry an "smtp"
+// object ([SMTPResult]); without a prober they carry none and are exactly
+// as before.
+//
 // An address literal (when allowed) is treated like a domain with only an A
 // record: NO_MX_RECORDS by default, LIKELY with ImplicitMX.
 //
 // # Score
 //
 // confidence_score is deterministic: the status sets a base, and each piece
-// of bad evidence subtracts from it. LIKELY never falls below 50; every
-// other status stays below 50. 100 is reserved for evidence not gathered
-// (a mailbox confirmed over SMTP).
+// of bad evidence subtracts from it. LIKELY and CATCH_ALL never fall below
+// 50; DELIVERABLE is 100, the only way to 100; every other status stays
+// below 50.
 //
 //	status          base    evidence                     penalty
+//	DELIVERABLE      100    (penalties do not apply)
 //	LIKELY            90    role account                     -15
+//	CATCH_ALL         80    (as LIKELY, floored at 50)
+//	UNDELIVERABLE      5    (penalties do not apply)
 //	UNKNOWN           40    implicit MX (A/AAAA only)        -25
 //	DISPOSABLE        20    "+tag" on an unknown provider     -5
 //	NO_MX_RECORDS     10    (5 for a null MX)

@@ -26,6 +26,19 @@ const (
 	// StatusLikely: syntax correct, domain verified with a usable mail server,
 	// not disposable.
 	StatusLikely Status = "LIKELY"
+
+	// The statuses below come only from a mailbox probe
+	// ([Config.Prober]); they replace LIKELY.
+
+	// StatusUndeliverable: the domain's mail server refused the mailbox as
+	// unknown.
+	StatusUndeliverable Status = "UNDELIVERABLE"
+	// StatusCatchAll: the domain's mail server accepts any address, so
+	// its acceptance of this one proves nothing.
+	StatusCatchAll Status = "CATCH_ALL"
+	// StatusDeliverable: the mail server accepted the mailbox, and refused
+	// a random one at the same domain: the only way to a score of 100.
+	StatusDeliverable Status = "DELIVERABLE"
 )
 
 // AliasStatus reports whether the local part uses sub-addressing.
@@ -64,7 +77,10 @@ type Result struct {
 	// misspelt top-level domain ("jane@gmail.com" for "jane@gmial.com");
 	// nil otherwise. It never changes the status or the score.
 	DidYouMean *string `json:"did_you_mean"`
-	Meta       Meta    `json:"meta"`
+	// SMTP is the mailbox probe's outcome; nil, and absent from the JSON,
+	// when the validator has no [MailboxProber].
+	SMTP *SMTPResult `json:"smtp,omitempty"`
+	Meta Meta        `json:"meta"`
 
 	// MXHosts lists the usable mail exchangers found for the domain, most
 	// preferred first. It is not part of the JSON encoding.

@@ -10,6 +10,9 @@ type evidence struct {
 
 // Score bases and penalties; the package documentation has the table.
 const (
+	scoreDeliverable   = 100
+	scoreUndeliverable = 5
+	penaltyCatchAll    = 10
 	scoreLikely        = 90
 	scoreLikelyFloor   = 50
 	scoreUnknown       = 40
@@ -29,6 +32,13 @@ const (
 func score(status Status, ev evidence) int {
 	base, floor := 0, 0
 	switch status {
+	case StatusDeliverable:
+		return scoreDeliverable
+	case StatusCatchAll:
+		// Acceptance proves nothing: no more than the DNS verdict.
+		base, floor = scoreLikely-penaltyCatchAll, scoreLikelyFloor
+	case StatusUndeliverable:
+		return scoreUndeliverable
 	case StatusLikely:
 		base, floor = scoreLikely, scoreLikelyFloor
 	case StatusUnknown:

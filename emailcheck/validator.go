@@ -224,6 +224,9 @@ func (v *Validator) Validate(ctx context.Context, email string, opts ...CallOpti
 	if err := v.check(ctx, start, email, &res); err != nil {
 		return Result{}, err
 	}
+	if v.cfg.Prober != nil && res.SMTP == nil {
+		res.SMTP = &SMTPResult{Mailbox: MailboxUnknown, Detail: "not probed: the address is " + string(res.Confidence.Status)}
+	}
 	res.Meta.LatencyMS = time.Since(start).Milliseconds()
 	return res, nil
 }
@@ -275,12 +278,16 @@ func (v *Validator) check(ctx context.Context, now time.Time, email string, res 
 	if len(info.class.equivalent) > 0 {
 		res.Confidence.EquivalentDomains = slices.Clone(info.class.equivalent)
 	}
-	res.Confidence.Score = score(res.Confidence.Status, evidence{
+	ev := evidence{
 		role:       role,
 		aliasGuess: alias == AliasPossible,
 		implicitMX: info.outcome == outcomeImplicitMX,
 		nullMX:     info.outcome == outcomeNullMX,
-	})
+	}
+	res.Confidence.Score = score(res.Confidence.Status, ev)
+	if v.cfg.Prober != nil {
+		v.probe(ctx, addr, info, res, ev)
+	}
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/emailcheck/smtpprobe"
 )
 
 // Exit codes.
@@ -77,6 +78,8 @@ type options struct {
 	column      string
 	quiet       bool
 	privateMX   bool
+	smtpProbe   bool
+	smtp        smtpprobe.Config
 	file        string // "" or "-" for stdin
 
 	progressEvery time.Duration // between plain progress lines
@@ -101,6 +104,11 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.out, "o", "", "write to `FILE` instead of standard output")
 	fs.StringVar(&o.column, "column", "", "the email column of a CSV input: a header `NAME` or a 1-based INDEX (with an INDEX, the first row is a header unless that field holds an @)")
 	fs.BoolVar(&o.privateMX, "allow-private-mx", false, "accept MX hosts whose addresses are all private or loopback (intranets, tests); by default such a domain is NO_MX_RECORDS")
+	fs.BoolVar(&o.smtpProbe, "smtp-probe", false, "ask each LIKELY address's mail server over SMTP whether the mailbox exists (needs -smtp-helo and -smtp-from, and outbound port 25)")
+	fs.StringVar(&o.smtp.HELO, "smtp-helo", "", "host `name` said in EHLO when probing: a name you own")
+	fs.StringVar(&o.smtp.MailFrom, "smtp-from", "", "sender `address` of MAIL FROM when probing: an address you own")
+	fs.IntVar(&o.smtp.Port, "smtp-port", smtpprobe.DefaultPort, "SMTP `port` of the MX hosts")
+	fs.DurationVar(&o.smtp.Timeout, "smtp-timeout", smtpprobe.DefaultTimeout, "longest wait for one probe")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress and no summary (row problems are still reported)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -125,6 +133,11 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.timeout <= 0 {
 		return o, fmt.Errorf("-timeout must be positive")
+	}
+	if o.smtpProbe {
+		if _, err := smtpprobe.New(o.smtp); err != nil {
+			return o, fmt.Errorf("-smtp-probe needs -smtp-helo and -smtp-from naming a host and an address you own: %v", err)
+		}
 	}
 	if o.format != "csv" && o.format != "jsonl" {
 		return o, fmt.Errorf("-format %q: want csv or jsonl", o.format)
@@ -153,7 +166,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "bulk: %v (see -help)\n", err)
 		return exitError
 	}
-	v, err := emailcheck.New(&emailcheck.Config{Nameservers: opts.dns, QueryTimeout: opts.timeout, AllowPrivateMX: opts.privateMX})
+	ecfg := &emailcheck.Config{Nameservers: opts.dns, QueryTimeout: opts.timeout, AllowPrivateMX: opts.privateMX}
+	if opts.smtpProbe {
+		p, err := smtpprobe.New(opts.smtp)
+		if err != nil {
+			fmt.Fprintf(stderr, "bulk: %v\n", err)
+			return exitError
+		}
+		ecfg.Prober = p
+	}
+	v, err := emailcheck.New(ecfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "bulk: %v\n", err)
 		return exitError

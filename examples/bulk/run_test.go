@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -383,5 +384,32 @@ func TestProgressLines(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^progress: [\d,]+ addresses, [\d,]+/s; LIKELY [\d,]+$`).MatchString(stderr.String()) {
 		t.Errorf("no well-formed progress line:\n%s", stderr.String())
+	}
+}
+
+// Probing needs a HELO name and a sender of the operator's.
+func TestSMTPProbeFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"-smtp-probe"}, false},
+		{[]string{"-smtp-probe", "-smtp-helo", "probe.example.org"}, false},
+		{[]string{"-smtp-probe", "-smtp-from", "bounces@example.org"}, false},
+		{[]string{"-smtp-probe", "-smtp-helo", "probe.example.org", "-smtp-from", "bounces@example.org", "-smtp-port", "2525"}, true},
+		{[]string{"-smtp-helo", "ignored.example.org"}, true},
+	} {
+		o, err := parseArgs(tc.args, io.Discard)
+		if (err == nil) != tc.ok {
+			t.Errorf("%v: %v, want ok %v", tc.args, err, tc.ok)
+		}
+		if err == nil && o.smtpProbe && o.smtp.Port != 2525 {
+			t.Errorf("%v: port %d", tc.args, o.smtp.Port)
+		}
+	}
+	r := runCmd(t, t.Context(), "a@b.example\n", "-smtp-probe")
+	if r.code == 0 || !strings.Contains(r.stderr, "-smtp-helo") {
+		t.Errorf("-smtp-probe alone: exit %d, %s", r.code, r.stderr)
 	}
 }

@@ -17,7 +17,8 @@ import (
 // statusOrder is the order statuses are listed in: the validator's order
 // of precedence.
 var statusOrder = []emailcheck.Status{
-	emailcheck.StatusLikely, emailcheck.StatusDisposable,
+	emailcheck.StatusDeliverable, emailcheck.StatusCatchAll,
+	emailcheck.StatusLikely, emailcheck.StatusUndeliverable, emailcheck.StatusDisposable,
 	emailcheck.StatusNoMXRecords, emailcheck.StatusUnknown,
 	emailcheck.StatusInvalidDomain, emailcheck.StatusInvalid,
 	emailcheck.StatusInvalidFormat,

@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/validmail/validmail/emailcheck/smtpprobe"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
@@ -50,6 +51,10 @@ type config struct {
 	// AllowPrivateMX accepts MX hosts with private or loopback addresses
 	// only (-allow-private-mx).
 	AllowPrivateMX bool
+	// SMTPProbe turns mailbox probing on (-smtp-probe), configured by
+	// SMTP (-smtp-helo, -smtp-from, -smtp-port, -smtp-timeout).
+	SMTPProbe bool
+	SMTP      smtpprobe.Config
 	// RateLimit is the per-key request limit; its zero value means the
 	// API's defaults.
 	RateLimit httpapi.RateLimit
@@ -119,6 +124,11 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.Int64Var(&c.BootstrapCredits, "bootstrap-credits", 0, fmt.Sprintf("`credits` granted to the -bootstrap-email (or demo) account when this process creates it; 0 means %d", store.DefaultSignupCredits))
 	fs.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.BoolVar(&c.AllowPrivateMX, "allow-private-mx", false, "accept MX hosts whose addresses are all private or loopback, for intranets and tests; by default\nsuch a domain is NO_MX_RECORDS")
+	fs.BoolVar(&c.SMTPProbe, "smtp-probe", false, "ask each LIKELY address's mail server over SMTP whether the mailbox exists (needs -smtp-helo and\n-smtp-from, and outbound port 25; see the README before turning it on)")
+	fs.StringVar(&c.SMTP.HELO, "smtp-helo", "", "host `name` said in EHLO when probing: a name you own, ideally this host's reverse DNS")
+	fs.StringVar(&c.SMTP.MailFrom, "smtp-from", "", "sender `address` of MAIL FROM when probing: an address you own")
+	fs.IntVar(&c.SMTP.Port, "smtp-port", smtpprobe.DefaultPort, "SMTP `port` of the MX hosts")
+	fs.DurationVar(&c.SMTP.Timeout, "smtp-timeout", smtpprobe.DefaultTimeout, "longest wait for one probe; GET /validate waits this long at most")
 	fs.BoolVar(&c.Metrics, "metrics", false, "serve Prometheus metrics at /metrics (webhook delivery metrics included)")
 	fs.StringVar(&allow, "webhook-allow", "", "comma-separated `list` of CIDR prefixes, IP addresses or host names that webhook deliveries may\nreach besides public addresses, e.g. 127.0.0.1 or 10.0.0.0/8 for receivers on a private network;\nempty means public addresses only")
 	fs.Float64Var(&rateLimit, "rate-limit", 0, fmt.Sprintf("steady `rate` of requests per second allowed per API key; 0 means %d, a negative value turns\nrate limiting off. Instances on one Redis store share each key's limit", httpapi.DefaultRatePerSecond))
@@ -145,6 +155,11 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	}
 	if _, err := webhook.NewClient(webhook.ClientOptions{Allow: c.WebhookAllow}); err != nil {
 		return c, fmt.Errorf("%w: -webhook-allow: %v", errUsage, err)
+	}
+	if c.SMTPProbe {
+		if _, err := smtpprobe.New(c.SMTP); err != nil {
+			return c, fmt.Errorf("%w: -smtp-probe needs -smtp-helo and -smtp-from naming a host and an address you own: %v", errUsage, err)
+		}
 	}
 	if c.BootstrapCredits < 0 {
 		return c, fmt.Errorf("%w: -bootstrap-credits must not be negative", errUsage)

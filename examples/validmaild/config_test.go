@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/validmail/validmail/httpapi"
 )
@@ -44,6 +45,15 @@ func TestParseServeConfig(t *testing.T) {
 		}, false},
 		{"no webhook allowlist", nil, nil, func(c config) bool { return c.WebhookAllow == nil }, false},
 		{"private MX off by default", nil, nil, func(c config) bool { return !c.AllowPrivateMX }, false},
+		{"SMTP probing off by default", nil, nil, func(c config) bool { return !c.SMTPProbe }, false},
+		{"SMTP probing", []string{"-smtp-probe", "-smtp-helo", "probe.example.org", "-smtp-from", "bounces@example.org", "-smtp-port", "2525", "-smtp-timeout", "3s"}, nil, func(c config) bool {
+			return c.SMTPProbe && c.SMTP.HELO == "probe.example.org" && c.SMTP.MailFrom == "bounces@example.org" && c.SMTP.Port == 2525 && c.SMTP.Timeout == 3*time.Second
+		}, false},
+		{"SMTP probing from env", nil, map[string]string{"VALIDMAIL_SMTP_PROBE": "true", "VALIDMAIL_SMTP_HELO": "probe.example.org", "VALIDMAIL_SMTP_FROM": "b@example.org"}, func(c config) bool {
+			return c.SMTPProbe && c.SMTP.HELO == "probe.example.org"
+		}, false},
+		{"SMTP probing without a HELO name", []string{"-smtp-probe", "-smtp-from", "bounces@example.org"}, nil, nil, true},
+		{"SMTP probing without a sender", []string{"-smtp-probe", "-smtp-helo", "probe.example.org"}, nil, nil, true},
 		{"private MX", []string{"-allow-private-mx"}, nil, func(c config) bool { return c.AllowPrivateMX }, false},
 		{"private MX from env", nil, map[string]string{"VALIDMAIL_ALLOW_PRIVATE_MX": "true"}, func(c config) bool { return c.AllowPrivateMX }, false},
 		{"bootstrap credits", []string{"-bootstrap-credits", "5000"}, nil, func(c config) bool { return c.BootstrapCredits == 5000 }, false},

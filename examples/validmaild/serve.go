@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/emailcheck/smtpprobe"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/store"
@@ -60,6 +61,17 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 		Workers:       cmp.Or(cfg.Workers, -1), // -workers 0 runs none here
 		API:           httpapi.Config{RateLimit: cfg.RateLimit},
 		WebhookClient: webhook.ClientOptions{Allow: cfg.WebhookAllow},
+	}
+	if cfg.SMTPProbe {
+		pc := cfg.SMTP
+		pc.Logger = logger
+		p, err := smtpprobe.New(pc)
+		if err != nil {
+			b.Close()
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+		scfg.Checks.Prober = p
+		logger.Warn("SMTP mailbox probing is on", "helo", pc.HELO, "from", pc.MailFrom, "port", pc.Port)
 	}
 	if cfg.Metrics {
 		reg := prometheus.NewRegistry()
