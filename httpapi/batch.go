@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -90,11 +91,36 @@ func decodeJSON(w http.ResponseWriter, c *call, body []byte, v any) bool {
 	return true
 }
 
+// decodeStrict is decodeJSON refusing unknown fields and trailing data.
+func decodeStrict(w http.ResponseWriter, c *call, body []byte, v any) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data")
+	}
+	if err != nil && strings.HasPrefix(err.Error(), "json: unknown field ") {
+		writeProblem(w, c, CodeInvalidBody, "The body has an unknown field "+strings.TrimPrefix(err.Error(), "json: unknown field ")+".")
+		return false
+	}
+	if err != nil {
+		if decodeJSON(w, c, body, v) {
+			writeProblem(w, c, CodeInvalidJSON, "The body is not a single JSON value.")
+		}
+		return false
+	}
+	return true
+}
+
 // submitBatch serves POST /validate/async.
 func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request, c *call) {
 	idemKey := r.Header.Get("Idempotency-Key")
 	if len(idemKey) > maxIdempotencyKey {
 		writeProblem(w, c, CodeInvalidBody, "The Idempotency-Key header is longer than "+strconv.Itoa(maxIdempotencyKey)+" characters.")
+		return
+	}
+	if !cleanText(idemKey) {
+		writeProblem(w, c, CodeInvalidBody, "The Idempotency-Key header must be UTF-8 text without control characters.")
 		return
 	}
 	body, ok := h.readBody(w, r, c)
@@ -124,7 +150,12 @@ func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request, c *call) {
 			writeProblem(w, c, CodeInvalidBody, "emails["+strconv.Itoa(i)+"] is not a string.")
 			return
 		}
-		emails[i] = *e
+		clean, ok := cleanAddress(*e)
+		if !ok {
+			writeProblem(w, c, CodeAddressTooLong, "emails["+strconv.Itoa(i)+"] is longer than "+strconv.Itoa(MaxAddressBytes)+" bytes.")
+			return
+		}
+		emails[i] = clean
 	}
 	p := jobs.EnqueueChargedParams{AccountID: c.key.AccountID, Emails: emails}
 	if idemKey != "" {

@@ -25,6 +25,8 @@ const (
 	DefaultRateBurst = 100
 	// MaxBatch is the largest batch POST /validate/async accepts.
 	MaxBatch = 1000
+	// DefaultMaxKeysPerAccount bounds the active API keys of an account.
+	DefaultMaxKeysPerAccount = 100
 )
 
 // ErrConfig reports an invalid [Config]; the error returned by
@@ -67,6 +69,10 @@ type Config struct {
 	// PerSecond turns rate limiting off; a zero PerSecond with a positive
 	// Burst (a bucket that never refills) is an error.
 	RateLimit RateLimit
+	// MaxKeysPerAccount bounds the active (unrevoked) API keys of one
+	// account: POST /api/v1/keys beyond it is 409 key_limit_reached.
+	// Default [DefaultMaxKeysPerAccount]; negative means no bound.
+	MaxKeysPerAccount int
 	// MaxBodyBytes bounds request bodies; larger ones are refused with 413.
 	// Default [DefaultMaxBodyBytes].
 	MaxBodyBytes int64

@@ -41,6 +41,7 @@ type Handler struct {
 	limiter  RateLimiter
 	limit    RateLimit
 	maxBody  int64
+	maxKeys  int // 0: no bound
 	now      func() time.Time
 	metrics  *metrics
 	mux      *http.ServeMux
@@ -79,7 +80,14 @@ func NewHandler(cfg Config) (*Handler, error) {
 		limiter:  cfg.RateLimiter,
 		limit:    cfg.RateLimit,
 		maxBody:  cfg.MaxBodyBytes,
+		maxKeys:  cfg.MaxKeysPerAccount,
 		now:      cfg.Now,
+	}
+	switch {
+	case h.maxKeys == 0:
+		h.maxKeys = DefaultMaxKeysPerAccount
+	case h.maxKeys < 0:
+		h.maxKeys = 0
 	}
 	if h.now == nil {
 		h.now = time.Now

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/validmail/validmail/store"
@@ -68,20 +69,32 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	var req createKeyRequest
-	if len(body) > 0 && !decodeJSON(w, c, body, &req) {
+	if len(body) > 0 && !decodeStrict(w, c, body, &req) {
 		return
 	}
 	if len(req.Name) > maxKeyName {
 		writeProblem(w, c, CodeInvalidBody, "The name is longer than "+strconv.Itoa(maxKeyName)+" bytes.")
 		return
 	}
+	if !cleanText(req.Name) {
+		writeProblem(w, c, CodeInvalidBody, "The name must be text without control characters.")
+		return
+	}
 	perms := store.SignupPermissions()
 	if req.Permissions != nil {
+		if len(*req.Permissions) == 0 {
+			writeProblem(w, c, CodeInvalidBody, "A key needs at least one permission; leave permissions out for the default set.")
+			return
+		}
 		perms = make([]store.Permission, 0, len(*req.Permissions))
 		for _, s := range *req.Permissions {
 			p, err := store.ParsePermission(s)
 			if err != nil {
 				writeProblem(w, c, CodeInvalidBody, "Unknown permission "+strconv.Quote(s)+".")
+				return
+			}
+			if slices.Contains(perms, p) {
+				writeProblem(w, c, CodeInvalidBody, "The permission "+strconv.Quote(s)+" is listed twice.")
 				return
 			}
 			perms = append(perms, p)
@@ -94,6 +107,23 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, c *call) {
 				Detail:     "A key cannot grant the " + string(p) + " permission it lacks.",
 				Permission: string(p),
 			})
+			return
+		}
+	}
+	if h.maxKeys > 0 {
+		ks, err := h.accounts.ListKeys(r.Context(), c.key.AccountID)
+		if err != nil {
+			h.backendError(w, c, "list keys", err)
+			return
+		}
+		active := 0
+		for _, k := range ks {
+			if !k.Revoked() {
+				active++
+			}
+		}
+		if active >= h.maxKeys {
+			writeProblem(w, c, CodeKeyLimitReached, "The account holds "+strconv.Itoa(active)+" active keys, the most allowed; revoke one first.")
 			return
 		}
 	}
@@ -124,9 +154,36 @@ func (h *Handler) listKeys(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 // revokeKey serves DELETE /api/v1/keys/{id} and answers the revoked key.
+// A key may revoke only keys whose permissions it holds itself (the rule
+// of creation), so a key holding only keys cannot lock the account's
+// owners out, and revokes itself only with ?confirm=true.
 func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, c *call) {
 	ctx := r.Context()
 	id := r.PathValue("id")
+	before, err := h.accounts.ListKeys(ctx, c.key.AccountID)
+	if err != nil {
+		h.backendError(w, c, "list keys", err)
+		return
+	}
+	for _, k := range before {
+		if k.ID != id {
+			continue
+		}
+		for _, p := range k.Permissions {
+			if !c.key.Can(p) {
+				writeProblemDoc(w, c, problem{
+					Code:       CodePermissionDenied,
+					Detail:     "A key cannot revoke a key holding the " + string(p) + " permission it lacks.",
+					Permission: string(p),
+				})
+				return
+			}
+		}
+		if k.ID == c.key.ID && r.URL.Query().Get("confirm") != "true" {
+			writeProblem(w, c, CodeConfirmationRequired, "This is the key making the request; add ?confirm=true to revoke it.")
+			return
+		}
+	}
 	if err := h.accounts.RevokeKey(ctx, c.key.AccountID, id); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			writeProblem(w, c, CodeNotFound, "No API key with this id.")

@@ -17,6 +17,7 @@ const (
 	CodeInvalidBody          Code = "invalid_body"           // 400
 	CodeEmptyBatch           Code = "empty_batch"            // 400
 	CodeBatchTooLarge        Code = "batch_too_large"        // 400
+	CodeAddressTooLong       Code = "address_too_long"       // 400
 	CodeMissingAPIKey        Code = "missing_api_key"        // 401
 	CodeInvalidAPIKey        Code = "invalid_api_key"        // 401
 	CodeInsufficientCredits  Code = "insufficient_credits"   // 402
@@ -27,6 +28,8 @@ const (
 	CodeBodyTooLarge         Code = "body_too_large"         // 413
 	CodeUnsupportedMediaType Code = "unsupported_media_type" // 415
 	CodeIdempotencyKeyReused Code = "idempotency_key_reused" // 422
+	CodeKeyLimitReached      Code = "key_limit_reached"      // 409
+	CodeConfirmationRequired Code = "confirmation_required"  // 409
 	CodeRateLimited          Code = "rate_limited"           // 429
 	CodeInternal             Code = "internal"               // 500
 	CodeUnavailable          Code = "unavailable"            // 503
@@ -47,6 +50,7 @@ var codes = map[Code]codeInfo{
 	CodeInvalidBody:          {http.StatusBadRequest, "Invalid request body"},
 	CodeEmptyBatch:           {http.StatusBadRequest, "Empty batch"},
 	CodeBatchTooLarge:        {http.StatusBadRequest, "Batch too large"},
+	CodeAddressTooLong:       {http.StatusBadRequest, "Address too long"},
 	CodeMissingAPIKey:        {http.StatusUnauthorized, "Missing API key"},
 	CodeInvalidAPIKey:        {http.StatusUnauthorized, "Invalid API key"},
 	CodeInsufficientCredits:  {http.StatusPaymentRequired, "Insufficient credits"},
@@ -57,6 +61,8 @@ var codes = map[Code]codeInfo{
 	CodeBodyTooLarge:         {http.StatusRequestEntityTooLarge, "Request body too large"},
 	CodeUnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type"},
 	CodeIdempotencyKeyReused: {http.StatusUnprocessableEntity, "Idempotency key reused"},
+	CodeKeyLimitReached:      {http.StatusConflict, "Key limit reached"},
+	CodeConfirmationRequired: {http.StatusConflict, "Confirmation required"},
 	CodeRateLimited:          {http.StatusTooManyRequests, "Rate limited"},
 	CodeInternal:             {http.StatusInternalServerError, "Internal error"},
 	CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
@@ -17,7 +18,11 @@ type validationResponse struct {
 
 // validate serves GET /validate: charge 1, validate, refund an UNKNOWN.
 func (h *Handler) validate(w http.ResponseWriter, r *http.Request, c *call) {
-	email := r.URL.Query().Get("email")
+	email, ok := cleanAddress(r.URL.Query().Get("email"))
+	if !ok {
+		writeProblem(w, c, CodeAddressTooLong, "The address is longer than "+strconv.Itoa(MaxAddressBytes)+" bytes.")
+		return
+	}
 	if email == "" {
 		writeProblem(w, c, CodeMissingEmail, "The email query parameter is required.")
 		return
