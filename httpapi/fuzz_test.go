@@ -19,6 +19,8 @@ func FuzzRequestDecoding(f *testing.F) {
 	f.Add(uint8(1), "", `{"emails":["a@good.com"]}`, "application/json", "k1")
 	f.Add(uint8(1), "", `{"emails":[null,1,{}]}`, "application/json; charset=utf-8", "")
 	f.Add(uint8(1), "", `{"emails":"x"}`, "text/plain", "")
+	f.Add(uint8(1), "", `{"emails":["a\u0000b@good.com","\udcff@good.com"]}`, "application/json", "k\x00")
+	f.Add(uint8(0), "email=a%00b%FF@good.com", "", "", "")
 	f.Add(uint8(2), "", "", "", "")
 	f.Add(uint8(3), "", `{"name":"x","permissions":["stats","nope"]}`, "application/json", "")
 	f.Add(uint8(4), "1", "", "", "")

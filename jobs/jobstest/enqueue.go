@@ -154,3 +154,32 @@ func testChargedFingerprint(t *testing.T, b *bundle) {
 		t.Fatalf("%d jobs exist, want 3", len(ls))
 	}
 }
+
+// testUnusualAddresses checks that any text the API hands on is stored and
+// read back as it was: U+FFFD (which stands for NUL bytes and invalid
+// UTF-8 at the API), non-ASCII, quotes and the longest address.
+func testUnusualAddresses(t *testing.T, b *bundle) {
+	ctx := context.Background()
+	acct := account()
+	in := []string{
+		"a\uFFFDb@example.org",
+		"\uFFFD@example.org",
+		"jöhn.dœ@bücher.example",
+		`"quoted local"@example.org`,
+		"o'brien@example.org",
+		strings.Repeat("x", 64) + "@" + strings.Repeat("d", 185) + ".com",
+	}
+	ids, err := b.q.Enqueue(ctx, acct, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		j, err := b.q.Get(ctx, acct, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Email != in[i] {
+			t.Errorf("job %s: email %q, want %q", id, j.Email, in[i])
+		}
+	}
+}

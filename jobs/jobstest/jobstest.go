@@ -61,6 +61,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 	}{
 		{"EnqueueIDsIncrease", testEnqueueIDs},
 		{"GetWithinAccount", testGetWithinAccount},
+		{"UnusualAddresses", testUnusualAddresses},
 		{"EnqueueChargedInsufficient", testChargedInsufficient},
 		{"EnqueueChargedIdempotent", testChargedIdempotent},
 		{"EnqueueChargedFingerprint", testChargedFingerprint},
