@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -65,16 +66,25 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*store.Backend, er
 	if err != nil {
 		return nil, fmt.Errorf("%w: not a URL", ErrBadURL)
 	}
+	orig := *u
 	switch u.Scheme {
 	case "postgres", "postgresql":
-		return openPostgres(ctx, u, o)
+		b, err := openPostgres(ctx, u, o)
+		return b, scrub(err, &orig)
 	case "redis", "rediss":
-		return openRedis(ctx, u)
+		b, err := openRedis(ctx, u)
+		return b, scrub(err, &orig)
 	}
 	return nil, fmt.Errorf("%w: want memory, postgres://… or redis://…, not %q", ErrBadURL, u.Scheme+"://…")
 }
 
-// Redact returns rawURL with any password hidden, for logs.
+// secretParams are the query parameters of PostgreSQL and Redis URLs that
+// carry credentials.
+var secretParams = []string{"password", "sslpassword", "pass", "passwd", "pwd", "secret", "token", "sslkey"}
+
+// Redact returns rawURL with every credential hidden, for logs and error
+// messages: the password of the user information and the query
+// parameters that carry one (password=, sslpassword=, ...).
 func Redact(rawURL string) string {
 	if rawURL == "" || rawURL == "memory" {
 		return "memory"
@@ -83,8 +93,71 @@ func Redact(rawURL string) string {
 	if err != nil {
 		return "(unparsable URL)"
 	}
-	return u.Redacted()
+	return redactURL(u)
 }
+
+func redactURL(u *url.URL) string {
+	c := *u
+	if q := c.Query(); len(q) > 0 {
+		changed := false
+		for name := range q {
+			if slices.Contains(secretParams, strings.ToLower(name)) {
+				q.Set(name, "xxxxx")
+				changed = true
+			}
+		}
+		if changed {
+			c.RawQuery = q.Encode()
+		}
+	}
+	return c.Redacted()
+}
+
+// secrets returns the credential values in u, for scrubbing them from the
+// errors of client libraries.
+func secrets(u *url.URL) []string {
+	var out []string
+	if p, ok := u.User.Password(); ok && p != "" {
+		out = append(out, p, url.QueryEscape(p), url.PathEscape(p))
+	}
+	for name, vs := range u.Query() {
+		if slices.Contains(secretParams, strings.ToLower(name)) {
+			for _, v := range vs {
+				if v != "" {
+					out = append(out, v, url.QueryEscape(v))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// scrub returns err with every secret of u replaced, or err itself when it
+// holds none.
+func scrub(err error, u *url.URL) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	clean := msg
+	for _, s := range secrets(u) {
+		clean = strings.ReplaceAll(clean, s, "xxxxx")
+	}
+	if clean == msg {
+		return err
+	}
+	return &scrubbedError{msg: clean, err: err}
+}
+
+// scrubbedError is an error whose message had credentials removed; it
+// still matches what the original matched.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
 
 // takeParam removes the query parameter name from u and returns its value.
 func takeParam(u *url.URL, name string) string {
@@ -113,7 +186,7 @@ func openPostgres(ctx context.Context, u *url.URL, o Options) (*store.Backend, e
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres %s: %w", u.Redacted(), err)
+		return nil, fmt.Errorf("postgres %s: %w", redactURL(u), err)
 	}
 	b, err := pgstore.NewBackend(ctx, pool, &pgstore.Config{Schema: schema, Logger: o.Logger})
 	if err != nil {
@@ -136,7 +209,7 @@ func openRedis(ctx context.Context, u *url.URL) (*store.Backend, error) {
 	client := redis.NewClient(opts)
 	if err := client.Ping(ctx).Err(); err != nil {
 		client.Close()
-		return nil, fmt.Errorf("redis %s: %w", u.Redacted(), err)
+		return nil, fmt.Errorf("redis %s: %w", redactURL(u), err)
 	}
 	b, err := redisstore.NewBackend(client, &redisstore.Config{Prefix: prefix})
 	if err != nil {
