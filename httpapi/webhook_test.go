@@ -417,7 +417,7 @@ func TestWebhookDeliveryLogShowsFailures(t *testing.T) {
 	})
 	resp = f.do(t, req{method: "GET", target: "/api/v1/webhook/deliveries", key: f.key})
 	d := resp.JSON(t)["deliveries"].([]any)[0].(map[string]any)
-	if d["job_id"] != job || d["state"] != "pending" || d["status_code"] != 503.0 || d["error"] != "HTTP 503" || d["next_attempt_at"] == nil {
+	if d["job_id"] != job || d["state"] != "pending" || d["status_code"] != 503.0 || d["error"] != "http_status" || d["next_attempt_at"] == nil {
 		t.Fatalf("delivery %v", d)
 	}
 	next, _ := time.Parse(time.RFC3339, d["next_attempt_at"].(string))
@@ -456,7 +456,7 @@ func TestWebhookTestPingRefusesPrivateAddress(t *testing.T) {
 		}
 		resp = f.do(t, req{method: "POST", target: "/api/v1/webhook/test", key: f.key})
 		m := resp.JSON(t)
-		if resp.Code != 200 || m["success"] != false || m["status_code"] != nil || m["error"] != webhook.ErrAddressNotAllowed.Error() {
+		if resp.Code != 200 || m["success"] != false || m["status_code"] != nil || m["error"] != webhook.ReasonBlockedAddress {
 			t.Errorf("ping %s: %d %s", url, resp.Code, resp.Body)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -518,12 +519,13 @@ func (d *Dispatcher) send(ctx context.Context, ep Endpoint, ev Event) (Attempt, 
 	att := Attempt{At: start, URL: ep.URL}
 	signer, err := NewSigner(ep.SigningSecrets(start)...)
 	if err != nil {
-		att.Error = err.Error()
+		d.cfg.Logger.Error("webhook: signing", "account_id", ep.AccountID, "err", err)
+		att.Error = ReasonInternal
 		return att, 0
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(ev.Payload))
 	if err != nil {
-		att.Error = fmt.Sprintf("%v: %v", ErrInvalidURL, err)
+		att.Error = ReasonInvalidURL
 		return att, 0
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -534,7 +536,11 @@ func (d *Dispatcher) send(ctx context.Context, ep Endpoint, ev Event) (Attempt, 
 	resp, err := d.client.Do(req)
 	att.Duration = time.Since(t0)
 	if err != nil {
-		att.Error = describe(ctx, err, d.cfg.Timeout)
+		att.Error = reason(ctx, err)
+		// The details (addresses, refusals, routes) stay in our logs: shown
+		// to customers they would map our network.
+		d.cfg.Logger.Info("webhook: delivery failed", "account_id", ep.AccountID, "event_id", ev.ID,
+			"reason", att.Error, "err", describe(ctx, err, d.cfg.Timeout))
 		return att, 0
 	}
 	// Drain a little so the connection can be reused, then close.
@@ -543,15 +549,49 @@ func (d *Dispatcher) send(ctx context.Context, ep Endpoint, ev Event) (Attempt, 
 	att.StatusCode = resp.StatusCode
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		att.Error = "redirects are not followed"
-	default:
-		att.Error = "HTTP " + strconv.Itoa(resp.StatusCode)
+	default: // redirects are not followed either
+		att.Error = ReasonHTTPStatus
 	}
 	return att, parseRetryAfter(resp.Header.Get("Retry-After"), d.cfg.Now())
 }
 
-// describe turns a client error into a short text for the delivery log.
+// Reasons an [Attempt] failed, as customers see them: stable and coarse,
+// so that delivery logs cannot be used to map the network the dispatcher
+// runs in.
+const (
+	// ReasonBlockedAddress: the endpoint resolves to an address the client
+	// may not reach (private, loopback, ...).
+	ReasonBlockedAddress = "blocked_address"
+	// ReasonTimeout: no response within the timeout.
+	ReasonTimeout = "timeout"
+	// ReasonConnectionFailed: no HTTP response: the name did not resolve,
+	// the connection was refused or reset, TLS failed.
+	ReasonConnectionFailed = "connection_failed"
+	// ReasonHTTPStatus: the endpoint answered with a status outside 2xx
+	// (a redirect included); the attempt's StatusCode says which.
+	ReasonHTTPStatus = "http_status"
+	// ReasonInvalidURL: the endpoint's URL cannot be requested.
+	ReasonInvalidURL = "invalid_url"
+	// ReasonInternal: the dispatcher could not build the request.
+	ReasonInternal = "internal"
+)
+
+// reason maps a client error to its coarse Reason*.
+func reason(ctx context.Context, err error) string {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
+		return ReasonTimeout
+	case errors.Is(err, ErrAddressNotAllowed):
+		return ReasonBlockedAddress
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return ReasonTimeout
+	}
+	return ReasonConnectionFailed
+}
+
+// describe turns a client error into a short text for our logs.
 func describe(ctx context.Context, err error, timeout time.Duration) string {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 		return "timed out after " + timeout.String()

@@ -189,7 +189,7 @@ func TestDispatcherRetriesUntilSuccess(t *testing.T) {
 	b.disp.Notify()
 
 	d = b.waitFor(t, ev.ID, "second retry", b.rescheduledAfter(2))
-	if a := d.Attempts[1]; a.StatusCode != 0 || !strings.Contains(a.Error, "timed out") {
+	if a := d.Attempts[1]; a.StatusCode != 0 || a.Error != webhook.ReasonTimeout {
 		t.Fatalf("timeout attempt recorded as %+v", a)
 	}
 	if want := b.clock.Now().Add(time.Minute); !d.NextAttempt.Equal(want) {
@@ -403,7 +403,7 @@ func TestDispatcherRefusesPrivateWithoutAllowlist(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := disp.Send(t.Context(), webhook.Endpoint{URL: srv.URL, Secret: webhook.NewSecret(), Enabled: true}, webhook.NewTestEvent("acct", time.Now()))
-	if a.StatusCode != 0 || a.Error != webhook.ErrAddressNotAllowed.Error() || hits.Load() != 0 {
+	if a.StatusCode != 0 || a.Error != webhook.ReasonBlockedAddress || hits.Load() != 0 {
 		t.Errorf("Send to loopback = %+v (hits %d), want refusal", a, hits.Load())
 	}
 }

@@ -39,7 +39,7 @@ type Attempt struct {
 	At         time.Time     // when the request started
 	Duration   time.Duration // until the response headers, or the error
 	StatusCode int           // 0 when no response arrived
-	Error      string        // transport error or reason for failure; empty on success
+	Error      string        // why it failed, one of the Reason* values; empty on success
 	URL        string        // the endpoint it was sent to
 }
 

@@ -287,7 +287,7 @@ func TestWebhookLoopbackRefused(t *testing.T) {
 		t.Fatalf("PUT /api/v1/webhook: %d %v", resp.StatusCode, m)
 	}
 	resp, m := c.do("POST", "/api/v1/webhook/test", nil)
-	if errText, _ := m["error"].(string); resp.StatusCode != 200 || m["success"] != false || !strings.Contains(errText, "not allowed") {
+	if errText, _ := m["error"].(string); resp.StatusCode != 200 || m["success"] != false || errText != "blocked_address" {
 		t.Errorf("POST /api/v1/webhook/test: %d %v, want success false and an address error", resp.StatusCode, m)
 	}
 
@@ -309,7 +309,7 @@ func TestWebhookLoopbackRefused(t *testing.T) {
 	}) {
 		t.Fatalf("no failed attempt in the delivery log: %v", d)
 	}
-	if errText, _ := d["error"].(string); d["state"] != "pending" || !strings.Contains(errText, "not allowed") || d["next_attempt_at"] == nil {
+	if errText, _ := d["error"].(string); d["state"] != "pending" || errText != "blocked_address" || d["next_attempt_at"] == nil {
 		t.Errorf("delivery %v, want pending with an address error and a next attempt", d)
 	}
 	if n := len(rc.snapshot()); n != 0 {
