@@ -45,6 +45,9 @@ type config struct {
 	BootstrapCredits int64
 	LogLevel         slog.Level
 	Metrics          bool
+	// MetricsAddr is the address /metrics is served on, apart from the
+	// API's listener (-metrics-addr).
+	MetricsAddr string
 	// WebhookAllow lists the CIDR prefixes, addresses and host names
 	// webhook deliveries may reach besides public addresses.
 	WebhookAllow []string
@@ -129,7 +132,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.SMTP.MailFrom, "smtp-from", "", "sender `address` of MAIL FROM when probing: an address you own")
 	fs.IntVar(&c.SMTP.Port, "smtp-port", smtpprobe.DefaultPort, "SMTP `port` of the MX hosts")
 	fs.DurationVar(&c.SMTP.Timeout, "smtp-timeout", smtpprobe.DefaultTimeout, "longest wait for one probe; GET /validate waits this long at most")
-	fs.BoolVar(&c.Metrics, "metrics", false, "serve Prometheus metrics at /metrics (webhook delivery metrics included)")
+	fs.BoolVar(&c.Metrics, "metrics", false, "serve Prometheus metrics at /metrics on -metrics-addr (webhook delivery metrics included)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9090", "listen `address` of /metrics, apart from the API's: keep it off the public network")
 	fs.StringVar(&allow, "webhook-allow", "", "comma-separated `list` of CIDR prefixes, IP addresses or host names that webhook deliveries may\nreach besides public addresses, e.g. 127.0.0.1 or 10.0.0.0/8 for receivers on a private network;\nempty means public addresses only")
 	fs.Float64Var(&rateLimit, "rate-limit", 0, fmt.Sprintf("steady `rate` of requests per second allowed per API key; 0 means %d, a negative value turns\nrate limiting off. Instances on one Redis store share each key's limit", httpapi.DefaultRatePerSecond))
 	fs.IntVar(&rateBurst, "rate-burst", 0, fmt.Sprintf("`requests` one API key may make at once; 0 means %d with the default rate, else one second's\nworth of -rate-limit", httpapi.DefaultRateBurst))

@@ -56,6 +56,8 @@ type instance struct {
 	t    *testing.T
 	cmd  *exec.Cmd
 	base string // http://127.0.0.1:PORT
+	// metrics is the base URL of /metrics when -metrics is given.
+	metrics string
 
 	mu   sync.Mutex
 	logs []map[string]any // stderr, one JSON record a line
@@ -71,7 +73,7 @@ type instance struct {
 func start(t *testing.T, args ...string) *instance {
 	t.Helper()
 	in := &instance{t: t, exited: make(chan struct{})}
-	in.cmd = exec.Command(binary, append([]string{"-addr", "127.0.0.1:0", "-log-level", "debug"}, args...)...)
+	in.cmd = exec.Command(binary, append([]string{"-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-log-level", "debug"}, args...)...)
 	in.cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, envPrefix) })
 	in.cmd.Stdout = lockedWriter{&in.mu, &in.out}
 	stderr, err := in.cmd.StderrPipe()
@@ -94,6 +96,11 @@ func start(t *testing.T, args ...string) *instance {
 				in.logs = append(in.logs, rec)
 			}
 			in.mu.Unlock()
+			if rec["msg"] == "metrics listening" {
+				in.mu.Lock()
+				in.metrics = "http://" + rec["addr"].(string)
+				in.mu.Unlock()
+			}
 			if rec["msg"] == "listening" {
 				listening <- rec["addr"].(string)
 			}
@@ -413,7 +420,13 @@ func TestEndToEnd(t *testing.T) {
 			c := client{t, in.base, key}
 			scenario(t, c, c, email)
 
-			resp, err := http.Get(in.base + "/metrics")
+			if resp, err := http.Get(in.base + "/metrics"); err != nil || resp.StatusCode != http.StatusNotFound {
+				t.Errorf("/metrics on the API's listener: %v, %v; want 404", resp, err)
+			}
+			in.mu.Lock()
+			metricsBase := in.metrics
+			in.mu.Unlock()
+			resp, err := http.Get(metricsBase + "/metrics")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -570,4 +583,11 @@ func TestBootstrapKeyRestart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// metricsURL returns the base URL of /metrics.
+func (in *instance) metricsURL() string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.metrics
 }

@@ -8,11 +8,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/smtpprobe"
@@ -73,13 +76,14 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 		scfg.Checks.Prober = p
 		logger.Warn("SMTP mailbox probing is on", "helo", pc.HELO, "from", pc.MailFrom, "port", pc.Port)
 	}
+	var reg *prometheus.Registry
 	if cfg.Metrics {
-		reg := prometheus.NewRegistry()
+		reg = prometheus.NewRegistry()
 		reg.MustRegister(
 			collectors.NewGoCollector(),
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		)
-		scfg.Registerer, scfg.Gatherer = reg, reg
+		scfg.Registerer = reg
 	}
 	svc, err := service.New(scfg)
 	if err != nil {
@@ -98,6 +102,22 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 		ln.Close()
 		svc.Close()
 		return err
+	}
+	if reg != nil {
+		// Metrics on an address of their own: the API's listener is
+		// public, and /metrics would tell anyone about every customer.
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			ln.Close()
+			svc.Close()
+			return fmt.Errorf("-metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go msrv.Serve(mln)
+		defer msrv.Close()
+		logger.Info("metrics listening", "addr", mln.Addr().String())
 	}
 	logger.Info("starting", "metrics", cfg.Metrics, "webhook_allow", cfg.WebhookAllow)
 	err = svc.Serve(ctx, ln)

@@ -256,10 +256,10 @@ func TestWebhookEndToEnd(t *testing.T) {
 				}
 			}
 			if !waitFor(5*time.Second, func() bool {
-				return metric(t, in.base, `validmail_webhook_deliveries_total{outcome="delivered"}`) == float64(n)
+				return metric(t, in.metricsURL(), `validmail_webhook_deliveries_total{outcome="delivered"}`) == float64(n)
 			}) {
 				t.Errorf("validmail_webhook_deliveries_total{outcome=\"delivered\"} = %v, want %d",
-					metric(t, in.base, `validmail_webhook_deliveries_total{outcome="delivered"}`), n)
+					metric(t, in.metricsURL(), `validmail_webhook_deliveries_total{outcome="delivered"}`), n)
 			}
 
 			t.Logf("%s: %d addresses (%v), accepted in %v; %d signed events delivered %v after the submission (%.0f events/s)",
