@@ -244,3 +244,26 @@ func systemNameservers(path string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// ErrNameserversDown reports that no configured nameserver answered; the
+// error [Validator.PingNameservers] returns wraps it.
+var ErrNameserversDown = errors.New("emailcheck: no nameserver answers")
+
+// PingNameservers asks every configured nameserver one question (the
+// root's NS records) and returns nil when at least one answers at all,
+// whatever its answer: for a readiness check, or a warning at start. It
+// does not touch the cache.
+func (v *Validator) PingNameservers(ctx context.Context) error {
+	m := new(dns.Msg)
+	m.SetQuestion(".", dns.TypeNS)
+	m.RecursionDesired = true
+	var errs []error
+	for _, server := range v.resolver.servers {
+		if _, err := v.resolver.exchange(ctx, m, server); err == nil {
+			return nil
+		} else {
+			errs = append(errs, err)
+		}
+	}
+	return fmt.Errorf("%w: %w", ErrNameserversDown, errors.Join(errs...))
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/store"
 )
 
@@ -31,6 +32,9 @@ func runAccount(ctx context.Context, args []string, getenv func(string) string, 
 	if *email == "" || *storeURL == "" || fs.NArg() > 0 {
 		fs.Usage()
 		return fmt.Errorf("%w: account create needs -email and -store", errUsage)
+	}
+	if _, err := emailcheck.ParseAddress(*email, emailcheck.SyntaxOptions{}); err != nil {
+		return fmt.Errorf("%w: -email %q is not an email address: %v", errUsage, *email, err)
 	}
 	b, err := openBackend(ctx, *storeURL, 0, slog.New(slog.DiscardHandler))
 	if err != nil {

@@ -7,6 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
+	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/validmail/validmail/emailcheck/smtpprobe"
@@ -149,6 +152,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	}
 	for s := range strings.SplitSeq(dns, ",") {
 		if s = strings.TrimSpace(s); s != "" {
+			if !validNameserver(s) {
+				return c, fmt.Errorf("%w: -dns %q: want host:port or an IP address", errUsage, s)
+			}
 			c.DNS = append(c.DNS, s)
 		}
 	}
@@ -193,4 +199,18 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return c, fmt.Errorf("%w: -bootstrap-key: want %s followed by 43 letters or digits", errUsage, store.SecretPrefix)
 	}
 	return c, nil
+}
+
+// validNameserver reports whether s names a nameserver: an IP address, or
+// host:port with a port from 1 to 65535.
+func validNameserver(s string) bool {
+	if _, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
+		return true
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || host == "" {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535
 }

@@ -69,6 +69,9 @@ func TestParseServeConfig(t *testing.T) {
 		}, false},
 		{"rate limit off", []string{"-rate-limit", "-1"}, nil, func(c config) bool { return c.RateLimit.Unlimited() }, false},
 		{"bad webhook allowlist", []string{"-webhook-allow", "10.0.0.0/99"}, nil, nil, true},
+		{"nameserver that is neither host:port nor an IP", []string{"-dns", "nonsense"}, nil, nil, true},
+		{"nameserver with a bad port", []string{"-dns", "127.0.0.1:99999"}, nil, nil, true},
+		{"nameservers as IPs and host:port", []string{"-dns", "9.9.9.9, [2620:fe::fe]:53, dns.example:5353, ::1"}, nil, func(c config) bool { return len(c.DNS) == 4 }, false},
 		{"negative burst", []string{"-rate-burst", "-1"}, nil, nil, true},
 		{"infinite rate", []string{"-rate-limit", "+Inf"}, nil, nil, true},
 		{"negative bootstrap credits", []string{"-bootstrap-credits", "-5"}, nil, nil, true},
@@ -132,6 +135,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{"account", "delete"},
 		{"account", "create", "-email", "a@b.c"},
 		{"account", "create", "-email", "a@b.c", "-store", "memory"},
+		{"account", "create", "-email", "not an email", "-store", "redis://127.0.0.1:1/0"},
+		{"-dns", "nonsense"},
 		{"-bootstrap-email", "a@b.c", "-bootstrap-key", "not-a-key"},
 	} {
 		var stdout strings.Builder

@@ -119,6 +119,13 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 		defer msrv.Close()
 		logger.Info("metrics listening", "addr", mln.Addr().String())
 	}
+	if p, ok := svc.Validator().(interface{ PingNameservers(context.Context) error }); ok {
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		if err := p.PingNameservers(pctx); err != nil {
+			logger.Warn("no DNS server answers: every validation will be UNKNOWN until one does", "dns", cfg.DNS, "err", err)
+		}
+		cancel()
+	}
 	logger.Info("starting", "metrics", cfg.Metrics, "webhook_allow", cfg.WebhookAllow)
 	err = svc.Serve(ctx, ln)
 	logger.Info("stopped")

@@ -278,6 +278,7 @@ func (s *Service) build() error {
 	s.mux = http.NewServeMux()
 	s.mux.Handle("/", h)
 	s.mux.HandleFunc("GET /healthz", healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
 	if cfg.Gatherer != nil {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
 	}
@@ -287,6 +288,38 @@ func (s *Service) build() error {
 func healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	io.WriteString(w, "ok\n")
+}
+
+// readyTimeout bounds each check of GET /readyz.
+const readyTimeout = 2 * time.Second
+
+// readyz serves GET /readyz: 200 when the backend answers and, for a
+// validator that can tell (emailcheck's), a nameserver answers; 503
+// naming what does not otherwise. /healthz stays a liveness probe.
+func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	var problems []string
+	if _, err := s.backend.Accounts.GetAccount(ctx, "00000000-0000-0000-0000-000000000000"); err != nil && !errors.Is(err, store.ErrNotFound) {
+		problems = append(problems, "backend: unavailable")
+		s.logger.WarnContext(ctx, "readyz: backend", "err", err)
+	}
+	if p, ok := s.validator.(interface{ PingNameservers(context.Context) error }); ok {
+		if err := p.PingNameservers(ctx); err != nil {
+			problems = append(problems, "dns: no nameserver answers")
+			s.logger.WarnContext(ctx, "readyz: dns", "err", err)
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if len(problems) > 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		for _, p := range problems {
+			io.WriteString(w, p+"\n")
+		}
+		return
+	}
+	io.WriteString(w, "ready\n")
 }
 
 // Mux is the service's root handler: the API (wrapped in the middleware)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/emailcheck/dnstest"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
@@ -199,5 +201,32 @@ func TestRunAndClose(t *testing.T) {
 	}
 	if err := svc.Close(); err != nil || closes.Load() != 1 {
 		t.Fatalf("Close after Run: %v, backend closed %d times", err, closes.Load())
+	}
+}
+
+// /readyz answers 200 while the backend and a nameserver answer, 503
+// naming what does not otherwise.
+func TestReadyz(t *testing.T) {
+	t.Parallel()
+	dns := dnstest.Start(t, dnstest.Zone{}, nil)
+	svc, err := service.New(service.Config{
+		Backend: memstore.NewBackend(),
+		Checks:  &emailcheck.Config{Nameservers: []string{dns.Addr()}, QueryTimeout: 200 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	get := func() (int, string) {
+		rec := httptest.NewRecorder()
+		svc.Mux().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := get(); code != 200 || body != "ready\n" {
+		t.Fatalf("with DNS up: %d %q", code, body)
+	}
+	dns.Close()
+	if code, body := get(); code != 503 || !strings.Contains(body, "dns") {
+		t.Fatalf("with DNS down: %d %q", code, body)
 	}
 }
