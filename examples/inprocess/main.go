@@ -1,8 +1,8 @@
 // Command inprocess validates the addresses given as arguments with the
 // emailcheck library, in-process, and prints each result as JSON.
 //
-//	go run ./examples/inprocess jane@example.org info@gmail.com
-//	go run ./examples/inprocess -dns 127.0.0.1:5353 jane@example.org
+//	go run ./examples/inprocess jane.doe@gmail.com info@gmial.com
+//	go run ./examples/inprocess -dns 127.0.0.1:5353 jane.doe@gmail.com
 package main
 
 import (
