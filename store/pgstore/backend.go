@@ -20,9 +20,9 @@ func NewBackend(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*store.Ba
 
 // Backend returns the store as a [store.Backend]: the Store itself as
 // accounts, credits and job queue, and its [Webhooks] as outbox and
-// endpoints. Every process on the database shares it. It has no shared
-// rate limiter: each process limits in its own memory. Closing it leaves
-// the pool open.
+// endpoints, and a [RateLimiter] over the same schema, so every process
+// on the database shares one limit per key. Closing it leaves the pool
+// open.
 func (s *Store) Backend() *store.Backend {
 	w := s.webhooks()
 	return &store.Backend{
@@ -33,6 +33,7 @@ func (s *Store) Backend() *store.Backend {
 		Jobs:      s,
 		Outbox:    w,
 		Endpoints: w,
+		Limiter:   &RateLimiter{s: s},
 	}
 }
 

@@ -35,8 +35,8 @@
 //   - Wake-up: a statement trigger on the jobs table sends NOTIFY, and
 //     [Store.Subscribe] LISTENs on a dedicated connection taken from the
 //     pool, reconnecting when it fails.
-//   - Rate limits: none shared; [Store.Backend] leaves Limiter nil, so
-//     each process limits in its own memory.
+//   - Rate limits: [RateLimiter], one call of a stored GCRA function per
+//     decision, on a row per bucket locked for that decision only.
 //
 // Errors: the domain sentinels ([jobs.ErrNotFound], [store.ErrInvalidKey],
 // ...) as the interfaces promise; a cancelled context gives an error
