@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +26,16 @@ const (
 	DefaultRateBurst = 100
 	// MaxBatch is the largest batch POST /validate/async accepts.
 	MaxBatch = 1000
+	// DefaultAccountRatePerSecond and DefaultAccountRateBurst bound the
+	// requests of all the keys of one account together: more keys are no
+	// way around the per-key limit.
+	DefaultAccountRatePerSecond = 200
+	DefaultAccountRateBurst     = 400
+	// DefaultAuthFailureRatePerSecond and DefaultAuthFailureBurst bound
+	// the requests with a missing, unknown or revoked key from one client
+	// address; beyond them the address gets 429 without a key lookup.
+	DefaultAuthFailureRatePerSecond = 5
+	DefaultAuthFailureBurst         = 20
 	// DefaultMaxKeysPerAccount bounds the active API keys of an account.
 	DefaultMaxKeysPerAccount = 100
 )
@@ -69,6 +80,24 @@ type Config struct {
 	// PerSecond turns rate limiting off; a zero PerSecond with a positive
 	// Burst (a bucket that never refills) is an error.
 	RateLimit RateLimit
+	// AccountRateLimit is the limit applied to all the keys of one account
+	// together, on top of RateLimit. The zero value means
+	// [DefaultAccountRatePerSecond] and [DefaultAccountRateBurst], unless
+	// RateLimit turns limiting off, which turns this off too; a negative
+	// PerSecond turns it off.
+	AccountRateLimit RateLimit
+	// AuthFailureLimit bounds the failed authentications from one client
+	// address ([Config.ClientIP]); beyond it the address is answered 429
+	// without a key lookup until its bucket refills. The zero value means
+	// [DefaultAuthFailureRatePerSecond] and [DefaultAuthFailureBurst];
+	// a negative PerSecond turns it off.
+	AuthFailureLimit RateLimit
+	// ClientIP returns the address a request comes from, for
+	// AuthFailureLimit. Default: the host of r.RemoteAddr, the peer's
+	// address. Behind a reverse proxy every request would come from the
+	// proxy: set ClientIP to read the header your proxy sets (and only
+	// that proxy can set), such as the last X-Forwarded-For value.
+	ClientIP func(r *http.Request) string
 	// MaxKeysPerAccount bounds the active (unrevoked) API keys of one
 	// account: POST /api/v1/keys beyond it is 409 key_limit_reached.
 	// Default [DefaultMaxKeysPerAccount]; negative means no bound.

@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -40,6 +41,10 @@ type Handler struct {
 	logger   *slog.Logger
 	limiter  RateLimiter
 	limit    RateLimit
+	acctLim  RateLimit
+	authLim  RateLimit
+	clientIP func(*http.Request) string
+	blocked  sync.Map // client address → time its failed authentications are answered 429 until
 	maxBody  int64
 	maxKeys  int // 0: no bound
 	now      func() time.Time
@@ -111,6 +116,29 @@ func NewHandler(cfg Config) (*Handler, error) {
 	}
 	if h.limiter == nil {
 		h.limiter = NewMemoryRateLimiter(h.now)
+	}
+	h.acctLim = cfg.AccountRateLimit
+	if h.acctLim == (RateLimit{}) {
+		h.acctLim = RateLimit{PerSecond: DefaultAccountRatePerSecond, Burst: DefaultAccountRateBurst}
+		if h.limit.Unlimited() {
+			h.acctLim = RateLimit{PerSecond: -1}
+		}
+	}
+	h.authLim = cfg.AuthFailureLimit
+	if h.authLim == (RateLimit{}) {
+		h.authLim = RateLimit{PerSecond: DefaultAuthFailureRatePerSecond, Burst: DefaultAuthFailureBurst}
+	}
+	for _, l := range []*RateLimit{&h.acctLim, &h.authLim} {
+		if l.PerSecond > 0 && l.Burst == 0 {
+			l.Burst = max(1, int(math.Ceil(l.PerSecond)))
+		}
+		if l.PerSecond == 0 || (!l.Unlimited() && l.Burst < 1) {
+			return nil, fmt.Errorf("%w: invalid rate limit %+v", ErrConfig, *l)
+		}
+	}
+	h.clientIP = cfg.ClientIP
+	if h.clientIP == nil {
+		h.clientIP = remoteHost
 	}
 	if cfg.Registerer != nil {
 		m, err := newMetrics(cfg.Registerer)
@@ -305,18 +333,25 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (h *Handler) authed(perm store.Permission, next func(http.ResponseWriter, *http.Request, *call)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := callOf(r)
+		ip := h.clientIP(r)
+		if h.authBlocked(w, c, ip) {
+			return
+		}
 		secret := r.Header.Get("X-Api-Key")
 		if secret == "" {
+			h.authFailed(r, c, ip)
 			writeProblem(w, c, CodeMissingAPIKey, "Send your API key in the x-api-key header.")
 			return
 		}
 		if store.CheckSecret(secret) != nil {
+			h.authFailed(r, c, ip)
 			writeProblem(w, c, CodeInvalidAPIKey, "The API key is not valid.")
 			return
 		}
 		key, err := h.accounts.Authenticate(r.Context(), secret)
 		if err != nil {
 			if errors.Is(err, store.ErrInvalidKey) || errors.Is(err, store.ErrNotFound) {
+				h.authFailed(r, c, ip)
 				writeProblem(w, c, CodeInvalidAPIKey, "The API key is not valid or has been revoked.")
 				return
 			}
@@ -351,7 +386,66 @@ func (h *Handler) authed(perm store.Permission, next func(http.ResponseWriter, *
 				}
 			}
 		}
+		if !h.acctLim.Unlimited() {
+			// All the account's keys together: a key per request gains
+			// nothing.
+			d, err := h.limiter.Allow(r.Context(), "acct:"+key.AccountID, h.acctLim)
+			if err != nil {
+				if h.logger != nil {
+					h.logger.WarnContext(r.Context(), "httpapi: rate limiter failed; request let through", "request_id", c.id, "err", err)
+				}
+			} else if !d.Allowed {
+				w.Header().Set("Retry-After", strconv.FormatInt(max(1, ceilSeconds(d.RetryAfter)), 10))
+				writeProblem(w, c, CodeRateLimited, "Too many requests for this account across its API keys; retry later.")
+				return
+			}
+		}
 		next(w, r, c)
+	}
+}
+
+// remoteHost is the default ClientIP: the peer's address.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// authBlocked answers 429 to a client address whose failed
+// authentications used up their bucket, until it refills: without a key
+// lookup, so guessing keys costs the backend nothing.
+func (h *Handler) authBlocked(w http.ResponseWriter, c *call, ip string) bool {
+	v, ok := h.blocked.Load(ip)
+	if !ok {
+		return false
+	}
+	until := v.(time.Time)
+	now := h.now()
+	if !now.Before(until) {
+		h.blocked.CompareAndDelete(ip, v)
+		return false
+	}
+	w.Header().Set("Retry-After", strconv.FormatInt(max(1, ceilSeconds(until.Sub(now))), 10))
+	writeProblem(w, c, CodeRateLimited, "Too many requests without a valid API key from this address; retry later.")
+	return true
+}
+
+// authFailed counts a failed authentication against the client address.
+func (h *Handler) authFailed(r *http.Request, c *call, ip string) {
+	if h.authLim.Unlimited() || ip == "" {
+		return
+	}
+	d, err := h.limiter.Allow(r.Context(), "authfail:"+ip, h.authLim)
+	if err != nil {
+		if h.logger != nil {
+			h.logger.WarnContext(r.Context(), "httpapi: rate limiter failed", "request_id", c.id, "err", err)
+		}
+		return
+	}
+	if !d.Allowed {
+		h.blocked.Store(ip, h.now().Add(max(d.RetryAfter, time.Second)))
 	}
 }
 

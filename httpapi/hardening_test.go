@@ -1,11 +1,16 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/store"
 )
 
@@ -105,5 +110,118 @@ func TestRevokeRules(t *testing.T) {
 	resp = f.do(t, req{method: "GET", target: "/api/v1/account", key: f.key})
 	if resp.Code != http.StatusOK {
 		t.Fatalf("the owner's key was locked out: %d", resp.Code)
+	}
+}
+
+// More keys are no way around the rate limit: the account's keys share
+// one limit on top of each key's.
+func TestAccountLimitAcrossKeys(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	h, err := httpapi.NewHandler(httpapi.Config{
+		Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: f.st,
+		RateLimit:        httpapi.RateLimit{PerSecond: 1000, Burst: 1000},
+		AccountRateLimit: httpapi.RateLimit{PerSecond: 0.001, Burst: 20},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]string, 25)
+	for i := range keys {
+		keys[i] = f.newKey(t, f.acct.ID, store.SignupPermissions())
+	}
+	allowed, limited := 0, 0
+	for i := range 100 {
+		resp := f.do(t, req{method: "GET", target: "/api/v1/account", key: keys[i%len(keys)], handler: h})
+		switch resp.Code {
+		case http.StatusOK:
+			allowed++
+		case http.StatusTooManyRequests:
+			limited++
+		default:
+			t.Fatalf("%d %s", resp.Code, resp.Body)
+		}
+	}
+	if allowed != 20 || limited != 80 {
+		t.Fatalf("25 keys, 100 requests: %d allowed, %d limited; want 20 and 80", allowed, limited)
+	}
+}
+
+// countingAccounts counts key lookups.
+type countingAccounts struct {
+	store.Accounts
+	lookups atomic.Int32
+}
+
+func (c *countingAccounts) Authenticate(ctx context.Context, secret string) (store.Key, error) {
+	c.lookups.Add(1)
+	return c.Accounts.Authenticate(ctx, secret)
+}
+
+// Guessing keys from one address is limited, and once limited costs no
+// lookup; other addresses are not affected.
+func TestAuthFailuresLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	ca := &countingAccounts{Accounts: f.st}
+	h, err := httpapi.NewHandler(httpapi.Config{
+		Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: ca,
+		AuthFailureLimit: httpapi.RateLimit{PerSecond: 0.001, Burst: 10},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(key, addr string) int {
+		r := httptest.NewRequest("GET", "/api/v1/account", nil)
+		r.RemoteAddr = addr + ":1234"
+		r.Header.Set("x-api-key", key)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		return rec.Code
+	}
+	codes := map[int]int{}
+	for range 30 {
+		codes[call(store.NewSecret(), "198.51.100.7")]++
+	}
+	// The burst of 10 failures passes; the 11th empties the bucket and
+	// is the last that costs a lookup.
+	if codes[http.StatusUnauthorized] != 11 || codes[http.StatusTooManyRequests] != 19 {
+		t.Fatalf("30 guesses: %v; want 11 × 401 then 19 × 429", codes)
+	}
+	if n := ca.lookups.Load(); n != 11 {
+		t.Errorf("%d key lookups, want 11: a limited address must cost nothing", n)
+	}
+	if code := call(f.key, "198.51.100.8"); code != http.StatusOK {
+		t.Errorf("another address with a valid key: %d", code)
+	}
+}
+
+// With the default limits, 200 keys of one account sending 2,000 requests
+// as fast as they can get the account's burst and rate, not 200 times a
+// key's.
+func TestAccountLimitDefaults(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	h, err := httpapi.NewHandler(httpapi.Config{Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: f.st, MaxKeysPerAccount: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]string, 200)
+	for i := range keys {
+		keys[i] = f.newKey(t, f.acct.ID, store.SignupPermissions())
+	}
+	start := time.Now()
+	allowed := 0
+	for i := range 2000 {
+		if resp := f.do(t, req{method: "GET", target: "/api/v1/account", key: keys[i%len(keys)], handler: h}); resp.Code == http.StatusOK {
+			allowed++
+		}
+	}
+	elapsed := time.Since(start)
+	most := httpapi.DefaultAccountRateBurst + int(httpapi.DefaultAccountRatePerSecond*elapsed.Seconds()) + 1
+	t.Logf("200 keys, 2,000 requests in %v: %d allowed (account limit %d/s, burst %d)", elapsed.Round(time.Millisecond), allowed,
+		httpapi.DefaultAccountRatePerSecond, httpapi.DefaultAccountRateBurst)
+	if allowed > most {
+		t.Fatalf("%d allowed, at most %d expected", allowed, most)
 	}
 }

@@ -51,6 +51,10 @@ type config struct {
 	// MetricsAddr is the address /metrics is served on, apart from the
 	// API's listener (-metrics-addr).
 	MetricsAddr string
+	// ClientIPHeader names the header a trusted reverse proxy puts the
+	// client's address in (-client-ip-header); empty means the peer's
+	// address.
+	ClientIPHeader string
 	// WebhookAllow lists the CIDR prefixes, addresses and host names
 	// webhook deliveries may reach besides public addresses.
 	WebhookAllow []string
@@ -136,6 +140,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.IntVar(&c.SMTP.Port, "smtp-port", smtpprobe.DefaultPort, "SMTP `port` of the MX hosts")
 	fs.DurationVar(&c.SMTP.Timeout, "smtp-timeout", smtpprobe.DefaultTimeout, "longest wait for one probe; GET /validate waits this long at most")
 	fs.BoolVar(&c.Metrics, "metrics", false, "serve Prometheus metrics at /metrics on -metrics-addr (webhook delivery metrics included)")
+	fs.StringVar(&c.ClientIPHeader, "client-ip-header", "", "`header` a trusted reverse proxy sets to the client's address (for example X-Forwarded-For, whose last\nvalue is used), for the per-address limit on failed authentications; empty means the peer's address.\nSet it only behind a proxy that overwrites the header, or clients choose their own address")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9090", "listen `address` of /metrics, apart from the API's: keep it off the public network")
 	fs.StringVar(&allow, "webhook-allow", "", "comma-separated `list` of CIDR prefixes, IP addresses or host names that webhook deliveries may\nreach besides public addresses, e.g. 127.0.0.1 or 10.0.0.0/8 for receivers on a private network;\nempty means public addresses only")
 	fs.Float64Var(&rateLimit, "rate-limit", 0, fmt.Sprintf("steady `rate` of requests per second allowed per API key; 0 means %d, a negative value turns\nrate limiting off. Instances on one Redis store share each key's limit", httpapi.DefaultRatePerSecond))

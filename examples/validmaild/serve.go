@@ -62,7 +62,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 		Checks:        &emailcheck.Config{Nameservers: cfg.DNS, AllowPrivateMX: cfg.AllowPrivateMX},
 		Logger:        logger,
 		Workers:       cmp.Or(cfg.Workers, -1), // -workers 0 runs none here
-		API:           httpapi.Config{RateLimit: cfg.RateLimit},
+		API:           httpapi.Config{RateLimit: cfg.RateLimit, ClientIP: clientIP(cfg.ClientIPHeader)},
 		WebhookClient: webhook.ClientOptions{Allow: cfg.WebhookAllow},
 	}
 	if cfg.SMTPProbe {
@@ -174,4 +174,26 @@ func baseURL(addr string) string {
 		host = "[" + host + "]"
 	}
 	return "http://" + host + ":" + port
+}
+
+// clientIP returns the ClientIP of the API: the last value of header when
+// set (the one the nearest proxy added), else the peer's address.
+func clientIP(header string) func(*http.Request) string {
+	if header == "" {
+		return nil
+	}
+	return func(r *http.Request) string {
+		vs := r.Header.Values(header)
+		if len(vs) > 0 {
+			parts := strings.Split(vs[len(vs)-1], ",")
+			if ip := strings.TrimSpace(parts[len(parts)-1]); ip != "" {
+				return ip
+			}
+		}
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			return r.RemoteAddr
+		}
+		return host
+	}
 }
