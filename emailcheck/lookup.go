@@ -31,6 +31,9 @@ type domainInfo struct {
 	mxHosts []string // usable MX hosts, most preferred first
 	class   domainClass
 	suggest string // the domain probably meant instead, or ""
+	// unreachable marks an outcomeUnknown because no nameserver answered
+	// at all, rather than because one answered with a failure.
+	unreachable bool
 	expires time.Time
 
 	promoted atomic.Int64 // unix nanoseconds of the last LRU promotion
@@ -68,6 +71,7 @@ func (v *Validator) resolveDomain(ctx context.Context, domain string) (*domainIn
 	switch {
 	case mxErr != nil:
 		info.outcome = outcomeUnknown
+		info.unreachable = errors.Is(mxErr, errUnreachable)
 		v.logFailure(ctx, domain, mxErr)
 	case mx.rcode == dns.RcodeNameError && !mx.aliased:
 		info.outcome = outcomeNXDomain

@@ -2,6 +2,7 @@ package emailcheck_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -138,5 +139,34 @@ func TestMXHostFailureNotCachedLong(t *testing.T) {
 	res, _ = v.Validate(context.Background(), "a@flaky.mxtest.io")
 	if res.Confidence.Status != emailcheck.StatusLikely {
 		t.Fatalf("after the host recovered: %s, want LIKELY", res.Confidence.Status)
+	}
+}
+
+// A DNS outage (no nameserver answers) is an error under
+// WithUnreachableError, while a name's own SERVFAIL stays an UNKNOWN
+// result; without the option both are results.
+func TestUnreachableError(t *testing.T) {
+	t.Parallel()
+	srv := dnstest.Start(t, dnstest.Zone{"broken.mxtest.io": {Rcode: dns.RcodeServerFailure}}, nil)
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, QueryTimeout: 100 * time.Millisecond, FailureTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	ctx := context.Background()
+	res, err := v.Validate(ctx, "a@broken.mxtest.io", emailcheck.WithUnreachableError())
+	if err != nil || res.Confidence.Status != emailcheck.StatusUnknown {
+		t.Fatalf("SERVFAIL: %s, %v; want an UNKNOWN result", res.Confidence.Status, err)
+	}
+	srv.Close()
+	if _, err := v.Validate(ctx, "a@gone.mxtest.io", emailcheck.WithUnreachableError()); !errors.Is(err, emailcheck.ErrResolverUnreachable) {
+		t.Fatalf("no server: %v, want ErrResolverUnreachable", err)
+	}
+	res, err = v.Validate(ctx, "a@gone2.mxtest.io")
+	if err != nil || res.Confidence.Status != emailcheck.StatusUnknown {
+		t.Fatalf("no server, no option: %s, %v; want an UNKNOWN result", res.Confidence.Status, err)
+	}
+	if err := v.PingNameservers(ctx); !errors.Is(err, emailcheck.ErrNameserversDown) {
+		t.Fatalf("PingNameservers with the server down: %v", err)
 	}
 }

@@ -16,6 +16,11 @@ import (
 // configured timeouts and retries.
 var errNoAnswer = errors.New("emailcheck: dns: no usable answer")
 
+// errUnreachable marks a query no server answered at all (transport
+// failures and timeouts on every attempt), as opposed to a server's
+// answer of SERVFAIL or REFUSED about the name.
+var errUnreachable = errors.New("emailcheck: dns: no nameserver answered")
+
 // maxCNAMEHops bounds how many CNAMEs a lookup follows.
 const maxCNAMEHops = 8
 
@@ -162,6 +167,7 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 	start := r.next.Add(1)
 	attempts := 1 + r.retries
 	var lastErr error
+	answered := false // a server answered, whatever it said
 	for i := 0; i < attempts; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -172,6 +178,7 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 			lastErr = err
 			continue
 		}
+		answered = true
 		switch resp.Rcode {
 		case dns.RcodeSuccess, dns.RcodeNameError:
 			return resp, nil
@@ -187,6 +194,9 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 	}
 	if lastErr == nil {
 		lastErr = errNoAnswer
+	}
+	if !answered && ctx.Err() == nil {
+		return nil, fmt.Errorf("%w: %w", errUnreachable, lastErr)
 	}
 	return nil, lastErr
 }

@@ -187,7 +187,23 @@ func normalizeDomain(d string) (string, error) {
 type CallOption func(*callOptions)
 
 type callOptions struct {
-	source string
+	source          string
+	unreachableErrs bool
+}
+
+// ErrResolverUnreachable is the error Validate returns, under
+// [WithUnreachableError], when no nameserver answered at all: the DNS as
+// a whole is down, and the address was not judged.
+var ErrResolverUnreachable = errors.New("emailcheck: no nameserver answered")
+
+// WithUnreachableError makes Validate return an error matching
+// [ErrResolverUnreachable] instead of an UNKNOWN result when no nameserver
+// answered (every attempt failed in transport or timed out), as opposed to
+// a server answering that it could not resolve the name. A batch worker
+// uses it to retry later rather than turn a DNS outage into final
+// results; a caller who wants an answer now does not.
+func WithUnreachableError() CallOption {
+	return func(o *callOptions) { o.unreachableErrs = true }
 }
 
 // WithSource sets meta.source for one call, for example [SourceAPIAsync].
@@ -205,8 +221,8 @@ func (v *Validator) Validate(ctx context.Context, email string, opts ...CallOpti
 		return Result{}, err
 	}
 	source := v.cfg.Source
+	var o callOptions
 	if len(opts) > 0 {
-		var o callOptions
 		for _, opt := range opts {
 			opt(&o)
 		}
@@ -221,7 +237,7 @@ func (v *Validator) Validate(ctx context.Context, email string, opts ...CallOpti
 		Provider: Provider{Name: "Unknown"},
 		Meta:     Meta{Source: source},
 	}
-	if err := v.check(ctx, start, email, &res); err != nil {
+	if err := v.check(ctx, start, email, &res, o.unreachableErrs); err != nil {
 		return Result{}, err
 	}
 	if v.cfg.Prober != nil && res.SMTP == nil {
@@ -232,7 +248,7 @@ func (v *Validator) Validate(ctx context.Context, email string, opts ...CallOpti
 }
 
 // check fills res with the verdict on email.
-func (v *Validator) check(ctx context.Context, now time.Time, email string, res *Result) error {
+func (v *Validator) check(ctx context.Context, now time.Time, email string, res *Result, unreachableErrs bool) error {
 	addr, err := ParseAddress(email, v.syntax)
 	if err != nil {
 		res.Confidence.Status = StatusInvalidFormat
@@ -254,6 +270,9 @@ func (v *Validator) check(ctx context.Context, now time.Time, email string, res 
 		info, err = v.domainInfo(ctx, now, domain)
 		if err != nil {
 			return err
+		}
+		if unreachableErrs && info.unreachable {
+			return fmt.Errorf("%w: %s", ErrResolverUnreachable, domain)
 		}
 		res.Confidence.Status = statusOf(info)
 		res.Validations.DomainExists = info.exists()

@@ -63,6 +63,17 @@ type PoolConfig struct {
 	Backoff func(failures int) time.Duration
 	// JobTimeout bounds one validation. Default [DefaultJobTimeout].
 	JobTimeout time.Duration
+	// OutageRetry is how long, from its creation, a job whose validation
+	// could not reach any nameserver ([emailcheck.ErrResolverUnreachable])
+	// goes back to the queue without counting an attempt, before it
+	// completes as UNKNOWN and is refunded: a DNS outage delays results
+	// instead of spoiling them. Meanwhile the pool pauses leasing, for a
+	// second and then twice as long each time up to OutagePause, probing
+	// with one job before it resumes. Default [DefaultOutageRetry];
+	// negative turns the retries off.
+	OutageRetry time.Duration
+	// OutagePause is the longest pause; default [DefaultOutagePause].
+	OutagePause time.Duration
 	// Notifier wakes idle workers when jobs are enqueued. Default: the
 	// queue's driver, if it implements [Notifier].
 	Notifier Notifier
@@ -91,6 +102,7 @@ type Pool struct {
 	logger    *slog.Logger
 	running   atomic.Bool
 	completed atomic.Int64
+	outage    *breaker
 }
 
 // NewPool returns a Pool working q's jobs with v. cfg may be nil. It starts
@@ -115,6 +127,8 @@ func NewPool(q *Queue, v Validator, cfg *PoolConfig) (*Pool, error) {
 	c.CleanupInterval = cmp.Or(c.CleanupInterval, DefaultCleanupEvery)
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
 	c.JobTimeout = cmp.Or(c.JobTimeout, DefaultJobTimeout)
+	c.OutageRetry = cmp.Or(c.OutageRetry, DefaultOutageRetry)
+	c.OutagePause = cmp.Or(c.OutagePause, DefaultOutagePause)
 	if c.Backoff == nil {
 		c.Backoff = DefaultBackoff
 	}
@@ -131,8 +145,13 @@ func NewPool(q *Queue, v Validator, cfg *PoolConfig) (*Pool, error) {
 		cfg:      c,
 		notifier: n,
 		logger:   cmp.Or(c.Logger, slog.New(slog.DiscardHandler)),
+		outage:   &breaker{max: c.OutagePause},
 	}, nil
 }
+
+// DNSDown reports whether the pool is pausing because its validations
+// reach no nameserver.
+func (p *Pool) DNSDown() bool { return p.outage.open() }
 
 // DefaultBackoff waits 1 s after the first failure, doubling per failure up
 // to 5 minutes, plus up to 10% jitter.
@@ -226,6 +245,18 @@ func (r *run) fetch(ctx context.Context, work chan<- Lease, notify <-chan struct
 			continue
 		}
 		want := r.capacity - int(r.outstanding.Load())
+		// During a DNS outage, lease nothing (or one probe job) rather than
+		// burn the backlog.
+		want, wait := p.outage.admit(time.Now(), want)
+		if want == 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+			continue
+		}
 		leases, err := p.q.driver.Lease(ctx, LeaseParams{Max: want, Duration: p.cfg.LeaseDuration})
 		if err != nil && ctx.Err() == nil {
 			p.logger.ErrorContext(ctx, "jobs: lease", "err", err)
@@ -295,7 +326,23 @@ func (r *run) process(ctx context.Context, l Lease) {
 		res = UnknownResult(l.Email)
 	} else {
 		var err error
-		res, err = p.v.Validate(jctx, l.Email, emailcheck.WithSource(emailcheck.SourceAPIAsync))
+		res, err = p.v.Validate(jctx, l.Email, emailcheck.WithSource(emailcheck.SourceAPIAsync), emailcheck.WithUnreachableError())
+		if errors.Is(err, emailcheck.ErrResolverUnreachable) {
+			p.outage.failed(time.Now())
+			if p.cfg.OutageRetry > 0 && time.Since(l.CreatedAt) < p.cfg.OutageRetry {
+				// Back to the queue without counting an attempt: the DNS,
+				// not the job, failed.
+				rerr := p.q.driver.Retry(bctx, RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(time.Second)})
+				if rerr != nil && !errors.Is(rerr, ErrLeaseLost) {
+					p.logger.ErrorContext(ctx, "jobs: retry", "job", l.ID, "err", rerr)
+				}
+				return
+			}
+			p.logger.WarnContext(ctx, "jobs: DNS unreachable for too long, completing as UNKNOWN", "job", l.ID)
+			res, err = UnknownResult(l.Email), nil
+		} else if err == nil {
+			p.outage.answered()
+		}
 		if err != nil {
 			failures := l.Errors + 1
 			if failures < p.cfg.MaxAttempts {

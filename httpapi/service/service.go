@@ -310,6 +310,9 @@ func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
 			s.logger.WarnContext(ctx, "readyz: dns", "err", err)
 		}
 	}
+	if s.pool != nil && s.pool.DNSDown() {
+		problems = append(problems, "workers: paused, no nameserver answers their validations")
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	if len(problems) > 0 {
