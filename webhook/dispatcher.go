@@ -70,8 +70,14 @@ type Config struct {
 	// slot, each for at most BusyDelay (and never longer than Timeout).
 	// How many may wait depends on the endpoint's recent response times:
 	// as many as it is expected to answer within BusyDelay, at least
-	// MaxPerEndpoint and at most MaxInFlight. Beyond that, or after
-	// waiting in vain, a delivery is put back for BusyDelay.
+	// MaxPerEndpoint and at most MaxInFlight, and at most a fair share of
+	// MaxInFlight among the endpoints with deliveries. Beyond that, or
+	// after waiting in vain, a delivery is put back for BusyDelay. An
+	// endpoint that has not answered yet gets a quarter of MaxPerEndpoint
+	// until it does; one whose attempts get no response three times in a
+	// row (timeouts, refused connections) gets none for 5 s, then one
+	// probe, the pause doubling up to 5 minutes while probes fail: slow
+	// receivers never hold the capacity other accounts need.
 	MaxPerEndpoint int
 	// BusyDelay is the longest a delivery waits for a slot at a busy
 	// endpoint, and how long it is put back for when it gets none,
@@ -120,7 +126,22 @@ type epSlot struct {
 	users    int           // in flight plus waiting
 	latency  time.Duration // moving average of attempt durations; zero if unknown
 	lastUsed time.Time     // when a delivery last left it
+
+	// The endpoint's breaker: after breakerThreshold attempts in a row
+	// that got no response, it gets none until openUntil, then one probe.
+	failures  int
+	openUntil time.Time // by the real clock; zero when closed
+	probing   bool
 }
+
+// The endpoint breaker's shape: a receiver that keeps timing out or
+// refusing connections costs one probe per pause, not a share of the
+// dispatcher's capacity.
+const (
+	breakerThreshold = 3
+	breakerPause     = 5 * time.Second
+	breakerMaxPause  = 5 * time.Minute
+)
 
 // slotIdle is how long the state of an endpoint nobody uses is kept, so
 // that a burst after a short pause starts from known response times.
@@ -337,6 +358,12 @@ func (d *Dispatcher) handle(ctx context.Context, del Delivery) {
 		return
 	}
 
+	if wait, ok := d.admit(ep.URL); !ok {
+		// The endpoint keeps failing: no attempt until its pause ends,
+		// and none counted.
+		d.putBack(bg, log, del, d.cfg.Now().Add(wait))
+		return
+	}
 	release, ok := d.acquire(ctx, ep.URL)
 	if !ok {
 		// Saturated endpoint or stopping: try again later, no attempt counted.
@@ -351,6 +378,7 @@ func (d *Dispatcher) handle(ctx context.Context, del Delivery) {
 	att, retryAfter := d.send(actx, ep, del.Event)
 	cancel()
 	release(att.Duration)
+	d.record(ep.URL, att)
 
 	if d.cfg.Observer != nil {
 		d.cfg.Observer.ObserveAttempt(del.Event, att)
@@ -461,19 +489,82 @@ func (d *Dispatcher) acquire(ctx context.Context, url string) (release func(time
 	return nil, false
 }
 
+// admit consults the endpoint's breaker: while it is open no delivery may
+// go (ok false, and how long to wait); once its pause is over, one probe
+// may.
+func (d *Dispatcher) admit(url string) (wait time.Duration, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.slots[url]
+	if s == nil || s.openUntil.IsZero() {
+		return 0, true
+	}
+	now := time.Now()
+	switch {
+	case now.Before(s.openUntil):
+		return s.openUntil.Sub(now), false
+	case s.probing:
+		return d.cfg.BusyDelay, false
+	}
+	s.probing = true
+	return 0, true
+}
+
+// record feeds an attempt's outcome to the endpoint's breaker: any
+// response closes it; a timeout or a failed connection counts towards
+// opening it, for a pause that doubles with each failed probe.
+func (d *Dispatcher) record(url string, att Attempt) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.slots[url]
+	if s == nil {
+		return
+	}
+	s.probing = false
+	if att.StatusCode != 0 {
+		s.failures, s.openUntil = 0, time.Time{}
+		return
+	}
+	if att.Error != ReasonTimeout && att.Error != ReasonConnectionFailed {
+		return
+	}
+	s.failures++
+	if s.failures >= breakerThreshold {
+		pause := min(breakerPause<<min(s.failures-breakerThreshold, 10), breakerMaxPause)
+		s.openUntil = time.Now().Add(pause)
+	}
+}
+
 // waitLimit is how many deliveries, in flight and waiting, one endpoint
-// may hold: MaxPerEndpoint in flight plus as many as it is expected to
-// answer within BusyDelay, judged by its average response time; between
-// 2×MaxPerEndpoint and MaxInFlight. An endpoint not yet timed gets
-// MaxInFlight: each waiting delivery gives up after BusyDelay anyway.
+// may hold. An endpoint that has not answered yet, or whose last attempts
+// got no response, gets a quarter of MaxPerEndpoint and no waiting. One
+// that answers gets MaxPerEndpoint in flight plus as many as it is
+// expected to answer within BusyDelay, judged by its average response
+// time, between 2×MaxPerEndpoint and MaxInFlight, and never more than its
+// fair share: MaxInFlight split between the endpoints with deliveries.
 // d.mu must be held.
 func (d *Dispatcher) waitLimit(s *epSlot) int {
+	if s.latency == 0 || s.failures > 0 {
+		// Not yet known to answer, or failing: a small share, no waiting,
+		// until it proves itself. A receiver that never answers then holds
+		// a few requests, not the dispatcher.
+		return max(1, d.cfg.MaxPerEndpoint/4)
+	}
 	n, lo, hi := d.cfg.MaxInFlight, 2*d.cfg.MaxPerEndpoint, max(d.cfg.MaxInFlight, 2*d.cfg.MaxPerEndpoint)
 	if s.latency > 0 {
 		answered := float64(d.cfg.MaxPerEndpoint) * float64(d.cfg.BusyDelay) / float64(s.latency)
 		n = d.cfg.MaxPerEndpoint + int(min(answered, float64(hi)))
 	}
-	return min(max(n, lo), hi)
+	n = min(max(n, lo), hi)
+	// A fair share: the endpoints with deliveries split the dispatcher's
+	// capacity, so slow receivers cannot hold all of it between them.
+	busy := 1
+	for _, o := range d.slots {
+		if o != s && o.users > 0 {
+			busy++
+		}
+	}
+	return max(1, min(n, d.cfg.MaxInFlight/busy))
 }
 
 // sweep forgets endpoints that have been idle for a while, at most once
