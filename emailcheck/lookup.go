@@ -34,7 +34,7 @@ type domainInfo struct {
 	// unreachable marks an outcomeUnknown because no nameserver answered
 	// at all, rather than because one answered with a failure.
 	unreachable bool
-	expires time.Time
+	expires     time.Time
 
 	promoted atomic.Int64 // unix nanoseconds of the last LRU promotion
 }
