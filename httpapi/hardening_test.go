@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/webhook"
 )
 
 // Surrounding white space is trimmed before validating, and an address
@@ -224,4 +226,50 @@ func TestAccountLimitDefaults(t *testing.T) {
 	if allowed > most {
 		t.Fatalf("%d allowed, at most %d expected", allowed, most)
 	}
+}
+
+// The delivery log pages with a cursor: a whole batch's deliveries can be
+// read back, each once.
+func TestDeliveryLogPaging(t *testing.T) {
+	t.Parallel()
+	f := setup(t, &options{webhooks: true})
+	resp := f.do(t, req{method: "PUT", target: "/api/v1/webhook", key: f.key, body: `{"url":"https://hooks.example.org/vm"}`})
+	if resp.Code/100 != 2 {
+		t.Fatalf("PUT webhook: %d %s", resp.Code, resp.Body)
+	}
+	now := time.Now()
+	for i := range 1200 {
+		ev, _ := webhook.NewEvent(f.acct.ID, strconv.Itoa(i+1), []byte(`{}`), now.Add(time.Duration(i/100)*time.Millisecond))
+		if err := f.hooks.Enqueue(t.Context(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]bool{}
+	target := "/api/v1/webhook/deliveries?limit=500"
+	pages := 0
+	for {
+		resp := f.do(t, req{method: "GET", target: target, key: f.key})
+		m := resp.JSON(t)
+		if resp.Code != 200 {
+			t.Fatalf("%d %s", resp.Code, resp.Body)
+		}
+		pages++
+		for _, d := range m["deliveries"].([]any) {
+			id := d.(map[string]any)["event_id"].(string)
+			if seen[id] {
+				t.Fatalf("delivery %s on two pages", id)
+			}
+			seen[id] = true
+		}
+		next, _ := m["next_cursor"].(string)
+		if next == "" {
+			break
+		}
+		target = "/api/v1/webhook/deliveries?limit=500&cursor=" + url.QueryEscape(next)
+	}
+	if len(seen) != 1200 || pages != 3 {
+		t.Fatalf("%d deliveries in %d pages, want 1200 in 3", len(seen), pages)
+	}
+	resp = f.do(t, req{method: "GET", target: "/api/v1/webhook/deliveries?cursor=nonsense", key: f.key})
+	wantProblem(t, resp, http.StatusBadRequest, "invalid_body")
 }

@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/validmail/validmail/webhook"
@@ -155,7 +157,28 @@ func viewDelivery(d webhook.Delivery) deliveryView {
 
 type deliveriesResponse struct {
 	Deliveries []deliveryView `json:"deliveries"`
-	RequestID  string         `json:"requestId"`
+	// NextCursor fetches the next, older page; nil on the last one.
+	NextCursor *string `json:"next_cursor"`
+	RequestID  string  `json:"requestId"`
+}
+
+// encodeCursor makes an opaque cursor of a delivery's position.
+func encodeCursor(p webhook.Position) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.CreatedAt.UnixMicro(), 10) + ":" + p.ID))
+}
+
+// decodeCursor reads a cursor encodeCursor made.
+func decodeCursor(s string) (webhook.Position, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return webhook.Position{}, false
+	}
+	us, id, ok := strings.Cut(string(b), ":")
+	n, err := strconv.ParseInt(us, 10, 64)
+	if !ok || err != nil || id == "" {
+		return webhook.Position{}, false
+	}
+	return webhook.Position{CreatedAt: time.UnixMicro(n).UTC(), ID: id}, true
 }
 
 // noWebhook answers 404 for an account without an endpoint.
@@ -314,14 +337,30 @@ func (h *Handler) webhookDeliveries(w http.ResponseWriter, r *http.Request, c *c
 		}
 		limit = min(n, MaxDeliveriesLimit)
 	}
-	ds, err := h.hooks.outbox.Deliveries(r.Context(), webhook.ListParams{AccountID: c.key.AccountID, Limit: limit})
+	p := webhook.ListParams{AccountID: c.key.AccountID, Limit: limit + 1}
+	if s := r.URL.Query().Get("cursor"); s != "" {
+		pos, ok := decodeCursor(s)
+		if !ok {
+			writeProblem(w, c, CodeInvalidBody, "The cursor query parameter is not one this API gave.")
+			return
+		}
+		p.Before = &pos
+	}
+	ds, err := h.hooks.outbox.Deliveries(r.Context(), p)
 	if err != nil {
 		h.backendError(w, c, "list deliveries", err)
 		return
 	}
-	views := make([]deliveryView, len(ds))
-	for i, d := range ds {
-		views[i] = viewDelivery(d)
+	resp := deliveriesResponse{RequestID: c.id}
+	if len(ds) > limit {
+		// One more than asked for says there is a next page.
+		ds = ds[:limit]
+		next := encodeCursor(ds[limit-1].Position())
+		resp.NextCursor = &next
 	}
-	h.writeJSON(w, c, http.StatusOK, deliveriesResponse{Deliveries: views, RequestID: c.id})
+	resp.Deliveries = make([]deliveryView, len(ds))
+	for i, d := range ds {
+		resp.Deliveries[i] = viewDelivery(d)
+	}
+	h.writeJSON(w, c, http.StatusOK, resp)
 }

@@ -72,6 +72,29 @@ type LeaseParams struct {
 type ListParams struct {
 	AccountID string
 	Limit     int // at most this many; zero or negative means 50
+	// Before, when set, lists only deliveries older than this position:
+	// the [Delivery.Position] of the previous page's last delivery, so
+	// that pages never skip or repeat one.
+	Before *Position
+}
+
+// Position is a delivery's place in an account's log, newest first: by
+// creation time (to the microsecond), then by event id.
+type Position struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// Position returns d's place in its account's delivery log.
+func (d Delivery) Position() Position {
+	return Position{CreatedAt: d.CreatedAt.Truncate(time.Microsecond), ID: d.ID}
+}
+
+// Older reports whether a delivery created at createdAt with event id id
+// comes after p in the log (is older).
+func (p Position) Older(createdAt time.Time, id string) bool {
+	c, pc := createdAt.UnixMicro(), p.CreatedAt.UnixMicro()
+	return c < pc || (c == pc && id < p.ID)
 }
 
 // DefaultListLimit is the number of deliveries listed when

@@ -176,14 +176,15 @@ func (w *Webhooks) Deliveries(ctx context.Context, p webhook.ListParams) ([]webh
 	defer s.mu.Unlock()
 	var out []webhook.Delivery
 	for _, d := range s.deliveries {
-		if d.AccountID == p.AccountID {
+		if d.AccountID == p.AccountID && (p.Before == nil || p.Before.Older(d.CreatedAt, d.ID)) {
 			c := cloneDelivery(d)
 			c.Lease = webhook.Lease{}
 			out = append(out, c)
 		}
 	}
+	// Newest first, to the microsecond as the other backends store times.
 	slices.SortFunc(out, func(a, b webhook.Delivery) int {
-		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID))
+		return cmp.Or(cmp.Compare(b.CreatedAt.UnixMicro(), a.CreatedAt.UnixMicro()), cmp.Compare(b.ID, a.ID))
 	})
 	return out[:min(len(out), limit)], nil
 }

@@ -208,9 +208,18 @@ func (w *Webhooks) Deliveries(ctx context.Context, p webhook.ListParams) ([]webh
 	if limit <= 0 {
 		limit = webhook.DefaultListLimit
 	}
+	var beforeAt *time.Time
+	var beforeID string
+	if p.Before != nil {
+		t := p.Before.CreatedAt.Truncate(time.Microsecond)
+		beforeAt, beforeID = &t, p.Before.ID
+	}
+	// A row comparison on the index order pages without skipping or
+	// repeating a row, however many share a creation time.
 	rows, err := w.s.pool.Query(ctx, w.s.sql(`
 		SELECT `+deliveryColumns+` FROM {schema}.webhook_deliveries
-		WHERE account_id = $1 ORDER BY created_at DESC, event_id DESC LIMIT $2`), p.AccountID, limit)
+		WHERE account_id = $1 AND ($3::timestamptz IS NULL OR (created_at, event_id) < ($3, $4))
+		ORDER BY created_at DESC, event_id DESC LIMIT $2`), p.AccountID, limit, beforeAt, beforeID)
 	if err != nil {
 		return nil, fail(ctx, "webhook deliveries", err)
 	}

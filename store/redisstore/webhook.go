@@ -207,7 +207,11 @@ func (w *Webhooks) Deliveries(ctx context.Context, p webhook.ListParams) ([]webh
 		limit = webhook.DefaultListLimit
 	}
 	s := w.s
-	f, err := s.run(ctx, scriptWebhookList, []string{s.key("wh:acct:" + p.AccountID)}, s.key("wh:ev:"), limit).StringSlice()
+	before, beforeID := "", ""
+	if p.Before != nil {
+		before, beforeID = strconv.FormatInt(p.Before.CreatedAt.UnixMicro(), 10), p.Before.ID
+	}
+	f, err := s.run(ctx, scriptWebhookList, []string{s.key("wh:acct:" + p.AccountID)}, s.key("wh:ev:"), limit, before, beforeID).StringSlice()
 	if err != nil {
 		return nil, w.whErr(ctx, "webhook deliveries", err)
 	}

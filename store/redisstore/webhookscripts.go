@@ -119,12 +119,30 @@ end
 return 1
 `)
 
-// scriptWebhookList returns an account's newest deliveries.
-// KEYS: wh:acct:ACCOUNT. ARGV: delivery key base, limit. Returns, per
-// delivery, its id and dfields.
+// scriptWebhookList returns an account's newest deliveries, older than a
+// position when one is given.
+// KEYS: wh:acct:ACCOUNT. ARGV: delivery key base, limit, position's
+// creation time (µs, "" for none), position's id. Returns, per delivery,
+// its id and dfields.
 var scriptWebhookList = script(luaWebhookLib + `
 expect(KEYS[1], 'zset')
-local ids = redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[2]) - 1)
+local limit = tonumber(ARGV[2])
+local ids
+if ARGV[3] == '' then
+  ids = redis.call('ZREVRANGE', KEYS[1], 0, limit - 1)
+else
+  -- Members sharing the position's score come first, those before its
+  -- id in the zset's order (by member, descending); then the older ones.
+  ids = {}
+  local same = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[3], ARGV[3])
+  for _, id in ipairs(same) do
+    if id < ARGV[4] and #ids < limit then ids[#ids + 1] = id end
+  end
+  if #ids < limit then
+    local older = redis.call('ZREVRANGEBYSCORE', KEYS[1], '(' .. ARGV[3], '-inf', 'LIMIT', 0, limit - #ids)
+    for _, id in ipairs(older) do ids[#ids + 1] = id end
+  end
+end
 local out = {}
 for _, id in ipairs(ids) do
   local f = dread(ARGV[1] .. id)

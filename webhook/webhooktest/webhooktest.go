@@ -57,6 +57,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 		{"MarkDead", testMarkDead},
 		{"UnknownEvent", testUnknownEvent},
 		{"Deliveries", testDeliveries},
+		{"DeliveriesPaging", testDeliveriesPaging},
 		{"PendingAndPrune", testPendingAndPrune},
 		{"CanceledContext", testCanceledContext},
 		{"EndpointLifecycle", testEndpointLifecycle},
@@ -438,6 +439,48 @@ func testDeliveries(t *testing.T, ob webhook.Outbox, _ webhook.Endpoints) {
 	none, err := ob.Deliveries(t.Context(), webhook.ListParams{AccountID: "nobody"})
 	if err != nil || len(none) != 0 {
 		t.Errorf("Deliveries(nobody) = %v, %v; want none and no error", ids(none), err)
+	}
+}
+
+// testDeliveriesPaging pages an account's log by position: every delivery
+// once, newest first, also when many share a creation time and new ones
+// arrive between pages.
+func testDeliveriesPaging(t *testing.T, ob webhook.Outbox, _ webhook.Endpoints) {
+	for i := range 25 {
+		// Five creation times, five deliveries each.
+		enqueue(t, ob, event("a", i, at(time.Duration(i/5)*time.Second)))
+	}
+	var got []string
+	var before *webhook.Position
+	for page := 0; ; page++ {
+		ds, err := ob.Deliveries(t.Context(), webhook.ListParams{AccountID: "a", Limit: 7, Before: before})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page == 1 {
+			// A newer delivery arriving meanwhile does not disturb the
+			// pages of older ones.
+			enqueue(t, ob, event("a", 99, at(time.Hour)))
+		}
+		if len(ds) == 0 {
+			break
+		}
+		got = append(got, ids(ds)...)
+		pos := ds[len(ds)-1].Position()
+		before = &pos
+		if page > 10 {
+			t.Fatal("paging does not end")
+		}
+	}
+	if len(got) != 25 {
+		t.Fatalf("paged %d deliveries, want 25: %v", len(got), got)
+	}
+	want := make([]string, 0, 25)
+	for i := 24; i >= 0; i-- {
+		want = append(want, fmt.Sprintf("msg_suite_a_%04d", i))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("paged order %v, want newest first %v", got, want)
 	}
 }
 
