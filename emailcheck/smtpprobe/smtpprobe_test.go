@@ -3,10 +3,17 @@ package smtpprobe_test
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/netip"
 	"slices"
@@ -583,4 +590,64 @@ func BenchmarkBatch1000Over50Domains(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(conns.Load()), "conns/op")
+}
+
+// selfSigned returns a TLS configuration with a fresh self-signed
+// certificate, as many mail servers have.
+func selfSigned(t *testing.T) *tls.Config {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "mx.test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		DNSNames:     []string{"mx.test"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+}
+
+// A server that offers STARTTLS is spoken to over TLS, with the EHLO said
+// again after the upgrade.
+func TestSTARTTLS(t *testing.T) {
+	t.Parallel()
+	var overTLS atomic.Bool
+	var m *mailServer
+	be := smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
+		m.open.Add(1)
+		return &session{rcpt: func(to string) error {
+			if _, ok := c.TLSConnectionState(); ok {
+				overTLS.Store(true)
+			}
+			if strings.HasPrefix(to, "vm-") {
+				return reject(550, smtp.EnhancedCode{5, 1, 1}, "unknown")
+			}
+			return nil
+		}}, nil
+	})
+	srv := smtp.NewServer(be)
+	srv.Domain = "mx.test"
+	srv.TLSConfig = selfSigned(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = &mailServer{}
+	go srv.Serve(&countingListener{Listener: ln, m: m})
+	defer func() { m.waitIdle(); srv.Close() }()
+	p := newProber(t, netip.MustParseAddrPort(ln.Addr().String()).Port(), nil)
+	r := p.ProbeMailbox(context.Background(), request("jane@example.org", map[string]string{"mx.example.org": "127.0.0.1"}, "mx.example.org"))
+	if r.Mailbox != emailcheck.MailboxExists || catchAll(r) != "false" {
+		t.Fatalf("mailbox %s, catch_all %s (%s)", r.Mailbox, catchAll(r), r.Detail)
+	}
+	if !overTLS.Load() {
+		t.Fatal("the recipient was named in clear text though the server offered STARTTLS")
+	}
 }
