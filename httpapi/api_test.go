@@ -114,7 +114,7 @@ func TestBatchLifecycle(t *testing.T) {
 		t.Fatalf("status %d: %s", resp.Code, resp.Body)
 	}
 	m := resp.JSON(t)
-	if got := keysOf(m); got != "job_count,job_ids,message,requestId,status_url" {
+	if got := keysOf(m); got != "batch_id,job_count,job_ids,message,requestId,status_url" {
 		t.Fatalf("fields %s", got)
 	}
 	if m["status_url"] != "/validate/status/{job_id}" || m["job_count"] != 3.0 {

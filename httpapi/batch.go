@@ -35,7 +35,9 @@ type batchResponse struct {
 	JobCount  int      `json:"job_count"`
 	JobIDs    []string `json:"job_ids"`
 	StatusURL string   `json:"status_url"`
-	RequestID string   `json:"requestId"`
+	// BatchID names the batch the jobs belong to: the id of its first job.
+	BatchID   string `json:"batch_id"`
+	RequestID string `json:"requestId"`
 }
 
 type jobResponse struct {
@@ -186,6 +188,7 @@ func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request, c *call) {
 		JobCount:  len(ids),
 		JobIDs:    ids,
 		StatusURL: StatusURL,
+		BatchID:   ids[0],
 		RequestID: c.id,
 	})
 }

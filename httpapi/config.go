@@ -80,6 +80,11 @@ type Config struct {
 	// PerSecond turns rate limiting off; a zero PerSecond with a positive
 	// Burst (a bucket that never refills) is an error.
 	RateLimit RateLimit
+	// ReadRateLimit is the per-key limit of the reads a client polls (job
+	// status, batches and their results), counted apart from RateLimit so
+	// that polling never refuses a validation. The zero value means ten
+	// times RateLimit.
+	ReadRateLimit RateLimit
 	// AccountRateLimit is the limit applied to all the keys of one account
 	// together, on top of RateLimit. The zero value means
 	// [DefaultAccountRatePerSecond] and [DefaultAccountRateBurst], unless

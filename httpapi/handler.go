@@ -41,6 +41,7 @@ type Handler struct {
 	logger   *slog.Logger
 	limiter  RateLimiter
 	limit    RateLimit
+	readLim  RateLimit
 	acctLim  RateLimit
 	authLim  RateLimit
 	clientIP func(*http.Request) string
@@ -117,6 +118,10 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if h.limiter == nil {
 		h.limiter = NewMemoryRateLimiter(h.now)
 	}
+	h.readLim = cfg.ReadRateLimit
+	if h.readLim == (RateLimit{}) {
+		h.readLim = scaleLimit(h.limit, 10)
+	}
 	h.acctLim = cfg.AccountRateLimit
 	if h.acctLim == (RateLimit{}) {
 		h.acctLim = RateLimit{PerSecond: DefaultAccountRatePerSecond, Burst: DefaultAccountRateBurst}
@@ -166,20 +171,26 @@ func (h *Handler) routes() {
 		writeProblem(w, callOf(r), CodeMethodNotAllowed, "Method HEAD is not allowed here; allowed: GET.")
 	})
 	mux.HandleFunc("POST /validate/async", h.authed(store.PermBatch, h.submitBatch))
-	mux.HandleFunc("GET /validate/status/{job_id}", h.authed(store.PermBatch, h.jobStatus))
+	mux.HandleFunc("GET /validate/status/{job_id}", h.authedRead(store.PermBatch, h.jobStatus))
 	mux.HandleFunc("GET /api/v1/account", h.authed(store.PermStats, h.account))
 	mux.HandleFunc("POST /api/v1/keys", h.authed(store.PermKeys, h.createKey))
 	mux.HandleFunc("GET /api/v1/keys", h.authed(store.PermKeys, h.listKeys))
 	mux.HandleFunc("DELETE /api/v1/keys/{id}", h.authed(store.PermKeys, h.revokeKey))
+	mux.HandleFunc("GET /api/v1/batches", h.authedRead(store.PermBatch, h.listBatches))
+	mux.HandleFunc("GET /api/v1/batches/{batch_id}", h.authedRead(store.PermBatch, h.getBatch))
+	mux.HandleFunc("GET /api/v1/batches/{batch_id}/results", h.authedRead(store.PermBatch, h.batchResults))
 	mux.HandleFunc("GET /openapi.json", h.openAPI)
 	allowed := map[string]string{
-		"/validate":                 "GET",
-		"/validate/async":           "POST",
-		"/validate/status/{job_id}": "GET, HEAD",
-		"/api/v1/account":           "GET, HEAD",
-		"/api/v1/keys":              "GET, HEAD, POST",
-		"/api/v1/keys/{id}":         "DELETE",
-		"/openapi.json":             "GET, HEAD",
+		"/validate":                          "GET",
+		"/validate/async":                    "POST",
+		"/validate/status/{job_id}":          "GET, HEAD",
+		"/api/v1/account":                    "GET, HEAD",
+		"/api/v1/keys":                       "GET, HEAD, POST",
+		"/api/v1/keys/{id}":                  "DELETE",
+		"/openapi.json":                      "GET, HEAD",
+		"/api/v1/batches":                    "GET, HEAD",
+		"/api/v1/batches/{batch_id}":         "GET, HEAD",
+		"/api/v1/batches/{batch_id}/results": "GET, HEAD",
 	}
 	if h.hooks != nil {
 		mux.HandleFunc("GET /api/v1/webhook", h.authed(store.PermWebhooks, h.getWebhook))
@@ -331,6 +342,22 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // authed wraps next with authentication, the permission check and the rate
 // limit.
 func (h *Handler) authed(perm store.Permission, next func(http.ResponseWriter, *http.Request, *call)) http.HandlerFunc {
+	return h.authedAs(perm, false, next)
+}
+
+// authedRead is authed for the reads a client polls (job status, batches,
+// results): they draw from buckets of their own, ReadRateLimit per key and
+// ten times the account limit, so that polling never takes the rate the
+// key's validations need.
+func (h *Handler) authedRead(perm store.Permission, next func(http.ResponseWriter, *http.Request, *call)) http.HandlerFunc {
+	return h.authedAs(perm, true, next)
+}
+
+func (h *Handler) authedAs(perm store.Permission, read bool, next func(http.ResponseWriter, *http.Request, *call)) http.HandlerFunc {
+	keyLimit, acctLimit, prefix := h.limit, h.acctLim, ""
+	if read {
+		keyLimit, acctLimit, prefix = h.readLim, scaleLimit(h.acctLim, 10), "read:"
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := callOf(r)
 		ip := h.clientIP(r)
@@ -367,8 +394,8 @@ func (h *Handler) authed(perm store.Permission, next func(http.ResponseWriter, *
 			})
 			return
 		}
-		if !h.limit.Unlimited() {
-			d, err := h.limiter.Allow(r.Context(), key.ID, h.limit)
+		if !keyLimit.Unlimited() {
+			d, err := h.limiter.Allow(r.Context(), prefix+key.ID, keyLimit)
 			if err != nil {
 				// Failing open: a limiter outage must not take the API down.
 				if h.logger != nil {
@@ -386,10 +413,10 @@ func (h *Handler) authed(perm store.Permission, next func(http.ResponseWriter, *
 				}
 			}
 		}
-		if !h.acctLim.Unlimited() {
+		if !acctLimit.Unlimited() {
 			// All the account's keys together: a key per request gains
 			// nothing.
-			d, err := h.limiter.Allow(r.Context(), "acct:"+key.AccountID, h.acctLim)
+			d, err := h.limiter.Allow(r.Context(), prefix+"acct:"+key.AccountID, acctLimit)
 			if err != nil {
 				if h.logger != nil {
 					h.logger.WarnContext(r.Context(), "httpapi: rate limiter failed; request let through", "request_id", c.id, "err", err)
@@ -402,6 +429,15 @@ func (h *Handler) authed(perm store.Permission, next func(http.ResponseWriter, *
 		}
 		next(w, r, c)
 	}
+}
+
+// scaleLimit returns l with k times the rate and the burst; unlimited
+// stays unlimited.
+func scaleLimit(l RateLimit, k int) RateLimit {
+	if l.Unlimited() {
+		return l
+	}
+	return RateLimit{PerSecond: l.PerSecond * float64(k), Burst: l.Burst * k}
 }
 
 // remoteHost is the default ClientIP: the peer's address.

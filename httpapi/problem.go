@@ -23,6 +23,7 @@ const (
 	CodeInsufficientCredits  Code = "insufficient_credits"   // 402
 	CodePermissionDenied     Code = "permission_denied"      // 403
 	CodeJobNotFound          Code = "job_not_found"          // 404
+	CodeBatchNotFound        Code = "batch_not_found"        // 404
 	CodeNotFound             Code = "not_found"              // 404
 	CodeMethodNotAllowed     Code = "method_not_allowed"     // 405
 	CodeBodyTooLarge         Code = "body_too_large"         // 413
@@ -56,6 +57,7 @@ var codes = map[Code]codeInfo{
 	CodeInsufficientCredits:  {http.StatusPaymentRequired, "Insufficient credits"},
 	CodePermissionDenied:     {http.StatusForbidden, "Permission denied"},
 	CodeJobNotFound:          {http.StatusNotFound, "Job not found"},
+	CodeBatchNotFound:        {http.StatusNotFound, "Batch not found"},
 	CodeNotFound:             {http.StatusNotFound, "Not found"},
 	CodeMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed"},
 	CodeBodyTooLarge:         {http.StatusRequestEntityTooLarge, "Request body too large"},

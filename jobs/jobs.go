@@ -56,6 +56,10 @@ type Job struct {
 	Errors int
 	// LastError is the message of the latest failed attempt.
 	LastError string
+	// BatchID is the batch the job belongs to: the id of the first job of
+	// the enqueue that created it. Empty from a driver without
+	// [BatchDriver].
+	BatchID string
 	// CreatedAt is when the job was enqueued.
 	CreatedAt time.Time
 	// CompletedAt is when the job completed; zero while active.

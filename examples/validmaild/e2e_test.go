@@ -342,7 +342,7 @@ func scenario(t *testing.T, submit, poll client, email string) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST /validate/async: %d %v", resp.StatusCode, m)
 	}
-	wantKeys(t, "batch response", m, "message", "job_count", "job_ids", "status_url", "requestId")
+	wantKeys(t, "batch response", m, "message", "job_count", "job_ids", "status_url", "batch_id", "requestId")
 	checkRequestID(t, m)
 	if m["status_url"] != "/validate/status/{job_id}" || m["job_count"] != float64(len(batch)) {
 		t.Errorf("batch response: status_url %v job_count %v", m["status_url"], m["job_count"])

@@ -62,6 +62,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 		{"EnqueueIDsIncrease", testEnqueueIDs},
 		{"GetWithinAccount", testGetWithinAccount},
 		{"UnusualAddresses", testUnusualAddresses},
+		{"Batches", testBatches},
 		{"EnqueueChargedInsufficient", testChargedInsufficient},
 		{"EnqueueChargedIdempotent", testChargedIdempotent},
 		{"EnqueueChargedFingerprint", testChargedFingerprint},

@@ -79,6 +79,11 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 func (s *Store) enqueueLocked(p jobs.EnqueueParams) []string {
 	t := now()
 	ids := make([]string, len(p.Emails))
+	// The batch is named after its first job; ids are consecutive under
+	// the lock, so the batch's jobs are first .. first+n-1.
+	first := s.jobSeq + 1
+	batchID := strconv.FormatUint(first, 10)
+	s.groups[p.AccountID] = append(s.groups[p.AccountID], first)
 	for i, email := range p.Emails {
 		s.jobSeq++
 		id := s.jobSeq
@@ -88,6 +93,7 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams) []string {
 			Email:     email,
 			State:     jobs.StateActive,
 			Cost:      p.Cost,
+			BatchID:   batchID,
 			CreatedAt: t,
 		}}
 		s.ready = append(s.ready, id) // ids only grow: the heap order holds
@@ -345,4 +351,112 @@ func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) 
 		count++
 	}
 	return count, nil
+}
+
+// batchJobsLocked returns the jobs of the account's batch that are still
+// kept, in submission order, or nil when there are none.
+func (s *Store) batchJobsLocked(account, batchID string) []jobs.Job {
+	first, err := strconv.ParseUint(batchID, 10, 64)
+	if err != nil {
+		return nil
+	}
+	var out []jobs.Job
+	for id := first; ; id++ {
+		j, ok := s.jobs[id]
+		if !ok {
+			if id > s.jobSeq {
+				break
+			}
+			continue // removed after the retention
+		}
+		if j.BatchID != batchID {
+			break
+		}
+		if j.AccountID != account {
+			return nil
+		}
+		c := j.Job
+		if j.Result != nil {
+			r := *j.Result
+			c.Result = &r
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// Batch implements [jobs.BatchDriver].
+func (s *Store) Batch(ctx context.Context, accountID, batchID string) (jobs.Batch, error) {
+	if err := ctxErr(ctx); err != nil {
+		return jobs.Batch{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	js := s.batchJobsLocked(accountID, batchID)
+	if len(js) == 0 {
+		return jobs.Batch{}, jobs.ErrNotFound
+	}
+	return jobs.SummarizeBatch(batchID, accountID, js), nil
+}
+
+// Batches implements [jobs.BatchDriver].
+func (s *Store) Batches(ctx context.Context, p jobs.BatchesParams) ([]jobs.Batch, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	before := uint64(0)
+	if p.Before != "" {
+		n, err := strconv.ParseUint(p.Before, 10, 64)
+		if err != nil {
+			return nil, nil
+		}
+		before = n
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	groups := s.groups[p.AccountID]
+	var out []jobs.Batch
+	for i := len(groups) - 1; i >= 0 && len(out) < p.Limit; i-- {
+		if before != 0 && groups[i] >= before {
+			continue
+		}
+		id := strconv.FormatUint(groups[i], 10)
+		if js := s.batchJobsLocked(p.AccountID, id); len(js) > 0 {
+			out = append(out, jobs.SummarizeBatch(id, p.AccountID, js))
+		}
+	}
+	return out, nil
+}
+
+// BatchJobs implements [jobs.BatchDriver].
+func (s *Store) BatchJobs(ctx context.Context, p jobs.BatchJobsParams) ([]jobs.Job, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	after := uint64(0)
+	if p.After != "" {
+		n, err := strconv.ParseUint(p.After, 10, 64)
+		if err != nil {
+			return nil, nil
+		}
+		after = n
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	js := s.batchJobsLocked(p.AccountID, p.BatchID)
+	if len(js) == 0 {
+		return nil, jobs.ErrNotFound
+	}
+	out := make([]jobs.Job, 0, min(p.Limit, len(js)))
+	for _, j := range js {
+		n, _ := strconv.ParseUint(j.ID, 10, 64)
+		if n <= after {
+			continue
+		}
+		out = append(out, j)
+		if len(out) == p.Limit {
+			break
+		}
+	}
+	return out, nil
 }

@@ -19,6 +19,7 @@ var (
 	_ jobs.Driver         = (*Store)(nil)
 	_ jobs.ChargingDriver = (*Store)(nil)
 	_ jobs.Notifier       = (*Store)(nil)
+	_ jobs.BatchDriver    = (*Store)(nil)
 )
 
 // Store is an in-memory backend. It is safe for concurrent use. The zero
@@ -48,6 +49,7 @@ type Store struct {
 	running  map[uint64]struct{}
 	done     []uint64                    // completed job ids, in completion order
 	batches  map[string]map[string]batch // account → idempotency key → batch
+	groups   map[string][]uint64         // account → first job id of each enqueue, oldest first
 	subs     map[chan struct{}]struct{}
 
 	// webhooks (see webhook.go)
@@ -92,6 +94,7 @@ func New() *Store {
 		jobs:          make(map[uint64]*job),
 		running:       make(map[uint64]struct{}),
 		batches:       make(map[string]map[string]batch),
+		groups:        make(map[string][]uint64),
 		subs:          make(map[chan struct{}]struct{}),
 		deliveries:    make(map[string]*webhook.Delivery),
 		pending:       make(map[string]*webhook.Delivery),

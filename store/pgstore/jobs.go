@@ -20,7 +20,7 @@ import (
 
 // jobColumns are the columns scanJob reads, in order.
 const jobColumns = `id, account, email, state, cost, errors, last_error, created_at,
-	completed_at, result, mx_hosts, token, lease_expires_at`
+	completed_at, result, mx_hosts, token, lease_expires_at, batch_id`
 
 // scanJob reads a row of jobColumns.
 func scanJob(row pgx.Row) (jobs.Lease, error) {
@@ -31,12 +31,14 @@ func scanJob(row pgx.Row) (jobs.Lease, error) {
 	var result []byte
 	var mx []string
 	var token *string
+	var batch int64
 	err := row.Scan(&id, &l.AccountID, &l.Email, &state, &l.Cost, &l.Errors, &l.LastError, &l.CreatedAt,
-		&completed, &result, &mx, &token, &expires)
+		&completed, &result, &mx, &token, &expires, &batch)
 	if err != nil {
 		return jobs.Lease{}, err
 	}
 	l.ID = strconv.FormatInt(id, 10)
+	l.BatchID = strconv.FormatInt(batch, 10)
 	l.State = jobs.StateActive
 	if state == "completed" {
 		l.State = jobs.StateCompleted
@@ -77,11 +79,15 @@ func formatIDs(ids []int64) []string {
 	return out
 }
 
-// enqueueSQL inserts a batch in one statement; rows are inserted, and so
-// numbered, in the order of the addresses.
+// enqueueSQL inserts a batch in one statement; rows are numbered in the
+// order of the addresses, and the batch is named after its first job.
 const enqueueSQL = `
-	INSERT INTO {schema}.jobs (account, email, cost)
-	SELECT $1, t.email, $3 FROM unnest($2::text[]) WITH ORDINALITY AS t(email, n) ORDER BY t.n
+	WITH t AS MATERIALIZED (
+		SELECT nextval(pg_get_serial_sequence('{schema}.jobs', 'id')) AS id, u.email, u.n
+		FROM unnest($2::text[]) WITH ORDINALITY AS u(email, n)
+	)
+	INSERT INTO {schema}.jobs (id, account, email, cost, batch_id)
+	SELECT t.id, $1, t.email, $3, (SELECT min(id) FROM t) FROM t ORDER BY t.n
 	RETURNING id`
 
 // Enqueue implements [jobs.Driver]: the batch is one INSERT statement, and

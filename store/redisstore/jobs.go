@@ -102,9 +102,9 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	if err != nil {
 		return nil, s.wrap(ctx, "lease", err)
 	}
-	// The reply is flat, nine fields per job, to avoid a nested reply's
+	// The reply is flat, ten fields per job, to avoid a nested reply's
 	// allocations on the hot path.
-	const width = 9
+	const width = 10
 	if len(f)%width != 0 {
 		return nil, fmt.Errorf("%w: lease reply of %d fields", ErrBadData, len(f))
 	}
@@ -128,6 +128,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 				Errors:    errs,
 				LastError: r[5],
 				CreatedAt: created,
+				BatchID:   r[9],
 			},
 			Token:     r[7],
 			ExpiresAt: exp,
@@ -271,7 +272,7 @@ func (s *Store) Get(ctx context.Context, account, id string) (jobs.Job, error) {
 }
 
 func jobFromHash(id string, m map[string]string) (jobs.Job, error) {
-	j := jobs.Job{ID: id, AccountID: m["account"], Email: m["email"], LastError: m["last_error"], State: jobs.StateActive}
+	j := jobs.Job{ID: id, AccountID: m["account"], Email: m["email"], LastError: m["last_error"], State: jobs.StateActive, BatchID: m["batch"]}
 	var err1, err2, err3, err4 error
 	j.Cost, err1 = strconv.ParseInt(m["cost"], 10, 64)
 	j.Errors, err2 = strconv.Atoi(cmp.Or(m["errors"], "0"))

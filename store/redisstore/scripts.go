@@ -83,16 +83,22 @@ local function enqueue_check(kseq, kready, jobbase, n)
   return last
 end
 
--- enqueue_write creates jobs last+1 .. last+#emails, ready to run.
+-- enqueue_write creates jobs last+1 .. last+#emails, ready to run, and
+-- their batch, named after its first job: bt:FIRST holds its size and
+-- account, batches:ACCOUNT lists the account's batches.
 local function enqueue_write(kseq, kready, jobbase, last, account, cost, emails, t, channel)
   local n = #emails
   redis.call('SET', kseq, str(last + n))
   local ts = str(t)
+  local batch = str(last + 1)
+  local base = string.sub(jobbase, 1, -5)
+  redis.call('HSET', base .. 'bt:' .. batch, 'account', account, 'total', n, 'created', ts)
+  redis.call('ZADD', base .. 'batches:' .. account, last + 1, batch)
   local z = {}
   for i = 1, n do
     local id = str(last + i)
     redis.call('HSET', jobbase .. id, 'account', account, 'email', emails[i], 'cost', cost,
-      'state', 'a', 'created', ts)
+      'state', 'a', 'created', ts, 'batch', batch)
     z[#z + 1] = id
     z[#z + 1] = id
     if #z >= 1000 or i == n then
@@ -249,7 +255,7 @@ local chosen, fields = {}, {}
 for _, id in ipairs(ids) do
   if #chosen == max then break end
   local key = ARGV[1] .. str(id)
-  local f = redis.call('HMGET', key, 'state', 'account', 'email', 'cost', 'errors', 'last_error', 'created')
+  local f = redis.call('HMGET', key, 'state', 'account', 'email', 'cost', 'errors', 'last_error', 'created', 'batch')
   chosen[#chosen + 1] = str(id)
   fields[#fields + 1] = f
 end
@@ -269,7 +275,7 @@ for i, id in ipairs(chosen) do
     redis.call('HSET', ARGV[1] .. id, 'state', 'r', 'token', tok, 'expires', str(exp))
     leased[#leased + 1] = exp
     leased[#leased + 1] = id
-    for _, v in ipairs({id, f[2] or '', f[3] or '', f[4] or '0', f[5] or '0', f[6] or '', f[7] or '', tok, str(exp)}) do out[#out + 1] = v end
+    for _, v in ipairs({id, f[2] or '', f[3] or '', f[4] or '0', f[5] or '0', f[6] or '', f[7] or '', tok, str(exp), f[8] or ''}) do out[#out + 1] = v end
   end
 end
 if #chosen > 0 then redis.call('ZREM', KEYS[1], unpack(chosen)) end

@@ -1,0 +1,333 @@
+package httpapi
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/webhook"
+)
+
+// Limits of the batch listings.
+const (
+	// DefaultBatchesLimit and MaxBatchesLimit bound GET /api/v1/batches.
+	DefaultBatchesLimit = 20
+	MaxBatchesLimit     = 100
+	// DefaultResultsLimit and MaxResultsLimit bound a JSON page of
+	// GET /api/v1/batches/{batch_id}/results.
+	DefaultResultsLimit = 100
+	MaxResultsLimit     = 1000
+	// exportPage is how many jobs one read of a streamed export takes.
+	exportPage = 200
+)
+
+type batchView struct {
+	BatchID     string         `json:"batch_id"`
+	State       jobs.State     `json:"state"`
+	CreatedAt   string         `json:"created_at"`
+	CompletedAt *string        `json:"completed_at"`
+	Total       int            `json:"total"`
+	Completed   int            `json:"completed"`
+	Counts      map[string]int `json:"counts"`
+	Source      string         `json:"source"`
+}
+
+func viewBatch(b jobs.Batch) batchView {
+	counts := make(map[string]int, len(b.Counts))
+	for st, n := range b.Counts {
+		counts[string(st)] = n
+	}
+	return batchView{
+		BatchID:     b.ID,
+		State:       b.State,
+		CreatedAt:   formatTime(b.CreatedAt),
+		CompletedAt: formatTimePtr(b.CompletedAt),
+		Total:       b.Total,
+		Completed:   b.Completed,
+		Counts:      counts,
+		Source:      "api",
+	}
+}
+
+type batchViewResponse struct {
+	batchView
+	RequestID string `json:"requestId"`
+}
+
+type batchListResponse struct {
+	Batches    []batchView `json:"batches"`
+	NextCursor *string     `json:"next_cursor"`
+	RequestID  string      `json:"requestId"`
+}
+
+type resultView struct {
+	JobID  string             `json:"job_id"`
+	Email  string             `json:"email"`
+	State  jobs.State         `json:"state"`
+	Result *emailcheck.Result `json:"result"`
+}
+
+type resultListResponse struct {
+	Results    []resultView `json:"results"`
+	NextCursor *string      `json:"next_cursor"`
+	RequestID  string       `json:"requestId"`
+}
+
+// pageLimit reads ?limit=, between 1 and most, default def.
+func pageLimit(w http.ResponseWriter, r *http.Request, c *call, def, most int) (int, bool) {
+	s := r.URL.Query().Get("limit")
+	if s == "" {
+		return def, true
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > most {
+		writeProblem(w, c, CodeInvalidBody, "The limit query parameter must be an integer from 1 to "+strconv.Itoa(most)+".")
+		return 0, false
+	}
+	return n, true
+}
+
+// idCursor reads ?cursor=, an opaque id this API gave.
+func idCursor(w http.ResponseWriter, r *http.Request, c *call) (string, bool) {
+	s := r.URL.Query().Get("cursor")
+	if s == "" {
+		return "", true
+	}
+	pos, ok := decodeCursor(s)
+	if !ok || pos.ID == "" {
+		writeProblem(w, c, CodeInvalidBody, "The cursor query parameter is not one this API gave.")
+		return "", false
+	}
+	return pos.ID, true
+}
+
+func (h *Handler) batchError(w http.ResponseWriter, c *call, op string, err error) {
+	if errors.Is(err, jobs.ErrNotFound) {
+		writeProblem(w, c, CodeBatchNotFound, "No batch with this id.")
+		return
+	}
+	if errors.Is(err, jobs.ErrNoBatches) {
+		writeProblem(w, c, CodeNotFound, "This deployment keeps no batches.")
+		return
+	}
+	h.backendError(w, c, op, err)
+}
+
+// getBatch serves GET /api/v1/batches/{batch_id}.
+func (h *Handler) getBatch(w http.ResponseWriter, r *http.Request, c *call) {
+	b, err := h.queue.Batch(r.Context(), c.key.AccountID, r.PathValue("batch_id"))
+	if err != nil {
+		h.batchError(w, c, "batch", err)
+		return
+	}
+	h.writeJSON(w, c, http.StatusOK, batchViewResponse{batchView: viewBatch(b), RequestID: c.id})
+}
+
+// listBatches serves GET /api/v1/batches: newest first, paged.
+func (h *Handler) listBatches(w http.ResponseWriter, r *http.Request, c *call) {
+	limit, ok := pageLimit(w, r, c, DefaultBatchesLimit, MaxBatchesLimit)
+	if !ok {
+		return
+	}
+	before, ok := idCursor(w, r, c)
+	if !ok {
+		return
+	}
+	bs, err := h.queue.Batches(r.Context(), jobs.BatchesParams{AccountID: c.key.AccountID, Limit: limit + 1, Before: before})
+	if err != nil {
+		h.batchError(w, c, "batches", err)
+		return
+	}
+	resp := batchListResponse{Batches: []batchView{}, RequestID: c.id}
+	if len(bs) > limit {
+		bs = bs[:limit]
+		next := encodeCursor(idPosition(bs[limit-1].ID))
+		resp.NextCursor = &next
+	}
+	for _, b := range bs {
+		resp.Batches = append(resp.Batches, viewBatch(b))
+	}
+	h.writeJSON(w, c, http.StatusOK, resp)
+}
+
+// statusFilter reads ?status=LIKELY,DISPOSABLE; nil means every status.
+func statusFilter(r *http.Request) []emailcheck.Status {
+	s := r.URL.Query().Get("status")
+	if s == "" {
+		return nil
+	}
+	var out []emailcheck.Status
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.ToUpper(strings.TrimSpace(f)); f != "" {
+			out = append(out, emailcheck.Status(f))
+		}
+	}
+	return out
+}
+
+func keep(j jobs.Job, statuses []emailcheck.Status) bool {
+	if statuses == nil {
+		return true
+	}
+	return j.Result != nil && slices.Contains(statuses, j.Result.Confidence.Status)
+}
+
+// batchResults serves GET /api/v1/batches/{batch_id}/results: a JSON page,
+// or the whole batch streamed as CSV (?format=csv or Accept: text/csv) or
+// JSON Lines (?format=jsonl), in submission order, a page of jobs at a
+// time so that a batch is never held in memory whole.
+func (h *Handler) batchResults(w http.ResponseWriter, r *http.Request, c *call) {
+	batchID := r.PathValue("batch_id")
+	statuses := statusFilter(r)
+	format := r.URL.Query().Get("format")
+	if format == "" && strings.Contains(r.Header.Get("Accept"), "text/csv") {
+		format = "csv"
+	}
+	switch format {
+	case "", "json":
+	case "csv", "jsonl":
+		h.exportResults(w, r, c, batchID, format, statuses)
+		return
+	default:
+		writeProblem(w, c, CodeInvalidBody, "The format query parameter must be json, csv or jsonl.")
+		return
+	}
+	limit, ok := pageLimit(w, r, c, DefaultResultsLimit, MaxResultsLimit)
+	if !ok {
+		return
+	}
+	after, ok := idCursor(w, r, c)
+	if !ok {
+		return
+	}
+	resp := resultListResponse{Results: []resultView{}, RequestID: c.id}
+	for {
+		js, err := h.queue.BatchJobs(r.Context(), jobs.BatchJobsParams{AccountID: c.key.AccountID, BatchID: batchID, Limit: limit + 1, After: after})
+		if err != nil {
+			h.batchError(w, c, "batch results", err)
+			return
+		}
+		for _, j := range js {
+			if len(resp.Results) == limit {
+				next := encodeCursor(idPosition(resp.Results[limit-1].JobID))
+				resp.NextCursor = &next
+				h.writeJSON(w, c, http.StatusOK, resp)
+				return
+			}
+			if keep(j, statuses) {
+				resp.Results = append(resp.Results, viewResult(j))
+			}
+			after = j.ID
+		}
+		if len(js) <= limit {
+			break
+		}
+	}
+	h.writeJSON(w, c, http.StatusOK, resp)
+}
+
+func viewResult(j jobs.Job) resultView {
+	v := resultView{JobID: j.ID, Email: j.Email, State: j.State}
+	if j.State == jobs.StateCompleted {
+		v.Result = j.Result
+	}
+	return v
+}
+
+// csvColumns are the columns of the CSV export: the address, then those
+// examples/bulk appends.
+var csvColumns = []string{"job_id", "email", "state", "status", "score", "syntax", "domain_exists", "mx_records",
+	"disposable", "role", "alias", "canonical", "provider"}
+
+// exportResults streams the batch's results.
+func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call, batchID, format string, statuses []emailcheck.Status) {
+	ctx := r.Context()
+	first, err := h.queue.BatchJobs(ctx, jobs.BatchJobsParams{AccountID: c.key.AccountID, BatchID: batchID, Limit: exportPage})
+	if err != nil {
+		h.batchError(w, c, "batch export", err)
+		return
+	}
+	hd := w.Header()
+	hd.Set("X-Request-Id", c.id)
+	hd.Set("Cache-Control", "no-store")
+	if format == "csv" {
+		hd.Set("Content-Type", "text/csv; charset=utf-8")
+		hd.Set("Content-Disposition", `attachment; filename="batch-`+batchID+`.csv"`)
+	} else {
+		hd.Set("Content-Type", "application/jsonl; charset=utf-8")
+	}
+	w.WriteHeader(http.StatusOK)
+	c.code = ""
+	bw := bufio.NewWriterSize(w, 64<<10)
+	cw := csv.NewWriter(bw)
+	enc := json.NewEncoder(bw)
+	if format == "csv" {
+		cw.Write(csvColumns)
+	}
+	page := first
+	for len(page) > 0 {
+		for _, j := range page {
+			if !keep(j, statuses) {
+				continue
+			}
+			if format == "csv" {
+				cw.Write(csvRecord(j))
+			} else if err := enc.Encode(viewResult(j)); err != nil {
+				return
+			}
+		}
+		if len(page) < exportPage {
+			break
+		}
+		next, err := h.queue.BatchJobs(ctx, jobs.BatchJobsParams{AccountID: c.key.AccountID, BatchID: batchID, Limit: exportPage, After: page[len(page)-1].ID})
+		if err != nil {
+			// The status line is sent: end the stream short, and log why.
+			c.errText = "batch export: " + err.Error()
+			break
+		}
+		page = next
+	}
+	cw.Flush()
+	bw.Flush()
+}
+
+// csvRecord is one job's CSV row; cells that a spreadsheet would run as a
+// formula are escaped.
+func csvRecord(j jobs.Job) []string {
+	rec := []string{j.ID, cell(j.Email), string(j.State)}
+	if j.Result == nil {
+		return append(rec, "", "", "", "", "", "", "", "", "", "")
+	}
+	res := j.Result
+	cf, v := res.Confidence, res.Validations
+	canonical := ""
+	if cf.CanonicalEmail != nil {
+		canonical = *cf.CanonicalEmail
+	}
+	return append(rec, string(cf.Status), strconv.Itoa(cf.Score),
+		strconv.FormatBool(v.Syntax), strconv.FormatBool(v.DomainExists),
+		strconv.FormatBool(v.MXRecords), strconv.FormatBool(v.IsDisposable),
+		strconv.FormatBool(cf.IsRoleBased), string(cf.AliasStatus), cell(canonical), cell(res.Provider.Name))
+}
+
+// cell escapes a value that starts with =, +, -, @, a tab or a carriage
+// return, which spreadsheets run as a formula, with a leading apostrophe.
+func cell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+// idPosition is a cursor position of an id alone.
+func idPosition(id string) webhook.Position {
+	return webhook.Position{CreatedAt: time.UnixMicro(0), ID: id}
+}

@@ -1,0 +1,155 @@
+package httpapi_test
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/store"
+)
+
+// submit posts a batch and returns its id and job ids.
+func submit(t *testing.T, f *fixture, key string, emails ...string) (string, []string) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"emails": emails})
+	resp := f.do(t, req{method: "POST", target: "/validate/async", key: key, body: string(b)})
+	m := resp.JSON(t)
+	if resp.Code != http.StatusAccepted {
+		t.Fatalf("POST /validate/async: %d %s", resp.Code, resp.Body)
+	}
+	var ids []string
+	for _, id := range m["job_ids"].([]any) {
+		ids = append(ids, id.(string))
+	}
+	if m["batch_id"] != ids[0] {
+		t.Fatalf("batch_id %v, want the first job's id %s", m["batch_id"], ids[0])
+	}
+	return ids[0], ids
+}
+
+func TestBatchResource(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	older, _ := submit(t, f, f.key, "a@good.com")
+	id, ids := submit(t, f, f.key, "jane@good.com", "=HYPERLINK@good.com", "nope", "x@servfail.com", "bob@other.com")
+
+	resp := f.do(t, req{method: "GET", target: "/api/v1/batches/" + id, key: f.key})
+	m := resp.JSON(t)
+	if resp.Code != 200 || m["state"] != "active" || m["total"] != 5.0 || m["completed"] != 0.0 || m["completed_at"] != nil || m["source"] != "api" {
+		t.Fatalf("new batch: %d %s", resp.Code, resp.Body)
+	}
+	f.runPool(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp = f.do(t, req{method: "GET", target: "/api/v1/batches/" + id, key: f.key})
+		m = resp.JSON(t)
+		if m["state"] == "completed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("batch not completed: %s", resp.Body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	counts := m["counts"].(map[string]any)
+	if m["completed"] != 5.0 || m["completed_at"] == nil || counts["LIKELY"] != 3.0 || counts["INVALID_FORMAT"] != 1.0 || counts["UNKNOWN"] != 1.0 {
+		t.Fatalf("completed batch: %s", resp.Body)
+	}
+
+	// Another account's batch, an unknown id: the same 404.
+	_, otherKey := f.newAccount(t, "other@good.com", 0, store.SignupPermissions())
+	for _, key := range []string{otherKey} {
+		resp = f.do(t, req{method: "GET", target: "/api/v1/batches/" + id, key: key})
+		wantProblem(t, resp, http.StatusNotFound, "batch_not_found")
+		resp = f.do(t, req{method: "GET", target: "/api/v1/batches/" + id + "/results", key: key})
+		wantProblem(t, resp, http.StatusNotFound, "batch_not_found")
+	}
+	resp = f.do(t, req{method: "GET", target: "/api/v1/batches/99999999", key: f.key})
+	wantProblem(t, resp, http.StatusNotFound, "batch_not_found")
+
+	// The list, newest first, paged.
+	resp = f.do(t, req{method: "GET", target: "/api/v1/batches?limit=1", key: f.key})
+	m = resp.JSON(t)
+	bs := m["batches"].([]any)
+	if len(bs) != 1 || bs[0].(map[string]any)["batch_id"] != id || m["next_cursor"] == nil {
+		t.Fatalf("first page: %s", resp.Body)
+	}
+	resp = f.do(t, req{method: "GET", target: "/api/v1/batches?limit=1&cursor=" + url.QueryEscape(m["next_cursor"].(string)), key: f.key})
+	m = resp.JSON(t)
+	bs = m["batches"].([]any)
+	if len(bs) != 1 || bs[0].(map[string]any)["batch_id"] != older || m["next_cursor"] != nil {
+		t.Fatalf("last page: %s", resp.Body)
+	}
+
+	// Results as JSON pages, in submission order, every row once.
+	var seen []string
+	target := "/api/v1/batches/" + id + "/results?limit=2"
+	for range 10 {
+		resp = f.do(t, req{method: "GET", target: target, key: f.key})
+		m = resp.JSON(t)
+		for _, r := range m["results"].([]any) {
+			seen = append(seen, r.(map[string]any)["job_id"].(string))
+		}
+		next, _ := m["next_cursor"].(string)
+		if next == "" {
+			break
+		}
+		target = "/api/v1/batches/" + id + "/results?limit=2&cursor=" + url.QueryEscape(next)
+	}
+	if strings.Join(seen, ",") != strings.Join(ids, ",") {
+		t.Fatalf("paged results %v, want %v", seen, ids)
+	}
+	resp = f.do(t, req{method: "GET", target: "/api/v1/batches/" + id + "/results?status=LIKELY", key: f.key})
+	if rs := resp.JSON(t)["results"].([]any); len(rs) != 3 {
+		t.Fatalf("LIKELY filter: %s", resp.Body)
+	}
+
+	// CSV, escaped against formulas; JSON Lines.
+	resp = f.do(t, req{method: "GET", target: "/api/v1/batches/" + id + "/results", key: f.key, header: map[string]string{"Accept": "text/csv"}})
+	rows, err := csv.NewReader(strings.NewReader(string(resp.Body))).ReadAll()
+	if err != nil || resp.Code != 200 || len(rows) != 6 || rows[0][0] != "job_id" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/csv") {
+		t.Fatalf("CSV: %d %v %q", resp.Code, err, resp.Body)
+	}
+	if rows[2][1] != "'=HYPERLINK@good.com" {
+		t.Errorf("a formula-like cell was not escaped: %q", rows[2][1])
+	}
+	resp = f.do(t, req{method: "GET", target: "/api/v1/batches/" + id + "/results?format=jsonl&status=INVALID_FORMAT", key: f.key})
+	lines := strings.Split(strings.TrimSpace(string(resp.Body)), "\n")
+	if resp.Code != 200 || len(lines) != 1 || !strings.Contains(lines[0], `"email":"nope"`) {
+		t.Fatalf("JSON Lines: %d %q", resp.Code, resp.Body)
+	}
+}
+
+// Polling draws from its own bucket: a key that spent its validation
+// rate can still poll, and polls leave validations their rate.
+func TestReadsHaveTheirOwnLimit(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	h, err := httpapi.NewHandler(httpapi.Config{Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: f.st,
+		RateLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := submit(t, f, f.key, "a@good.com")
+	for i := range 15 {
+		if resp := f.do(t, req{method: "GET", target: "/api/v1/batches/" + id, key: f.key, handler: h}); resp.Code != 200 {
+			t.Fatalf("poll %d: %d", i+1, resp.Code)
+		}
+	}
+	for i := range 2 {
+		if resp := f.do(t, req{method: "GET", target: "/validate?email=a@good.com", key: f.key, handler: h}); resp.Code != 200 {
+			t.Fatalf("validation %d after 15 polls: %d", i+1, resp.Code)
+		}
+	}
+	if resp := f.do(t, req{method: "GET", target: "/validate?email=a@good.com", key: f.key, handler: h}); resp.Code != http.StatusTooManyRequests {
+		t.Fatalf("third validation: %d, want 429 (the validation burst is 2)", resp.Code)
+	}
+	if resp := f.do(t, req{method: "GET", target: "/validate/status/" + id, key: f.key, handler: h}); resp.Code != 200 {
+		t.Fatalf("status poll after the validations' 429: %d", resp.Code)
+	}
+}

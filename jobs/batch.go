@@ -1,0 +1,122 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/validmail/validmail/emailcheck"
+)
+
+// ErrNoBatches reports a driver that does not implement [BatchDriver].
+var ErrNoBatches = errors.New("jobs: the driver keeps no batches")
+
+// Batch is what one enqueue created: its jobs, followed as one. Its id is
+// the id of its first job, so it is numeric text, unique in the
+// deployment and increasing.
+type Batch struct {
+	// ID is the id of the batch's first job.
+	ID string
+	// AccountID owns the batch.
+	AccountID string
+	// State is [StateCompleted] once every job is, [StateActive] before.
+	State State
+	// CreatedAt is when the batch was enqueued.
+	CreatedAt time.Time
+	// CompletedAt is when its last job completed; zero while active.
+	CompletedAt time.Time
+	// Total is the number of jobs; Completed how many are done.
+	Total, Completed int
+	// Counts holds, for every status that occurs, how many results have
+	// it.
+	Counts map[emailcheck.Status]int
+}
+
+// BatchesParams selects an account's batches, newest first.
+type BatchesParams struct {
+	AccountID string
+	// Limit is the most batches to return; at least 1.
+	Limit int
+	// Before, when set, returns only batches older than the batch with
+	// this id (the last of the previous page).
+	Before string
+}
+
+// BatchJobsParams selects the jobs of a batch, in submission order.
+type BatchJobsParams struct {
+	AccountID, BatchID string
+	// Limit is the most jobs to return; at least 1.
+	Limit int
+	// After, when set, returns only jobs after the job with this id (the
+	// last of the previous page).
+	After string
+}
+
+// BatchDriver is implemented by drivers that keep batches: every job
+// belongs to the batch its enqueue created. It may be called
+// concurrently; another account's batch is [ErrNotFound], like an unknown
+// one or one whose jobs were removed after the retention.
+type BatchDriver interface {
+	Batch(ctx context.Context, accountID, batchID string) (Batch, error)
+	Batches(ctx context.Context, p BatchesParams) ([]Batch, error)
+	BatchJobs(ctx context.Context, p BatchJobsParams) ([]Job, error)
+}
+
+// SummarizeBatch builds a Batch from its jobs, for drivers that keep no
+// counters: jobs must be the batch's, all of them.
+func SummarizeBatch(id, account string, jobs []Job) Batch {
+	b := Batch{ID: id, AccountID: account, Total: len(jobs), Counts: map[emailcheck.Status]int{}}
+	for i, j := range jobs {
+		if i == 0 || j.CreatedAt.Before(b.CreatedAt) {
+			b.CreatedAt = j.CreatedAt
+		}
+		if j.State != StateCompleted || j.Result == nil {
+			continue
+		}
+		b.Completed++
+		b.Counts[j.Result.Confidence.Status]++
+		if j.CompletedAt.After(b.CompletedAt) {
+			b.CompletedAt = j.CompletedAt
+		}
+	}
+	b.State = StateActive
+	if b.Completed == b.Total {
+		b.State = StateCompleted
+	} else {
+		b.CompletedAt = time.Time{}
+	}
+	return b
+}
+
+// Batch returns the account's batch with the id.
+func (q *Queue) Batch(ctx context.Context, accountID, batchID string) (Batch, error) {
+	bd, ok := q.driver.(BatchDriver)
+	if !ok {
+		return Batch{}, ErrNoBatches
+	}
+	return bd.Batch(ctx, accountID, batchID)
+}
+
+// Batches returns the account's batches, newest first.
+func (q *Queue) Batches(ctx context.Context, p BatchesParams) ([]Batch, error) {
+	bd, ok := q.driver.(BatchDriver)
+	if !ok {
+		return nil, ErrNoBatches
+	}
+	if p.Limit < 1 {
+		return nil, errors.New("jobs: Batches needs a positive limit")
+	}
+	return bd.Batches(ctx, p)
+}
+
+// BatchJobs returns a page of a batch's jobs, in submission order.
+func (q *Queue) BatchJobs(ctx context.Context, p BatchJobsParams) ([]Job, error) {
+	bd, ok := q.driver.(BatchDriver)
+	if !ok {
+		return nil, ErrNoBatches
+	}
+	if p.Limit < 1 {
+		return nil, errors.New("jobs: BatchJobs needs a positive limit")
+	}
+	return bd.BatchJobs(ctx, p)
+}
