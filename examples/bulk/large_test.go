@@ -224,7 +224,7 @@ func TestLargeList(t *testing.T) {
 	}
 	queries := srv.Queries()
 	start = time.Now()
-	if code := execute(t.Context(), opts, v, nil, io.Discard, io.Discard); code != exitOK {
+	if code := execute(t.Context(), opts, local(v, opts), nil, io.Discard, io.Discard); code != exitOK {
 		t.Fatalf("warm run: exit %d", code)
 	}
 	took = time.Since(start)

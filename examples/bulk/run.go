@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"hash/maphash"
 	"io"
+	"iter"
 	"os"
 	"slices"
 	"strings"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/smtpprobe"
+	"github.com/validmail/validmail/httpapi/client"
 )
 
 // Exit codes.
@@ -80,6 +83,7 @@ type options struct {
 	privateMX   bool
 	smtpProbe   bool
 	smtp        smtpprobe.Config
+	api, key    string // a remote deployment instead of the validator in-process
 	file        string // "" or "-" for stdin
 
 	progressEvery time.Duration // between plain progress lines
@@ -109,6 +113,8 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.smtp.MailFrom, "smtp-from", "", "sender `address` of MAIL FROM when probing: an address you own")
 	fs.IntVar(&o.smtp.Port, "smtp-port", smtpprobe.DefaultPort, "SMTP `port` of the MX hosts")
 	fs.DurationVar(&o.smtp.Timeout, "smtp-timeout", smtpprobe.DefaultTimeout, "longest wait for one probe")
+	fs.StringVar(&o.api, "api", "", "base `URL` of a validmail deployment to clean the list through (batches of 1,000, charged to -key's\naccount) instead of validating in this process")
+	fs.StringVar(&o.key, "key", "", "API `key` for -api (default: the VALIDMAIL_API_KEY environment variable)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress and no summary (row problems are still reported)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -166,6 +172,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "bulk: %v (see -help)\n", err)
 		return exitError
 	}
+	if opts.api != "" {
+		key := cmp.Or(opts.key, os.Getenv("VALIDMAIL_API_KEY"))
+		c, err := client.New(opts.api, key, nil)
+		if err != nil {
+			fmt.Fprintf(stderr, "bulk: -api: %v\n", err)
+			return exitError
+		}
+		return execute(ctx, opts, func(ctx context.Context, emails iter.Seq[string]) iter.Seq2[emailcheck.Result, error] {
+			return c.ValidateList(ctx, emails)
+		}, stdin, stdout, stderr)
+	}
 	ecfg := &emailcheck.Config{Nameservers: opts.dns, QueryTimeout: opts.timeout, AllowPrivateMX: opts.privateMX}
 	if opts.smtpProbe {
 		p, err := smtpprobe.New(opts.smtp)
@@ -181,8 +198,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitError
 	}
 	defer v.Close()
-	return execute(ctx, opts, v, stdin, stdout, stderr)
+	return execute(ctx, opts, local(v, opts), stdin, stdout, stderr)
 }
+
+// validateFunc validates a sequence of addresses and yields the results in
+// input order: the validator in-process, or a remote deployment.
+type validateFunc func(ctx context.Context, emails iter.Seq[string]) iter.Seq2[emailcheck.Result, error]
 
 // item carries a row, or the read error that ends the input.
 type item struct {
@@ -190,8 +211,8 @@ type item struct {
 	err error
 }
 
-// execute validates the input described by opts with v.
-func execute(ctx context.Context, opts options, v *emailcheck.Validator, stdin io.Reader, stdout, stderr io.Writer) int {
+// execute validates the input described by opts with validate.
+func execute(ctx context.Context, opts options, validate validateFunc, stdin io.Reader, stdout, stderr io.Writer) int {
 	start := time.Now()
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "bulk: %v\n", err)
@@ -303,8 +324,7 @@ func execute(ctx context.Context, opts options, v *emailcheck.Validator, stdin i
 
 	var writeErr error
 	lastFlush := time.Now()
-	many := &emailcheck.ManyOptions{Concurrency: opts.concurrency, Source: emailcheck.SourceAPI}
-	for res, err := range v.ValidateMany(ctx, emails, many) {
+	for res, err := range validate(ctx, emails) {
 		if err != nil {
 			if ctx.Err() == nil {
 				writeErr = err
@@ -455,4 +475,12 @@ func (q *rowQueue) err() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.readErr
+}
+
+// local returns the validateFunc of the validator in-process.
+func local(v *emailcheck.Validator, opts options) validateFunc {
+	many := &emailcheck.ManyOptions{Concurrency: opts.concurrency, Source: emailcheck.SourceAPI}
+	return func(ctx context.Context, emails iter.Seq[string]) iter.Seq2[emailcheck.Result, error] {
+		return v.ValidateMany(ctx, emails, many)
+	}
 }

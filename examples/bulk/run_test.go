@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,6 +19,9 @@ import (
 	"github.com/miekg/dns"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/dnstest"
+	"github.com/validmail/validmail/httpapi/service"
+	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/memstore"
 )
 
 // genDomain matches the generated domains the test server answers for:
@@ -376,7 +380,7 @@ func TestProgressLines(t *testing.T) {
 	}
 	opts.progressEvery = 100 * time.Millisecond
 	var stdout, stderr strings.Builder
-	if code := execute(t.Context(), opts, v, strings.NewReader(in.String()), &stdout, &stderr); code != exitOK {
+	if code := execute(t.Context(), opts, local(v, opts), strings.NewReader(in.String()), &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d:\n%s", code, stderr.String())
 	}
 	if n := strings.Count(stderr.String(), "progress: "); n < 2 {
@@ -411,5 +415,37 @@ func TestSMTPProbeFlags(t *testing.T) {
 	r := runCmd(t, t.Context(), "a@b.example\n", "-smtp-probe")
 	if r.code == 0 || !strings.Contains(r.stderr, "-smtp-helo") {
 		t.Errorf("-smtp-probe alone: exit %d, %s", r.code, r.stderr)
+	}
+}
+
+// -api cleans the list through a remote deployment, with the same output.
+func TestRunThroughAPI(t *testing.T) {
+	t.Parallel()
+	dns := startDNS(t, 0)
+	svc, err := service.New(service.Config{Backend: memstore.NewBackend(), Checks: &emailcheck.Config{Nameservers: []string{dns.Addr()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.NewSecret()
+	if _, _, err := service.Bootstrap(t.Context(), svc.Backend().Accounts, service.BootstrapParams{Email: "bulk@example.org", Key: key, Credits: 10_000}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); svc.Run(ctx) }()
+	srv := httptest.NewServer(svc.Mux())
+	defer func() { srv.Close(); cancel(); <-done }()
+
+	input := "ann@gmail.com\nbad\nx@nx.bulkmail.net\nbob@d1.bulkmail.net\n"
+	remote := runCmd(t, t.Context(), input, "-api", srv.URL, "-key", key, "-quiet")
+	local := runCmd(t, t.Context(), input, "-dns", dns.Addr(), "-quiet")
+	if remote.code != 0 || local.code != 0 {
+		t.Fatalf("exit %d (%s), %d (%s)", remote.code, remote.stderr, local.code, local.stderr)
+	}
+	if remote.stdout != local.stdout {
+		t.Fatalf("through the API:\n%s\nin-process:\n%s", remote.stdout, local.stdout)
+	}
+	if r := runCmd(t, t.Context(), input, "-api", srv.URL, "-key", store.NewSecret(), "-quiet"); r.code == 0 || !strings.Contains(r.stderr, "invalid_api_key") {
+		t.Fatalf("an unknown key: exit %d, %s", r.code, r.stderr)
 	}
 }
