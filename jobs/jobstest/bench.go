@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
@@ -25,6 +26,53 @@ func Bench(b *testing.B, newBackend func(tb testing.TB) *store.Backend) {
 		batch[i] = fmt.Sprintf("user%d@bench.example.org", i)
 	}
 	ctx := context.Background()
+
+	b.Run("ReadBatch1000", func(b *testing.B) {
+		// A completed batch of 1,000 read the way an export reads it:
+		// pages of 200 jobs with their results.
+		be := newBackend(b)
+		bd, ok := be.Jobs.(jobs.BatchDriver)
+		if !ok {
+			b.Skip("driver does not implement jobs.BatchDriver")
+		}
+		q := newQueue(b, be)
+		ids, err := q.Enqueue(ctx, "bench", batch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for left := len(ids); left > 0; {
+			ls, err := be.Jobs.Lease(ctx, jobs.LeaseParams{Max: 500, Duration: time.Minute})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, l := range ls {
+				r, _ := instant{}.Validate(ctx, l.Email)
+				if err := be.Jobs.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			left -= len(ls)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			n, after := 0, ""
+			for {
+				js, err := bd.BatchJobs(ctx, jobs.BatchJobsParams{AccountID: "bench", BatchID: ids[0], Limit: 200, After: after})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(js) == 0 {
+					break
+				}
+				n += len(js)
+				after = js[len(js)-1].ID
+			}
+			if n != len(ids) {
+				b.Fatalf("read %d jobs", n)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/batch")
+	})
 
 	b.Run("Enqueue1000", func(b *testing.B) {
 		q := newQueue(b, newBackend(b))

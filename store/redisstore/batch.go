@@ -11,9 +11,11 @@ import (
 
 var _ jobs.BatchDriver = (*Store)(nil)
 
-// batchJobs reads the jobs of the account's batch still kept: the batch's
-// jobs are consecutive ids from its first, so one pipeline reads them.
-func (s *Store) batchJobs(ctx context.Context, account, batchID string) ([]jobs.Job, error) {
+// batchJobs reads the jobs of the account's batch still kept, from id
+// after+1 (0 for the start) and at most limit of them (0 for all): the
+// batch's jobs are consecutive ids from its first, so one pipeline reads
+// exactly the range asked for.
+func (s *Store) batchJobs(ctx context.Context, account, batchID string, after int64, limit int) ([]jobs.Job, error) {
 	if !validID(batchID) {
 		return nil, jobs.ErrNotFound
 	}
@@ -25,31 +27,38 @@ func (s *Store) batchJobs(ctx context.Context, account, batchID string) ([]jobs.
 		return nil, jobs.ErrNotFound
 	}
 	first, err1 := strconv.ParseInt(batchID, 10, 64)
-	total, err2 := strconv.Atoi(m["total"])
+	total, err2 := strconv.ParseInt(m["total"], 10, 64)
 	if err1 != nil || err2 != nil || total < 1 {
 		return nil, jobs.ErrNotFound
 	}
+	from, to := max(first, after+1), first+total-1
+	if limit > 0 {
+		to = min(to, from+int64(limit)-1)
+	}
+	if from > to {
+		return nil, nil
+	}
 	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, total)
-	for i := range total {
-		cmds[i] = pipe.HGetAll(ctx, s.key("job:"+strconv.FormatInt(first+int64(i), 10)))
+	cmds := make([]*redis.MapStringStringCmd, 0, to-from+1)
+	for id := from; id <= to; id++ {
+		cmds = append(cmds, pipe.HGetAll(ctx, s.key("job:"+strconv.FormatInt(id, 10))))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, s.wrap(ctx, "batch jobs", err)
 	}
-	out := make([]jobs.Job, 0, total)
+	out := make([]jobs.Job, 0, len(cmds))
 	for i, c := range cmds {
 		h := c.Val()
 		if len(h) == 0 || h["batch"] != batchID {
 			continue // removed after the retention
 		}
-		j, err := jobFromHash(strconv.FormatInt(first+int64(i), 10), h)
+		j, err := jobFromHash(strconv.FormatInt(from+int64(i), 10), h)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, j)
 	}
-	if len(out) == 0 {
+	if len(out) == 0 && after == 0 {
 		return nil, jobs.ErrNotFound
 	}
 	return out, nil
@@ -60,7 +69,7 @@ func (s *Store) Batch(ctx context.Context, accountID, batchID string) (jobs.Batc
 	if err := checkCtx(ctx, "batch"); err != nil {
 		return jobs.Batch{}, err
 	}
-	js, err := s.batchJobs(ctx, accountID, batchID)
+	js, err := s.batchJobs(ctx, accountID, batchID, 0, 0)
 	if err != nil {
 		return jobs.Batch{}, err
 	}
@@ -104,10 +113,6 @@ func (s *Store) BatchJobs(ctx context.Context, p jobs.BatchJobsParams) ([]jobs.J
 	if err := checkCtx(ctx, "batch jobs"); err != nil {
 		return nil, err
 	}
-	js, err := s.batchJobs(ctx, p.AccountID, p.BatchID)
-	if err != nil {
-		return nil, err
-	}
 	after := int64(0)
 	if p.After != "" {
 		n, err := strconv.ParseInt(p.After, 10, 64)
@@ -116,15 +121,5 @@ func (s *Store) BatchJobs(ctx context.Context, p jobs.BatchJobsParams) ([]jobs.J
 		}
 		after = n
 	}
-	out := make([]jobs.Job, 0, min(p.Limit, len(js)))
-	for _, j := range js {
-		if n, _ := strconv.ParseInt(j.ID, 10, 64); n <= after {
-			continue
-		}
-		out = append(out, j)
-		if len(out) == p.Limit {
-			break
-		}
-	}
-	return out, nil
+	return s.batchJobs(ctx, p.AccountID, p.BatchID, after, p.Limit)
 }
