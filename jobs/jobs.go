@@ -152,6 +152,11 @@ type CompleteParams struct {
 	// same atomic step. An event whose ID is already in the outbox makes
 	// the completion fail without changing anything.
 	Event *Event
+	// Retention is how long the completed job is kept: the queue's
+	// ([Config.Retention]), so that a driver whose storage expires data on
+	// its own (Redis) keeps it exactly as long as the queue's Cleanup
+	// would. Zero leaves it to the driver's default.
+	Retention time.Duration
 }
 
 // RetryParams gives a leased job back.

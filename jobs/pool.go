@@ -362,7 +362,7 @@ func (r *run) process(ctx context.Context, l Lease) {
 	}
 	res.Meta.Source = emailcheck.SourceAPIAsync
 
-	cp := CompleteParams{ID: l.ID, Token: l.Token, Result: res}
+	cp := CompleteParams{ID: l.ID, Token: l.Token, Result: res, Retention: p.q.retention}
 	if res.Confidence.Status == emailcheck.StatusUnknown {
 		cp.Refund = l.Cost
 	}

@@ -196,7 +196,12 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 	if err != nil {
 		return fmt.Errorf("redisstore: complete: encode result: %w", err)
 	}
-	args := []any{s.base, p.ID, p.Token, res, strconv.FormatInt(p.Refund, 10), s.retention.Milliseconds()}
+	// One retention for the deployment: the queue's, when it says.
+	retention := s.retention
+	if p.Retention > 0 {
+		retention = max(p.Retention, time.Millisecond)
+	}
+	args := []any{s.base, p.ID, p.Token, res, strconv.FormatInt(p.Refund, 10), retention.Milliseconds()}
 	if ev := p.Event; ev != nil {
 		if ev.ID == "" {
 			return fmt.Errorf("redisstore: complete: %w: empty event id", webhook.ErrInvalidEvent)

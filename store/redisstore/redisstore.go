@@ -49,11 +49,11 @@ type Config struct {
 	// one cluster slot. It must not contain braces. Default
 	// [DefaultPrefix].
 	Prefix string
-	// Retention is how long a completed job stays readable: its key
-	// expires that long after completion (and [Store.Cleanup] removes it
-	// earlier when asked). Default [jobs.DefaultRetention]. Set it to the
-	// queue's jobs.Config.Retention: Redis expires keys on its own, so the
-	// shorter of the two wins.
+	// Retention is how long a completed job stays readable when its
+	// completion does not say (jobs.CompleteParams.Retention, which a
+	// jobs.Pool always sets to its queue's retention, so that a deployment
+	// has one setting): its key expires that long after completion.
+	// Default [jobs.DefaultRetention].
 	Retention time.Duration
 }
 

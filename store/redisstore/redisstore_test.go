@@ -467,3 +467,28 @@ func TestNotifierWakesAfterReconnect(t *testing.T) {
 		t.Fatal("no wake-up after the subscription was restored")
 	}
 }
+
+// A completion that carries the queue's retention is kept that long, not
+// the store's default: one retention setting for the deployment.
+func TestCompletionCarriesRetention(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, c, prefix := setup(t, nil) // the store's default: 7 days
+	ids, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "A", Emails: []string{"a@example.org"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 1, Duration: time.Minute})
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("lease: %v, %v", ls, err)
+	}
+	res := emailcheck.Result{Email: "a@example.org"}
+	res.Confidence.Status = emailcheck.StatusLikely
+	if err := s.Complete(ctx, jobs.CompleteParams{ID: ids[0], Token: ls[0].Token, Result: res, Retention: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	ttl, err := c.PTTL(ctx, "{"+prefix+"}job:"+ids[0]).Result()
+	if err != nil || ttl <= 59*time.Minute || ttl > time.Hour {
+		t.Fatalf("the completed job's TTL %v (%v), want the hour the queue asked for", ttl, err)
+	}
+}
