@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -100,8 +101,13 @@ func (s *Store) Batches(ctx context.Context, p jobs.BatchesParams) ([]jobs.Batch
 			break
 		}
 		b, err := s.Batch(ctx, p.AccountID, id)
-		if err != nil {
+		if errors.Is(err, jobs.ErrNotFound) {
+			// Past its retention: forget it from the account's list.
+			s.rdb.ZRem(ctx, s.key("batches:"+p.AccountID), id)
 			continue
+		}
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, b)
 	}

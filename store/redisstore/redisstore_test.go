@@ -304,7 +304,7 @@ func TestNotifierLatency(t *testing.T) {
 func TestRetentionExpiresResults(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _, _ := setup(t, &redisstore.Config{Retention: 100 * time.Millisecond})
+	s, c, prefix := setup(t, &redisstore.Config{Retention: 100 * time.Millisecond})
 	ids, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "A", Emails: []string{"a@example.org"}})
 	if err != nil {
 		t.Fatal(err)
@@ -325,6 +325,16 @@ func TestRetentionExpiresResults(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if _, err := s.Get(ctx, "A", ids[0]); !errors.Is(err, jobs.ErrNotFound) {
 		t.Fatalf("job past its retention: %v, want ErrNotFound", err)
+	}
+	// Its batch goes with it, from the account's list too.
+	if _, err := s.Batch(ctx, "A", ids[0]); !errors.Is(err, jobs.ErrNotFound) {
+		t.Fatalf("batch past its retention: %v, want ErrNotFound", err)
+	}
+	if bs, err := s.Batches(ctx, jobs.BatchesParams{AccountID: "A", Limit: 10}); err != nil || len(bs) != 0 {
+		t.Fatalf("batches past their retention: %v, %v", bs, err)
+	}
+	if n, err := c.Exists(ctx, "{"+prefix+"}bt:"+ids[0], "{"+prefix+"}batches:A").Result(); err != nil || n != 0 {
+		t.Fatalf("%d batch keys left past the retention (%v)", n, err)
 	}
 	// Cleanup forgets it too.
 	if _, err := s.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: time.Now()}); err != nil {

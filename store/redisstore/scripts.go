@@ -305,7 +305,7 @@ return str(exp)
 var scriptComplete = script(luaWebhookLib + `
 local base, id, refund, ev = ARGV[1], ARGV[2], ARGV[5], ARGV[7]
 expect(KEYS[2], 'zset'); expect(KEYS[3], 'zset')
-local f = redis.call('HMGET', KEYS[1], 'state', 'token', 'account')
+local f = redis.call('HMGET', KEYS[1], 'state', 'token', 'account', 'batch')
 if not f[1] then fail('NOTFOUND') end
 if f[1] ~= 'r' or f[2] ~= ARGV[3] or ARGV[3] == '' then fail('LEASELOST') end
 local account = f[3]
@@ -319,6 +319,8 @@ if ev then dcheck(base, ev, account) end
 local t = now_us()
 redis.call('HSET', KEYS[1], 'state', 'd', 'token', '', 'expires', '', 'result', ARGV[4], 'completed', str(t))
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
+-- The batch's record lives as long as its last completed job.
+if f[4] then redis.call('PEXPIRE', base .. 'bt:' .. f[4], ARGV[6]) end
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZADD', KEYS[3], t, id)
 if refund ~= '0' and not replay then
