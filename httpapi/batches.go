@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -53,7 +54,7 @@ func viewBatch(b jobs.Batch) batchView {
 		Total:       b.Total,
 		Completed:   b.Completed,
 		Counts:      counts,
-		Source:      "api",
+		Source:      cmp.Or(b.Source, jobs.SourceAPI),
 	}
 }
 

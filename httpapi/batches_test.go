@@ -1,15 +1,21 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 )
 
@@ -151,5 +157,101 @@ func TestReadsHaveTheirOwnLimit(t *testing.T) {
 	}
 	if resp := f.do(t, req{method: "GET", target: "/validate/status/" + id, key: f.key, handler: h}); resp.Code != 200 {
 		t.Fatalf("status poll after the validations' 429: %d", resp.Code)
+	}
+}
+
+// slowValidator takes 2 ms longer than the validator it wraps.
+type slowValidator struct{ v jobs.Validator }
+
+func (s slowValidator) Validate(ctx context.Context, email string, opts ...emailcheck.CallOption) (emailcheck.Result, error) {
+	time.Sleep(2 * time.Millisecond)
+	return s.v.Validate(ctx, email, opts...)
+}
+
+// TestPollingDoesNotStarveValidations submits 10 batches of 1,000 with one
+// key and follows each by polling its batch twenty times a second, while the
+// same key keeps calling GET /validate just under its limit: no poll is
+// answered 429, and no validation is refused.
+func TestPollingDoesNotStarveValidations(t *testing.T) {
+	const (
+		batches = 10
+		size    = 1000
+		rate    = 50 // the default validation limit per key
+	)
+	f := setup(t, &options{credits: batches*size + 1000, limit: httpapi.RateLimit{PerSecond: rate, Burst: rate}})
+	// Workers slowed to about 2,000 jobs a second, so the batches take
+	// seconds and the polls (200 a second, four times the validation
+	// limit) would starve the validations if they shared a bucket.
+	pool, err := jobs.NewPool(f.queue, slowValidator{f.v}, &jobs.PoolConfig{Workers: 4, PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, pstop := context.WithCancel(context.Background())
+	pdone := make(chan struct{})
+	go func() { defer close(pdone); pool.Run(pctx) }()
+	defer func() { pstop(); <-pdone }()
+
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	var validations, refused atomic.Int64
+	validating := make(chan struct{})
+	go func() {
+		defer close(validating)
+		// Paced at 80% of the limit, so that the 10 submissions, which
+		// draw from the same bucket, always find room.
+		tick := time.NewTicker(time.Second / (rate * 8 / 10))
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			resp := f.do(t, req{method: "GET", target: "/validate?email=v@good.com", key: f.key})
+			validations.Add(1)
+			if resp.Code != http.StatusOK {
+				refused.Add(1)
+			}
+		}
+	}()
+
+	ids := make([]string, batches)
+	for i := range ids {
+		emails := make([]string, size)
+		for j := range emails {
+			emails[j] = fmt.Sprintf("u%d.%d@good.com", i, j)
+		}
+		ids[i], _ = submit(t, f, f.key, emails...)
+	}
+	start := time.Now()
+	var polls, limited atomic.Int64
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Go(func() {
+			for time.Since(start) < time.Minute {
+				resp := f.do(t, req{method: "GET", target: "/api/v1/batches/" + id, key: f.key})
+				polls.Add(1)
+				if resp.Code == http.StatusTooManyRequests {
+					limited.Add(1)
+				} else if resp.Code == http.StatusOK && resp.JSON(t)["state"] == "completed" {
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			t.Errorf("batch %s not completed within a minute", id)
+		})
+	}
+	wg.Wait()
+	// Keep validating a little after the last poll: refusals would show.
+	time.Sleep(500 * time.Millisecond)
+	stop()
+	<-validating
+	t.Logf("%d batches of %d completed in %v: %d polls (%d answered 429), %d validations (%d refused)",
+		batches, size, time.Since(start).Round(time.Millisecond), polls.Load(), limited.Load(), validations.Load(), refused.Load())
+	if limited.Load() != 0 || refused.Load() != 0 {
+		t.Fatalf("%d polls answered 429, %d validations refused; want none", limited.Load(), refused.Load())
+	}
+	if validations.Load() == 0 || polls.Load() < batches {
+		t.Fatalf("%d validations, %d polls: the test did not run", validations.Load(), polls.Load())
 	}
 }

@@ -37,17 +37,20 @@ func (wr *webhookRoutes) forget(accountID string) {
 }
 
 type putWebhookRequest struct {
-	URL          *string `json:"url"`
-	Enabled      *bool   `json:"enabled"`
-	RotateSecret bool    `json:"rotate_secret"`
+	URL          *string   `json:"url"`
+	Enabled      *bool     `json:"enabled"`
+	Events       *[]string `json:"events"`
+	RotateSecret bool      `json:"rotate_secret"`
 }
 
 // webhookView is an endpoint as the API shows it: never a secret, except
 // the one just generated.
 type webhookView struct {
-	URL            string  `json:"url"`
-	Enabled        bool    `json:"enabled"`
-	DisabledReason *string `json:"disabled_reason"`
+	URL     string `json:"url"`
+	Enabled bool   `json:"enabled"`
+	// Events lists the event types the endpoint receives.
+	Events         []string `json:"events"`
+	DisabledReason *string  `json:"disabled_reason"`
 	// PreviousSecretExpiresAt is when the last replaced secret stops
 	// signing; null when no replaced secret signs any more.
 	PreviousSecretExpiresAt *string `json:"previous_secret_expires_at"`
@@ -59,8 +62,12 @@ func viewWebhook(ep webhook.Endpoint, now time.Time) webhookView {
 	v := webhookView{
 		URL:       ep.URL,
 		Enabled:   ep.Enabled,
+		Events:    ep.Events,
 		CreatedAt: formatTime(ep.CreatedAt),
 		UpdatedAt: formatTime(ep.UpdatedAt),
+	}
+	if len(v.Events) == 0 {
+		v.Events = webhook.EventTypes
 	}
 	if ep.DisabledReason != "" {
 		v.DisabledReason = &ep.DisabledReason
@@ -218,6 +225,12 @@ func (h *Handler) putWebhook(w http.ResponseWriter, r *http.Request, c *call) {
 			return
 		}
 	}
+	if req.Events != nil {
+		if len(*req.Events) == 0 || webhook.CheckEventTypes(*req.Events) != nil {
+			writeProblem(w, c, CodeInvalidBody, "The events must list one or more of: "+strings.Join(webhook.EventTypes, ", ")+".")
+			return
+		}
+	}
 	ctx := r.Context()
 	account := c.key.AccountID
 	cur, err := h.hooks.endpoints.GetEndpoint(ctx, account)
@@ -228,7 +241,7 @@ func (h *Handler) putWebhook(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	p := webhook.PutEndpointParams{AccountID: account, Enabled: true, Now: h.now()}
 	if exists {
-		p.URL, p.Enabled = cur.URL, cur.Enabled
+		p.URL, p.Enabled, p.Events = cur.URL, cur.Enabled, cur.Events
 	} else {
 		if req.URL == nil {
 			writeProblem(w, c, CodeInvalidBody, "The body must name the url of the new endpoint.")
@@ -241,6 +254,9 @@ func (h *Handler) putWebhook(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	if req.Enabled != nil {
 		p.Enabled = *req.Enabled
+	}
+	if req.Events != nil {
+		p.Events = webhook.NormalizeEvents(*req.Events)
 	}
 	ep, created, err := h.hooks.endpoints.PutEndpoint(ctx, p)
 	if err != nil {

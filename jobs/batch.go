@@ -2,7 +2,12 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/validmail/validmail/emailcheck"
@@ -30,6 +35,59 @@ type Batch struct {
 	// Counts holds, for every status that occurs, how many results have
 	// it.
 	Counts map[emailcheck.Status]int
+	// Source is who submitted the batch: [SourceAPI] or [SourceDashboard].
+	Source string
+}
+
+// BatchEvent describes the event a batch's last completion writes (see
+// [CompleteParams.BatchEvent]). The driver stores it as one pending outbox
+// entry of the job's account, with the completing job's id, due at
+// CreatedAt.
+type BatchEvent struct {
+	// ID identifies the event in the outbox.
+	ID string
+	// Type names the kind of event, such as "batch.completed".
+	Type string
+	// CreatedAt is the event's timestamp and when it is first due;
+	// required.
+	CreatedAt time.Time
+}
+
+// batchTimestamp is RFC 3339 in UTC with milliseconds, as webhook events
+// carry it.
+const batchTimestamp = "2006-01-02T15:04:05.000Z07:00"
+
+// BatchEventHead returns the start of e's payload, up to the data object:
+//
+//	{"type":"<Type>","timestamp":"<CreatedAt>","data":
+//
+// Drivers that build the payload inside the backend append the data object
+// as [BatchEventPayload] describes.
+func BatchEventHead(e BatchEvent) string {
+	t, _ := json.Marshal(e.Type)
+	return `{"type":` + string(t) + `,"timestamp":"` + e.CreatedAt.UTC().Format(batchTimestamp) + `","data":`
+}
+
+// BatchEventPayload returns the payload written for e when batch b
+// completes, byte for byte:
+//
+//	{"type":"batch.completed","timestamp":"…","data":{"batch_id":"…","total":n,"counts":{"LIKELY":n,…}}}
+//
+// with counts' keys in byte order and no spaces. Every driver writes
+// exactly these bytes.
+func BatchEventPayload(e BatchEvent, b Batch) []byte {
+	keys := slices.Sorted(maps.Keys(b.Counts))
+	var sb strings.Builder
+	sb.WriteString(BatchEventHead(e))
+	sb.WriteString(`{"batch_id":"` + b.ID + `","total":` + strconv.Itoa(b.Total) + `,"counts":{`)
+	for i, k := range keys {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(`"` + string(k) + `":` + strconv.Itoa(b.Counts[k]))
+	}
+	sb.WriteString(`}}}`)
+	return []byte(sb.String())
 }
 
 // BatchesParams selects an account's batches, newest first.
@@ -60,32 +118,6 @@ type BatchDriver interface {
 	Batch(ctx context.Context, accountID, batchID string) (Batch, error)
 	Batches(ctx context.Context, p BatchesParams) ([]Batch, error)
 	BatchJobs(ctx context.Context, p BatchJobsParams) ([]Job, error)
-}
-
-// SummarizeBatch builds a Batch from its jobs, for drivers that keep no
-// counters: jobs must be the batch's, all of them.
-func SummarizeBatch(id, account string, jobs []Job) Batch {
-	b := Batch{ID: id, AccountID: account, Total: len(jobs), Counts: map[emailcheck.Status]int{}}
-	for i, j := range jobs {
-		if i == 0 || j.CreatedAt.Before(b.CreatedAt) {
-			b.CreatedAt = j.CreatedAt
-		}
-		if j.State != StateCompleted || j.Result == nil {
-			continue
-		}
-		b.Completed++
-		b.Counts[j.Result.Confidence.Status]++
-		if j.CompletedAt.After(b.CompletedAt) {
-			b.CompletedAt = j.CompletedAt
-		}
-	}
-	b.State = StateActive
-	if b.Completed == b.Total {
-		b.State = StateCompleted
-	} else {
-		b.CompletedAt = time.Time{}
-	}
-	return b
 }
 
 // Batch returns the account's batch with the id.

@@ -36,6 +36,20 @@ const (
 	StateCompleted State = "completed"
 )
 
+// Sources of a batch: who submitted it.
+const (
+	// SourceAPI: submitted through the API. An empty source means the
+	// same.
+	SourceAPI = "api"
+	// SourceDashboard: submitted through the dashboard's bulk tool. Its
+	// results report meta.source "dashboard".
+	SourceDashboard = "dashboard"
+)
+
+// DefaultIdempotencyTTL is how long a batch's idempotency key is
+// remembered by default.
+const DefaultIdempotencyTTL = 24 * time.Hour
+
 // Job is one address to validate.
 type Job struct {
 	// ID is numeric text, unique and increasing.
@@ -60,6 +74,9 @@ type Job struct {
 	// the enqueue that created it. Empty from a driver without
 	// [BatchDriver].
 	BatchID string
+	// Source is the source of the job's batch: [SourceAPI] (or empty) or
+	// [SourceDashboard].
+	Source string
 	// CreatedAt is when the job was enqueued.
 	CreatedAt time.Time
 	// CompletedAt is when the job completed; zero while active.
@@ -101,6 +118,9 @@ type EnqueueParams struct {
 	Emails []string
 	// Cost is the credits each job was charged, recorded in [Job.Cost].
 	Cost int64
+	// Source is recorded as the batch's and its jobs' source; empty means
+	// [SourceAPI].
+	Source string
 }
 
 // EnqueueChargedParams describes a batch for [ChargingDriver.EnqueueCharged]
@@ -121,6 +141,13 @@ type EnqueueChargedParams struct {
 	// the key with another fingerprint fails with
 	// credits.ErrIdempotencyConflict even when the count is the same.
 	Fingerprint string
+	// IdempotencyTTL is how long the key is remembered: after it, the key
+	// names nothing and may start a new batch, and the driver may remove
+	// its record. Zero means [DefaultIdempotencyTTL].
+	IdempotencyTTL time.Duration
+	// Source is recorded as the batch's and its jobs' source; empty means
+	// [SourceAPI].
+	Source string
 }
 
 // LeaseParams describes a lease request.
@@ -152,6 +179,12 @@ type CompleteParams struct {
 	// same atomic step. An event whose ID is already in the outbox makes
 	// the completion fail without changing anything.
 	Event *Event
+	// BatchEvent, when not nil, is written to the job's account's outbox
+	// in the same atomic step if and only if this completion is the last
+	// of the job's batch, with the payload [BatchEventPayload] gives for
+	// the batch as it stands after this completion. Every completion of a
+	// batch may carry one; exactly one of them is written.
+	BatchEvent *BatchEvent
 	// Retention is how long the completed job is kept: the queue's
 	// ([Config.Retention]), so that a driver whose storage expires data on
 	// its own (Redis) keeps it exactly as long as the queue's Cleanup

@@ -84,6 +84,13 @@ type PoolConfig struct {
 	// provides one that writes validation.completed events for accounts
 	// with an enabled webhook endpoint.
 	NewEvent func(ctx context.Context, job Job, result emailcheck.Result) (*Event, error)
+	// NewBatchEvent, when set, builds the event written when a job's
+	// completion is the last of its batch ([CompleteParams.BatchEvent]);
+	// nil means none. It is asked on every completion, since only the
+	// backend knows which one is last; errors are handled like NewEvent's.
+	// The webhook/jobevents package provides one that writes
+	// batch.completed events.
+	NewBatchEvent func(ctx context.Context, job Job) (*BatchEvent, error)
 	// OnComplete, when set, is called after each job this pool completed,
 	// with the job in its completed state. It runs on the worker's
 	// goroutine and must not block for long.
@@ -326,7 +333,7 @@ func (r *run) process(ctx context.Context, l Lease) {
 		res = UnknownResult(l.Email)
 	} else {
 		var err error
-		res, err = p.v.Validate(jctx, l.Email, emailcheck.WithSource(emailcheck.SourceAPIAsync), emailcheck.WithUnreachableError())
+		res, err = p.v.Validate(jctx, l.Email, emailcheck.WithSource(resultSource(l.Job)), emailcheck.WithUnreachableError())
 		if errors.Is(err, emailcheck.ErrResolverUnreachable) {
 			p.outage.failed(time.Now())
 			if p.cfg.OutageRetry > 0 && time.Since(l.CreatedAt) < p.cfg.OutageRetry {
@@ -360,7 +367,7 @@ func (r *run) process(ctx context.Context, l Lease) {
 			res = UnknownResult(l.Email)
 		}
 	}
-	res.Meta.Source = emailcheck.SourceAPIAsync
+	res.Meta.Source = resultSource(l.Job)
 
 	cp := CompleteParams{ID: l.ID, Token: l.Token, Result: res, Retention: p.q.retention}
 	if res.Confidence.Status == emailcheck.StatusUnknown {
@@ -369,20 +376,23 @@ func (r *run) process(ctx context.Context, l Lease) {
 	job := l.Job
 	job.State = StateCompleted
 	job.Result = &res
+	var err error
 	if p.cfg.NewEvent != nil {
-		ev, err := p.cfg.NewEvent(bctx, job, res)
-		switch {
-		case err == nil:
-			cp.Event = ev
-		case l.Errors+1 < p.cfg.MaxAttempts:
+		cp.Event, err = p.cfg.NewEvent(bctx, job, res)
+	}
+	if err == nil && p.cfg.NewBatchEvent != nil && job.BatchID != "" {
+		cp.BatchEvent, err = p.cfg.NewBatchEvent(bctx, job)
+	}
+	if err != nil {
+		if l.Errors+1 < p.cfg.MaxAttempts {
 			p.logger.ErrorContext(ctx, "jobs: build event", "job", l.ID, "err", err)
 			_ = p.q.driver.Retry(bctx, RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(p.cfg.Backoff(l.Errors + 1)), Error: err.Error()})
 			return
-		default:
-			// A job never ends without a result: once attempts run out it
-			// completes without its event rather than retrying forever.
-			p.logger.ErrorContext(ctx, "jobs: build event failed on the last attempt; completing without it", "job", l.ID, "err", err)
 		}
+		// A job never ends without a result: once attempts run out it
+		// completes without its events rather than retrying forever.
+		p.logger.ErrorContext(ctx, "jobs: build event failed on the last attempt; completing without it", "job", l.ID, "err", err)
+		cp.Event, cp.BatchEvent = nil, nil
 	}
 	if err := p.q.driver.Complete(bctx, cp); err != nil {
 		if errors.Is(err, ErrLeaseLost) {
@@ -398,6 +408,14 @@ func (r *run) process(ctx context.Context, l Lease) {
 		job.CompletedAt = time.Now()
 		p.cfg.OnComplete(bctx, job)
 	}
+}
+
+// resultSource is the meta.source of a job's result.
+func resultSource(j Job) string {
+	if j.Source == SourceDashboard {
+		return emailcheck.SourceDashboard
+	}
+	return emailcheck.SourceAPIAsync
 }
 
 // heartbeats renews held leases until stop is closed.

@@ -20,6 +20,10 @@ type Config struct {
 	// Retention is how long completed jobs are kept before [Queue.Cleanup]
 	// removes them. Default [DefaultRetention].
 	Retention time.Duration
+	// IdempotencyTTL is how long a batch's idempotency key is remembered
+	// ([EnqueueChargedParams.IdempotencyTTL]). Default
+	// [DefaultIdempotencyTTL].
+	IdempotencyTTL time.Duration
 	// Logger receives the queue's records. Default: discard.
 	Logger *slog.Logger
 }
@@ -29,6 +33,7 @@ type Queue struct {
 	driver    Driver
 	ledger    *credits.Ledger
 	retention time.Duration
+	idemTTL   time.Duration
 	logger    *slog.Logger
 }
 
@@ -43,13 +48,14 @@ func NewQueue(driver Driver, ledger *credits.Ledger, cfg *Config) (*Queue, error
 	if cfg != nil {
 		c = *cfg
 	}
-	if c.Retention < 0 {
-		return nil, fmt.Errorf("jobs: negative retention %v", c.Retention)
+	if c.Retention < 0 || c.IdempotencyTTL < 0 {
+		return nil, fmt.Errorf("jobs: negative retention %v or idempotency TTL %v", c.Retention, c.IdempotencyTTL)
 	}
 	return &Queue{
 		driver:    driver,
 		ledger:    ledger,
 		retention: cmp.Or(c.Retention, DefaultRetention),
+		idemTTL:   cmp.Or(c.IdempotencyTTL, DefaultIdempotencyTTL),
 		logger:    cmp.Or(c.Logger, slog.New(slog.DiscardHandler)),
 	}, nil
 }
@@ -61,6 +67,15 @@ func (q *Queue) Enqueue(ctx context.Context, account string, emails []string) ([
 		return nil, err
 	}
 	return q.driver.Enqueue(ctx, EnqueueParams{AccountID: account, Emails: emails})
+}
+
+// EnqueueWith adds one job per address of p, without charging, and returns
+// their ids in order: [Queue.Enqueue] with a source and a cost to record.
+func (q *Queue) EnqueueWith(ctx context.Context, p EnqueueParams) ([]string, error) {
+	if err := checkBatch(p.AccountID, p.Emails); err != nil {
+		return nil, err
+	}
+	return q.driver.Enqueue(ctx, p)
 }
 
 // EnqueueCharged charges one credit per address and enqueues the jobs,
@@ -78,6 +93,9 @@ func (q *Queue) Enqueue(ctx context.Context, account string, emails []string) ([
 func (q *Queue) EnqueueCharged(ctx context.Context, p EnqueueChargedParams) ([]string, error) {
 	if err := checkBatch(p.AccountID, p.Emails); err != nil {
 		return nil, err
+	}
+	if p.IdempotencyTTL <= 0 {
+		p.IdempotencyTTL = q.idemTTL
 	}
 	if cd, ok := q.driver.(ChargingDriver); ok {
 		return cd.EnqueueCharged(ctx, p)
@@ -109,7 +127,7 @@ func (q *Queue) EnqueueCharged(ctx context.Context, p EnqueueChargedParams) ([]s
 		}
 		return nil, ErrBatchReplayed
 	}
-	ids, err := q.driver.Enqueue(ctx, EnqueueParams{AccountID: p.AccountID, Emails: p.Emails, Cost: 1})
+	ids, err := q.driver.Enqueue(ctx, EnqueueParams{AccountID: p.AccountID, Emails: p.Emails, Cost: 1, Source: p.Source})
 	if err != nil {
 		rkey := ""
 		if key != "" {

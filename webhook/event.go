@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -12,9 +13,29 @@ import (
 const (
 	// TypeValidationCompleted is sent once per completed validation job.
 	TypeValidationCompleted = "validation.completed"
+	// TypeBatchCompleted is sent once per batch, when its last job
+	// completes.
+	TypeBatchCompleted = "batch.completed"
 	// TypeTest is sent when the account owner asks for a test delivery.
 	TypeTest = "webhook.test"
 )
+
+// EventTypes lists the event types an endpoint can subscribe to.
+var EventTypes = []string{TypeValidationCompleted, TypeBatchCompleted}
+
+// ErrUnknownEventType reports an event type not in [EventTypes].
+var ErrUnknownEventType = errors.New("webhook: unknown event type")
+
+// CheckEventTypes reports an error wrapping [ErrUnknownEventType] for a
+// type that is not in [EventTypes].
+func CheckEventTypes(types []string) error {
+	for _, t := range types {
+		if !slices.Contains(EventTypes, t) {
+			return fmt.Errorf("%w: %q", ErrUnknownEventType, t)
+		}
+	}
+	return nil
+}
 
 // ErrInvalidEvent reports an event that cannot be built: an empty account
 // or job id, or a result that is not valid JSON.
@@ -29,7 +50,7 @@ const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
 type Event struct {
 	ID        string    // "msg_" followed by random text
 	AccountID string    // the account whose endpoint receives it
-	Type      string    // TypeValidationCompleted or TypeTest
+	Type      string    // TypeValidationCompleted, TypeBatchCompleted or TypeTest
 	JobID     string    // the job it reports on; empty for TypeTest
 	CreatedAt time.Time // when it was created; first due at this time
 	Payload   []byte    // JSON body

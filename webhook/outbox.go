@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -175,8 +176,33 @@ type Endpoint struct {
 	Secret          string           // the current secret, "whsec_…"
 	PreviousSecrets []PreviousSecret // replaced secrets, oldest first
 	DisabledReason  string           // why it was disabled automatically; empty otherwise
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// Events lists the event types the endpoint receives, in
+	// [EventTypes]' order; empty means all of them. Test events are
+	// always sent.
+	Events    []string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Wants reports whether the endpoint receives events of the type.
+func (e Endpoint) Wants(eventType string) bool {
+	return eventType == TypeTest || len(e.Events) == 0 || slices.Contains(e.Events, eventType)
+}
+
+// NormalizeEvents returns types in [EventTypes]' order without
+// duplicates, and nil when they name every type (or none): the form
+// [Endpoints] store.
+func NormalizeEvents(types []string) []string {
+	var out []string
+	for _, t := range EventTypes {
+		if slices.Contains(types, t) {
+			out = append(out, t)
+		}
+	}
+	if len(out) == len(EventTypes) {
+		return nil
+	}
+	return out
 }
 
 // SigningSecrets returns the secrets that sign a message sent at now:
@@ -199,6 +225,9 @@ type PutEndpointParams struct {
 	// Secret is the secret of a new endpoint; it is ignored (the secrets
 	// are kept) when the endpoint exists.
 	Secret string
+	// Events is the event types the endpoint receives, as
+	// [NormalizeEvents] returns them: nil means all.
+	Events []string
 	Now    time.Time
 }
 
@@ -228,7 +257,8 @@ type Endpoints interface {
 	GetEndpoint(ctx context.Context, accountID string) (Endpoint, error)
 
 	// PutEndpoint creates the account's endpoint with p.Secret, or
-	// updates URL and Enabled of an existing one and keeps its secrets.
+	// updates URL, Enabled and Events of an existing one and keeps its
+	// secrets.
 	// Enabling clears DisabledReason. It reports whether it created the
 	// endpoint. Creating without a secret that [ParseSecret] accepts
 	// returns ErrInvalidSecret.

@@ -181,12 +181,31 @@ func TestWebhookEndToEnd(t *testing.T) {
 			if len(jobIDs) != n {
 				t.Fatalf("%d distinct job ids, want %d", len(jobIDs), n)
 			}
-			rc.wait(t, n+1, 4*time.Minute)
+			// Each job's event, and the batch's.
+			rc.wait(t, n+2, 4*time.Minute)
 			got := rc.snapshot()[1:]
 			last := got[len(got)-1].at
 			elapsed := last.Sub(submitted)
 			time.Sleep(200 * time.Millisecond) // let a duplicate show up
-			got = rc.snapshot()[1:]
+			got = nil
+			var batchEvents []hookEvent
+			for _, ev := range rc.snapshot()[1:] {
+				if strings.Contains(string(ev.body), `"type":"batch.completed"`) {
+					batchEvents = append(batchEvents, ev)
+				} else {
+					got = append(got, ev)
+				}
+			}
+			if len(batchEvents) != 1 {
+				t.Fatalf("%d batch.completed events, want 1", len(batchEvents))
+			}
+			if err := webhook.Verify(secret, batchEvents[0].header, batchEvents[0].body); err != nil {
+				t.Errorf("batch event: %v", err)
+			}
+			wantData := `"data":{"batch_id":"` + m["batch_id"].(string) + `","total":1000,"counts":{"INVALID_DOMAIN":100,"LIKELY":900}}}`
+			if !strings.HasSuffix(string(batchEvents[0].body), wantData) {
+				t.Errorf("batch event %s, want it to end with %s", batchEvents[0].body, wantData)
+			}
 
 			seenEvent := make(map[string]bool, n)
 			results := make(map[string]json.RawMessage, n)
@@ -256,10 +275,10 @@ func TestWebhookEndToEnd(t *testing.T) {
 				}
 			}
 			if !waitFor(5*time.Second, func() bool {
-				return metric(t, in.metricsURL(), `validmail_webhook_deliveries_total{outcome="delivered"}`) == float64(n)
+				return metric(t, in.metricsURL(), `validmail_webhook_deliveries_total{outcome="delivered"}`) == float64(n+1)
 			}) {
 				t.Errorf("validmail_webhook_deliveries_total{outcome=\"delivered\"} = %v, want %d",
-					metric(t, in.metricsURL(), `validmail_webhook_deliveries_total{outcome="delivered"}`), n)
+					metric(t, in.metricsURL(), `validmail_webhook_deliveries_total{outcome="delivered"}`), n+1)
 			}
 
 			t.Logf("%s: %d addresses (%v), accepted in %v; %d signed events delivered %v after the submission (%.0f events/s)",

@@ -236,6 +236,7 @@ func (s *Service) build() error {
 		pcfg.Workers = cfg.Workers
 		pcfg.Logger = s.logger
 		pcfg.NewEvent = s.events.NewEvent
+		pcfg.NewBatchEvent = s.events.NewBatchEvent
 		hostHook := cfg.Pool.OnComplete
 		// The event is in the outbox once the job completes: deliver it
 		// now rather than at the dispatcher's next poll.

@@ -5,8 +5,12 @@ package jobstest
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
@@ -121,5 +125,201 @@ func testBatches(t *testing.T, b *bundle) {
 	}
 	if _, err := bd.BatchJobs(ctx, jobs.BatchJobsParams{AccountID: other, BatchID: batches[1][0], Limit: 10}); !errors.Is(err, jobs.ErrNotFound) {
 		t.Errorf("BatchJobs of another account's batch: %v, want ErrNotFound", err)
+	}
+}
+
+// batchEvents returns the account's events of the type.
+func batchEvents(t *testing.T, b *bundle, acct, typ string) []jobs.Event {
+	t.Helper()
+	evs, err := b.Events(context.Background(), acct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []jobs.Event
+	for _, e := range evs {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// checkBatchEvent checks that the account has exactly one batch event of
+// batch id, with the payload [jobs.BatchEventPayload] gives for the
+// completed batch.
+func checkBatchEvent(t *testing.T, b *bundle, acct, id string) {
+	t.Helper()
+	bd := b.Driver.(jobs.BatchDriver)
+	got, err := bd.Batch(context.Background(), acct, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []jobs.Event
+	for _, e := range batchEvents(t, b, acct, batchEventType) {
+		if strings.Contains(string(e.Payload), `"batch_id":"`+id+`"`) {
+			mine = append(mine, e)
+		}
+	}
+	if len(mine) != 1 {
+		t.Fatalf("batch %s: %d completion events, want exactly 1", id, len(mine))
+	}
+	e := mine[0]
+	want := jobs.BatchEventPayload(jobs.BatchEvent{ID: e.ID, Type: e.Type, CreatedAt: e.CreatedAt}, got)
+	if string(e.Payload) != string(want) {
+		t.Fatalf("batch event payload\n got %s\nwant %s", e.Payload, want)
+	}
+}
+
+// batchEventType is the event type the suite asks for.
+const batchEventType = "batch.completed"
+
+// newBatchEvent is a [jobs.PoolConfig.NewBatchEvent] that asks for an
+// event on every completion.
+func newBatchEvent(_ context.Context, _ jobs.Job) (*jobs.BatchEvent, error) {
+	return &jobs.BatchEvent{ID: "msg_" + uuid.NewString(), Type: batchEventType, CreatedAt: time.Now()}, nil
+}
+
+// testBatchEventOnce: every completion of a batch asks for the batch's
+// event; only the last writes it, once, with the batch's final counts,
+// while several workers complete the batch's jobs at once.
+func testBatchEventOnce(t *testing.T, b *bundle) {
+	if _, ok := b.Driver.(jobs.BatchDriver); !ok {
+		t.Skip("driver does not implement jobs.BatchDriver")
+	}
+	ctx := context.Background()
+	acct := account()
+
+	// Driver level: three jobs, each completion asking; the last writes.
+	ids := mustEnqueue(t, b, acct, 3)
+	ls := mustLease(t, b, 3, time.Minute)
+	for i, l := range ls {
+		r, _ := likely(ctx, l.Email)
+		if i == 1 {
+			r.Confidence.Status = emailcheck.StatusDisposable
+		}
+		ev, _ := newBatchEvent(ctx, l.Job)
+		if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r, BatchEvent: ev}); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(batchEvents(t, b, acct, batchEventType)); (i < 2 && n != 0) || (i == 2 && n != 1) {
+			t.Fatalf("after %d of 3 completions: %d batch events", i+1, n)
+		}
+	}
+	checkBatchEvent(t, b, acct, ids[0])
+	evs := batchEvents(t, b, acct, batchEventType)
+	if p := string(evs[0].Payload); !strings.Contains(p, `"total":3,"counts":{"DISPOSABLE":1,"LIKELY":2}}}`) {
+		t.Fatalf("payload %s", p)
+	}
+
+	// Pool level: 8 workers race through 4 batches of 50.
+	acct = account()
+	var firsts []string
+	for range 4 {
+		firsts = append(firsts, mustEnqueue(t, b, acct, 50)[0])
+	}
+	c := &counter{n: map[string]int{}}
+	stop := runPool(t, b, validatorFunc(likely), &jobs.PoolConfig{Workers: 8, LeaseDuration: time.Minute, PollInterval: 5 * time.Millisecond,
+		OnComplete: c.hook, NewBatchEvent: newBatchEvent})
+	waitFor(t, 30*time.Second, "200 completions", func() bool { return c.total() == 200 })
+	stop()
+	for _, id := range firsts {
+		checkBatchEvent(t, b, acct, id)
+	}
+}
+
+// testBatchSource: a batch records who submitted it, its jobs carry it,
+// and the pool reports it as the results' meta.source.
+func testBatchSource(t *testing.T, b *bundle) {
+	bd, ok := b.Driver.(jobs.BatchDriver)
+	if !ok {
+		t.Skip("driver does not implement jobs.BatchDriver")
+	}
+	ctx := context.Background()
+	acct := account()
+	dash, err := b.q.EnqueueWith(ctx, jobs.EnqueueParams{AccountID: acct, Emails: emails(2, "d"), Source: jobs.SourceDashboard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant(t, b, acct, 2)
+	api, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(2, "a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{dash[0]: jobs.SourceDashboard, api[0]: jobs.SourceAPI} {
+		got, err := bd.Batch(ctx, acct, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Source != want {
+			t.Errorf("batch %s: source %q, want %q", id, got.Source, want)
+		}
+	}
+	if js, err := bd.Batches(ctx, jobs.BatchesParams{AccountID: acct, Limit: 10}); err != nil || len(js) != 2 ||
+		js[0].Source != jobs.SourceAPI || js[1].Source != jobs.SourceDashboard {
+		t.Fatalf("Batches: %+v, %v", js, err)
+	}
+	c := &counter{n: map[string]int{}}
+	stop := runPool(t, b, validatorFunc(likely), &jobs.PoolConfig{Workers: 2, PollInterval: 5 * time.Millisecond, OnComplete: c.hook})
+	waitFor(t, 10*time.Second, "4 completions", func() bool { return c.total() == 4 })
+	stop()
+	for _, id := range slices.Concat(dash, api) {
+		j, err := b.q.Get(ctx, acct, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := emailcheck.SourceAPIAsync
+		if slices.Contains(dash, id) {
+			want = emailcheck.SourceDashboard
+		}
+		if j.Result == nil || j.Result.Meta.Source != want {
+			t.Errorf("job %s: result %+v, want meta.source %q", id, j.Result, want)
+		}
+	}
+}
+
+// testIdempotencyExpires: an idempotency key names its batch for the TTL
+// and nothing after it: the same key then starts a new batch, charged
+// anew, whatever its body.
+func testIdempotencyExpires(t *testing.T, b *bundle) {
+	if _, ok := b.Driver.(jobs.ChargingDriver); !ok {
+		t.Skip("driver does not implement jobs.ChargingDriver")
+	}
+	ctx := context.Background()
+	acct := account()
+	grant(t, b, acct, 10)
+	const ttl = 300 * time.Millisecond
+	p := jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(2, "e"), IdempotencyKey: "k", Fingerprint: "f1", IdempotencyTTL: ttl}
+	start := time.Now()
+	first, err := b.q.EnqueueCharged(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.q.EnqueueCharged(ctx, p)
+	if time.Since(start) < ttl {
+		if err != nil || !slices.Equal(again, first) {
+			t.Fatalf("replay within the TTL: %v, %v; want %v", again, err, first)
+		}
+	}
+	time.Sleep(ttl + 100*time.Millisecond)
+	p.Emails, p.Fingerprint = emails(3, "f"), "f2"
+	later, err := b.q.EnqueueCharged(ctx, p)
+	if err != nil {
+		t.Fatalf("the key after its TTL: %v, want a new batch", err)
+	}
+	if len(later) != 3 || later[0] == first[0] {
+		t.Fatalf("the key after its TTL gave %v (first batch %v)", later, first)
+	}
+	if n := balance(t, b, acct); n != 5 {
+		t.Fatalf("balance %d, want 10 - 2 - 3 = 5", n)
+	}
+	// The new batch is what the key names now.
+	if got, err := b.q.EnqueueCharged(ctx, p); err != nil || !slices.Equal(got, later) {
+		t.Fatalf("replay of the new batch: %v, %v; want %v", got, err, later)
+	}
+	// Cleanup copes with expired records (and removes them where the
+	// backend does not expire them on its own).
+	time.Sleep(ttl + 100*time.Millisecond)
+	if _, err := b.q.Cleanup(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

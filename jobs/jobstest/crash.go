@@ -90,7 +90,7 @@ func RunCrash(t *testing.T, d crashtest.Durable) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(evs)
+		return len(jobEvents(evs))
 	}
 
 	// The first worker is slowed down so that it is killed mid-batch.
@@ -117,9 +117,32 @@ func RunCrash(t *testing.T, d crashtest.Durable) {
 
 	// Every job completed once: one event per job, written with its
 	// completion, and a result that matches the validator's.
-	evs, err := be.Events(ctx, crashAccount)
+	all, err := be.Events(ctx, crashAccount)
 	if err != nil {
 		t.Fatal(err)
+	}
+	evs := jobEvents(all)
+	// And the batch's event, once, though both workers asked for it with
+	// every completion.
+	if bd, ok := be.Driver.(jobs.BatchDriver); ok {
+		var bevs []jobs.Event
+		for _, e := range all {
+			if e.Type == batchEventType {
+				bevs = append(bevs, e)
+			}
+		}
+		if len(bevs) != 1 {
+			t.Fatalf("%d batch events, want exactly 1", len(bevs))
+		}
+		b, err := bd.Batch(ctx, crashAccount, ids[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := bevs[0]
+		if want := jobs.BatchEventPayload(jobs.BatchEvent{ID: e.ID, Type: e.Type, CreatedAt: e.CreatedAt}, b); string(e.Payload) != string(want) {
+			t.Fatalf("batch event payload\n got %s\nwant %s", e.Payload, want)
+		}
+		t.Logf("one batch event: %s", e.Payload)
 	}
 	seen := make(map[string]int, crashJobs)
 	for _, ev := range evs {
@@ -199,6 +222,7 @@ func CrashChild(t *testing.T, d crashtest.Durable) {
 		NewEvent: func(_ context.Context, j jobs.Job, _ emailcheck.Result) (*jobs.Event, error) {
 			return &jobs.Event{ID: "evt_" + j.ID, Type: crashEventType, Payload: []byte(crashPayload(j.ID))}, nil
 		},
+		NewBatchEvent: newBatchEvent,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +233,7 @@ func CrashChild(t *testing.T, d crashtest.Durable) {
 	go func() { done <- pool.Run(ctx) }()
 	for ctx.Err() == nil {
 		evs, err := be.Events(ctx, crashAccount)
-		if err == nil && len(evs) >= crashJobs {
+		if err == nil && len(jobEvents(evs)) >= crashJobs {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -221,6 +245,17 @@ func CrashChild(t *testing.T, d crashtest.Durable) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// jobEvents returns the job events among evs.
+func jobEvents(evs []jobs.Event) []jobs.Event {
+	out := make([]jobs.Event, 0, len(evs))
+	for _, e := range evs {
+		if e.Type == crashEventType {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // crashEventType is the type of the events the crash workers write.

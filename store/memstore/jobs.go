@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/webhook"
 )
@@ -41,26 +43,25 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 	// A replayed key answers with the ids of the first submission and
 	// charges nothing, as long as it names the same batch: the client that
 	// lost the first answer gets it again.
+	t := now()
 	if p.IdempotencyKey != "" {
-		if b, ok := s.batches[p.AccountID][p.IdempotencyKey]; ok {
+		if b, ok := s.batches[p.AccountID][p.IdempotencyKey]; ok && t.Before(b.Expires) {
 			if len(b.IDs) != len(p.Emails) || b.Fingerprint != p.Fingerprint {
 				return nil, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, p.IdempotencyKey)
 			}
 			return slices.Clone(b.IDs), nil
 		}
 	}
-	c := credits.Change{AccountID: p.AccountID, Delta: -n, Reason: credits.ReasonCharge, Reference: p.IdempotencyKey, IdempotencyKey: p.IdempotencyKey}
+	// The batch's record, not the ledger, remembers the key: the record
+	// expires, the ledger's entries stay.
+	c := credits.Change{AccountID: p.AccountID, Delta: -n, Reason: credits.ReasonCharge, Reference: p.IdempotencyKey}
 	// Check the charge before writing anything: a refused charge must
 	// leave no job behind. Under the one lock nothing can change between
 	// the check and the writes below.
-	replay, err := s.checkLocked(c)
-	if err != nil {
+	if _, err := s.checkLocked(c); err != nil {
 		return nil, err
 	}
-	if replay != nil {
-		return nil, jobs.ErrBatchReplayed
-	}
-	ids := s.enqueueLocked(jobs.EnqueueParams{AccountID: p.AccountID, Emails: p.Emails, Cost: 1})
+	ids := s.enqueueLocked(jobs.EnqueueParams{AccountID: p.AccountID, Emails: p.Emails, Cost: 1, Source: p.Source})
 	if c.Reference == "" {
 		c.Reference = "jobs:" + ids[0] + "-" + ids[len(ids)-1]
 	}
@@ -71,7 +72,8 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 			m = make(map[string]batch)
 			s.batches[p.AccountID] = m
 		}
-		m[p.IdempotencyKey] = batch{IDs: slices.Clone(ids), Fingerprint: p.Fingerprint}
+		ttl := cmp.Or(p.IdempotencyTTL, jobs.DefaultIdempotencyTTL)
+		m[p.IdempotencyKey] = batch{IDs: slices.Clone(ids), Fingerprint: p.Fingerprint, Expires: t.Add(ttl)}
 	}
 	return ids, nil
 }
@@ -83,7 +85,9 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams) []string {
 	// the lock, so the batch's jobs are first .. first+n-1.
 	first := s.jobSeq + 1
 	batchID := strconv.FormatUint(first, 10)
+	source := cmp.Or(p.Source, jobs.SourceAPI)
 	s.groups[p.AccountID] = append(s.groups[p.AccountID], first)
+	s.tallies[first] = &tally{account: p.AccountID, source: source, total: len(p.Emails), counts: map[emailcheck.Status]int{}, created: t}
 	for i, email := range p.Emails {
 		s.jobSeq++
 		id := s.jobSeq
@@ -94,6 +98,7 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams) []string {
 			State:     jobs.StateActive,
 			Cost:      p.Cost,
 			BatchID:   batchID,
+			Source:    source,
 			CreatedAt: t,
 		}}
 		s.ready = append(s.ready, id) // ids only grow: the heap order holds
@@ -220,6 +225,12 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 			return fmt.Errorf("%w: %s", webhook.ErrDuplicate, p.Event.ID)
 		}
 	}
+	b := s.tallyLocked(j.AccountID, j.BatchID)
+	if e := p.BatchEvent; e != nil && b != nil && b.completed+1 == b.total {
+		if _, dup := s.deliveries[e.ID]; dup {
+			return fmt.Errorf("%w: %s", webhook.ErrDuplicate, e.ID)
+		}
+	}
 	if p.Refund > 0 {
 		c := credits.Change{AccountID: j.AccountID, Delta: p.Refund, Reason: credits.ReasonRefund, Reference: "job:" + j.ID, IdempotencyKey: "refund:job:" + j.ID}
 		if _, err := s.applyLocked(c); err != nil {
@@ -228,6 +239,19 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 	}
 	if p.Event != nil {
 		s.addDeliveryLocked(jobEvent(j, p.Event, t))
+	}
+	if b != nil {
+		b.completed++
+		b.counts[p.Result.Confidence.Status]++
+		if b.completed == b.total {
+			b.completedAt = t
+			if e := p.BatchEvent; e != nil {
+				s.addDeliveryLocked(webhook.Event{
+					ID: e.ID, AccountID: j.AccountID, Type: e.Type, JobID: j.ID, CreatedAt: e.CreatedAt,
+					Payload: jobs.BatchEventPayload(*e, b.batch(j.BatchID)),
+				})
+			}
+		}
 	}
 	res := p.Result
 	j.Result = &res
@@ -350,7 +374,49 @@ func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) 
 		s.done = s.done[1:]
 		count++
 	}
+	// A batch goes with its jobs: once its last job is past the
+	// retention, so is the batch.
+	for account, firsts := range s.groups {
+		kept := firsts[:0]
+		for _, first := range firsts {
+			if b := s.tallies[first]; b.completed == b.total && b.completedAt.Before(p.CompletedBefore) {
+				delete(s.tallies, first)
+				continue
+			}
+			kept = append(kept, first)
+		}
+		if len(kept) == 0 {
+			delete(s.groups, account)
+		} else {
+			s.groups[account] = kept
+		}
+	}
+	// Idempotency records are removed once expired.
+	t := now()
+	for account, m := range s.batches {
+		for key, b := range m {
+			if !t.Before(b.Expires) {
+				delete(m, key)
+			}
+		}
+		if len(m) == 0 {
+			delete(s.batches, account)
+		}
+	}
 	return count, nil
+}
+
+// tallyLocked returns the counters of the account's batch, or nil.
+func (s *Store) tallyLocked(account, batchID string) *tally {
+	first, err := strconv.ParseUint(batchID, 10, 64)
+	if err != nil {
+		return nil
+	}
+	b := s.tallies[first]
+	if b == nil || b.account != account {
+		return nil
+	}
+	return b
 }
 
 // batchJobsLocked returns the jobs of the account's batch that are still
@@ -392,11 +458,11 @@ func (s *Store) Batch(ctx context.Context, accountID, batchID string) (jobs.Batc
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	js := s.batchJobsLocked(accountID, batchID)
-	if len(js) == 0 {
+	b := s.tallyLocked(accountID, batchID)
+	if b == nil {
 		return jobs.Batch{}, jobs.ErrNotFound
 	}
-	return jobs.SummarizeBatch(batchID, accountID, js), nil
+	return b.batch(batchID), nil
 }
 
 // Batches implements [jobs.BatchDriver].
@@ -420,9 +486,8 @@ func (s *Store) Batches(ctx context.Context, p jobs.BatchesParams) ([]jobs.Batch
 		if before != 0 && groups[i] >= before {
 			continue
 		}
-		id := strconv.FormatUint(groups[i], 10)
-		if js := s.batchJobsLocked(p.AccountID, id); len(js) > 0 {
-			out = append(out, jobs.SummarizeBatch(id, p.AccountID, js))
+		if b := s.tallies[groups[i]]; b != nil {
+			out = append(out, b.batch(strconv.FormatUint(groups[i], 10)))
 		}
 	}
 	return out, nil
@@ -443,10 +508,10 @@ func (s *Store) BatchJobs(ctx context.Context, p jobs.BatchJobsParams) ([]jobs.J
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	js := s.batchJobsLocked(p.AccountID, p.BatchID)
-	if len(js) == 0 {
+	if s.tallyLocked(p.AccountID, p.BatchID) == nil {
 		return nil, jobs.ErrNotFound
 	}
+	js := s.batchJobsLocked(p.AccountID, p.BatchID)
 	out := make([]jobs.Job, 0, min(p.Limit, len(js)))
 	for _, j := range js {
 		n, _ := strconv.ParseUint(j.ID, 10, 64)

@@ -4,10 +4,12 @@ import (
 	"container/heap"
 	"context"
 	"encoding/json"
+	"maps"
 	"sync"
 	"time"
 
 	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
@@ -50,6 +52,7 @@ type Store struct {
 	done     []uint64                    // completed job ids, in completion order
 	batches  map[string]map[string]batch // account → idempotency key → batch
 	groups   map[string][]uint64         // account → first job id of each enqueue, oldest first
+	tallies  map[uint64]*tally           // first job id → the batch's counters
 	subs     map[chan struct{}]struct{}
 
 	// webhooks (see webhook.go)
@@ -58,10 +61,36 @@ type Store struct {
 	endpoints  map[string]webhook.Endpoint  // account id → endpoint
 }
 
-// batch is a charged batch remembered under its idempotency key.
+// batch is a charged batch remembered under its idempotency key until
+// Expires.
 type batch struct {
 	IDs         []string
 	Fingerprint string
+	Expires     time.Time
+}
+
+// tally is a batch's counters, kept as its jobs complete.
+type tally struct {
+	account     string
+	source      string
+	total       int
+	completed   int
+	counts      map[emailcheck.Status]int
+	created     time.Time
+	completedAt time.Time
+}
+
+// batch returns the batch the tally counts, named id.
+func (t *tally) batch(id string) jobs.Batch {
+	b := jobs.Batch{
+		ID: id, AccountID: t.account, Source: t.source, State: jobs.StateActive,
+		CreatedAt: t.created, Total: t.total, Completed: t.completed,
+		Counts: maps.Clone(t.counts),
+	}
+	if t.completed == t.total {
+		b.State, b.CompletedAt = jobs.StateCompleted, t.completedAt
+	}
+	return b
 }
 
 type jobState uint8
@@ -95,6 +124,7 @@ func New() *Store {
 		running:       make(map[uint64]struct{}),
 		batches:       make(map[string]map[string]batch),
 		groups:        make(map[string][]uint64),
+		tallies:       make(map[uint64]*tally),
 		subs:          make(map[chan struct{}]struct{}),
 		deliveries:    make(map[string]*webhook.Delivery),
 		pending:       make(map[string]*webhook.Delivery),

@@ -219,6 +219,7 @@ func (w *Webhooks) Prune(ctx context.Context, before time.Time) (int, error) {
 
 func cloneEndpoint(e webhook.Endpoint) webhook.Endpoint {
 	e.PreviousSecrets = slices.Clone(e.PreviousSecrets)
+	e.Events = slices.Clone(e.Events)
 	return e
 }
 
@@ -253,6 +254,7 @@ func (w *Webhooks) PutEndpoint(ctx context.Context, p webhook.PutEndpointParams)
 	}
 	e.URL = p.URL
 	e.Enabled = p.Enabled
+	e.Events = slices.Clone(webhook.NormalizeEvents(p.Events))
 	if p.Enabled {
 		e.DisabledReason = ""
 	}

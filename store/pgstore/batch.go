@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -13,55 +14,52 @@ import (
 
 var _ jobs.BatchDriver = (*Store)(nil)
 
-// Batch implements [jobs.BatchDriver]: one aggregate over the batch's jobs,
-// grouped by status, on the (account, batch_id, id) index.
+// batchColumns are the columns scanBatch reads, in order.
+const batchColumns = `id, account, source, total, completed, counts, created_at, completed_at`
+
+// scanBatch reads a row of batchColumns.
+func scanBatch(row pgx.Row) (jobs.Batch, error) {
+	var b jobs.Batch
+	var id int64
+	var counts map[string]int
+	var completed *time.Time
+	if err := row.Scan(&id, &b.AccountID, &b.Source, &b.Total, &b.Completed, &counts, &b.CreatedAt, &completed); err != nil {
+		return jobs.Batch{}, err
+	}
+	b.ID = strconv.FormatInt(id, 10)
+	b.Counts = make(map[emailcheck.Status]int, len(counts))
+	for k, v := range counts {
+		b.Counts[emailcheck.Status(k)] = v
+	}
+	b.State = jobs.StateActive
+	if b.Completed == b.Total {
+		b.State = jobs.StateCompleted
+		if completed != nil {
+			b.CompletedAt = *completed
+		}
+	}
+	return b, nil
+}
+
+// Batch implements [jobs.BatchDriver]: one row of the batches table, whose
+// counters the completions keep.
 func (s *Store) Batch(ctx context.Context, accountID, batchID string) (jobs.Batch, error) {
 	n, ok := parseID(batchID)
 	if !ok {
 		return jobs.Batch{}, jobs.ErrNotFound
 	}
-	rows, err := s.pool.Query(ctx, s.sql(`
-		SELECT result->'confidence'->>'status', count(*), min(created_at), max(completed_at)
-		FROM {schema}.jobs WHERE account = $1 AND batch_id = $2
-		GROUP BY 1`), accountID, n)
-	if err != nil {
-		return jobs.Batch{}, fail(ctx, "batch", err)
-	}
-	b := jobs.Batch{ID: batchID, AccountID: accountID, Counts: map[emailcheck.Status]int{}}
-	var status *string
-	var count int
-	var created time.Time
-	var completed *time.Time
-	_, err = pgx.ForEachRow(rows, []any{&status, &count, &created, &completed}, func() error {
-		b.Total += count
-		if b.CreatedAt.IsZero() || created.Before(b.CreatedAt) {
-			b.CreatedAt = created
-		}
-		if status != nil {
-			b.Completed += count
-			b.Counts[emailcheck.Status(*status)] += count
-			if completed != nil && completed.After(b.CompletedAt) {
-				b.CompletedAt = *completed
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return jobs.Batch{}, fail(ctx, "batch", err)
-	}
-	if b.Total == 0 {
+	b, err := scanBatch(s.pool.QueryRow(ctx, s.sql(`SELECT `+batchColumns+` FROM {schema}.batches
+		WHERE id = $1 AND account = $2`), n, accountID))
+	if errors.Is(err, pgx.ErrNoRows) {
 		return jobs.Batch{}, jobs.ErrNotFound
 	}
-	b.State = jobs.StateActive
-	if b.Completed == b.Total {
-		b.State = jobs.StateCompleted
-	} else {
-		b.CompletedAt = time.Time{}
+	if err != nil {
+		return jobs.Batch{}, fail(ctx, "batch", err)
 	}
 	return b, nil
 }
 
-// Batches implements [jobs.BatchDriver].
+// Batches implements [jobs.BatchDriver] on the (account, id) index.
 func (s *Store) Batches(ctx context.Context, p jobs.BatchesParams) ([]jobs.Batch, error) {
 	var before *int64
 	if p.Before != "" {
@@ -71,24 +69,15 @@ func (s *Store) Batches(ctx context.Context, p jobs.BatchesParams) ([]jobs.Batch
 		}
 		before = &n
 	}
-	rows, err := s.pool.Query(ctx, s.sql(`
-		SELECT DISTINCT batch_id FROM {schema}.jobs
-		WHERE account = $1 AND ($2::bigint IS NULL OR batch_id < $2)
-		ORDER BY batch_id DESC LIMIT $3`), p.AccountID, before, p.Limit)
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT `+batchColumns+` FROM {schema}.batches
+		WHERE account = $1 AND ($2::bigint IS NULL OR id < $2)
+		ORDER BY id DESC LIMIT $3`), p.AccountID, before, p.Limit)
 	if err != nil {
 		return nil, fail(ctx, "batches", err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (jobs.Batch, error) { return scanBatch(r) })
 	if err != nil {
 		return nil, fail(ctx, "batches", err)
-	}
-	out := make([]jobs.Batch, 0, len(ids))
-	for _, id := range ids {
-		b, err := s.Batch(ctx, p.AccountID, strconv.FormatInt(id, 10))
-		if err != nil {
-			continue // removed meanwhile
-		}
-		out = append(out, b)
 	}
 	return out, nil
 }
@@ -114,8 +103,10 @@ func (s *Store) BatchJobs(ctx context.Context, p jobs.BatchJobsParams) ([]jobs.J
 	if err != nil {
 		return nil, fail(ctx, "batch jobs", err)
 	}
-	if len(ls) == 0 && after == 0 {
-		return nil, jobs.ErrNotFound
+	if len(ls) == 0 {
+		if _, err := s.Batch(ctx, p.AccountID, p.BatchID); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]jobs.Job, len(ls))
 	for i, l := range ls {

@@ -20,7 +20,7 @@ import (
 
 // jobColumns are the columns scanJob reads, in order.
 const jobColumns = `id, account, email, state, cost, errors, last_error, created_at,
-	completed_at, result, mx_hosts, token, lease_expires_at, batch_id`
+	completed_at, result, mx_hosts, token, lease_expires_at, batch_id, source`
 
 // scanJob reads a row of jobColumns.
 func scanJob(row pgx.Row) (jobs.Lease, error) {
@@ -32,13 +32,18 @@ func scanJob(row pgx.Row) (jobs.Lease, error) {
 	var mx []string
 	var token *string
 	var batch int64
+	var source *string
 	err := row.Scan(&id, &l.AccountID, &l.Email, &state, &l.Cost, &l.Errors, &l.LastError, &l.CreatedAt,
-		&completed, &result, &mx, &token, &expires, &batch)
+		&completed, &result, &mx, &token, &expires, &batch, &source)
 	if err != nil {
 		return jobs.Lease{}, err
 	}
 	l.ID = strconv.FormatInt(id, 10)
 	l.BatchID = strconv.FormatInt(batch, 10)
+	l.Source = jobs.SourceAPI
+	if source != nil {
+		l.Source = *source
+	}
 	l.State = jobs.StateActive
 	if state == "completed" {
 		l.State = jobs.StateCompleted
@@ -79,16 +84,31 @@ func formatIDs(ids []int64) []string {
 	return out
 }
 
-// enqueueSQL inserts a batch in one statement; rows are numbered in the
-// order of the addresses, and the batch is named after its first job.
+// enqueueSQL inserts a batch and its counters in one statement; rows are
+// numbered in the order of the addresses, and the batch is named after its
+// first job.
 const enqueueSQL = `
 	WITH t AS MATERIALIZED (
 		SELECT nextval(pg_get_serial_sequence('{schema}.jobs', 'id')) AS id, u.email, u.n
 		FROM unnest($2::text[]) WITH ORDINALITY AS u(email, n)
+	), ins AS (
+		INSERT INTO {schema}.jobs (id, account, email, cost, batch_id, source)
+		SELECT t.id, $1, t.email, $3, (SELECT min(id) FROM t), $4::text FROM t ORDER BY t.n
+		RETURNING id
+	), tally AS (
+		INSERT INTO {schema}.batches (id, account, source, total, created_at)
+		SELECT min(id), $1, coalesce($4::text, 'api'), count(*), now() FROM t
 	)
-	INSERT INTO {schema}.jobs (id, account, email, cost, batch_id)
-	SELECT t.id, $1, t.email, $3, (SELECT min(id) FROM t) FROM t ORDER BY t.n
-	RETURNING id`
+	SELECT id FROM ins`
+
+// sourceArg is the jobs' source column for a batch's source: NULL for the
+// API.
+func sourceArg(source string) *string {
+	if source == "" || source == jobs.SourceAPI {
+		return nil
+	}
+	return &source
+}
 
 // Enqueue implements [jobs.Driver]: the batch is one INSERT statement, and
 // its commit wakes subscribed workers.
@@ -96,7 +116,7 @@ func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) ([]string, er
 	if len(p.Emails) == 0 {
 		return nil, jobs.ErrEmptyBatch
 	}
-	rows, err := s.pool.Query(ctx, s.sql(enqueueSQL), p.AccountID, p.Emails, p.Cost)
+	rows, err := s.pool.Query(ctx, s.sql(enqueueSQL), p.AccountID, p.Emails, p.Cost, sourceArg(p.Source))
 	if err != nil {
 		return nil, fail(ctx, "enqueue", err)
 	}
@@ -108,7 +128,9 @@ func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) ([]string, er
 }
 
 // EnqueueCharged implements [jobs.ChargingDriver]: the charge, the jobs and
-// the record of the batch's idempotency key are one transaction.
+// the record of the batch's idempotency key are one transaction. The record
+// expires after p.IdempotencyTTL; the charge's ledger entry carries no
+// idempotency key, so an expired key can start a new batch.
 func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams) ([]string, error) {
 	if len(p.Emails) == 0 {
 		return nil, jobs.ErrEmptyBatch
@@ -122,21 +144,32 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 
 	keyed := p.IdempotencyKey != ""
 	if keyed {
-		// Taking the key first makes a concurrent batch under the same key
-		// wait here, then find this batch.
-		c := credits.Change{AccountID: p.AccountID, Delta: -n, Reason: credits.ReasonCharge, Reference: p.IdempotencyKey, IdempotencyKey: p.IdempotencyKey}
-		_, replay, err := s.applyTx(ctx, tx, c)
-		if replay || errors.Is(err, credits.ErrIdempotencyConflict) {
-			return s.replayBatch(ctx, tx, p, err)
-		}
+		// An expired record is removed first; then taking the key makes a
+		// concurrent batch under the same key wait at its insert, then
+		// find this batch.
+		ttl := cmp.Or(p.IdempotencyTTL, jobs.DefaultIdempotencyTTL)
+		_, err := tx.Exec(ctx, s.sql(`
+			DELETE FROM {schema}.job_batches WHERE account = $1 AND idempotency_key = $2 AND expires_at <= now()`),
+			p.AccountID, p.IdempotencyKey)
 		if err != nil {
-			return nil, err
+			return nil, fail(ctx, "enqueue charged: key", err)
 		}
-	} else if err := s.addBalance(ctx, tx, p.AccountID, -n); err != nil {
+		tag, err := tx.Exec(ctx, s.sql(`
+			INSERT INTO {schema}.job_batches (account, idempotency_key, job_ids, fingerprint, expires_at)
+			VALUES ($1, $2, '{}', $3, now() + $4::bigint * interval '1 microsecond')
+			ON CONFLICT (account, idempotency_key) DO NOTHING`),
+			p.AccountID, p.IdempotencyKey, p.Fingerprint, ttl.Microseconds())
+		if err != nil {
+			return nil, fail(ctx, "enqueue charged: key", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return s.replayBatch(ctx, tx, p)
+		}
+	}
+	if err := s.addBalance(ctx, tx, p.AccountID, -n); err != nil {
 		return nil, err
 	}
-
-	rows, err := tx.Query(ctx, s.sql(enqueueSQL), p.AccountID, p.Emails, int64(1))
+	rows, err := tx.Query(ctx, s.sql(enqueueSQL), p.AccountID, p.Emails, int64(1), sourceArg(p.Source))
 	if err != nil {
 		return nil, fail(ctx, "enqueue charged", err)
 	}
@@ -145,18 +178,23 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 		return nil, fail(ctx, "enqueue charged", err)
 	}
 	ids := formatIDs(raw)
-
-	if keyed {
-		_, err = tx.Exec(ctx, s.sql(`
-			INSERT INTO {schema}.job_batches (account, idempotency_key, job_ids, fingerprint) VALUES ($1, $2, $3, $4)`),
-			p.AccountID, p.IdempotencyKey, raw, p.Fingerprint)
-	} else {
-		_, err = tx.Exec(ctx, s.sql(`
-			INSERT INTO {schema}.credit_entries (account, delta, reason, reference) VALUES ($1, $2, $3, $4)`),
-			p.AccountID, -n, string(credits.ReasonCharge), "jobs:"+ids[0]+"-"+ids[len(ids)-1])
+	ref := p.IdempotencyKey
+	if !keyed {
+		ref = "jobs:" + ids[0] + "-" + ids[len(ids)-1]
 	}
+	_, err = tx.Exec(ctx, s.sql(`
+		INSERT INTO {schema}.credit_entries (account, delta, reason, reference) VALUES ($1, $2, $3, $4)`),
+		p.AccountID, -n, string(credits.ReasonCharge), ref)
 	if err != nil {
 		return nil, fail(ctx, "enqueue charged", err)
+	}
+	if keyed {
+		_, err = tx.Exec(ctx, s.sql(`
+			UPDATE {schema}.job_batches SET job_ids = $3 WHERE account = $1 AND idempotency_key = $2`),
+			p.AccountID, p.IdempotencyKey, raw)
+		if err != nil {
+			return nil, fail(ctx, "enqueue charged", err)
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fail(ctx, "enqueue charged: commit", err)
@@ -164,23 +202,16 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 	return ids, nil
 }
 
-// replayBatch answers a batch whose idempotency key was used before: the
-// original ids when that was a batch of as many addresses with the same
-// fingerprint, else an error. A batch recorded without a fingerprint column
-// (before migration 2) is judged by its count alone.
-func (s *Store) replayBatch(ctx context.Context, tx pgx.Tx, p jobs.EnqueueChargedParams, applyErr error) ([]string, error) {
+// replayBatch answers a batch whose idempotency key names an unexpired
+// batch: the original ids when that was a batch of as many addresses with
+// the same fingerprint, else an error.
+func (s *Store) replayBatch(ctx context.Context, tx pgx.Tx, p jobs.EnqueueChargedParams) ([]string, error) {
 	var raw []int64
 	var fingerprint *string
 	err := tx.QueryRow(ctx, s.sql(`
 		SELECT job_ids, fingerprint FROM {schema}.job_batches WHERE account = $1 AND idempotency_key = $2`),
 		p.AccountID, p.IdempotencyKey).Scan(&raw, &fingerprint)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		// The key was used by a plain charge, not a batch.
-		if applyErr != nil {
-			return nil, applyErr
-		}
-		return nil, jobs.ErrBatchReplayed
 	case err != nil:
 		return nil, fail(ctx, "enqueue charged: replay", err)
 	case len(raw) != len(p.Emails), fingerprint != nil && *fingerprint != p.Fingerprint:
@@ -270,18 +301,28 @@ func (s *Store) Heartbeat(ctx context.Context, p jobs.HeartbeatParams) (time.Tim
 	return *expires, nil
 }
 
-// completeSQL completes a job, refunds it and writes its webhook event in
-// one statement, hence one transaction; nothing is written unless the token
-// still holds the job. The refund's idempotency key is the job's, so a
-// refund is never given twice. An event id already in the outbox violates
-// the deliveries' primary key and so fails the whole statement.
+// completeSQL completes a job, counts it in its batch, refunds it and
+// writes its webhook events in one statement, hence one transaction;
+// nothing is written unless the token still holds the job. The batch row's
+// lock orders the completions of one batch, so exactly one of them sees
+// completed reach total and writes the batch's event. The refund's
+// idempotency key is the job's, so a refund is never given twice. An event
+// id already in the outbox violates the deliveries' primary key and so
+// fails the whole statement.
 const completeSQL = `
 	WITH done AS (
 		UPDATE {schema}.jobs
 		SET state = 'completed', result = $3::jsonb, mx_hosts = $4::text[], completed_at = now(),
 		    token = NULL, lease_expires_at = NULL
 		WHERE id = $1::bigint AND state = 'running' AND token = $2::text
-		RETURNING id, account, completed_at
+		RETURNING id, account, completed_at, batch_id
+	), tally AS (
+		UPDATE {schema}.batches b
+		SET completed = b.completed + 1,
+		    counts = jsonb_set(b.counts, ARRAY[$11::text], to_jsonb(coalesce((b.counts->>$11::text)::int, 0) + 1)),
+		    completed_at = CASE WHEN b.completed + 1 = b.total THEN done.completed_at END
+		FROM done WHERE b.id = done.batch_id
+		RETURNING b.id, b.total, b.completed, b.counts
 	), refund AS (
 		INSERT INTO {schema}.credit_entries (account, delta, reason, reference, idempotency_key)
 		SELECT account, $5::bigint, 'refund', 'job:' || $6::text, 'refund:job:' || $6::text
@@ -298,28 +339,21 @@ const completeSQL = `
 		SELECT $7::text, account, $8::text, id::text, coalesce($9::timestamptz, completed_at), $10::bytea,
 		       coalesce($9::timestamptz, completed_at)
 		FROM done WHERE $7::text IS NOT NULL
+	), batch_event AS (
+		INSERT INTO {schema}.webhook_deliveries
+		    (event_id, account_id, type, job_id, created_at, payload, next_attempt)
+		SELECT $12::text, done.account, $13::text, done.id::text, $14::timestamptz,
+		       convert_to($15::text || '{"batch_id":"' || tally.id || '","total":' || tally.total || ',"counts":{'
+		           || coalesce((SELECT string_agg(to_json(c.k)::text || ':' || c.v, ',' ORDER BY c.k COLLATE "C")
+		                        FROM jsonb_each_text(tally.counts) AS c(k, v)), '')
+		           || '}}}', 'UTF8'),
+		       $14::timestamptz
+		FROM done, tally WHERE $12::text IS NOT NULL AND tally.completed = tally.total
 	)
 	SELECT EXISTS (SELECT 1 FROM done), EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1)`
 
-// completeOnlySQL is completeSQL without refund and event.
-const completeOnlySQL = `
-	UPDATE {schema}.jobs
-	SET state = 'completed', result = $3::jsonb, mx_hosts = $4::text[], completed_at = now(),
-	    token = NULL, lease_expires_at = NULL
-	WHERE id = $1::bigint AND state = 'running' AND token = $2::text`
-
-// leaseLost tells why a compare-and-set on the job found no match.
-func (s *Store) leaseLost(ctx context.Context, id int64) error {
-	var exists bool
-	err := s.pool.QueryRow(ctx, s.sql(`SELECT EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1)`), id).Scan(&exists)
-	if err != nil {
-		return fail(ctx, "lease check", err)
-	}
-	return held(false, exists)
-}
-
-// Complete implements [jobs.Driver]: result, refund and event are written
-// by one statement. The event becomes a pending delivery of
+// Complete implements [jobs.Driver]: result, batch counters, refund and
+// events are written by one statement. The event becomes a pending delivery of
 // [Webhooks], due at its CreatedAt (the completion time when zero).
 // An event id already in the outbox fails the completion as a whole with
 // an error wrapping [webhook.ErrDuplicate]; the lease still holds.
@@ -331,17 +365,6 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 	result, err := json.Marshal(p.Result)
 	if err != nil {
 		return fmt.Errorf("pgstore: complete: result: %w", err)
-	}
-	if p.Refund <= 0 && p.Event == nil {
-		// Nothing but the job to write: the plain update is cheaper.
-		tag, err := s.pool.Exec(ctx, s.sql(completeOnlySQL), id, p.Token, result, p.Result.MXHosts)
-		if err != nil {
-			return fail(ctx, "complete", err)
-		}
-		if tag.RowsAffected() == 1 {
-			return nil
-		}
-		return s.leaseLost(ctx, id)
 	}
 	var eventID, eventType *string
 	var created *time.Time
@@ -356,12 +379,19 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 			payload = []byte{}
 		}
 	}
+	var batchID, batchType, batchHead *string
+	var batchAt *time.Time
+	if e := p.BatchEvent; e != nil {
+		head := jobs.BatchEventHead(*e)
+		batchID, batchType, batchHead, batchAt = &e.ID, &e.Type, &head, &e.CreatedAt
+	}
 	var changed, exists bool
 	err = s.pool.QueryRow(ctx, s.sql(completeSQL),
-		id, p.Token, result, p.Result.MXHosts, max(p.Refund, 0), strconv.FormatInt(id, 10), eventID, eventType, created, payload).
+		id, p.Token, result, p.Result.MXHosts, max(p.Refund, 0), strconv.FormatInt(id, 10), eventID, eventType, created, payload,
+		string(p.Result.Confidence.Status), batchID, batchType, batchAt, batchHead).
 		Scan(&changed, &exists)
 	if isUniqueViolation(err, "webhook_deliveries_pkey") {
-		return fmt.Errorf("pgstore: complete job %s: %w: %s", p.ID, webhook.ErrDuplicate, p.Event.ID)
+		return fmt.Errorf("pgstore: complete job %s: %w", p.ID, webhook.ErrDuplicate)
 	}
 	if err != nil {
 		return fail(ctx, "complete", err)
@@ -468,6 +498,14 @@ func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) 
 			ORDER BY completed_at LIMIT $2::bigint
 			FOR UPDATE SKIP LOCKED
 		)`), p.CompletedBefore, limit)
+	if err != nil {
+		return 0, fail(ctx, "cleanup", err)
+	}
+	// A batch goes with its jobs: its completion time is its last job's.
+	// Expired idempotency records go too.
+	_, err = s.pool.Exec(ctx, s.sql(`
+		WITH b AS (DELETE FROM {schema}.batches WHERE completed_at < $1)
+		DELETE FROM {schema}.job_batches WHERE expires_at <= now()`), p.CompletedBefore)
 	if err != nil {
 		return 0, fail(ctx, "cleanup", err)
 	}

@@ -263,12 +263,12 @@ type previousSecret struct {
 }
 
 // endpointColumns are the columns scanEndpoint reads, in order.
-const endpointColumns = `account_id, url, enabled, secret, previous_secrets, disabled_reason, created_at, updated_at`
+const endpointColumns = `account_id, url, enabled, secret, previous_secrets, disabled_reason, created_at, updated_at, events`
 
 func scanEndpoint(row pgx.Row) (webhook.Endpoint, error) {
 	var e webhook.Endpoint
 	var prev []previousSecret
-	err := row.Scan(&e.AccountID, &e.URL, &e.Enabled, &e.Secret, &prev, &e.DisabledReason, &e.CreatedAt, &e.UpdatedAt)
+	err := row.Scan(&e.AccountID, &e.URL, &e.Enabled, &e.Secret, &prev, &e.DisabledReason, &e.CreatedAt, &e.UpdatedAt, &e.Events)
 	if err != nil {
 		return webhook.Endpoint{}, err
 	}
@@ -296,13 +296,14 @@ func (w *Webhooks) GetEndpoint(ctx context.Context, accountID string) (webhook.E
 // it updates that one.
 func (w *Webhooks) PutEndpoint(ctx context.Context, p webhook.PutEndpointParams) (webhook.Endpoint, bool, error) {
 	_, secretErr := webhook.ParseSecret(p.Secret)
+	events := webhook.NormalizeEvents(p.Events)
 	for {
 		e, err := scanEndpoint(w.s.pool.QueryRow(ctx, w.s.sql(`
 			UPDATE {schema}.webhook_endpoints
-			SET url = $2, enabled = $3, updated_at = $4,
+			SET url = $2, enabled = $3, updated_at = $4, events = $5,
 			    disabled_reason = CASE WHEN $3 THEN '' ELSE disabled_reason END
 			WHERE account_id = $1
-			RETURNING `+endpointColumns), p.AccountID, p.URL, p.Enabled, p.Now))
+			RETURNING `+endpointColumns), p.AccountID, p.URL, p.Enabled, p.Now, events))
 		if err == nil {
 			return e, false, nil
 		}
@@ -313,10 +314,10 @@ func (w *Webhooks) PutEndpoint(ctx context.Context, p webhook.PutEndpointParams)
 			return webhook.Endpoint{}, false, secretErr
 		}
 		e, err = scanEndpoint(w.s.pool.QueryRow(ctx, w.s.sql(`
-			INSERT INTO {schema}.webhook_endpoints (account_id, url, enabled, secret, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $5)
+			INSERT INTO {schema}.webhook_endpoints (account_id, url, enabled, secret, created_at, updated_at, events)
+			VALUES ($1, $2, $3, $4, $5, $5, $6)
 			ON CONFLICT (account_id) DO NOTHING
-			RETURNING `+endpointColumns), p.AccountID, p.URL, p.Enabled, p.Secret, p.Now))
+			RETURNING `+endpointColumns), p.AccountID, p.URL, p.Enabled, p.Secret, p.Now, events))
 		if err == nil {
 			return e, true, nil
 		}

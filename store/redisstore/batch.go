@@ -1,16 +1,54 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
 )
 
 var _ jobs.BatchDriver = (*Store)(nil)
+
+// batchFrom reads a batch's record (bt:ID) for the account; a record of
+// another account, or none, is [jobs.ErrNotFound].
+func batchFrom(id, account string, m map[string]string) (jobs.Batch, error) {
+	if len(m) == 0 || m["account"] != account {
+		return jobs.Batch{}, jobs.ErrNotFound
+	}
+	b := jobs.Batch{ID: id, AccountID: account, Source: cmp.Or(m["source"], jobs.SourceAPI), Counts: map[emailcheck.Status]int{}}
+	var err1, err2, err3, err4 error
+	b.Total, err1 = strconv.Atoi(m["total"])
+	b.Completed, err2 = strconv.Atoi(cmp.Or(m["done"], "0"))
+	b.CreatedAt, err3 = micros(m["created"])
+	b.CompletedAt, err4 = micros(m["completed"])
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return jobs.Batch{}, fmt.Errorf("%w: batch %s: %v", ErrBadData, id, err)
+	}
+	for k, v := range m {
+		if status, ok := strings.CutPrefix(k, "c:"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return jobs.Batch{}, fmt.Errorf("%w: batch %s: count of %s", ErrBadData, id, status)
+			}
+			b.Counts[emailcheck.Status(status)] = n
+		}
+	}
+	b.State = jobs.StateActive
+	if b.Completed >= b.Total {
+		b.State = jobs.StateCompleted
+	} else {
+		b.CompletedAt = time.Time{}
+	}
+	return b, nil
+}
 
 // batchJobs reads the jobs of the account's batch still kept, from id
 // after+1 (0 for the start) and at most limit of them (0 for all): the
@@ -24,15 +62,15 @@ func (s *Store) batchJobs(ctx context.Context, account, batchID string, after in
 	if err != nil {
 		return nil, s.wrap(ctx, "batch", err)
 	}
-	if len(m) == 0 || m["account"] != account {
+	b, err := batchFrom(batchID, account, m)
+	if err != nil {
+		return nil, err
+	}
+	first, err := strconv.ParseInt(batchID, 10, 64)
+	if err != nil || b.Total < 1 {
 		return nil, jobs.ErrNotFound
 	}
-	first, err1 := strconv.ParseInt(batchID, 10, 64)
-	total, err2 := strconv.ParseInt(m["total"], 10, 64)
-	if err1 != nil || err2 != nil || total < 1 {
-		return nil, jobs.ErrNotFound
-	}
-	from, to := max(first, after+1), first+total-1
+	from, to := max(first, after+1), first+int64(b.Total)-1
 	if limit > 0 {
 		to = min(to, from+int64(limit)-1)
 	}
@@ -59,25 +97,27 @@ func (s *Store) batchJobs(ctx context.Context, account, batchID string, after in
 		}
 		out = append(out, j)
 	}
-	if len(out) == 0 && after == 0 {
-		return nil, jobs.ErrNotFound
-	}
 	return out, nil
 }
 
-// Batch implements [jobs.BatchDriver].
+// Batch implements [jobs.BatchDriver]: the batch's record, whose counters
+// the completions keep.
 func (s *Store) Batch(ctx context.Context, accountID, batchID string) (jobs.Batch, error) {
 	if err := checkCtx(ctx, "batch"); err != nil {
 		return jobs.Batch{}, err
 	}
-	js, err := s.batchJobs(ctx, accountID, batchID, 0, 0)
-	if err != nil {
-		return jobs.Batch{}, err
+	if !validID(batchID) {
+		return jobs.Batch{}, jobs.ErrNotFound
 	}
-	return jobs.SummarizeBatch(batchID, accountID, js), nil
+	m, err := s.rdb.HGetAll(ctx, s.key("bt:"+batchID)).Result()
+	if err != nil {
+		return jobs.Batch{}, s.wrap(ctx, "batch", err)
+	}
+	return batchFrom(batchID, accountID, m)
 }
 
-// Batches implements [jobs.BatchDriver].
+// Batches implements [jobs.BatchDriver]: the account's list of batches,
+// then their records in one pipeline.
 func (s *Store) Batches(ctx context.Context, p jobs.BatchesParams) ([]jobs.Batch, error) {
 	if err := checkCtx(ctx, "batches"); err != nil {
 		return nil, err
@@ -89,27 +129,44 @@ func (s *Store) Batches(ctx context.Context, p jobs.BatchesParams) ([]jobs.Batch
 		}
 		maxScore = "(" + p.Before
 	}
-	// Ask for a few more than needed: batches past their retention are
-	// skipped.
-	ids, err := s.rdb.ZRevRangeByScore(ctx, s.key("batches:"+p.AccountID), &redis.ZRangeBy{Max: maxScore, Min: "-inf", Count: int64(p.Limit) * 2}).Result()
-	if err != nil {
-		return nil, s.wrap(ctx, "batches", err)
-	}
+	list := s.key("batches:" + p.AccountID)
 	out := make([]jobs.Batch, 0, p.Limit)
-	for _, id := range ids {
-		if len(out) == p.Limit {
+	for len(out) < p.Limit {
+		// Batches past their retention are skipped and forgotten, so a
+		// page may take more than one read.
+		ids, err := s.rdb.ZRevRangeByScore(ctx, list, &redis.ZRangeBy{Max: maxScore, Min: "-inf", Count: int64(p.Limit - len(out))}).Result()
+		if err != nil {
+			return nil, s.wrap(ctx, "batches", err)
+		}
+		if len(ids) == 0 {
 			break
 		}
-		b, err := s.Batch(ctx, p.AccountID, id)
-		if errors.Is(err, jobs.ErrNotFound) {
-			// Past its retention: forget it from the account's list.
-			s.rdb.ZRem(ctx, s.key("batches:"+p.AccountID), id)
-			continue
+		pipe := s.rdb.Pipeline()
+		cmds := make([]*redis.MapStringStringCmd, len(ids))
+		for i, id := range ids {
+			cmds[i] = pipe.HGetAll(ctx, s.key("bt:"+id))
 		}
-		if err != nil {
-			return nil, err
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, s.wrap(ctx, "batches", err)
 		}
-		out = append(out, b)
+		var gone []any
+		for i, id := range ids {
+			b, err := batchFrom(id, p.AccountID, cmds[i].Val())
+			if errors.Is(err, jobs.ErrNotFound) {
+				gone = append(gone, id)
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, b)
+		}
+		if len(gone) > 0 {
+			if err := s.rdb.ZRem(ctx, list, gone...).Err(); err != nil {
+				return nil, s.wrap(ctx, "batches", err)
+			}
+		}
+		maxScore = "(" + ids[len(ids)-1]
 	}
 	return out, nil
 }

@@ -24,8 +24,8 @@ func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) ([]string, er
 	if len(p.Emails) == 0 {
 		return nil, jobs.ErrEmptyBatch
 	}
-	args := make([]any, 0, 4+len(p.Emails))
-	args = append(args, s.key("job:"), p.AccountID, strconv.FormatInt(p.Cost, 10), s.channel())
+	args := make([]any, 0, 5+len(p.Emails))
+	args = append(args, s.key("job:"), p.AccountID, strconv.FormatInt(p.Cost, 10), s.channel(), cmp.Or(p.Source, jobs.SourceAPI))
 	for _, e := range p.Emails {
 		args = append(args, e)
 	}
@@ -49,17 +49,16 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 	if p.AccountID == "" {
 		return nil, fmt.Errorf("%w: empty account", credits.ErrInvalidAmount)
 	}
-	args := make([]any, 0, 5+len(p.Emails))
-	args = append(args, s.base, p.AccountID, s.channel(), p.IdempotencyKey, p.Fingerprint)
+	ttl := cmp.Or(p.IdempotencyTTL, jobs.DefaultIdempotencyTTL)
+	args := make([]any, 0, 7+len(p.Emails))
+	args = append(args, s.base, p.AccountID, s.channel(), p.IdempotencyKey, p.Fingerprint,
+		max(ttl.Milliseconds(), 1), cmp.Or(p.Source, jobs.SourceAPI))
 	for _, e := range p.Emails {
 		args = append(args, e)
 	}
-	keys := append([]string{s.key("seq:job"), s.key("ready"), s.key("batch:" + p.AccountID)}, s.creditKeys(p.AccountID)...)
+	keys := append([]string{s.key("seq:job"), s.key("ready"), s.key("idk:" + p.AccountID + ":" + p.IdempotencyKey)}, s.creditKeys(p.AccountID)...)
 	first, err := s.run(ctx, scriptEnqueueCharged, keys, args...).Text()
 	if err != nil {
-		if c, _ := code(err); c == "REPLAYED" {
-			return nil, jobs.ErrBatchReplayed
-		}
 		return nil, s.creditErr(ctx, "enqueue", int64(len(p.Emails)), err)
 	}
 	return idRange(first, len(p.Emails))
@@ -104,7 +103,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	}
 	// The reply is flat, ten fields per job, to avoid a nested reply's
 	// allocations on the hot path.
-	const width = 10
+	const width = 11
 	if len(f)%width != 0 {
 		return nil, fmt.Errorf("%w: lease reply of %d fields", ErrBadData, len(f))
 	}
@@ -129,6 +128,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 				LastError: r[5],
 				CreatedAt: created,
 				BatchID:   r[9],
+				Source:    cmp.Or(r[10], jobs.SourceAPI),
 			},
 			Token:     r[7],
 			ExpiresAt: exp,
@@ -201,12 +201,23 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 	if p.Retention > 0 {
 		retention = max(p.Retention, time.Millisecond)
 	}
-	args := []any{s.base, p.ID, p.Token, res, strconv.FormatInt(p.Refund, 10), retention.Milliseconds()}
+	args := []any{s.base, p.ID, p.Token, res, strconv.FormatInt(p.Refund, 10), retention.Milliseconds(),
+		string(p.Result.Confidence.Status)}
 	if ev := p.Event; ev != nil {
 		if ev.ID == "" {
 			return fmt.Errorf("redisstore: complete: %w: empty event id", webhook.ErrInvalidEvent)
 		}
 		args = append(args, ev.ID, ev.Type, us(ev.CreatedAt), ev.Payload)
+	} else {
+		args = append(args, "", "", "", "")
+	}
+	if ev := p.BatchEvent; ev != nil {
+		if ev.ID == "" {
+			return fmt.Errorf("redisstore: complete: %w: empty event id", webhook.ErrInvalidEvent)
+		}
+		args = append(args, ev.ID, ev.Type, us(ev.CreatedAt), jobs.BatchEventHead(*ev))
+	} else {
+		args = append(args, "", "", "", "")
 	}
 	keys := []string{s.key("job:" + p.ID), s.key("leases"), s.key("done")}
 	err = s.run(ctx, scriptComplete, keys, args...).Err()
@@ -215,7 +226,7 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 		case "CONFLICT":
 			return fmt.Errorf("redisstore: complete: refund: %w", credits.ErrIdempotencyConflict)
 		case "DUPLICATE":
-			return fmt.Errorf("redisstore: complete: event %s: %w", p.Event.ID, webhook.ErrDuplicate)
+			return fmt.Errorf("redisstore: complete job %s: %w", p.ID, webhook.ErrDuplicate)
 		}
 		return s.leaseErr(ctx, "complete", err)
 	}
@@ -277,7 +288,8 @@ func (s *Store) Get(ctx context.Context, account, id string) (jobs.Job, error) {
 }
 
 func jobFromHash(id string, m map[string]string) (jobs.Job, error) {
-	j := jobs.Job{ID: id, AccountID: m["account"], Email: m["email"], LastError: m["last_error"], State: jobs.StateActive, BatchID: m["batch"]}
+	j := jobs.Job{ID: id, AccountID: m["account"], Email: m["email"], LastError: m["last_error"], State: jobs.StateActive,
+		BatchID: m["batch"], Source: cmp.Or(m["source"], jobs.SourceAPI)}
 	var err1, err2, err3, err4 error
 	j.Cost, err1 = strconv.ParseInt(m["cost"], 10, 64)
 	j.Errors, err2 = strconv.Atoi(cmp.Or(m["errors"], "0"))

@@ -76,8 +76,8 @@ func TestWrongType(t *testing.T) {
 			_, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: acct, Emails: []string{"a@example.org"}})
 			return err
 		}},
-		{"EnqueueChargedBatches", "batch:A", func(s *redisstore.Store, acct string) error {
-			_, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: []string{"a@example.org"}})
+		{"EnqueueChargedBatches", "idk:A:k", func(s *redisstore.Store, acct string) error {
+			_, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: []string{"a@example.org"}, IdempotencyKey: "k"})
 			return err
 		}},
 		{"LeaseLeases", "leases", func(s *redisstore.Store, acct string) error {

@@ -84,21 +84,24 @@ local function enqueue_check(kseq, kready, jobbase, n)
 end
 
 -- enqueue_write creates jobs last+1 .. last+#emails, ready to run, and
--- their batch, named after its first job: bt:FIRST holds its size and
--- account, batches:ACCOUNT lists the account's batches.
-local function enqueue_write(kseq, kready, jobbase, last, account, cost, emails, t, channel)
+-- their batch, named after its first job: bt:FIRST holds its size,
+-- account, source and counters (done, and c:STATUS per status),
+-- batches:ACCOUNT lists the account's batches.
+local function enqueue_write(kseq, kready, jobbase, last, account, cost, emails, t, channel, source)
   local n = #emails
   redis.call('SET', kseq, str(last + n))
   local ts = str(t)
   local batch = str(last + 1)
   local base = string.sub(jobbase, 1, -5)
-  redis.call('HSET', base .. 'bt:' .. batch, 'account', account, 'total', n, 'created', ts)
+  redis.call('HSET', base .. 'bt:' .. batch, 'account', account, 'total', n, 'created', ts,
+    'source', source, 'done', 0)
   redis.call('ZADD', base .. 'batches:' .. account, last + 1, batch)
   local z = {}
   for i = 1, n do
     local id = str(last + i)
     redis.call('HSET', jobbase .. id, 'account', account, 'email', emails[i], 'cost', cost,
       'state', 'a', 'created', ts, 'batch', batch)
+    if source ~= 'api' then redis.call('HSET', jobbase .. id, 'source', source) end
     z[#z + 1] = id
     z[#z + 1] = id
     if #z >= 1000 or i == n then
@@ -190,50 +193,49 @@ return f
 
 // scriptEnqueue creates a batch of jobs.
 // KEYS: seq:job, ready. ARGV: job key base, account, cost, channel,
-// emails... Returns the first id.
+// source, emails... Returns the first id.
 var scriptEnqueue = script(`
 local emails = {}
-for i = 5, #ARGV do emails[#emails + 1] = ARGV[i] end
+for i = 6, #ARGV do emails[#emails + 1] = ARGV[i] end
 local last = enqueue_check(KEYS[1], KEYS[2], ARGV[1], #emails)
-enqueue_write(KEYS[1], KEYS[2], ARGV[1], last, ARGV[2], ARGV[3], emails, now_us(), ARGV[4])
+enqueue_write(KEYS[1], KEYS[2], ARGV[1], last, ARGV[2], ARGV[3], emails, now_us(), ARGV[4], ARGV[5])
 return str(last + 1)
 `)
 
 // scriptEnqueueCharged charges one credit per job and creates the jobs.
-// KEYS: seq:job, ready, batch:ACCOUNT, the ledger keys of the account.
-// ARGV: base, account, channel, idempotency key, fingerprint, emails...
-// A batch is remembered under its key as "FIRST:COUNT:FINGERPRINT".
-// Returns the first id, or fails with INSUFFICIENT, CONFLICT (the key
-// named a batch of another size or fingerprint) or REPLAYED (the key
-// charged something else).
+// KEYS: seq:job, ready, idk:ACCOUNT:KEY (the batch's idempotency record),
+// the ledger keys of the account. ARGV: base, account, channel,
+// idempotency key, fingerprint, TTL of the record (ms), source, emails...
+// The record is "FIRST:COUNT:FINGERPRINT" and expires after the TTL; the
+// charge's ledger entry carries no idempotency key, so an expired key can
+// start a new batch. Returns the first id, or fails with INSUFFICIENT or
+// CONFLICT (the key named a batch of another size or fingerprint).
 var scriptEnqueueCharged = script(`
-local base, account, ikey, fp = ARGV[1], ARGV[2], ARGV[4], ARGV[5]
+local base, account, ikey, fp, source = ARGV[1], ARGV[2], ARGV[4], ARGV[5], ARGV[7]
 local emails = {}
-for i = 6, #ARGV do emails[#emails + 1] = ARGV[i] end
+for i = 8, #ARGV do emails[#emails + 1] = ARGV[i] end
 local n = #emails
-expect(KEYS[3], 'hash')
 if ikey ~= '' then
-  local prev = redis.call('HGET', KEYS[3], ikey)
+  expect(KEYS[3], 'string')
+  local prev = redis.call('GET', KEYS[3])
   if prev then
-    local first, count, rest = string.match(prev, '^(%d+):(%d+)(.*)$')
+    local first, count, pfp = string.match(prev, '^(%d+):(%d+):(.*)$')
     if not first then fail('BADTYPE batch entry') end
-    local pfp = ''
-    if rest ~= '' then pfp = string.sub(rest, 2) end
     if tonumber(count) ~= n or pfp ~= fp then fail('CONFLICT') end
     return first
   end
 end
 local k = credit_keys_at(4)
-if credit_check(k, str(-n), 'charge', ikey) then fail('REPLAYED') end
+credit_check(k, str(-n), 'charge', '')
 local jobbase = base .. 'job:'
 local last = enqueue_check(KEYS[1], KEYS[2], jobbase, n)
 local t = now_us()
-enqueue_write(KEYS[1], KEYS[2], jobbase, last, account, '1', emails, t, ARGV[3])
+enqueue_write(KEYS[1], KEYS[2], jobbase, last, account, '1', emails, t, ARGV[3], source)
 local first = str(last + 1)
 local ref = ikey
 if ref == '' then ref = 'jobs:' .. first .. '-' .. str(last + n) end
-credit_write(k, account, str(-n), 'charge', ref, ikey, t)
-if ikey ~= '' then redis.call('HSET', KEYS[3], ikey, first .. ':' .. str(n) .. ':' .. fp) end
+credit_write(k, account, str(-n), 'charge', ref, '', t)
+if ikey ~= '' then redis.call('SET', KEYS[3], first .. ':' .. str(n) .. ':' .. fp, 'PX', ARGV[6]) end
 return first
 `)
 
@@ -255,7 +257,7 @@ local chosen, fields = {}, {}
 for _, id in ipairs(ids) do
   if #chosen == max then break end
   local key = ARGV[1] .. str(id)
-  local f = redis.call('HMGET', key, 'state', 'account', 'email', 'cost', 'errors', 'last_error', 'created', 'batch')
+  local f = redis.call('HMGET', key, 'state', 'account', 'email', 'cost', 'errors', 'last_error', 'created', 'batch', 'source')
   chosen[#chosen + 1] = str(id)
   fields[#fields + 1] = f
 end
@@ -275,7 +277,7 @@ for i, id in ipairs(chosen) do
     redis.call('HSET', ARGV[1] .. id, 'state', 'r', 'token', tok, 'expires', str(exp))
     leased[#leased + 1] = exp
     leased[#leased + 1] = id
-    for _, v in ipairs({id, f[2] or '', f[3] or '', f[4] or '0', f[5] or '0', f[6] or '', f[7] or '', tok, str(exp), f[8] or ''}) do out[#out + 1] = v end
+    for _, v in ipairs({id, f[2] or '', f[3] or '', f[4] or '0', f[5] or '0', f[6] or '', f[7] or '', tok, str(exp), f[8] or '', f[9] or ''}) do out[#out + 1] = v end
   end
 end
 if #chosen > 0 then redis.call('ZREM', KEYS[1], unpack(chosen)) end
@@ -297,13 +299,16 @@ redis.call('ZADD', KEYS[2], exp, ARGV[1])
 return str(exp)
 `)
 
-// scriptComplete completes a leased job, refunds and writes its event as
-// a pending webhook delivery.
+// scriptComplete completes a leased job, counts it in its batch, refunds
+// and writes its events as pending webhook deliveries.
 // KEYS: job:ID, leases, done. ARGV: base, id, token, result, refund,
-// retention (ms), and for an event: its id, type, created (µs, "" for the
-// completion time), payload. Returns the completion time.
+// retention (ms), the result's status; the job's event: id ("" for none),
+// type, created (µs, "" for the completion time), payload; the batch's
+// event, written if this completion is the batch's last: id ("" for none),
+// type, created (µs), payload head (see jobs.BatchEventHead). Returns the
+// completion time.
 var scriptComplete = script(luaWebhookLib + `
-local base, id, refund, ev = ARGV[1], ARGV[2], ARGV[5], ARGV[7]
+local base, id, refund, status, ev, bev = ARGV[1], ARGV[2], ARGV[5], ARGV[7], ARGV[8], ARGV[12]
 expect(KEYS[2], 'zset'); expect(KEYS[3], 'zset')
 local f = redis.call('HMGET', KEYS[1], 'state', 'token', 'account', 'batch')
 if not f[1] then fail('NOTFOUND') end
@@ -314,22 +319,61 @@ if refund ~= '0' then
   k = credit_keys(base, account)
   replay = credit_check(k, refund, 'refund', 'refund:job:' .. id)
 end
-if ev then dcheck(base, ev, account) end
+if ev ~= '' then dcheck(base, ev, account) end
+-- The batch's counters: is this its last completion?
+local bkey, last
+if f[4] then
+  bkey = base .. 'bt:' .. f[4]
+  expect(bkey, 'hash')
+  local b = redis.call('HMGET', bkey, 'total', 'done')
+  if b[1] then
+    last = tonumber(b[2] or '0') + 1 == tonumber(b[1])
+    if last and bev ~= '' then dcheck(base, bev, account) end
+  else
+    bkey = nil
+  end
+end
 -- writes
 local t = now_us()
 redis.call('HSET', KEYS[1], 'state', 'd', 'token', '', 'expires', '', 'result', ARGV[4], 'completed', str(t))
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
--- The batch's record lives as long as its last completed job.
-if f[4] then redis.call('PEXPIRE', base .. 'bt:' .. f[4], ARGV[6]) end
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZADD', KEYS[3], t, id)
 if refund ~= '0' and not replay then
   credit_write(k, account, refund, 'refund', 'job:' .. id, 'refund:job:' .. id, t)
 end
-if ev then
-  local created = ARGV[9]
+if ev ~= '' then
+  local created = ARGV[10]
   if created == '' then created = str(t) end
-  dadd(base, ev, account, ARGV[8], id, created, ARGV[10])
+  dadd(base, ev, account, ARGV[9], id, created, ARGV[11])
+end
+if bkey then
+  redis.call('HINCRBY', bkey, 'done', 1)
+  redis.call('HINCRBY', bkey, 'c:' .. status, 1)
+  -- The batch's record lives as long as its last completed job.
+  redis.call('PEXPIRE', bkey, ARGV[6])
+  if last then
+    redis.call('HSET', bkey, 'completed', str(t))
+    if bev ~= '' then
+      local h = redis.call('HGETALL', bkey)
+      local names, counts, total = {}, {}, ''
+      for i = 1, #h, 2 do
+        if string.sub(h[i], 1, 2) == 'c:' then
+          local s = string.sub(h[i], 3)
+          names[#names + 1] = s
+          counts[s] = h[i + 1]
+        elseif h[i] == 'total' then
+          total = h[i + 1]
+        end
+      end
+      table.sort(names)
+      local parts = {}
+      for _, s in ipairs(names) do parts[#parts + 1] = '"' .. s .. '":' .. counts[s] end
+      local payload = ARGV[15] .. '{"batch_id":"' .. f[4] .. '","total":' .. total ..
+        ',"counts":{' .. table.concat(parts, ',') .. '}}}'
+      dadd(base, bev, account, ARGV[13], id, ARGV[14], payload)
+    end
+  end
 end
 return str(t)
 `)

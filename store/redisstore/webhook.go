@@ -278,6 +278,9 @@ func endpointFrom(account string, m map[string]string) (webhook.Endpoint, error)
 		Secret:         m["secret"],
 		DisabledReason: m["reason"],
 	}
+	if ev := m["events"]; ev != "" {
+		e.Events = strings.Split(ev, ",")
+	}
 	var err1, err2 error
 	e.CreatedAt, err1 = micros(m["created"])
 	e.UpdatedAt, err2 = micros(m["updated"])
@@ -336,7 +339,7 @@ func (w *Webhooks) PutEndpoint(ctx context.Context, p webhook.PutEndpointParams)
 		enabled = "1"
 	}
 	f, err := w.s.run(ctx, scriptEndpointPut, []string{w.s.key("wh:ep:" + p.AccountID)},
-		p.URL, enabled, p.Secret, valid, us(p.Now)).Slice()
+		p.URL, enabled, p.Secret, valid, us(p.Now), strings.Join(webhook.NormalizeEvents(p.Events), ",")).Slice()
 	if err != nil {
 		if c, _ := code(err); c == "INVALIDSECRET" {
 			return webhook.Endpoint{}, false, secretErr

@@ -187,7 +187,8 @@ return {n, #ids}
 
 // scriptEndpointPut creates or updates an endpoint.
 // KEYS: wh:ep:ACCOUNT. ARGV: url, enabled, secret, secret valid (1/0),
-// now (µs). Returns {created (1/0), fields...}.
+// now (µs), event types (comma-separated, "" for all). Returns
+// {created (1/0), fields...}.
 var scriptEndpointPut = script(`
 expect(KEYS[1], 'hash')
 local created = 0
@@ -199,7 +200,7 @@ end
 if created == 1 then
   redis.call('HSET', KEYS[1], 'secret', ARGV[3], 'prev', '', 'reason', '', 'created', ARGV[5])
 end
-redis.call('HSET', KEYS[1], 'url', ARGV[1], 'enabled', ARGV[2], 'updated', ARGV[5])
+redis.call('HSET', KEYS[1], 'url', ARGV[1], 'enabled', ARGV[2], 'updated', ARGV[5], 'events', ARGV[6])
 if ARGV[2] == '1' then redis.call('HSET', KEYS[1], 'reason', '') end
 local out = redis.call('HGETALL', KEYS[1])
 table.insert(out, 1, created)

@@ -1,6 +1,7 @@
 // Package jobevents connects the job queue to webhooks: it builds the
 // validation.completed event that a job's completion writes to the
-// webhook outbox, for accounts that have an enabled endpoint.
+// webhook outbox, and the batch.completed event that a batch's last
+// completion writes, for accounts whose enabled endpoint receives them.
 //
 // Neither jobs nor webhook imports the other; this package is the bridge
 // between them. A host wires it into its worker pool:
@@ -8,7 +9,8 @@
 //	events, err := jobevents.New(endpoints, nil)
 //	...
 //	pool, err := jobs.NewPool(queue, validator, &jobs.PoolConfig{
-//		NewEvent: events.NewEvent,
+//		NewEvent:      events.NewEvent,
+//		NewBatchEvent: events.NewBatchEvent,
 //	})
 //
 // The backend's [jobs.Driver] then stores the event as a pending delivery
@@ -61,8 +63,8 @@ type Source struct {
 }
 
 type cached struct {
-	enabled bool
-	expires time.Time
+	endpoint *webhook.Endpoint // nil: no enabled endpoint
+	expires  time.Time
 }
 
 // New returns a Source that looks accounts' endpoints up in endpoints.
@@ -87,7 +89,8 @@ func New(endpoints webhook.Endpoints, cfg *Config) (*Source, error) {
 }
 
 // NewEvent has the signature of [jobs.PoolConfig.NewEvent]. For a job
-// whose account has an enabled endpoint it returns a
+// whose account has an enabled endpoint that receives validation.completed
+// events it returns a
 // [webhook.TypeValidationCompleted] event with a new id, whose payload is
 //
 //	{"type":"validation.completed","timestamp":"…","data":{"job_id":"…","result":{…}}}
@@ -97,7 +100,7 @@ func New(endpoints webhook.Endpoints, cfg *Config) (*Source, error) {
 // up is returned, so the pool retries the job rather than completing it
 // without its event.
 func (s *Source) NewEvent(ctx context.Context, job jobs.Job, result emailcheck.Result) (*jobs.Event, error) {
-	ok, err := s.enabled(ctx, job.AccountID)
+	ok, err := s.wants(ctx, job.AccountID, webhook.TypeValidationCompleted)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -112,6 +115,21 @@ func (s *Source) NewEvent(ctx context.Context, job jobs.Job, result emailcheck.R
 	return &jobs.Event{ID: ev.ID, Type: ev.Type, CreatedAt: ev.CreatedAt, Payload: ev.Payload}, nil
 }
 
+// NewBatchEvent has the signature of [jobs.PoolConfig.NewBatchEvent]. For
+// a job whose account has an enabled endpoint that receives
+// batch.completed events it returns a [webhook.TypeBatchCompleted] event
+// with a new id; the backend writes it only if the job is its batch's
+// last, with the payload [jobs.BatchEventPayload] describes:
+//
+//	{"type":"batch.completed","timestamp":"…","data":{"batch_id":"…","total":n,"counts":{…}}}
+func (s *Source) NewBatchEvent(ctx context.Context, job jobs.Job) (*jobs.BatchEvent, error) {
+	ok, err := s.wants(ctx, job.AccountID, webhook.TypeBatchCompleted)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &jobs.BatchEvent{ID: webhook.NewEventID(), Type: webhook.TypeBatchCompleted, CreatedAt: s.now()}, nil
+}
+
 // Forget drops what the Source remembers about the account's endpoint,
 // so the next completion looks it up again. Call it after changing the
 // endpoint through the same process.
@@ -121,15 +139,16 @@ func (s *Source) Forget(accountID string) {
 	s.mu.Unlock()
 }
 
-// enabled reports whether the account has an enabled endpoint.
-func (s *Source) enabled(ctx context.Context, account string) (bool, error) {
+// wants reports whether the account has an enabled endpoint that
+// receives events of the type.
+func (s *Source) wants(ctx context.Context, account, eventType string) (bool, error) {
 	now := s.now()
 	if s.ttl > 0 {
 		s.mu.Lock()
 		c, ok := s.cache[account]
 		s.mu.Unlock()
 		if ok && now.Before(c.expires) {
-			return c.enabled, nil
+			return c.endpoint != nil && c.endpoint.Wants(eventType), nil
 		}
 	}
 	ep, err := s.endpoints.GetEndpoint(ctx, account)
@@ -138,7 +157,10 @@ func (s *Source) enabled(ctx context.Context, account string) (bool, error) {
 	case err != nil:
 		return false, fmt.Errorf("jobevents: looking up the endpoint of account %s: %w", account, err)
 	}
-	on := err == nil && ep.Enabled
+	var on *webhook.Endpoint
+	if err == nil && ep.Enabled {
+		on = &webhook.Endpoint{Enabled: true, Events: ep.Events}
+	}
 	if s.ttl > 0 {
 		s.mu.Lock()
 		if len(s.cache) >= maxCached {
@@ -148,10 +170,10 @@ func (s *Source) enabled(ctx context.Context, account string) (bool, error) {
 				}
 			}
 		}
-		s.cache[account] = cached{enabled: on, expires: now.Add(s.ttl)}
+		s.cache[account] = cached{endpoint: on, expires: now.Add(s.ttl)}
 		s.mu.Unlock()
 	}
-	return on, nil
+	return on != nil && on.Wants(eventType), nil
 }
 
 // listLimit bounds the deliveries [List] reads.

@@ -579,6 +579,26 @@ func testEndpointLifecycle(t *testing.T, _ webhook.Outbox, eps webhook.Endpoints
 	if e.URL != got.URL {
 		t.Errorf("PutEndpoint returned %+v, GetEndpoint %+v", e, got)
 	}
+	if len(got.Events) != 0 || !got.Wants(webhook.TypeValidationCompleted) || !got.Wants(webhook.TypeBatchCompleted) {
+		t.Errorf("events %v, want none listed (all)", got.Events)
+	}
+	// The event types an endpoint receives: kept, and reset to all.
+	only := []string{webhook.TypeBatchCompleted}
+	if e, _, err = eps.PutEndpoint(ctx, webhook.PutEndpointParams{AccountID: "a", URL: "https://a.example/v2", Events: only, Now: at(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = eps.GetEndpoint(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Events, only) || !slices.Equal(e.Events, only) || got.Wants(webhook.TypeValidationCompleted) || !got.Wants(webhook.TypeTest) {
+		t.Errorf("events %v (returned %v), want %v", got.Events, e.Events, only)
+	}
+	if _, _, err = eps.PutEndpoint(ctx, webhook.PutEndpointParams{AccountID: "a", URL: "https://a.example/v2", Now: at(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = eps.GetEndpoint(ctx, "a"); err != nil || len(got.Events) != 0 {
+		t.Errorf("events after a put without them: %v, %v; want all", got.Events, err)
+	}
 	if _, err := eps.GetEndpoint(ctx, "b"); !errors.Is(err, webhook.ErrNotFound) {
 		t.Errorf("another account's endpoint = %v, want ErrNotFound", err)
 	}
