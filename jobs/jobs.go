@@ -279,6 +279,21 @@ type ChargingDriver interface {
 	EnqueueCharged(ctx context.Context, p EnqueueChargedParams) ([]string, error)
 }
 
+// BatchCompleter is implemented by a [Driver] that can complete several
+// jobs in one round trip. The [Pool] uses it, when the driver implements
+// it, to complete the jobs its workers finish at about the same time.
+//
+// CompleteMany returns one error per item of ps, in order, each what
+// [Driver.Complete] would return for the item alone: every item is
+// completed, with its refund and events, atomically and independently
+// of the others (a lost lease on one changes nothing for the rest). An
+// implementation may write the items in one transaction; if that
+// transaction fails as a whole, it retries them one by one or reports the
+// failure for each.
+type BatchCompleter interface {
+	CompleteMany(ctx context.Context, ps []CompleteParams) []error
+}
+
 // Notifier is implemented by a [Driver] that can tell idle workers about new
 // jobs, so that they need not only poll.
 type Notifier interface {

@@ -93,7 +93,8 @@ type PoolConfig struct {
 	NewBatchEvent func(ctx context.Context, job Job) (*BatchEvent, error)
 	// OnComplete, when set, is called after each job this pool completed,
 	// with the job in its completed state. It runs on the worker's
-	// goroutine and must not block for long.
+	// goroutine, or on the group completer's when the driver is a
+	// [BatchCompleter], and must not block for long.
 	OnComplete func(ctx context.Context, job Job)
 	// Logger receives the pool's records. Default: discard.
 	Logger *slog.Logger
@@ -197,6 +198,11 @@ func (p *Pool) Run(ctx context.Context) error {
 		}
 	}
 
+	var completer sync.WaitGroup
+	if bc, ok := p.q.driver.(BatchCompleter); ok {
+		r.completions = make(chan completion, r.capacity)
+		completer.Go(func() { r.completeInGroups(ctx, bc) })
+	}
 	work := make(chan Lease, r.capacity)
 	var workers sync.WaitGroup
 	for range p.cfg.Workers {
@@ -213,6 +219,10 @@ func (p *Pool) Run(ctx context.Context) error {
 	r.fetch(ctx, work, notify)
 	close(work)
 	workers.Wait()
+	if r.completions != nil {
+		close(r.completions)
+		completer.Wait()
+	}
 	close(stopAux)
 	aux.Wait()
 	return nil
@@ -227,6 +237,56 @@ type run struct {
 	held        map[string]string // job id → lease token, for heartbeats
 	freed       chan struct{}     // a worker finished a job
 	wake        chan struct{}     // rescued jobs are available
+	completions chan completion   // to completeInGroups; nil without a BatchCompleter
+}
+
+// completion is a job a worker finished, for the group completer to
+// write.
+type completion struct {
+	p   CompleteParams
+	job Job
+}
+
+// completeInGroups writes the completions workers hand it, as many in one
+// call as have arrived while the previous call ran: under load
+// completions share round trips (and, on PostgreSQL, a commit), and an
+// idle pool adds no wait. Workers do not wait for the write: a job stays
+// leased, and heartbeated, until its completion is written, so a crash
+// meanwhile leaves it to be rescued, never completed twice.
+func (r *run) completeInGroups(ctx context.Context, bc BatchCompleter) {
+	max := r.capacity
+	group := make([]completion, 0, max)
+	params := make([]CompleteParams, 0, max)
+	for c := range r.completions {
+		group = append(group[:0], c)
+	collect:
+		for len(group) < max {
+			select {
+			case c, ok := <-r.completions:
+				if !ok {
+					break collect
+				}
+				group = append(group, c)
+			default:
+				break collect
+			}
+		}
+		params = params[:0]
+		for _, c := range group {
+			params = append(params, c.p)
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+		errs := bc.CompleteMany(cctx, params)
+		for i, c := range group {
+			err := errors.New("jobs: CompleteMany returned too few results")
+			if i < len(errs) {
+				err = errs[i]
+			}
+			r.completed(cctx, c.job, err)
+			r.release(c.job.ID)
+		}
+		cancel()
+	}
 }
 
 func signal(ch chan struct{}) {
@@ -295,15 +355,20 @@ func (r *run) worker(ctx context.Context, work <-chan Lease) {
 	for l := range work {
 		if ctx.Err() != nil {
 			r.handBack(ctx, l)
-		} else {
-			r.process(ctx, l)
+		} else if r.process(ctx, l) {
+			continue // the group completer releases it
 		}
-		r.mu.Lock()
-		delete(r.held, l.ID)
-		r.mu.Unlock()
-		r.outstanding.Add(-1)
-		signal(r.freed)
+		r.release(l.ID)
 	}
+}
+
+// release forgets a job this run no longer holds.
+func (r *run) release(id string) {
+	r.mu.Lock()
+	delete(r.held, id)
+	r.mu.Unlock()
+	r.outstanding.Add(-1)
+	signal(r.freed)
 }
 
 func (r *run) handBack(ctx context.Context, l Lease) {
@@ -320,7 +385,10 @@ func (r *run) handBack(ctx context.Context, l Lease) {
 // validation that used all its time still has its outcome recorded.
 const bookkeepingTimeout = 10 * time.Second
 
-func (r *run) process(ctx context.Context, l Lease) {
+// process validates a leased job and completes it. It reports whether it
+// handed the completion to the group completer, which then finishes the
+// job's bookkeeping.
+func (r *run) process(ctx context.Context, l Lease) (handedOff bool) {
 	p := r.p
 	// The job runs to its end even when ctx ends: draining finishes it.
 	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.JobTimeout)
@@ -343,7 +411,7 @@ func (r *run) process(ctx context.Context, l Lease) {
 				if rerr != nil && !errors.Is(rerr, ErrLeaseLost) {
 					p.logger.ErrorContext(ctx, "jobs: retry", "job", l.ID, "err", rerr)
 				}
-				return
+				return false
 			}
 			p.logger.WarnContext(ctx, "jobs: DNS unreachable for too long, completing as UNKNOWN", "job", l.ID)
 			res, err = UnknownResult(l.Email), nil
@@ -361,7 +429,7 @@ func (r *run) process(ctx context.Context, l Lease) {
 				if rerr != nil && !errors.Is(rerr, ErrLeaseLost) {
 					p.logger.ErrorContext(ctx, "jobs: retry", "job", l.ID, "err", rerr)
 				}
-				return
+				return false
 			}
 			p.logger.WarnContext(ctx, "jobs: attempts exhausted, completing as UNKNOWN", "job", l.ID, "err", err)
 			res = UnknownResult(l.Email)
@@ -387,26 +455,37 @@ func (r *run) process(ctx context.Context, l Lease) {
 		if l.Errors+1 < p.cfg.MaxAttempts {
 			p.logger.ErrorContext(ctx, "jobs: build event", "job", l.ID, "err", err)
 			_ = p.q.driver.Retry(bctx, RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(p.cfg.Backoff(l.Errors + 1)), Error: err.Error()})
-			return
+			return false
 		}
 		// A job never ends without a result: once attempts run out it
 		// completes without its events rather than retrying forever.
 		p.logger.ErrorContext(ctx, "jobs: build event failed on the last attempt; completing without it", "job", l.ID, "err", err)
 		cp.Event, cp.BatchEvent = nil, nil
 	}
-	if err := p.q.driver.Complete(bctx, cp); err != nil {
+	if r.completions != nil {
+		r.completions <- completion{p: cp, job: job}
+		return true
+	}
+	r.completed(bctx, job, p.q.driver.Complete(bctx, cp))
+	return false
+}
+
+// completed records the outcome of a job's completion.
+func (r *run) completed(ctx context.Context, job Job, err error) {
+	p := r.p
+	if err != nil {
 		if errors.Is(err, ErrLeaseLost) {
-			p.logger.DebugContext(ctx, "jobs: lease lost before completion", "job", l.ID)
+			p.logger.DebugContext(ctx, "jobs: lease lost before completion", "job", job.ID)
 		} else {
 			// The lease expires and the job is rescued and retried.
-			p.logger.ErrorContext(ctx, "jobs: complete", "job", l.ID, "err", err)
+			p.logger.ErrorContext(ctx, "jobs: complete", "job", job.ID, "err", err)
 		}
 		return
 	}
 	p.completed.Add(1)
 	if p.cfg.OnComplete != nil {
 		job.CompletedAt = time.Now()
-		p.cfg.OnComplete(bctx, job)
+		p.cfg.OnComplete(ctx, job)
 	}
 }
 

@@ -4,6 +4,8 @@ package jobstest
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +15,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/webhook"
 )
 
 func checkCompleted(t *testing.T, b *bundle, acct string, ids []string) {
@@ -226,5 +229,64 @@ func testDuplicateEvent(t *testing.T, b *bundle) {
 	}
 	if n := balance(t, b, acct); n != 1 {
 		t.Fatalf("balance %d, want 1 (refunded)", n)
+	}
+}
+
+// testCompleteMany: a driver that completes several jobs at once treats
+// each item as if completed alone: a lost lease or a duplicate event fails
+// that item only.
+func testCompleteMany(t *testing.T, b *bundle) {
+	bc, ok := b.Driver.(jobs.BatchCompleter)
+	if !ok {
+		t.Skip("driver does not implement jobs.BatchCompleter")
+	}
+	ctx := context.Background()
+	acct := account()
+	grant(t, b, acct, 4)
+	if _, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(4, "many")}); err != nil {
+		t.Fatal(err)
+	}
+	ls := mustLease(t, b, 4, time.Minute)
+	if len(ls) != 4 {
+		t.Fatalf("leased %d, want 4", len(ls))
+	}
+	// An event already in the outbox, for the third item.
+	dup := &jobs.Event{ID: "evt_many_" + ls[0].ID, Type: "test.completed", Payload: []byte(`{}`)}
+	r0, _ := likely(ctx, ls[0].Email)
+	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: r0, Event: dup}); err != nil {
+		t.Fatal(err)
+	}
+	ps := make([]jobs.CompleteParams, 0, 3)
+	for i, l := range ls[1:] {
+		p := jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: jobs.UnknownResult(l.Email), Refund: 1,
+			Event: &jobs.Event{ID: "evt_many_" + l.ID, Type: "test.completed", Payload: []byte(`{}`)}}
+		switch i {
+		case 0:
+			p.Token = "not-the-token"
+		case 1:
+			p.Event = dup
+		}
+		ps = append(ps, p)
+	}
+	// In reverse order: the driver must answer in the caller's.
+	slices.Reverse(ps)
+	errs := bc.CompleteMany(ctx, ps)
+	if len(errs) != 3 || errs[0] != nil || !errors.Is(errs[1], webhook.ErrDuplicate) || !errors.Is(errs[2], jobs.ErrLeaseLost) {
+		t.Fatalf("CompleteMany: %v; want nil, a duplicate event, a lost lease", errs)
+	}
+	for i, l := range ls {
+		j, err := b.q.Get(ctx, acct, l.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done := j.State == jobs.StateCompleted; done != (i == 0 || i == 3) {
+			t.Errorf("job %d: state %s", i, j.State)
+		}
+	}
+	if n := balance(t, b, acct); n != 1 {
+		t.Fatalf("balance %d, want 1: only the completed UNKNOWN job refunded", n)
+	}
+	if evs, err := b.Events(ctx, acct); err != nil || len(evs) != 2 {
+		t.Fatalf("%d events (%v), want 2", len(evs), err)
 	}
 }

@@ -74,6 +74,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 		{"ConcurrentWorkersCompleteOnce", testConcurrentWorkers},
 		{"UnknownRefundedWithEvent", testUnknownRefund},
 		{"DuplicateEventChangesNothing", testDuplicateEvent},
+		{"CompleteManyItemsIndependent", testCompleteMany},
 		{"CrashedWorkerRescued", testCrashRescue},
 		{"CrashedWorkerRecoveredByPool", testCrashPool},
 		{"RescueAfterCompleteKeepsResult", testRescueRace},

@@ -358,13 +358,30 @@ const completeSQL = `
 // An event id already in the outbox fails the completion as a whole with
 // an error wrapping [webhook.ErrDuplicate]; the lease still holds.
 func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
+	args, err := completeArgs(p)
+	if err != nil {
+		return err
+	}
+	var changed, exists bool
+	err = s.pool.QueryRow(ctx, s.sql(completeSQL), args...).Scan(&changed, &exists)
+	if isUniqueViolation(err, "webhook_deliveries_pkey") {
+		return fmt.Errorf("pgstore: complete job %s: %w", p.ID, webhook.ErrDuplicate)
+	}
+	if err != nil {
+		return fail(ctx, "complete", err)
+	}
+	return held(changed, exists)
+}
+
+// completeArgs returns completeSQL's arguments for p.
+func completeArgs(p jobs.CompleteParams) ([]any, error) {
 	id, ok := parseID(p.ID)
 	if !ok {
-		return jobs.ErrNotFound
+		return nil, jobs.ErrNotFound
 	}
 	result, err := json.Marshal(p.Result)
 	if err != nil {
-		return fmt.Errorf("pgstore: complete: result: %w", err)
+		return nil, fmt.Errorf("pgstore: complete: result: %w", err)
 	}
 	var eventID, eventType *string
 	var created *time.Time
@@ -385,18 +402,64 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 		head := jobs.BatchEventHead(*e)
 		batchID, batchType, batchHead, batchAt = &e.ID, &e.Type, &head, &e.CreatedAt
 	}
-	var changed, exists bool
-	err = s.pool.QueryRow(ctx, s.sql(completeSQL),
-		id, p.Token, result, p.Result.MXHosts, max(p.Refund, 0), strconv.FormatInt(id, 10), eventID, eventType, created, payload,
-		string(p.Result.Confidence.Status), batchID, batchType, batchAt, batchHead).
-		Scan(&changed, &exists)
-	if isUniqueViolation(err, "webhook_deliveries_pkey") {
-		return fmt.Errorf("pgstore: complete job %s: %w", p.ID, webhook.ErrDuplicate)
+	return []any{id, p.Token, result, p.Result.MXHosts, max(p.Refund, 0), strconv.FormatInt(id, 10), eventID, eventType, created, payload,
+		string(p.Result.Confidence.Status), batchID, batchType, batchAt, batchHead}, nil
+}
+
+// CompleteMany implements [jobs.BatchCompleter]: the items' completeSQL
+// statements go in one round trip and run in one implicit transaction, so
+// they share a commit. They run in id order, hence batch order, so that
+// two groups take the batch rows' locks in the same order. If the
+// transaction fails as a whole (an event id already in the outbox, say),
+// each item is completed on its own instead.
+func (s *Store) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []error {
+	errs := make([]error, len(ps))
+	order := make([]int, 0, len(ps))
+	ids := make([]int64, len(ps))
+	args := make([][]any, len(ps))
+	for i, p := range ps {
+		a, err := completeArgs(p)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		ids[i], args[i] = a[0].(int64), a
+		order = append(order, i)
 	}
-	if err != nil {
-		return fail(ctx, "complete", err)
+	if len(order) < 2 {
+		for _, i := range order {
+			errs[i] = s.Complete(ctx, ps[i])
+		}
+		return errs
 	}
-	return held(changed, exists)
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(ids[a], ids[b]) })
+	var b pgx.Batch
+	changed := make([]bool, len(ps))
+	exists := make([]bool, len(ps))
+	for _, i := range order {
+		b.Queue(s.sql(completeSQL), args[i]...).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&changed[i], &exists[i])
+		})
+	}
+	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
+		if ctx.Err() != nil {
+			err = fail(ctx, "complete", err)
+			for _, i := range order {
+				errs[i] = err
+			}
+			return errs
+		}
+		// Nothing was written: complete them one by one, so one item's
+		// failure stays its own.
+		for _, i := range order {
+			errs[i] = s.Complete(ctx, ps[i])
+		}
+		return errs
+	}
+	for _, i := range order {
+		errs[i] = held(changed[i], exists[i])
+	}
+	return errs
 }
 
 // Retry implements [jobs.Driver].

@@ -186,15 +186,24 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 	if err := checkCtx(ctx, "complete"); err != nil {
 		return err
 	}
+	keys, args, err := s.completeCall(p)
+	if err != nil {
+		return err
+	}
+	return s.completeErr(ctx, p, s.run(ctx, scriptComplete, keys, args...).Err())
+}
+
+// completeCall returns scriptComplete's keys and arguments for p.
+func (s *Store) completeCall(p jobs.CompleteParams) ([]string, []any, error) {
 	if !validID(p.ID) {
-		return jobs.ErrNotFound
+		return nil, nil, jobs.ErrNotFound
 	}
 	if p.Refund < 0 {
-		return fmt.Errorf("%w: refund %d", credits.ErrInvalidAmount, p.Refund)
+		return nil, nil, fmt.Errorf("%w: refund %d", credits.ErrInvalidAmount, p.Refund)
 	}
 	res, err := json.Marshal(storedResult{Result: p.Result, MXHosts: p.Result.MXHosts})
 	if err != nil {
-		return fmt.Errorf("redisstore: complete: encode result: %w", err)
+		return nil, nil, fmt.Errorf("redisstore: complete: encode result: %w", err)
 	}
 	// One retention for the deployment: the queue's, when it says.
 	retention := s.retention
@@ -205,7 +214,7 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 		string(p.Result.Confidence.Status)}
 	if ev := p.Event; ev != nil {
 		if ev.ID == "" {
-			return fmt.Errorf("redisstore: complete: %w: empty event id", webhook.ErrInvalidEvent)
+			return nil, nil, fmt.Errorf("redisstore: complete: %w: empty event id", webhook.ErrInvalidEvent)
 		}
 		args = append(args, ev.ID, ev.Type, us(ev.CreatedAt), ev.Payload)
 	} else {
@@ -213,24 +222,27 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 	}
 	if ev := p.BatchEvent; ev != nil {
 		if ev.ID == "" {
-			return fmt.Errorf("redisstore: complete: %w: empty event id", webhook.ErrInvalidEvent)
+			return nil, nil, fmt.Errorf("redisstore: complete: %w: empty event id", webhook.ErrInvalidEvent)
 		}
 		args = append(args, ev.ID, ev.Type, us(ev.CreatedAt), jobs.BatchEventHead(*ev))
 	} else {
 		args = append(args, "", "", "", "")
 	}
-	keys := []string{s.key("job:" + p.ID), s.key("leases"), s.key("done")}
-	err = s.run(ctx, scriptComplete, keys, args...).Err()
-	if err != nil {
-		switch c, _ := code(err); c {
-		case "CONFLICT":
-			return fmt.Errorf("redisstore: complete: refund: %w", credits.ErrIdempotencyConflict)
-		case "DUPLICATE":
-			return fmt.Errorf("redisstore: complete job %s: %w", p.ID, webhook.ErrDuplicate)
-		}
-		return s.leaseErr(ctx, "complete", err)
+	return []string{s.key("job:" + p.ID), s.key("leases"), s.key("done")}, args, nil
+}
+
+// completeErr translates scriptComplete's failure.
+func (s *Store) completeErr(ctx context.Context, p jobs.CompleteParams, err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	switch c, _ := code(err); c {
+	case "CONFLICT":
+		return fmt.Errorf("redisstore: complete: refund: %w", credits.ErrIdempotencyConflict)
+	case "DUPLICATE":
+		return fmt.Errorf("redisstore: complete job %s: %w", p.ID, webhook.ErrDuplicate)
+	}
+	return s.leaseErr(ctx, "complete", err)
 }
 
 // Retry implements [jobs.Driver]. A run-at in the future puts the job in the
