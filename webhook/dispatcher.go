@@ -369,7 +369,7 @@ func (d *Dispatcher) handle(ctx context.Context, del Delivery) {
 		// Saturated endpoint or stopping: try again later, no attempt counted.
 		next := d.cfg.Now()
 		if ctx.Err() == nil {
-			next = next.Add(d.cfg.BusyDelay)
+			next = next.Add(d.putBackDelay(ep.URL))
 		}
 		d.putBack(bg, log, del, next)
 		return
@@ -487,6 +487,23 @@ func (d *Dispatcher) acquire(ctx context.Context, url string) (release func(time
 	}
 	leave(0)
 	return nil, false
+}
+
+// warmUpDelay is how long a delivery refused by an endpoint that has not
+// answered yet is put back for: its first answer, usually a few
+// milliseconds away, opens it to many more, and a burst should not wait a
+// whole BusyDelay for that.
+const warmUpDelay = 100 * time.Millisecond
+
+// putBackDelay is how long a delivery refused a slot at url waits before
+// it is due again.
+func (d *Dispatcher) putBackDelay(url string) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s := d.slots[url]; s != nil && s.latency == 0 && s.failures == 0 {
+		return min(warmUpDelay, d.cfg.BusyDelay)
+	}
+	return d.cfg.BusyDelay
 }
 
 // admit consults the endpoint's breaker: while it is open no delivery may
