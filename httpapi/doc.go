@@ -27,8 +27,9 @@
 // A batch sent with an Idempotency-Key header is accepted once per account
 // and key: a repeat with the same addresses (compared by the SHA-256 of
 // their canonical JSON) answers the first job ids and charges nothing; a
-// repeat with other addresses is 422 idempotency_key_reused. How long a
-// key is remembered is the queue backend's business.
+// repeat with other addresses is 422 idempotency_key_reused. A key is
+// remembered for the queue's IdempotencyTTL (24 hours by default); after
+// that it may start a new batch.
 //
 // Each API key has a token bucket ([RateLimit], default
 // [DefaultRatePerSecond] per second with bursts of [DefaultRateBurst]);

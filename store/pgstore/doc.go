@@ -22,12 +22,17 @@
 //     ([Store.Enqueue]); leasing is UPDATE ... WHERE id IN (SELECT ... FOR
 //     UPDATE SKIP LOCKED) ([Store.Lease], [Store.RescueExpired]); lease
 //     tokens are random UUIDs; every state change compares state and token
-//     ([Store.Heartbeat], [Store.Retry]). Completing a job, refunding it and
-//     inserting its webhook event as a pending delivery is one statement,
-//     so one transaction ([Store.Complete]); an event id already in the
-//     outbox fails it whole. Charging and enqueueing a batch is one
-//     transaction ([Store.EnqueueCharged]); a batch's idempotency key is
-//     stored with its job ids and content fingerprint.
+//     ([Store.Heartbeat], [Store.Retry]). Completing a job, counting it in
+//     its batch's row, refunding it and inserting its webhook events as
+//     pending deliveries is one statement, so one transaction
+//     ([Store.Complete]); the batch row's lock orders a batch's
+//     completions, and the one that brings completed to total writes the
+//     batch's event. An event id already in the outbox fails it whole.
+//     [Store.CompleteMany] sends a group of those statements in one round
+//     trip and one implicit transaction, in id order. Charging and
+//     enqueueing a batch is one transaction ([Store.EnqueueCharged]); a
+//     batch's idempotency key is stored with its job ids and content
+//     fingerprint until it expires ([Store.Cleanup] removes it).
 //   - Webhooks: deliveries are leased like jobs (FOR UPDATE SKIP LOCKED,
 //     random tokens, compare-and-set on the token: [Webhooks.Lease],
 //     [Webhooks.MarkDelivered]), but every time in the outbox is the

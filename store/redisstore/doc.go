@@ -28,8 +28,11 @@
 //     completion time): sorted sets of job ids
 //   - bal:ACCOUNT, hist:ACCOUNT, idem:ACCOUNT: the balance, the entries as
 //     a list of JSON objects, and the entries by idempotency key
-//   - batch:ACCOUNT: charged batches by idempotency key, with their size
-//     and fingerprint
+//   - idk:ACCOUNT:KEY: the batch an idempotency key names (first id, size,
+//     fingerprint), expiring after the key's TTL
+//   - bt:FIRST: a batch's record (account, source, total, and the counters
+//     done and c:STATUS the completions keep), expiring with its last job;
+//     batches:ACCOUNT: the account's batches by id
 //   - wh:ev:ID: a hash per webhook delivery (event, state, lease,
 //     attempts); job completions write it in their own script
 //   - wh:due (pending deliveries by due time, or lease expiry while
@@ -55,8 +58,10 @@
 //   - Leases: [Store.Lease] hands out ids from the ready set with a random
 //     token; [Store.Heartbeat], [Store.Retry] and [Store.Complete] compare
 //     state and token in their script, so a rescued lease writes nothing.
-//   - Completion, refund and webhook event are one script
-//     ([Store.Complete]); an event id already in the outbox fails it whole.
+//   - Completion, refund, batch counters and webhook events are one script
+//     ([Store.Complete]); the completion that brings a batch's done counter
+//     to its total writes the batch's event, so exactly one does. An event
+//     id already in the outbox fails it whole.
 //   - Crashed workers: [Store.RescueExpired] moves expired leases back to
 //     the ready set and counts a failure.
 //   - Shared rate limits: [RateLimiter], one GCRA script per decision on the
