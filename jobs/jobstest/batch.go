@@ -323,3 +323,60 @@ func testIdempotencyExpires(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 }
+
+// testBatchPagingWhileCompleting: paging a batch's jobs while they
+// complete never skips or repeats one, and a batch goes with its jobs
+// once they are past the retention.
+func testBatchPagingWhileCompleting(t *testing.T, b *bundle) {
+	bd, ok := b.Driver.(jobs.BatchDriver)
+	if !ok {
+		t.Skip("driver does not implement jobs.BatchDriver")
+	}
+	ctx := context.Background()
+	acct := account()
+	ids := mustEnqueue(t, b, acct, 10)
+	var seen []string
+	after := ""
+	for range 20 {
+		js, err := bd.BatchJobs(ctx, jobs.BatchJobsParams{AccountID: acct, BatchID: ids[0], Limit: 3, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(js) == 0 {
+			break
+		}
+		for _, j := range js {
+			seen = append(seen, j.ID)
+		}
+		after = js[len(js)-1].ID
+		// Complete two jobs, wherever they are, between pages.
+		for _, l := range mustLease(t, b, 2, time.Minute) {
+			r, _ := likely(ctx, l.Email)
+			if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if !slices.Equal(seen, ids) {
+		t.Fatalf("paged %v while completing, want %v", seen, ids)
+	}
+	for _, l := range mustLease(t, b, 10, time.Minute) {
+		r, _ := likely(ctx, l.Email)
+		if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := bd.Batch(ctx, acct, ids[0]); err != nil || got.State != jobs.StateCompleted || got.Completed != 10 {
+		t.Fatalf("batch after every completion: %+v, %v", got, err)
+	}
+	// Past the retention, the batch goes with its jobs.
+	if _, err := b.Driver.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bd.Batch(ctx, acct, ids[0]); !errors.Is(err, jobs.ErrNotFound) {
+		t.Errorf("batch after cleanup: %v, want ErrNotFound", err)
+	}
+	if bs, err := bd.Batches(ctx, jobs.BatchesParams{AccountID: acct, Limit: 10}); err != nil || len(bs) != 0 {
+		t.Errorf("batches after cleanup: %+v, %v; want none", bs, err)
+	}
+}

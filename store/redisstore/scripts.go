@@ -433,18 +433,36 @@ if n > 0 then redis.call('PUBLISH', ARGV[3], 'jobs') end
 return n
 `)
 
-// scriptCleanup removes jobs completed before a time.
+// scriptCleanup removes jobs completed before a time, and the batches
+// whose last job completed before it.
 // KEYS: done. ARGV: job key base, before (µs), limit (-1 for all).
-// Returns how many it removed.
+// Returns how many jobs it removed.
 var scriptCleanup = script(`
 expect(KEYS[1], 'zset')
+local base = string.sub(ARGV[1], 1, -5)
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
-local states = {}
-for i, id in ipairs(ids) do states[i] = redis.call('HGET', ARGV[1] .. id, 'state') end
+local states, batches = {}, {}
+for i, id in ipairs(ids) do
+  local f = redis.call('HMGET', ARGV[1] .. id, 'state', 'batch')
+  states[i] = f[1]
+  if f[2] then batches[f[2]] = true end
+end
+local gone = {}
+for b in pairs(batches) do
+  local f = redis.call('HMGET', base .. 'bt:' .. b, 'completed', 'account')
+  if f[1] and f[1] ~= '' and tonumber(f[1]) < tonumber(ARGV[2]) then
+    if f[2] then expect(base .. 'batches:' .. f[2], 'zset') end
+    gone[#gone + 1] = {b, f[2]}
+  end
+end
 -- writes
 for i, id in ipairs(ids) do
   if states[i] == 'd' then redis.call('DEL', ARGV[1] .. id) end
   redis.call('ZREM', KEYS[1], id)
+end
+for _, g in ipairs(gone) do
+  redis.call('DEL', base .. 'bt:' .. g[1])
+  if g[2] then redis.call('ZREM', base .. 'batches:' .. g[2], g[1]) end
 end
 return #ids
 `)
