@@ -44,6 +44,12 @@ type Backend struct {
 	// Limiter is a rate limiter shared by every process on the backend;
 	// nil means the backend has none and each process limits on its own.
 	Limiter ratelimit.Limiter
+	// Passwords holds the dashboard's password hashes; nil means the
+	// backend keeps none (the dashboard then cannot sign anyone in).
+	Passwords Passwords
+	// Sessions holds the dashboard's sessions, shared by every process
+	// on the backend.
+	Sessions SessionStore
 
 	mu      sync.Mutex
 	closers []func() error

@@ -87,6 +87,9 @@ type CreateAccountParams struct {
 	// created. Zero means [DefaultSignupCredits]; a negative value grants
 	// nothing.
 	SignupCredits int64
+	// PasswordHash, when set, is stored in the same atomic step, for
+	// backends that also implement [Passwords].
+	PasswordHash string
 }
 
 // Credits returns the signup grant p asks for, applying the default.

@@ -40,7 +40,41 @@ func (s *Store) CreateAccount(ctx context.Context, p store.CreateAccountParams) 
 	}
 	s.accounts[a.ID] = a
 	s.byEmail[norm] = a.ID
+	if p.PasswordHash != "" {
+		s.passwords[a.ID] = p.PasswordHash
+	}
 	return *a, nil
+}
+
+// PasswordHash implements [store.Passwords].
+func (s *Store) PasswordHash(ctx context.Context, accountID string) (string, error) {
+	if err := ctxErr(ctx); err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.accounts[accountID]; !ok {
+		return "", store.ErrNotFound
+	}
+	return s.passwords[accountID], nil
+}
+
+// SetPasswordHash implements [store.Passwords].
+func (s *Store) SetPasswordHash(ctx context.Context, accountID, hash string) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.accounts[accountID]; !ok {
+		return store.ErrNotFound
+	}
+	if hash == "" {
+		delete(s.passwords, accountID)
+	} else {
+		s.passwords[accountID] = hash
+	}
+	return nil
 }
 
 // GetAccount implements [store.Accounts].

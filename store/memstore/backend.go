@@ -6,8 +6,8 @@ import "github.com/validmail/validmail/store"
 func NewBackend() *store.Backend { return New().Backend() }
 
 // Backend returns the store as a [store.Backend]: the Store itself as
-// accounts, credits and job queue, and its [Webhooks] as outbox and
-// endpoints. The backend is not shared and has no rate limiter; closing it
+// accounts, credits, passwords and job queue, its [Webhooks] as outbox and
+// endpoints, and a new [Sessions]. The backend is not shared and has no rate limiter; closing it
 // does nothing.
 func (s *Store) Backend() *store.Backend {
 	w := &Webhooks{s: s}
@@ -18,5 +18,7 @@ func (s *Store) Backend() *store.Backend {
 		Jobs:      s,
 		Outbox:    w,
 		Endpoints: w,
+		Passwords: s,
+		Sessions:  NewSessions(),
 	}
 }

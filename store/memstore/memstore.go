@@ -35,6 +35,7 @@ type Store struct {
 	keys          map[string]*store.Key
 	keyByHash     map[string]string   // hash → key id
 	keysByAccount map[string][]string // account id → key ids, oldest first
+	passwords     map[string]string   // account id → password hash
 
 	// credits
 	balances map[string]int64
@@ -117,6 +118,7 @@ func New() *Store {
 		keys:          make(map[string]*store.Key),
 		keyByHash:     make(map[string]string),
 		keysByAccount: make(map[string][]string),
+		passwords:     make(map[string]string),
 		balances:      make(map[string]int64),
 		entries:       make(map[string][]credits.Entry),
 		idem:          make(map[string]map[string]int),

@@ -25,9 +25,13 @@ func (s *Store) CreateAccount(ctx context.Context, p store.CreateAccountParams) 
 	}
 	defer rollback(tx)
 	a := store.Account{ID: uuid.NewString(), Email: p.Email, Plan: p.PlanOrDefault()}
+	var hash *string
+	if p.PasswordHash != "" {
+		hash = &p.PasswordHash
+	}
 	err = tx.QueryRow(ctx, s.sql(`
-		INSERT INTO {schema}.accounts (id, email, email_norm, plan) VALUES ($1, $2, $3, $4)
-		RETURNING created_at`), a.ID, a.Email, store.NormalizeEmail(a.Email), a.Plan).Scan(&a.CreatedAt)
+		INSERT INTO {schema}.accounts (id, email, email_norm, plan, password_hash) VALUES ($1, $2, $3, $4, $5)
+		RETURNING created_at`), a.ID, a.Email, store.NormalizeEmail(a.Email), a.Plan, hash).Scan(&a.CreatedAt)
 	if isUniqueViolation(err, "accounts_email_norm_key") {
 		return store.Account{}, store.ErrEmailTaken
 	}
@@ -44,6 +48,44 @@ func (s *Store) CreateAccount(ctx context.Context, p store.CreateAccountParams) 
 		return store.Account{}, fail(ctx, "create account: commit", err)
 	}
 	return a, nil
+}
+
+// PasswordHash implements [store.Passwords].
+func (s *Store) PasswordHash(ctx context.Context, accountID string) (string, error) {
+	if !validID(accountID) {
+		return "", store.ErrNotFound
+	}
+	var hash *string
+	err := s.pool.QueryRow(ctx, s.sql(`SELECT password_hash FROM {schema}.accounts WHERE id = $1`), accountID).Scan(&hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", store.ErrNotFound
+	}
+	if err != nil {
+		return "", fail(ctx, "password hash", err)
+	}
+	if hash == nil {
+		return "", nil
+	}
+	return *hash, nil
+}
+
+// SetPasswordHash implements [store.Passwords].
+func (s *Store) SetPasswordHash(ctx context.Context, accountID, hash string) error {
+	if !validID(accountID) {
+		return store.ErrNotFound
+	}
+	var h *string
+	if hash != "" {
+		h = &hash
+	}
+	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.accounts SET password_hash = $2 WHERE id = $1`), accountID, h)
+	if err != nil {
+		return fail(ctx, "set password hash", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return store.ErrNotFound
+	}
+	return nil
 }
 
 // GetAccount implements [store.Accounts].

@@ -19,8 +19,8 @@ func NewBackend(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*store.Ba
 }
 
 // Backend returns the store as a [store.Backend]: the Store itself as
-// accounts, credits and job queue, and its [Webhooks] as outbox and
-// endpoints, and a [RateLimiter] over the same schema, so every process
+// accounts, credits, passwords and job queue, its [Webhooks] as outbox and
+// endpoints, its [Sessions], and a [RateLimiter] over the same schema, so every process
 // on the database shares one limit per key. Closing it leaves the pool
 // open.
 func (s *Store) Backend() *store.Backend {
@@ -34,6 +34,8 @@ func (s *Store) Backend() *store.Backend {
 		Outbox:    w,
 		Endpoints: w,
 		Limiter:   &RateLimiter{s: s},
+		Passwords: s,
+		Sessions:  &Sessions{s: s},
 	}
 }
 

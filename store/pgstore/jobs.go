@@ -565,9 +565,10 @@ func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) 
 		return 0, fail(ctx, "cleanup", err)
 	}
 	// A batch goes with its jobs: its completion time is its last job's.
-	// Expired idempotency records go too.
+	// Expired idempotency records and dashboard sessions go too.
 	_, err = s.pool.Exec(ctx, s.sql(`
-		WITH b AS (DELETE FROM {schema}.batches WHERE completed_at < $1)
+		WITH b AS (DELETE FROM {schema}.batches WHERE completed_at < $1),
+		     sessions AS (DELETE FROM {schema}.sessions WHERE expiry < now())
 		DELETE FROM {schema}.job_batches WHERE expires_at <= now()`), p.CompletedBefore)
 	if err != nil {
 		return 0, fail(ctx, "cleanup", err)

@@ -24,7 +24,7 @@ func (s *Store) CreateAccount(ctx context.Context, p store.CreateAccountParams) 
 	a := store.Account{ID: uuid.NewString(), Email: p.Email, Plan: p.PlanOrDefault()}
 	keys := append([]string{s.key("acct:" + a.ID), s.key("emails")}, s.creditKeys(a.ID)...)
 	t, err := s.run(ctx, scriptCreateAccount, keys, a.ID, a.Email, store.NormalizeEmail(a.Email), a.Plan,
-		strconv.FormatInt(p.Credits(), 10)).Text()
+		strconv.FormatInt(p.Credits(), 10), p.PasswordHash).Text()
 	if err != nil {
 		if c, _ := code(err); c == "EMAILTAKEN" {
 			return store.Account{}, store.ErrEmailTaken
@@ -35,6 +35,38 @@ func (s *Store) CreateAccount(ctx context.Context, p store.CreateAccountParams) 
 		return store.Account{}, err
 	}
 	return a, nil
+}
+
+// PasswordHash implements [store.Passwords]: the pw field of the
+// account's hash.
+func (s *Store) PasswordHash(ctx context.Context, accountID string) (string, error) {
+	if err := checkCtx(ctx, "password hash"); err != nil {
+		return "", err
+	}
+	f, err := s.rdb.HMGet(ctx, s.key("acct:"+accountID), "id", "pw").Result()
+	if err != nil {
+		return "", s.wrap(ctx, "password hash", err)
+	}
+	if f[0] == nil {
+		return "", store.ErrNotFound
+	}
+	hash, _ := f[1].(string)
+	return hash, nil
+}
+
+// SetPasswordHash implements [store.Passwords].
+func (s *Store) SetPasswordHash(ctx context.Context, accountID, hash string) error {
+	if err := checkCtx(ctx, "set password hash"); err != nil {
+		return err
+	}
+	err := s.run(ctx, scriptSetPassword, []string{s.key("acct:" + accountID)}, hash).Err()
+	if err != nil {
+		if c, _ := code(err); c == "NOTFOUND" {
+			return store.ErrNotFound
+		}
+		return s.wrap(ctx, "set password hash", err)
+	}
+	return nil
 }
 
 // GetAccount implements [store.Accounts].

@@ -32,6 +32,8 @@ func (s *Store) Backend() *store.Backend {
 		Outbox:    w,
 		Endpoints: w,
 		Limiter:   NewRateLimiter(s.rdb, s.base),
+		Passwords: s,
+		Sessions:  &Sessions{s: s},
 	}
 }
 

@@ -128,7 +128,8 @@ return {0, credit_write(k, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], now_us()
 
 // scriptCreateAccount creates an account with its signup grant.
 // KEYS: acct:ID, emails, the ledger keys of the account. ARGV: id, email,
-// normalized email, plan, signup credits. Returns the creation time.
+// normalized email, plan, signup credits, password hash ("" for none).
+// Returns the creation time.
 var scriptCreateAccount = script(`
 expect(KEYS[1], 'hash'); expect(KEYS[2], 'hash')
 if redis.call('HEXISTS', KEYS[2], ARGV[3]) == 1 then fail('EMAILTAKEN') end
@@ -138,9 +139,19 @@ local grant = ARGV[5] ~= '0'
 if grant and credit_check(k, ARGV[5], 'signup', 'signup') then fail('BADTYPE signup grant exists') end
 local t = now_us()
 redis.call('HSET', KEYS[1], 'id', ARGV[1], 'email', ARGV[2], 'plan', ARGV[4], 'created', str(t))
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'pw', ARGV[6]) end
 redis.call('HSET', KEYS[2], ARGV[3], ARGV[1])
 if grant then credit_write(k, ARGV[1], ARGV[5], 'signup', 'signup', 'signup', t) end
 return str(t)
+`)
+
+// scriptSetPassword replaces (or, with "", removes) an account's password
+// hash. KEYS: acct:ID. ARGV: hash.
+var scriptSetPassword = script(`
+expect(KEYS[1], 'hash')
+if redis.call('EXISTS', KEYS[1]) == 0 then fail('NOTFOUND') end
+if ARGV[1] == '' then redis.call('HDEL', KEYS[1], 'pw') else redis.call('HSET', KEYS[1], 'pw', ARGV[1]) end
+return 1
 `)
 
 // scriptCreateKey stores an API key.

@@ -61,6 +61,8 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 		{"AuthenticateRejects", testAuthenticateRejects},
 		{"RevokeOtherAccount", testRevokeOther},
 		{"ContextCanceled", testCanceled},
+		{"Passwords", testPasswords},
+		{"Sessions", testSessions},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,36 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// SessionStore keeps the dashboard's sessions: opaque data under a random
+// token until an expiry. Its method set is that of
+// github.com/alexedwards/scs/v2's CtxStore, so a SessionStore plugs into an
+// scs session manager as it is.
+//
+// Find of an unknown or expired token reports found false and no error;
+// Delete of an unknown token is not an error. Like every backend
+// interface, a SessionStore may be called concurrently from several
+// processes sharing the backend.
+type SessionStore interface {
+	Find(token string) (b []byte, found bool, err error)
+	Commit(token string, b []byte, expiry time.Time) error
+	Delete(token string) error
+	FindCtx(ctx context.Context, token string) (b []byte, found bool, err error)
+	CommitCtx(ctx context.Context, token string, b []byte, expiry time.Time) error
+	DeleteCtx(ctx context.Context, token string) error
+}
+
+// Passwords keeps the hash of each account's dashboard password. The
+// hash is opaque to the backend (the dashboard writes PHC strings such as
+// "$argon2id$v=19$m=…"); the password itself is never stored.
+type Passwords interface {
+	// PasswordHash returns the account's password hash: "" when it has
+	// none, [ErrNotFound] for an unknown account.
+	PasswordHash(ctx context.Context, accountID string) (string, error)
+	// SetPasswordHash replaces the account's password hash ("" removes
+	// it), or returns [ErrNotFound] for an unknown account.
+	SetPasswordHash(ctx context.Context, accountID, hash string) error
+}
