@@ -248,6 +248,14 @@ func viewResult(j jobs.Job) resultView {
 var csvColumns = []string{"job_id", "email", "state", "status", "score", "syntax", "domain_exists", "mx_records",
 	"disposable", "role", "alias", "canonical", "provider"}
 
+// CSVHeader returns the columns of the results export's CSV, for hosts
+// (such as the dashboard) that write the same file.
+func CSVHeader() []string { return slices.Clone(csvColumns) }
+
+// CSVRecord returns a job's row of the results export's CSV, with cells
+// that a spreadsheet would run as a formula escaped.
+func CSVRecord(j jobs.Job) []string { return csvRecord(j) }
+
 // exportResults streams the batch's results.
 func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call, batchID, format string, statuses []emailcheck.Status) {
 	ctx := r.Context()

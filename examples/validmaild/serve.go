@@ -20,6 +20,7 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/smtpprobe"
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/storeurl"
@@ -39,7 +40,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // runEnv is run with the environment read through getenv.
 func runEnv(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "account" {
-		return runAccount(ctx, args[1:], getenv, stdout, stderr)
+		return runAccount(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
 	}
 	cfg, err := parseServeConfig(args, getenv, stderr)
 	if err != nil {
@@ -64,6 +65,9 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 		Workers:       cmp.Or(cfg.Workers, -1), // -workers 0 runs none here
 		API:           httpapi.Config{RateLimit: cfg.RateLimit, ClientIP: clientIP(cfg.ClientIPHeader)},
 		WebhookClient: webhook.ClientOptions{Allow: cfg.WebhookAllow},
+	}
+	if cfg.Dashboard {
+		scfg.Dashboard = &dashboard.Config{InsecureCookies: cfg.DashboardInsecureCookies}
 	}
 	if cfg.SMTPProbe {
 		pc := cfg.SMTP

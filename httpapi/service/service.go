@@ -43,6 +43,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +53,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
@@ -135,6 +137,14 @@ type Config struct {
 	// set and Observer is not.
 	Webhook webhook.Config
 
+	// Dashboard, when set, serves the customer's console at its Prefix
+	// (default /dashboard/), the public demo at /demo, and redirects / to
+	// the console. Its domain objects (accounts, passwords, sessions,
+	// ledger, queue, validator, webhook parts) and Logger are set by the
+	// service from the backend; ClientIP defaults to the API's. The
+	// backend must keep passwords and sessions.
+	Dashboard *dashboard.Config
+
 	// ShutdownTimeout, DrainTimeout and DispatchStopTimeout bound the
 	// shutdown steps. Defaults [DefaultShutdownTimeout],
 	// [DefaultDrainTimeout] and [DefaultDispatchStopTimeout].
@@ -158,6 +168,7 @@ type Service struct {
 	disp   *webhook.Dispatcher
 	events *jobevents.Source
 	api    *httpapi.Handler
+	dash   *dashboard.Dashboard // nil without a dashboard
 	mux    *http.ServeMux
 
 	closeOnce sync.Once
@@ -278,11 +289,45 @@ func (s *Service) build() error {
 	}
 	s.mux = http.NewServeMux()
 	s.mux.Handle("/", h)
+	if cfg.Dashboard != nil {
+		if err := s.mountDashboard(*cfg.Dashboard, acfg.ClientIP); err != nil {
+			return err
+		}
+	}
 	s.mux.HandleFunc("GET /healthz", healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	if cfg.Gatherer != nil {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
 	}
+	return nil
+}
+
+// mountDashboard builds the console over the service's parts and serves
+// it, the demo, and a redirect from /.
+func (s *Service) mountDashboard(dc dashboard.Config, clientIP func(*http.Request) string) error {
+	b := s.backend
+	if b.Passwords == nil || b.Sessions == nil {
+		return fmt.Errorf("%w: the dashboard needs a backend that keeps passwords and sessions", ErrConfig)
+	}
+	dc.Accounts, dc.Passwords, dc.Sessions = b.Accounts, b.Passwords, b.Sessions
+	dc.Ledger, dc.Queue, dc.Validator = s.ledger, s.queue, s.validator
+	dc.Endpoints, dc.Outbox, dc.Sender = b.Endpoints, b.Outbox, s.disp
+	dc.EndpointChanged = s.events.Forget
+	dc.Logger = s.logger
+	if dc.ClientIP == nil {
+		dc.ClientIP = clientIP
+	}
+	d, err := dashboard.New(dc)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	s.dash = d
+	prefix := strings.TrimSuffix(cmp.Or(dc.Prefix, dashboard.DefaultPrefix), "/")
+	s.mux.Handle(prefix+"/", d.Handler())
+	s.mux.Handle("GET /demo", d.Demo())
+	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, prefix+"/", http.StatusFound)
+	})
 	return nil
 }
 

@@ -1,0 +1,343 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/mail"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/validmail/validmail/store"
+)
+
+// Session keys.
+const (
+	sessAccount = "account"
+	sessFlash   = "flash"
+)
+
+// page is what every page template receives.
+type page struct {
+	Title   string
+	Prefix  string
+	Nav     string // the active navigation entry
+	Email   string // the signed-in account's email; empty when signed out
+	Flash   string
+	Error   string // the page's error, shown at the top and tied to fields
+	Field   string // the field the error is about
+	Data    any
+	Refresh bool // reload every 2 s without JavaScript (a batch in progress)
+}
+
+func (d *Dashboard) parseTemplates() error {
+	funcs := template.FuncMap{
+		"join":    strings.Join,
+		"percent": percent,
+		"time":    func(t time.Time) string { return formatTime(t) },
+		"ms": func(d time.Duration) string {
+			if d < time.Millisecond {
+				return "under 1 ms"
+			}
+			return d.Round(time.Millisecond).String()
+		},
+		"contains": func(list []string, s string) bool {
+			for _, v := range list {
+				if v == s {
+					return true
+				}
+			}
+			return false
+		},
+	}
+	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html")
+	if err != nil {
+		return err
+	}
+	names, err := templateFiles.ReadDir("templates")
+	if err != nil {
+		return err
+	}
+	d.pages = map[string]*template.Template{}
+	for _, e := range names {
+		if e.Name() == "layout.html" {
+			continue
+		}
+		t, err := template.Must(layout.Clone()).ParseFS(templateFiles, "templates/"+e.Name())
+		if err != nil {
+			return err
+		}
+		d.pages[strings.TrimSuffix(e.Name(), ".html")] = t
+	}
+	return nil
+}
+
+// render writes a page with status.
+func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	if p.Email == "" {
+		if id := d.sessions.GetString(r.Context(), sessAccount); id != "" {
+			if a, err := d.cfg.Accounts.GetAccount(r.Context(), id); err == nil {
+				p.Email = a.Email
+			}
+		}
+	}
+	if p.Flash == "" {
+		p.Flash = d.sessions.PopString(r.Context(), sessFlash)
+	}
+	d.renderPage(w, r, status, name, p)
+}
+
+// renderPage writes a page without reading the session.
+func (d *Dashboard) renderPage(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	t := d.pages[name]
+	p.Prefix = d.cfg.Prefix
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if w.Header().Get("Cache-Control") == "" {
+		w.Header().Set("Cache-Control", "private, no-cache")
+	}
+	w.WriteHeader(status)
+	name = "layout.html"
+	if r.Header.Get("HX-Request") == "true" && r.Header.Get("HX-Boosted") != "true" {
+		if t.Lookup("fragment") != nil {
+			name = "fragment"
+		}
+	}
+	if err := t.ExecuteTemplate(w, name, p); err != nil {
+		d.cfg.Logger.ErrorContext(r.Context(), "dashboard: template", "page", name, "err", err)
+	}
+}
+
+// fail renders the error page.
+func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	d.render(w, r, status, "error", page{Title: http.StatusText(status), Error: msg})
+}
+
+// backendError logs err and renders a 503 page.
+func (d *Dashboard) backendError(w http.ResponseWriter, r *http.Request, op string, err error) {
+	d.cfg.Logger.ErrorContext(r.Context(), "dashboard: "+op, "err", err)
+	d.fail(w, r, http.StatusServiceUnavailable, "Something on our side is not answering. Try again in a moment.")
+}
+
+// flash keeps a message for the next page.
+func (d *Dashboard) flash(ctx context.Context, msg string) { d.sessions.Put(ctx, sessFlash, msg) }
+
+// redirect answers 303 See Other to a dashboard path.
+func (d *Dashboard) redirect(w http.ResponseWriter, r *http.Request, rel string) {
+	http.Redirect(w, r, d.path(rel), http.StatusSeeOther)
+}
+
+// authed runs h for a signed-in account; anyone else is sent to the
+// sign-in page.
+func (d *Dashboard) authed(h func(w http.ResponseWriter, r *http.Request, a store.Account)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := d.sessions.GetString(r.Context(), sessAccount)
+		var a store.Account
+		var err error
+		if id != "" {
+			a, err = d.cfg.Accounts.GetAccount(r.Context(), id)
+		}
+		if id == "" || errors.Is(err, store.ErrNotFound) {
+			if r.Method == http.MethodGet && r.Header.Get("HX-Request") != "true" {
+				http.Redirect(w, r, d.path("/login")+"?next="+urlEscape(r.URL.Path), http.StatusSeeOther)
+				return
+			}
+			w.Header().Set("HX-Redirect", d.path("/login"))
+			d.fail(w, r, http.StatusUnauthorized, "Sign in first.")
+			return
+		}
+		if err != nil {
+			d.backendError(w, r, "get account", err)
+			return
+		}
+		h(w, r, a)
+	}
+}
+
+type authForm struct {
+	Email, Next string
+}
+
+func (d *Dashboard) signupPage(w http.ResponseWriter, r *http.Request) {
+	d.render(w, r, http.StatusOK, "signup", page{Title: "Create your account", Data: authForm{}})
+}
+
+func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
+	d.render(w, r, http.StatusOK, "login", page{Title: "Sign in", Data: authForm{Next: safeNext(d.cfg.Prefix, r.URL.Query().Get("next"))}})
+}
+
+// welcome is the page after sign-up: the first key, shown once.
+type welcome struct {
+	Credits int64
+	Key     string
+}
+
+func (d *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	email := strings.TrimSpace(r.PostFormValue("email"))
+	password := r.PostFormValue("password")
+	form := authForm{Email: email}
+	refuse := func(status int, field, msg string) {
+		d.render(w, r, status, "signup", page{Title: "Create your account", Error: msg, Field: field, Data: form})
+	}
+	if ok, wait := d.signupIP.allow(d.cfg.ClientIP(r), d.cfg.Now()); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		refuse(http.StatusTooManyRequests, "", "Too many accounts were created from your network. Try again in "+humanWait(wait)+".")
+		return
+	}
+	if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email || len(email) > 254 {
+		refuse(http.StatusUnprocessableEntity, "email", "Enter an email address like jane@example.com.")
+		return
+	}
+	if err := d.hasher.check(password); err != nil {
+		msg := "Choose a password of 8 to 128 characters."
+		if errors.Is(err, ErrPasswordCommon) {
+			msg = "That password is one of the most common ones; choose another."
+		}
+		refuse(http.StatusUnprocessableEntity, "password", msg)
+		return
+	}
+	hash, err := d.hasher.hash(ctx, password)
+	if err != nil {
+		d.backendError(w, r, "hash password", err)
+		return
+	}
+	a, err := d.cfg.Accounts.CreateAccount(ctx, store.CreateAccountParams{Email: email, PasswordHash: hash})
+	switch {
+	case errors.Is(err, store.ErrEmailTaken):
+		refuse(http.StatusConflict, "email", "An account with this email exists already. Sign in instead.")
+		return
+	case err != nil:
+		d.backendError(w, r, "create account", err)
+		return
+	}
+	_, secret, err := d.cfg.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: a.ID, Name: "First key"})
+	if err != nil {
+		d.backendError(w, r, "create key", err)
+		return
+	}
+	if err := d.sessions.RenewToken(ctx); err != nil {
+		d.backendError(w, r, "renew session", err)
+		return
+	}
+	d.sessions.Put(ctx, sessAccount, a.ID)
+	bal, _ := d.cfg.Ledger.Balance(ctx, a.ID)
+	w.Header().Set("Cache-Control", "no-store")
+	d.render(w, r, http.StatusCreated, "welcome", page{Title: "Welcome", Email: a.Email, Nav: "overview", Data: welcome{Credits: bal, Key: secret}})
+}
+
+func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	email := strings.TrimSpace(r.PostFormValue("email"))
+	password := r.PostFormValue("password")
+	form := authForm{Email: email, Next: safeNext(d.cfg.Prefix, r.PostFormValue("next"))}
+	refuse := func(status int, msg string) {
+		d.render(w, r, status, "login", page{Title: "Sign in", Error: msg, Field: "password", Data: form})
+	}
+	now := d.cfg.Now()
+	okIP, waitIP := d.loginIP.allow(d.cfg.ClientIP(r), now)
+	okEmail, waitEmail := d.loginEmail.allow(strings.ToLower(email), now)
+	if !okIP || !okEmail {
+		wait := max(waitIP, waitEmail)
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		refuse(http.StatusTooManyRequests, "Too many sign-in attempts. Try again in "+humanWait(wait)+".")
+		return
+	}
+	a, err := d.cfg.Accounts.GetAccountByEmail(ctx, email)
+	hash := ""
+	switch {
+	case err == nil:
+		hash, err = d.cfg.Passwords.PasswordHash(ctx, a.ID)
+	case errors.Is(err, store.ErrNotFound):
+		err = nil
+	}
+	if err != nil {
+		d.backendError(w, r, "sign in", err)
+		return
+	}
+	if hash == "" {
+		// No such account, or one without a password: spend the same
+		// time as a wrong password would.
+		hash = d.hasher.dummyHash(ctx)
+		a = store.Account{}
+	}
+	ok, err := d.hasher.verify(ctx, password, hash)
+	if err != nil && ctx.Err() != nil {
+		return
+	}
+	if !ok || a.ID == "" {
+		refuse(http.StatusUnauthorized, "The email or the password is wrong.")
+		return
+	}
+	if err := d.sessions.RenewToken(ctx); err != nil {
+		d.backendError(w, r, "renew session", err)
+		return
+	}
+	d.sessions.Put(ctx, sessAccount, a.ID)
+	http.Redirect(w, r, cmpOr(form.Next, d.path("/")), http.StatusSeeOther)
+}
+
+func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	if err := d.sessions.Destroy(ctx); err != nil {
+		d.backendError(w, r, "sign out", err)
+		return
+	}
+	if err := d.sessions.RenewToken(ctx); err != nil {
+		d.backendError(w, r, "sign out", err)
+		return
+	}
+	d.flash(ctx, "You are signed out.")
+	d.redirect(w, r, "/login")
+}
+
+// safeNext returns next when it is a path inside the dashboard, else "".
+func safeNext(prefix, next string) string {
+	if next == "" || !strings.HasPrefix(next, prefix+"/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return ""
+	}
+	if path.Clean(next) != strings.TrimSuffix(next, "/") && path.Clean(next)+"/" != next {
+		return ""
+	}
+	return next
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// humanWait is a wait in words: "12 seconds", "3 minutes".
+func humanWait(d time.Duration) string {
+	s := int(d.Round(time.Second).Seconds())
+	switch {
+	case s <= 1:
+		return "a second"
+	case s < 90:
+		return strconv.Itoa(s) + " seconds"
+	}
+	return strconv.Itoa((s+59)/60) + " minutes"
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.UTC().Format("2006-01-02 15:04 UTC")
+}
+
+func percent(part, whole int) int {
+	if whole <= 0 {
+		return 0
+	}
+	return part * 100 / whole
+}
+
+func urlEscape(s string) string {
+	r := strings.NewReplacer("%", "%25", "&", "%26", "?", "%3F", "#", "%23", " ", "%20", "+", "%2B")
+	return r.Replace(s)
+}

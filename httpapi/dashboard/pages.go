@@ -1,0 +1,766 @@
+package dashboard
+
+import (
+	"bufio"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/webhook"
+)
+
+// statusCount is one status and how many results had it.
+type statusCount struct {
+	Status string
+	N      int
+}
+
+func sortedCounts(m map[emailcheck.Status]int) []statusCount {
+	out := make([]statusCount, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, statusCount{string(k), m[k]})
+	}
+	return out
+}
+
+// batchRow is a batch as the pages show it.
+type batchRow struct {
+	jobs.Batch
+	Counts  []statusCount
+	Percent int
+	URL     string
+}
+
+func (d *Dashboard) row(b jobs.Batch) batchRow {
+	return batchRow{Batch: b, Counts: sortedCounts(b.Counts), Percent: percent(b.Completed, b.Total), URL: d.path("/batches/" + b.ID)}
+}
+
+type overviewData struct {
+	Balance          int64
+	Plan             string
+	Month            string
+	MonthCounts      []statusCount
+	MonthValidations int
+	Charged          int64
+	Refunded         int64
+	Chart            template.HTML
+	Batches          []batchRow
+}
+
+func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, a store.Account) {
+	ctx := r.Context()
+	bal, err := d.cfg.Ledger.Balance(ctx, a.ID)
+	if err != nil {
+		d.backendError(w, r, "balance", err)
+		return
+	}
+	hist, err := d.cfg.Ledger.History(ctx, a.ID)
+	if err != nil {
+		d.backendError(w, r, "history", err)
+		return
+	}
+	now := d.cfg.Now().UTC()
+	monthStart := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	data := overviewData{Balance: bal, Plan: a.Plan, Month: now.Format("January 2006")}
+	for _, e := range hist {
+		if e.Time.Before(monthStart) {
+			continue
+		}
+		switch e.Reason {
+		case credits.ReasonCharge:
+			data.Charged -= e.Delta
+		case credits.ReasonRefund:
+			data.Refunded += e.Delta
+		}
+	}
+	data.Chart = usageChart(hist, now, 30)
+	counts := map[emailcheck.Status]int{}
+	before := ""
+	for range 20 { // at most 20 pages of 100 batches this month
+		bs, err := d.cfg.Queue.Batches(ctx, jobs.BatchesParams{AccountID: a.ID, Limit: 100, Before: before})
+		if err != nil {
+			d.backendError(w, r, "batches", err)
+			return
+		}
+		for _, b := range bs {
+			if len(data.Batches) < 5 {
+				data.Batches = append(data.Batches, d.row(b))
+			}
+			if b.CreatedAt.Before(monthStart) {
+				bs = nil
+				break
+			}
+			for k, n := range b.Counts {
+				counts[k] += n
+				data.MonthValidations += n
+			}
+		}
+		if len(bs) < 100 {
+			break
+		}
+		before = bs[len(bs)-1].ID
+	}
+	data.MonthCounts = sortedCounts(counts)
+	d.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Email: a.Email, Data: data})
+}
+
+// Keys.
+
+type keyRow struct {
+	store.Key
+	Perms []string
+}
+
+type keysData struct {
+	Keys        []keyRow
+	Permissions []string
+	Name        string
+	Checked     []string
+	NewKey      string
+	NewKeyName  string
+}
+
+func (d *Dashboard) keysData(r *http.Request, a store.Account) (keysData, error) {
+	ks, err := d.cfg.Accounts.ListKeys(r.Context(), a.ID)
+	if err != nil {
+		return keysData{}, err
+	}
+	data := keysData{}
+	for _, p := range d.cfg.KeyPermissions {
+		data.Permissions = append(data.Permissions, string(p))
+	}
+	data.Checked = []string{string(store.PermValidate), string(store.PermBatch)}
+	for _, k := range slices.Backward(ks) {
+		kr := keyRow{Key: k}
+		for _, p := range k.Permissions {
+			kr.Perms = append(kr.Perms, string(p))
+		}
+		data.Keys = append(data.Keys, kr)
+	}
+	return data, nil
+}
+
+func (d *Dashboard) keysPage(w http.ResponseWriter, r *http.Request, a store.Account) {
+	data, err := d.keysData(r, a)
+	if err != nil {
+		d.backendError(w, r, "list keys", err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "keys", page{Title: "API Keys", Nav: "keys", Email: a.Email, Data: data})
+}
+
+func (d *Dashboard) createKey(w http.ResponseWriter, r *http.Request, a store.Account) {
+	ctx := r.Context()
+	data, err := d.keysData(r, a)
+	if err != nil {
+		d.backendError(w, r, "list keys", err)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		d.fail(w, r, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	name := strings.TrimSpace(r.PostForm.Get("name"))
+	data.Name, data.Checked = name, r.PostForm["permissions"]
+	refuse := func(status int, field, msg string) {
+		d.render(w, r, status, "keys", page{Title: "API Keys", Nav: "keys", Email: a.Email, Error: msg, Field: field, Data: data})
+	}
+	if len(name) > 100 || strings.ContainsFunc(name, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
+		refuse(http.StatusUnprocessableEntity, "name", "A key's name has at most 100 characters, without control characters.")
+		return
+	}
+	var perms []store.Permission
+	for _, s := range r.PostForm["permissions"] {
+		p := store.Permission(s)
+		if !slices.Contains(d.cfg.KeyPermissions, p) {
+			refuse(http.StatusUnprocessableEntity, "permissions", "The console cannot grant the permission "+s+".")
+			return
+		}
+		if !slices.Contains(perms, p) {
+			perms = append(perms, p)
+		}
+	}
+	if len(perms) == 0 {
+		refuse(http.StatusUnprocessableEntity, "permissions", "Choose at least one permission.")
+		return
+	}
+	active := 0
+	for _, k := range data.Keys {
+		if !k.Revoked() {
+			active++
+		}
+	}
+	if active >= d.cfg.MaxKeys {
+		refuse(http.StatusConflict, "name", fmt.Sprintf("The account holds %d active keys, the most allowed; revoke one first.", active))
+		return
+	}
+	_, secret, err := d.cfg.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: a.ID, Name: name, Permissions: perms})
+	if err != nil {
+		d.backendError(w, r, "create key", err)
+		return
+	}
+	if data, err = d.keysData(r, a); err != nil {
+		d.backendError(w, r, "list keys", err)
+		return
+	}
+	data.NewKey, data.NewKeyName = secret, name
+	w.Header().Set("Cache-Control", "no-store")
+	d.render(w, r, http.StatusCreated, "keys", page{Title: "API Keys", Nav: "keys", Email: a.Email, Data: data})
+}
+
+func (d *Dashboard) findKey(r *http.Request, a store.Account) (store.Key, error) {
+	ks, err := d.cfg.Accounts.ListKeys(r.Context(), a.ID)
+	if err != nil {
+		return store.Key{}, err
+	}
+	for _, k := range ks {
+		if k.ID == r.PathValue("id") {
+			return k, nil
+		}
+	}
+	return store.Key{}, store.ErrNotFound
+}
+
+func (d *Dashboard) revokePage(w http.ResponseWriter, r *http.Request, a store.Account) {
+	k, err := d.findKey(r, a)
+	if errors.Is(err, store.ErrNotFound) {
+		d.fail(w, r, http.StatusNotFound, "There is no such key.")
+		return
+	}
+	if err != nil {
+		d.backendError(w, r, "find key", err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "revoke", page{Title: "Revoke a key", Nav: "keys", Email: a.Email, Data: k})
+}
+
+func (d *Dashboard) revokeKey(w http.ResponseWriter, r *http.Request, a store.Account) {
+	err := d.cfg.Accounts.RevokeKey(r.Context(), a.ID, r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		d.fail(w, r, http.StatusNotFound, "There is no such key.")
+		return
+	}
+	if err != nil {
+		d.backendError(w, r, "revoke key", err)
+		return
+	}
+	d.flash(r.Context(), "The key is revoked: requests carrying it are refused from now on.")
+	d.redirect(w, r, "/keys")
+}
+
+// Webhook.
+
+type deliveryRow struct {
+	webhook.Delivery
+	Last webhook.Attempt
+}
+
+type webhookData struct {
+	Available  bool
+	Endpoint   *webhook.Endpoint
+	URL        string
+	Events     []string
+	AllEvents  []string
+	Enabled    bool
+	Secret     string
+	Test       *webhook.Attempt
+	Deliveries []deliveryRow
+}
+
+func (d *Dashboard) webhookData(r *http.Request, a store.Account) (webhookData, error) {
+	data := webhookData{Available: d.cfg.Endpoints != nil, AllEvents: webhook.EventTypes, Events: webhook.EventTypes, Enabled: true}
+	if !data.Available {
+		return data, nil
+	}
+	ep, err := d.cfg.Endpoints.GetEndpoint(r.Context(), a.ID)
+	switch {
+	case errors.Is(err, webhook.ErrNotFound):
+	case err != nil:
+		return data, err
+	default:
+		data.Endpoint, data.URL, data.Enabled = &ep, ep.URL, ep.Enabled
+		if len(ep.Events) > 0 {
+			data.Events = ep.Events
+		}
+	}
+	if d.cfg.Outbox != nil {
+		ds, err := d.cfg.Outbox.Deliveries(r.Context(), webhook.ListParams{AccountID: a.ID, Limit: 20})
+		if err != nil {
+			return data, err
+		}
+		for _, dl := range ds {
+			dr := deliveryRow{Delivery: dl}
+			if n := len(dl.Attempts); n > 0 {
+				dr.Last = dl.Attempts[n-1]
+			}
+			data.Deliveries = append(data.Deliveries, dr)
+		}
+	}
+	return data, nil
+}
+
+func (d *Dashboard) webhookPage(w http.ResponseWriter, r *http.Request, a store.Account) {
+	data, err := d.webhookData(r, a)
+	if err != nil {
+		d.backendError(w, r, "webhook", err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "webhook", page{Title: "Webhook", Nav: "webhook", Email: a.Email, Data: data})
+}
+
+func (d *Dashboard) saveWebhook(w http.ResponseWriter, r *http.Request, a store.Account) {
+	ctx := r.Context()
+	data, err := d.webhookData(r, a)
+	if err != nil {
+		d.backendError(w, r, "webhook", err)
+		return
+	}
+	if !data.Available {
+		d.fail(w, r, http.StatusNotFound, "Webhooks are not available on this deployment.")
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		d.fail(w, r, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	url := strings.TrimSpace(r.PostForm.Get("url"))
+	events := r.PostForm["events"]
+	data.URL, data.Events, data.Enabled = url, events, r.PostForm.Get("enabled") != ""
+	refuse := func(field, msg string) {
+		d.render(w, r, http.StatusUnprocessableEntity, "webhook", page{Title: "Webhook", Nav: "webhook", Email: a.Email, Error: msg, Field: field, Data: data})
+	}
+	if err := webhook.ValidateURL(url); err != nil {
+		refuse("url", "Enter an absolute http or https URL, without user information or fragment.")
+		return
+	}
+	if len(events) == 0 || webhook.CheckEventTypes(events) != nil {
+		refuse("events", "Choose at least one event.")
+		return
+	}
+	p := webhook.PutEndpointParams{AccountID: a.ID, URL: url, Enabled: data.Enabled, Events: webhook.NormalizeEvents(events), Now: d.cfg.Now()}
+	if data.Endpoint == nil {
+		p.Secret = webhook.NewSecret()
+	}
+	ep, created, err := d.cfg.Endpoints.PutEndpoint(ctx, p)
+	if err != nil {
+		d.backendError(w, r, "save webhook", err)
+		return
+	}
+	d.endpointChanged(a.ID)
+	if !created {
+		d.flash(ctx, "The webhook is saved.")
+		d.redirect(w, r, "/webhook")
+		return
+	}
+	if data, err = d.webhookData(r, a); err != nil {
+		d.backendError(w, r, "webhook", err)
+		return
+	}
+	data.Secret = ep.Secret
+	w.Header().Set("Cache-Control", "no-store")
+	d.render(w, r, http.StatusCreated, "webhook", page{Title: "Webhook", Nav: "webhook", Email: a.Email, Data: data})
+}
+
+func (d *Dashboard) endpointChanged(account string) {
+	if d.cfg.EndpointChanged != nil {
+		d.cfg.EndpointChanged(account)
+	}
+}
+
+func (d *Dashboard) rotateWebhook(w http.ResponseWriter, r *http.Request, a store.Account) {
+	if d.cfg.Endpoints == nil {
+		d.fail(w, r, http.StatusNotFound, "Webhooks are not available on this deployment.")
+		return
+	}
+	now := d.cfg.Now()
+	ep, err := d.cfg.Endpoints.RotateSecret(r.Context(), webhook.RotateSecretParams{
+		AccountID: a.ID, Secret: webhook.NewSecret(), Now: now, PreviousExpiresAt: now.Add(webhook.RotationGrace),
+	})
+	if errors.Is(err, webhook.ErrNotFound) {
+		d.fail(w, r, http.StatusNotFound, "Save a webhook first.")
+		return
+	}
+	if err != nil {
+		d.backendError(w, r, "rotate secret", err)
+		return
+	}
+	data, err := d.webhookData(r, a)
+	if err != nil {
+		d.backendError(w, r, "webhook", err)
+		return
+	}
+	data.Secret = ep.Secret
+	w.Header().Set("Cache-Control", "no-store")
+	d.render(w, r, http.StatusOK, "webhook", page{Title: "Webhook", Nav: "webhook", Email: a.Email,
+		Flash: "A new signing secret is in use; the previous one keeps signing for 24 hours.", Data: data})
+}
+
+func (d *Dashboard) testWebhook(w http.ResponseWriter, r *http.Request, a store.Account) {
+	if d.cfg.Endpoints == nil || d.cfg.Sender == nil {
+		d.fail(w, r, http.StatusNotFound, "Webhooks are not available on this deployment.")
+		return
+	}
+	ep, err := d.cfg.Endpoints.GetEndpoint(r.Context(), a.ID)
+	if errors.Is(err, webhook.ErrNotFound) {
+		d.fail(w, r, http.StatusNotFound, "Save a webhook first.")
+		return
+	}
+	if err != nil {
+		d.backendError(w, r, "webhook", err)
+		return
+	}
+	att := d.cfg.Sender.Send(r.Context(), ep, webhook.NewTestEvent(a.ID, d.cfg.Now()))
+	data, err := d.webhookData(r, a)
+	if err != nil {
+		d.backendError(w, r, "webhook", err)
+		return
+	}
+	data.Test = &att
+	d.render(w, r, http.StatusOK, "webhook", page{Title: "Webhook", Nav: "webhook", Email: a.Email, Data: data})
+}
+
+// Bulk.
+
+type bulkData struct {
+	Emails    string
+	Limit     int
+	Window    string
+	Remaining int
+}
+
+// bulkUsed returns how many addresses the account submitted through the
+// bulk tool since, and when the oldest of them leaves the window.
+func (d *Dashboard) bulkUsed(r *http.Request, account string, since time.Time) (int, time.Time, error) {
+	used, oldest := 0, time.Time{}
+	before := ""
+	for range 50 {
+		bs, err := d.cfg.Queue.Batches(r.Context(), jobs.BatchesParams{AccountID: account, Limit: 100, Before: before})
+		if err != nil {
+			return 0, time.Time{}, err
+		}
+		for _, b := range bs {
+			if b.CreatedAt.Before(since) {
+				return used, oldest, nil
+			}
+			if b.Source == jobs.SourceDashboard {
+				used += b.Total
+				oldest = b.CreatedAt
+			}
+		}
+		if len(bs) < 100 {
+			break
+		}
+		before = bs[len(bs)-1].ID
+	}
+	return used, oldest, nil
+}
+
+func (d *Dashboard) bulkData(r *http.Request, a store.Account) (bulkData, error) {
+	used, _, err := d.bulkUsed(r, a.ID, d.cfg.Now().Add(-d.cfg.BulkWindow))
+	return bulkData{Limit: d.cfg.BulkLimit, Window: humanWait(d.cfg.BulkWindow), Remaining: max(d.cfg.BulkLimit-used, 0)}, err
+}
+
+func (d *Dashboard) bulkPage(w http.ResponseWriter, r *http.Request, a store.Account) {
+	data, err := d.bulkData(r, a)
+	if err != nil {
+		d.backendError(w, r, "bulk", err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "bulk", page{Title: "Bulk validation", Nav: "bulk", Email: a.Email, Data: data})
+}
+
+// maxUpload bounds a bulk upload.
+const maxUpload = 1 << 20
+
+func (d *Dashboard) submitBulk(w http.ResponseWriter, r *http.Request, a store.Account) {
+	ctx := r.Context()
+	data, err := d.bulkData(r, a)
+	if err != nil {
+		d.backendError(w, r, "bulk", err)
+		return
+	}
+	refuse := func(status int, field, msg string) {
+		d.render(w, r, status, "bulk", page{Title: "Bulk validation", Nav: "bulk", Email: a.Email, Error: msg, Field: field, Data: data})
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxUpload+64<<10)
+	var emails []string
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		if err := r.ParseMultipartForm(maxUpload); err != nil {
+			refuse(http.StatusRequestEntityTooLarge, "file", "The file is larger than 1 MB.")
+			return
+		}
+		if f, hdr, err := r.FormFile("file"); err == nil {
+			defer f.Close()
+			name := strings.ToLower(hdr.Filename)
+			if !strings.HasSuffix(name, ".txt") && !strings.HasSuffix(name, ".csv") {
+				refuse(http.StatusUnprocessableEntity, "file", "Upload a .txt file with one address per line, or a .csv file with an email column.")
+				return
+			}
+			if emails, err = readList(f, strings.HasSuffix(name, ".csv")); err != nil {
+				refuse(http.StatusUnprocessableEntity, "file", listMessage(err))
+				return
+			}
+		}
+	}
+	if len(emails) == 0 {
+		data.Emails = r.FormValue("emails")
+		if emails, err = readList(strings.NewReader(data.Emails), false); err != nil {
+			refuse(http.StatusUnprocessableEntity, "emails", listMessage(err))
+			return
+		}
+	}
+	if len(emails) == 0 {
+		refuse(http.StatusUnprocessableEntity, "emails", "Paste at least one address, one per line, or choose a file.")
+		return
+	}
+	d.bulkMu.Lock()
+	defer d.bulkMu.Unlock()
+	now := d.cfg.Now()
+	used, oldest, err := d.bulkUsed(r, a.ID, now.Add(-d.cfg.BulkWindow))
+	if err != nil {
+		d.backendError(w, r, "bulk", err)
+		return
+	}
+	if used+len(emails) > d.cfg.BulkLimit {
+		left := max(d.cfg.BulkLimit-used, 0)
+		when := "now"
+		if !oldest.IsZero() {
+			when = "in " + humanWait(oldest.Add(d.cfg.BulkWindow).Sub(now))
+		}
+		data.Remaining = left
+		refuse(http.StatusTooManyRequests, "emails", fmt.Sprintf(
+			"The free bulk tool takes %d addresses per %s; this list has %d and %d remain. Nothing was submitted. More are allowed %s.",
+			d.cfg.BulkLimit, humanWait(d.cfg.BulkWindow), len(emails), left, when))
+		return
+	}
+	ids, err := d.cfg.Queue.EnqueueWith(ctx, jobs.EnqueueParams{AccountID: a.ID, Emails: emails, Source: jobs.SourceDashboard})
+	if err != nil {
+		d.backendError(w, r, "bulk", err)
+		return
+	}
+	d.redirect(w, r, "/batches/"+ids[0])
+}
+
+// maxList bounds the addresses one submission reads.
+const maxList = 1000
+
+// Why a list cannot be read.
+var (
+	errListTooLong = fmt.Errorf("dashboard: a list has at most %d addresses", maxList)
+	errBadCSV      = errors.New("dashboard: the CSV file cannot be read")
+)
+
+// listMessage is what the bulk page says about a list that cannot be read.
+func listMessage(err error) string {
+	if errors.Is(err, errListTooLong) {
+		return fmt.Sprintf("A list has at most %d addresses.", maxList)
+	}
+	return "The file could not be read as CSV."
+}
+
+// readList reads addresses, one per line, or from the email column of a
+// CSV file (found by its header, else the first column).
+func readList(rd io.Reader, isCSV bool) ([]string, error) {
+	var out []string
+	if !isCSV {
+		sc := bufio.NewScanner(rd)
+		for sc.Scan() {
+			if s := strings.TrimSpace(strings.TrimPrefix(sc.Text(), "\ufeff")); s != "" {
+				if len(out) == maxList {
+					return nil, errListTooLong
+				}
+				out = append(out, s)
+			}
+		}
+		return out, sc.Err()
+	}
+	cr := csv.NewReader(rd)
+	cr.FieldsPerRecord = -1
+	cr.LazyQuotes = true
+	col, first := 0, true
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, errBadCSV
+		}
+		if first {
+			first = false
+			found := false
+			for i, h := range rec {
+				h = strings.ToLower(strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")))
+				if h == "email" || h == "e-mail" || h == "email address" || h == "mail" {
+					col, found = i, true
+					break
+				}
+			}
+			if found {
+				continue
+			}
+		}
+		if col < len(rec) {
+			if s := strings.TrimSpace(rec[col]); s != "" {
+				if len(out) == maxList {
+					return nil, errListTooLong
+				}
+				out = append(out, s)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Batches.
+
+type batchesData struct {
+	Batches []batchRow
+	Next    string
+}
+
+func (d *Dashboard) batchesPage(w http.ResponseWriter, r *http.Request, a store.Account) {
+	before := r.URL.Query().Get("before")
+	bs, err := d.cfg.Queue.Batches(r.Context(), jobs.BatchesParams{AccountID: a.ID, Limit: 25, Before: before})
+	if err != nil {
+		d.backendError(w, r, "batches", err)
+		return
+	}
+	data := batchesData{}
+	for _, b := range bs {
+		data.Batches = append(data.Batches, d.row(b))
+	}
+	if len(bs) == 25 {
+		data.Next = bs[len(bs)-1].ID
+	}
+	d.render(w, r, http.StatusOK, "batches", page{Title: "Batches", Nav: "batches", Email: a.Email, Data: data})
+}
+
+type resultRow struct {
+	jobs.Job
+	Status string
+	Score  int
+}
+
+type batchData struct {
+	batchRow
+	Statuses []string
+	Filter   string
+	Results  []resultRow
+	More     bool
+	After    string
+}
+
+const resultsPerPage = 100
+
+func (d *Dashboard) batch(w http.ResponseWriter, r *http.Request, a store.Account) (jobs.Batch, bool) {
+	b, err := d.cfg.Queue.Batch(r.Context(), a.ID, r.PathValue("id"))
+	if errors.Is(err, jobs.ErrNotFound) {
+		d.fail(w, r, http.StatusNotFound, "There is no such batch.")
+		return b, false
+	}
+	if err != nil {
+		d.backendError(w, r, "batch", err)
+		return b, false
+	}
+	return b, true
+}
+
+func (d *Dashboard) batchPage(w http.ResponseWriter, r *http.Request, a store.Account) {
+	b, ok := d.batch(w, r, a)
+	if !ok {
+		return
+	}
+	data := batchData{batchRow: d.row(b), Filter: r.URL.Query().Get("status")}
+	for _, c := range data.Counts {
+		data.Statuses = append(data.Statuses, c.Status)
+	}
+	after := r.URL.Query().Get("after")
+	for len(data.Results) < resultsPerPage {
+		js, err := d.cfg.Queue.BatchJobs(r.Context(), jobs.BatchJobsParams{AccountID: a.ID, BatchID: b.ID, Limit: resultsPerPage, After: after})
+		if err != nil {
+			d.backendError(w, r, "batch results", err)
+			return
+		}
+		for _, j := range js {
+			after = j.ID
+			rr := resultRow{Job: j}
+			if j.Result != nil {
+				rr.Status, rr.Score = string(j.Result.Confidence.Status), j.Result.Confidence.Score
+			}
+			if data.Filter != "" && rr.Status != data.Filter {
+				continue
+			}
+			if len(data.Results) == resultsPerPage {
+				data.More, data.After = true, data.Results[len(data.Results)-1].ID
+				break
+			}
+			data.Results = append(data.Results, rr)
+		}
+		if len(js) < resultsPerPage || data.More {
+			break
+		}
+	}
+	d.render(w, r, http.StatusOK, "batch", page{Title: "Batch " + b.ID, Nav: "batches", Email: a.Email, Data: data,
+		Refresh: b.State != jobs.StateCompleted})
+}
+
+func (d *Dashboard) batchProgress(w http.ResponseWriter, r *http.Request, a store.Account) {
+	b, ok := d.batch(w, r, a)
+	if !ok {
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if b.State == jobs.StateCompleted {
+		// Reload the page once, for its results.
+		w.Header().Set("HX-Refresh", "true")
+	}
+	if err := d.pages["batch"].ExecuteTemplate(w, "progress", page{Prefix: d.cfg.Prefix, Data: batchData{batchRow: d.row(b)}}); err != nil {
+		d.cfg.Logger.ErrorContext(r.Context(), "dashboard: template", "err", err)
+	}
+}
+
+func (d *Dashboard) batchCSV(w http.ResponseWriter, r *http.Request, a store.Account) {
+	b, ok := d.batch(w, r, a)
+	if !ok {
+		return
+	}
+	filter := r.URL.Query().Get("status")
+	h := w.Header()
+	h.Set("Content-Type", "text/csv; charset=utf-8")
+	h.Set("Content-Disposition", `attachment; filename="batch-`+b.ID+`.csv"`)
+	h.Set("Cache-Control", "no-store")
+	cw := csv.NewWriter(w)
+	cw.Write(httpapi.CSVHeader())
+	after := ""
+	for {
+		js, err := d.cfg.Queue.BatchJobs(r.Context(), jobs.BatchJobsParams{AccountID: a.ID, BatchID: b.ID, Limit: 200, After: after})
+		if err != nil {
+			d.cfg.Logger.ErrorContext(r.Context(), "dashboard: export", "err", err)
+			break
+		}
+		for _, j := range js {
+			if filter != "" && (j.Result == nil || string(j.Result.Confidence.Status) != filter) {
+				continue
+			}
+			cw.Write(httpapi.CSVRecord(j))
+		}
+		if len(js) < 200 {
+			break
+		}
+		after = js[len(js)-1].ID
+	}
+	cw.Flush()
+}
