@@ -121,7 +121,9 @@ func (h *hasher) verify(ctx context.Context, password, phc string) (bool, error)
 	enc := base64.RawStdEncoding
 	salt, err1 := enc.DecodeString(parts[4])
 	want, err2 := enc.DecodeString(parts[5])
-	if err1 != nil || err2 != nil || len(want) == 0 || len(want) > 128 {
+	// A short key or salt would make a match a matter of luck: refuse
+	// them, whoever wrote the hash.
+	if err1 != nil || err2 != nil || len(salt) < 8 || len(want) < 16 || len(want) > 128 {
 		return false, errBadHash
 	}
 	if err := h.acquire(ctx); err != nil {
