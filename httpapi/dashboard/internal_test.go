@@ -3,8 +3,8 @@ package dashboard
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
