@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/store"
 )
 
@@ -23,11 +24,20 @@ func formatTimePtr(t time.Time) *string {
 }
 
 type accountResponse struct {
-	Email     string `json:"email"`
-	Balance   int64  `json:"balance"`
-	Plan      string `json:"plan"`
-	CreatedAt string `json:"created_at"`
-	RequestID string `json:"requestId"`
+	Email     string       `json:"email"`
+	Balance   int64        `json:"balance"`
+	Plan      string       `json:"plan"`
+	CreatedAt string       `json:"created_at"`
+	Usage     accountUsage `json:"usage"`
+	RequestID string       `json:"requestId"`
+}
+
+// accountUsage is the current calendar month (UTC) so far.
+type accountUsage struct {
+	Month           string         `json:"month"`
+	Validations     map[string]int `json:"validations"`
+	CreditsCharged  int64          `json:"credits_charged"`
+	CreditsRefunded int64          `json:"credits_refunded"`
 }
 
 // account serves GET /api/v1/account.
@@ -48,11 +58,102 @@ func (h *Handler) account(w http.ResponseWriter, r *http.Request, c *call) {
 		h.backendError(w, c, "balance", err)
 		return
 	}
+	usage, err := h.monthUsage(r, a.ID)
+	if err != nil {
+		h.backendError(w, c, "usage", err)
+		return
+	}
 	h.writeJSON(w, c, http.StatusOK, accountResponse{
 		Email:     a.Email,
 		Balance:   bal,
 		Plan:      a.Plan,
 		CreatedAt: formatTime(a.CreatedAt),
+		Usage:     usage,
 		RequestID: c.id,
 	})
+}
+
+// monthUsage sums the account's month so far: validations by status from
+// the usage counts, credits from the ledger.
+func (h *Handler) monthUsage(r *http.Request, account string) (accountUsage, error) {
+	now := h.now().UTC()
+	u := accountUsage{Month: store.MonthKey(now), Validations: map[string]int{}}
+	if h.usage != nil {
+		m, err := h.usage.MonthUsage(r.Context(), account, now)
+		if err != nil {
+			return u, err
+		}
+		u.Validations = m
+	}
+	hist, err := h.ledger.History(r.Context(), account)
+	if err != nil {
+		return u, err
+	}
+	for _, e := range hist {
+		if store.MonthKey(e.Time) != u.Month {
+			continue
+		}
+		switch e.Reason {
+		case credits.ReasonCharge:
+			u.CreditsCharged -= e.Delta
+		case credits.ReasonRefund:
+			u.CreditsRefunded += e.Delta
+		}
+	}
+	return u, nil
+}
+
+// historyEntry is a ledger entry as GET /api/v1/credits/history shows it.
+type historyEntry struct {
+	ID        string `json:"id"`
+	Delta     int64  `json:"delta"`
+	Reason    string `json:"reason"`
+	Reference string `json:"reference"`
+	CreatedAt string `json:"created_at"`
+}
+
+type historyResponse struct {
+	Entries    []historyEntry `json:"entries"`
+	NextCursor *string        `json:"next_cursor"`
+	RequestID  string         `json:"requestId"`
+}
+
+// creditHistory serves GET /api/v1/credits/history: the account's ledger,
+// newest first, paged with limit (1–100, default 20) and cursor.
+func (h *Handler) creditHistory(w http.ResponseWriter, r *http.Request, c *call) {
+	limit, ok := pageLimit(w, r, c, 20, 100)
+	if !ok {
+		return
+	}
+	before, ok := idCursor(w, r, c)
+	if !ok {
+		return
+	}
+	hist, err := h.ledger.History(r.Context(), c.key.AccountID)
+	if err != nil {
+		h.backendError(w, c, "credit history", err)
+		return
+	}
+	resp := historyResponse{Entries: []historyEntry{}, RequestID: c.id}
+	for i := len(hist) - 1; i >= 0; i-- {
+		e := hist[i]
+		if before != "" && !idBefore(e.ID, before) {
+			continue
+		}
+		if len(resp.Entries) == limit {
+			next := encodeCursor(idPosition(resp.Entries[limit-1].ID))
+			resp.NextCursor = &next
+			break
+		}
+		resp.Entries = append(resp.Entries, historyEntry{ID: e.ID, Delta: e.Delta, Reason: string(e.Reason), Reference: e.Reference, CreatedAt: formatTime(e.Time)})
+	}
+	h.writeJSON(w, c, http.StatusOK, resp)
+}
+
+// idBefore reports whether numeric id a comes before b.
+func idBefore(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
 }

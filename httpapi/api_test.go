@@ -250,8 +250,13 @@ func TestAccount(t *testing.T) {
 		t.Fatalf("status %d: %s", resp.Code, resp.Body)
 	}
 	m := resp.JSON(t)
-	if got := keysOf(m); got != "balance,created_at,email,plan,requestId" {
+	if got := keysOf(m); got != "balance,created_at,email,plan,requestId,usage" {
 		t.Fatalf("fields %s", got)
+	}
+	u := m["usage"].(map[string]any)
+	if u["month"] != time.Now().UTC().Format("2006-01") || u["credits_charged"] != 1.0 || u["credits_refunded"] != 0.0 ||
+		fmt.Sprint(u["validations"]) != "map[LIKELY:1]" {
+		t.Fatalf("usage %v", u)
 	}
 	if m["email"] != "owner@good.com" || m["balance"] != 299.0 || m["plan"] != "free" {
 		t.Fatalf("account %s", resp.Body)
@@ -410,4 +415,37 @@ func TestOpenAPICheckCatchesDrift(t *testing.T) {
 			t.Errorf("%s passed the OpenAPI check", name)
 		}
 	}
+}
+
+func TestCreditHistory(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	for _, e := range []string{"a@good.com", "b@good.com", "c@nowhere.invalid"} {
+		f.do(t, req{method: "GET", target: "/validate?email=" + e, key: f.key})
+	}
+	var seen []string
+	target := "/api/v1/credits/history?limit=2"
+	for range 5 {
+		resp := f.do(t, req{method: "GET", target: target, key: f.key})
+		if resp.Code != 200 {
+			t.Fatalf("%s: %d %s", target, resp.Code, resp.Body)
+		}
+		m := resp.JSON(t)
+		for _, e := range m["entries"].([]any) {
+			e := e.(map[string]any)
+			seen = append(seen, fmt.Sprint(e["reason"], e["delta"]))
+		}
+		next, _ := m["next_cursor"].(string)
+		if next == "" {
+			break
+		}
+		target = "/api/v1/credits/history?limit=2&cursor=" + next
+	}
+	// Newest first: the last validation's charge (its INVALID result is
+	// not refunded), two charges, the signup grant.
+	if got := strings.Join(seen, ","); got != "charge-1,charge-1,charge-1,signup300" {
+		t.Fatalf("history %s", got)
+	}
+	wantProblem(t, f.do(t, req{method: "GET", target: "/api/v1/credits/history?cursor=nonsense", key: f.key}), 400, "invalid_body")
+	wantProblem(t, f.do(t, req{method: "GET", target: "/api/v1/credits/history?limit=0", key: f.key}), 400, "invalid_body")
 }

@@ -61,6 +61,9 @@ type Config struct {
 	Queue *jobs.Queue
 	// Accounts authenticates API keys and stores accounts and keys.
 	Accounts store.Accounts
+	// Usage, when set, counts GET /validate results by account, month and
+	// status, and GET /api/v1/account reports the month's counts.
+	Usage store.Usage
 
 	// Logger receives one access record per request (request id, account,
 	// route, status, duration; never the API key) and the causes of 500

@@ -122,6 +122,7 @@ func setup(t testing.TB, o *options) *fixture {
 		Ledger:       ledger,
 		Queue:        q,
 		Accounts:     accts,
+		Usage:        st,
 		Registerer:   f.reg,
 		RateLimit:    limit,
 		RateLimiter:  o.limiter,

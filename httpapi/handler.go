@@ -38,6 +38,7 @@ type Handler struct {
 	ledger   *credits.Ledger
 	queue    *jobs.Queue
 	accounts store.Accounts
+	usage    store.Usage
 	logger   *slog.Logger
 	limiter  RateLimiter
 	limit    RateLimit
@@ -82,6 +83,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 		ledger:   cfg.Ledger,
 		queue:    cfg.Queue,
 		accounts: cfg.Accounts,
+		usage:    cfg.Usage,
 		logger:   cfg.Logger,
 		limiter:  cfg.RateLimiter,
 		limit:    cfg.RateLimit,
@@ -173,6 +175,7 @@ func (h *Handler) routes() {
 	mux.HandleFunc("POST /validate/async", h.authed(store.PermBatch, h.submitBatch))
 	mux.HandleFunc("GET /validate/status/{job_id}", h.authedRead(store.PermBatch, h.jobStatus))
 	mux.HandleFunc("GET /api/v1/account", h.authed(store.PermStats, h.account))
+	mux.HandleFunc("GET /api/v1/credits/history", h.authedRead(store.PermStats, h.creditHistory))
 	mux.HandleFunc("POST /api/v1/keys", h.authed(store.PermKeys, h.createKey))
 	mux.HandleFunc("GET /api/v1/keys", h.authed(store.PermKeys, h.listKeys))
 	mux.HandleFunc("DELETE /api/v1/keys/{id}", h.authed(store.PermKeys, h.revokeKey))
@@ -185,6 +188,7 @@ func (h *Handler) routes() {
 		"/validate/async":                    "POST",
 		"/validate/status/{job_id}":          "GET, HEAD",
 		"/api/v1/account":                    "GET, HEAD",
+		"/api/v1/credits/history":            "GET, HEAD",
 		"/api/v1/keys":                       "GET, HEAD, POST",
 		"/api/v1/keys/{id}":                  "DELETE",
 		"/openapi.json":                      "GET, HEAD",

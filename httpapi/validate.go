@@ -48,6 +48,13 @@ func (h *Handler) validate(w http.ResponseWriter, r *http.Request, c *call) {
 	if h.metrics != nil {
 		h.metrics.validation(res.Confidence.Status)
 	}
+	if h.usage != nil {
+		// Counted beside the charge, not with it: a lost count costs a
+		// statistic, never a credit.
+		if err := h.usage.AddUsage(ctx, c.key.AccountID, h.now(), string(res.Confidence.Status), 1); err != nil && h.logger != nil {
+			h.logger.WarnContext(ctx, "usage count", "request_id", c.id, "err", err)
+		}
+	}
 	res.Meta.Source = emailcheck.SourceAPI
 	res.Meta.LatencyMS = h.now().Sub(c.start).Milliseconds()
 	h.writeJSON(w, c, http.StatusOK, validationResponse{Result: res, RequestID: c.id})

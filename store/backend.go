@@ -50,6 +50,9 @@ type Backend struct {
 	// Sessions holds the dashboard's sessions, shared by every process
 	// on the backend.
 	Sessions SessionStore
+	// Usage counts validations by account, month and status; nil means
+	// the backend keeps no counts.
+	Usage Usage
 
 	mu      sync.Mutex
 	closers []func() error

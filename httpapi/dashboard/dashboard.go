@@ -99,6 +99,9 @@ type Config struct {
 	Sessions  store.SessionStore
 	Ledger    *credits.Ledger
 	Queue     *jobs.Queue
+	// Usage, when set, gives the overview's validations this month by
+	// status; without it the overview counts batch results only.
+	Usage store.Usage
 	// Validator answers the demo; nil turns the demo off.
 	Validator Validator
 	// Endpoints, Outbox and Sender serve the webhook page; without

@@ -53,6 +53,7 @@ type overviewData struct {
 	Month            string
 	MonthCounts      []statusCount
 	MonthValidations int
+	AllValidations   bool // the counts include single validations
 	Charged          int64
 	Refunded         int64
 	Chart            template.HTML
@@ -111,6 +112,20 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, a store.Acc
 			break
 		}
 		before = bs[len(bs)-1].ID
+	}
+	if d.cfg.Usage != nil {
+		// Every validation of the month, single and batch, not only the
+		// batches'.
+		m, err := d.cfg.Usage.MonthUsage(ctx, a.ID, now)
+		if err != nil {
+			d.backendError(w, r, "usage", err)
+			return
+		}
+		counts, data.MonthValidations, data.AllValidations = map[emailcheck.Status]int{}, 0, true
+		for k, n := range m {
+			counts[emailcheck.Status(k)] += n
+			data.MonthValidations += n
+		}
 	}
 	data.MonthCounts = sortedCounts(counts)
 	d.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Email: a.Email, Data: data})

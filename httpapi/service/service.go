@@ -253,6 +253,11 @@ func (s *Service) build() error {
 		// now rather than at the dispatcher's next poll.
 		pcfg.OnComplete = func(ctx context.Context, j jobs.Job) {
 			s.disp.Notify()
+			if b.Usage != nil && j.Result != nil {
+				if err := b.Usage.AddUsage(ctx, j.AccountID, j.CompletedAt, string(j.Result.Confidence.Status), 1); err != nil {
+					s.logger.WarnContext(ctx, "usage count", "job", j.ID, "err", err)
+				}
+			}
 			if hostHook != nil {
 				hostHook(ctx, j)
 			}
@@ -267,6 +272,7 @@ func (s *Service) build() error {
 	acfg.Ledger = s.ledger
 	acfg.Queue = q
 	acfg.Accounts = b.Accounts
+	acfg.Usage = b.Usage
 	acfg.Logger = s.logger
 	acfg.Registerer = cfg.Registerer
 	acfg.Webhooks = b.Endpoints
@@ -310,7 +316,7 @@ func (s *Service) mountDashboard(dc dashboard.Config, clientIP func(*http.Reques
 		return fmt.Errorf("%w: the dashboard needs a backend that keeps passwords and sessions", ErrConfig)
 	}
 	dc.Accounts, dc.Passwords, dc.Sessions = b.Accounts, b.Passwords, b.Sessions
-	dc.Ledger, dc.Queue, dc.Validator = s.ledger, s.queue, s.validator
+	dc.Ledger, dc.Queue, dc.Validator, dc.Usage = s.ledger, s.queue, s.validator, b.Usage
 	dc.Endpoints, dc.Outbox, dc.Sender = b.Endpoints, b.Outbox, s.disp
 	dc.EndpointChanged = s.events.Forget
 	dc.Logger = s.logger

@@ -20,5 +20,6 @@ func (s *Store) Backend() *store.Backend {
 		Endpoints: w,
 		Passwords: s,
 		Sessions:  NewSessions(),
+		Usage:     s,
 	}
 }

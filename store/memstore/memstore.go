@@ -33,9 +33,10 @@ type Store struct {
 	accounts      map[string]*store.Account
 	byEmail       map[string]string // normalized email → account id
 	keys          map[string]*store.Key
-	keyByHash     map[string]string   // hash → key id
-	keysByAccount map[string][]string // account id → key ids, oldest first
-	passwords     map[string]string   // account id → password hash
+	keyByHash     map[string]string         // hash → key id
+	keysByAccount map[string][]string       // account id → key ids, oldest first
+	passwords     map[string]string         // account id → password hash
+	usage         map[string]map[string]int // "account month" → status → count
 
 	// credits
 	balances map[string]int64
@@ -119,6 +120,7 @@ func New() *Store {
 		keyByHash:     make(map[string]string),
 		keysByAccount: make(map[string][]string),
 		passwords:     make(map[string]string),
+		usage:         make(map[string]map[string]int),
 		balances:      make(map[string]int64),
 		entries:       make(map[string][]credits.Entry),
 		idem:          make(map[string]map[string]int),

@@ -34,6 +34,7 @@ func (s *Store) Backend() *store.Backend {
 		Limiter:   NewRateLimiter(s.rdb, s.base),
 		Passwords: s,
 		Sessions:  &Sessions{s: s},
+		Usage:     s,
 	}
 }
 

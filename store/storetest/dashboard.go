@@ -88,3 +88,34 @@ func testSessions(t *testing.T, b *store.Backend) {
 		t.Fatalf("expired session: found %v, %v", found, err)
 	}
 }
+
+// testUsage: counts add up by month and status, per account.
+func testUsage(t *testing.T, b *store.Backend) {
+	if b.Usage == nil {
+		t.Skip("backend keeps no usage counts")
+	}
+	ctx := context.Background()
+	acct, other := uuid.NewString(), uuid.NewString()
+	nov := time.Date(2026, 11, 24, 23, 59, 0, 0, time.UTC)
+	dec := time.Date(2026, 12, 1, 0, 0, 1, 0, time.UTC)
+	for _, c := range []struct {
+		acct   string
+		at     time.Time
+		status string
+		n      int
+	}{{acct, nov, "LIKELY", 1}, {acct, nov, "LIKELY", 2}, {acct, nov, "INVALID_DOMAIN", 1}, {acct, dec, "LIKELY", 5}, {other, nov, "LIKELY", 7}} {
+		if err := b.Usage.AddUsage(ctx, c.acct, c.at, c.status, c.n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := b.Usage.MonthUsage(ctx, acct, nov.Add(-20*24*time.Hour))
+	if err != nil || len(got) != 2 || got["LIKELY"] != 3 || got["INVALID_DOMAIN"] != 1 {
+		t.Fatalf("November: %v, %v", got, err)
+	}
+	if got, err := b.Usage.MonthUsage(ctx, acct, dec); err != nil || len(got) != 1 || got["LIKELY"] != 5 {
+		t.Fatalf("December: %v, %v", got, err)
+	}
+	if got, err := b.Usage.MonthUsage(ctx, uuid.NewString(), nov); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("an account without usage: %v, %v", got, err)
+	}
+}

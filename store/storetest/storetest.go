@@ -63,6 +63,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 		{"ContextCanceled", testCanceled},
 		{"Passwords", testPasswords},
 		{"Sessions", testSessions},
+		{"Usage", testUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

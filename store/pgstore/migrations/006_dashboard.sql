@@ -7,3 +7,12 @@ CREATE TABLE {schema}.sessions (
     expiry timestamptz NOT NULL
 );
 CREATE INDEX sessions_expiry_idx ON {schema}.sessions (expiry);
+
+-- Validations by account, month and status.
+CREATE TABLE {schema}.usage (
+    account text NOT NULL,
+    month   text NOT NULL,
+    status  text NOT NULL,
+    n       bigint NOT NULL,
+    PRIMARY KEY (account, month, status)
+);
