@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -375,9 +376,26 @@ func scenario(t *testing.T, submit, poll client, email string) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /api/v1/account: %d %v", resp.StatusCode, m)
 	}
-	wantKeys(t, "account", m, "email", "balance", "plan", "created_at", "requestId")
+	wantKeys(t, "account", m, "email", "balance", "plan", "created_at", "usage", "requestId")
 	if want := float64(300 - 2 - len(batch) + 2); m["balance"] != want || m["email"] != email || m["plan"] != "free" {
 		t.Errorf("account = %v, want balance %v email %s plan free", m, want, email)
+	}
+	// The month's usage: every validation by status (a batch's are counted
+	// as its jobs complete, so wait for the last), credits charged and
+	// refunded.
+	counted := func(m map[string]any) float64 {
+		var n float64
+		for _, v := range m["usage"].(map[string]any)["validations"].(map[string]any) {
+			n += v.(float64)
+		}
+		return n
+	}
+	for deadline := time.Now().Add(5 * time.Second); counted(m) < float64(2+len(batch)) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		_, m = poll.do("GET", "/api/v1/account", nil)
+	}
+	if u := m["usage"].(map[string]any); counted(m) != float64(2+len(batch)) || u["credits_charged"] != float64(2+len(batch)) || u["credits_refunded"] != 2.0 {
+		t.Errorf("usage %v, want %d validations, %d credits charged, 2 refunded", u, 2+len(batch), 2+len(batch))
 	}
 	if ts, _ := m["created_at"].(string); !strings.HasSuffix(ts, "Z") || len(ts) != len("2006-01-02T15:04:05.000Z") {
 		t.Errorf("created_at %q, want ISO 8601 UTC with milliseconds", ts)
@@ -542,6 +560,40 @@ func TestSharedStore(t *testing.T) {
 				t.Errorf("account create of a registered email succeeded")
 			}
 
+			// The operator sets its console password; it signs in on A and
+			// the session works on B.
+			setpw := exec.Command(binary, "account", "set-password", "-email", "cli@example.com", "-store", url)
+			setpw.Stdin = strings.NewReader("an operator's passphrase\n")
+			if out, err := setpw.CombinedOutput(); err != nil || !strings.Contains(string(out), "password set") {
+				t.Fatalf("account set-password: %v %s", err, out)
+			}
+			noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			login, err := noFollow.PostForm(a.base+"/dashboard/login", neturl.Values{"email": {"cli@example.com"}, "password": {"an operator's passphrase"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			login.Body.Close()
+			var session *http.Cookie
+			for _, c := range login.Cookies() {
+				if c.Name == "__Host-vm_session" && c.Secure && c.HttpOnly && c.Path == "/" {
+					session = c
+				}
+			}
+			if login.StatusCode != http.StatusSeeOther || session == nil {
+				t.Fatalf("sign-in on A: %d, cookies %v", login.StatusCode, login.Cookies())
+			}
+			req, _ := http.NewRequest("GET", b.base+"/dashboard/", nil)
+			req.Header.Set("Cookie", session.Name+"="+session.Value) // a browser sends a Secure cookie over TLS only
+			over, err := noFollow.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, _ := io.ReadAll(over.Body)
+			over.Body.Close()
+			if over.StatusCode != 200 || !strings.Contains(string(page), "cli@example.com") {
+				t.Fatalf("the session on B: %d", over.StatusCode)
+			}
+
 			a.stop()
 			b.stop()
 			// 5 + 40 jobs in all; each completed by exactly one pool.
@@ -590,4 +642,34 @@ func (in *instance) metricsURL() string {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.metrics
+}
+
+// TestDashboardSwitch: / leads to the console by default, and
+// -dashboard=false serves the API alone.
+func TestDashboardSwitch(t *testing.T) {
+	t.Parallel()
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(url string) int {
+		resp, err := noFollow.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	on := start(t, "-store", "memory")
+	if code := get(on.base + "/"); code != http.StatusFound {
+		t.Errorf("GET / with the dashboard: %d", code)
+	}
+	for _, p := range []string{"/dashboard/signup", "/dashboard/login", "/demo"} {
+		if code := get(on.base + p); code != 200 {
+			t.Errorf("GET %s: %d", p, code)
+		}
+	}
+	off := start(t, "-store", "memory", "-dashboard=false")
+	for _, p := range []string{"/", "/dashboard/", "/dashboard/login", "/demo"} {
+		if code := get(off.base + p); code != http.StatusNotFound {
+			t.Errorf("GET %s with -dashboard=false: %d", p, code)
+		}
+	}
 }
