@@ -204,6 +204,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	if c.Workers < 0 {
 		return c, fmt.Errorf("%w: -workers must not be negative", errUsage)
 	}
+	if c.Dashboard && c.DashboardInsecureCookies && !loopbackAddr(c.Addr) {
+		return c, fmt.Errorf("%w: -dashboard-insecure-cookies is for plain HTTP on loopback: listen on 127.0.0.1 or [::1] (-addr %q)", errUsage, c.Addr)
+	}
 	if c.BootstrapKey != "" && c.BootstrapEmail == "" {
 		return c, fmt.Errorf("%w: -bootstrap-key needs -bootstrap-email", errUsage)
 	}
@@ -225,4 +228,17 @@ func validNameserver(s string) bool {
 	}
 	n, err := strconv.Atoi(port)
 	return err == nil && n >= 1 && n <= 65535
+}
+
+// loopbackAddr reports whether a listen address names a loopback host.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

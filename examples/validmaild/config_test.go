@@ -149,3 +149,15 @@ func TestRunUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestInsecureCookiesOnlyOnLoopback(t *testing.T) {
+	for addr, ok := range map[string]bool{"127.0.0.1:8080": true, "[::1]:8080": true, "localhost:0": true, ":8080": false, "0.0.0.0:8080": false, "10.0.0.5:80": false} {
+		_, err := parseServeConfig([]string{"-addr", addr, "-dashboard-insecure-cookies"}, func(string) string { return "" }, io.Discard)
+		if (err == nil) != ok {
+			t.Errorf("-addr %s -dashboard-insecure-cookies: %v", addr, err)
+		}
+	}
+	if _, err := parseServeConfig([]string{"-addr", ":8080", "-dashboard=false", "-dashboard-insecure-cookies"}, func(string) string { return "" }, io.Discard); err != nil {
+		t.Errorf("without the dashboard the flag is moot: %v", err)
+	}
+}

@@ -271,6 +271,8 @@ func TestConsoleInBrowser(t *testing.T) {
 			)
 			check("new key")
 			shoot(t, ctx, "keys-"+tag)
+			run(t, ctx, "revoke confirmation", chromedp.Click(`//a[starts-with(normalize-space(), "Revoke")]`), chromedp.WaitVisible(`button.danger`, chromedp.ByQuery))
+			check("revoke")
 			req, _ := http.NewRequest("GET", s.base+"/validate?email=jane@good.com", nil)
 			req.Header.Set("x-api-key", newKey)
 			resp, err := http.DefaultClient.Do(req)
@@ -393,6 +395,7 @@ func TestConsoleInBrowser(t *testing.T) {
 				chromedp.WaitVisible("#password", chromedp.ByID),
 			)
 			shoot(t, ctx, "login-"+tag)
+			check("login")
 			run(t, ctx, "after sign-out", chromedp.Navigate(s.base+"/dashboard/keys"), chromedp.WaitVisible("#password", chromedp.ByID), chromedp.Location(&loc))
 			if !strings.Contains(loc, "/dashboard/login") {
 				t.Fatalf("after sign-out the keys page led to %s", loc)

@@ -163,7 +163,7 @@ func TestSecurity(t *testing.T) {
 			t.Fatalf("the 301st address: %d\n%s", a.code, a.body)
 		}
 		batches := u.do("GET", "/dashboard/batches", nil).body
-		if n := strings.Count(batches, "/dashboard/batches/"); n != 1 {
+		if n := strings.Count(batches, "/results.csv\""); n != 1 {
 			t.Fatalf("%d batches after the refusal, want 1", n)
 		}
 		if bal := u.do("GET", "/dashboard/", nil).body; !strings.Contains(bal, `id="balance">300<`) {
