@@ -31,6 +31,8 @@ type page struct {
 	Field   string // the field the error is about
 	Data    any
 	Refresh bool // reload every 2 s without JavaScript (a batch in progress)
+
+	DemoPath, OpenAPIPath string // links in the footer
 }
 
 func (d *Dashboard) parseTemplates() error {
@@ -93,7 +95,7 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, n
 // renderPage writes a page without reading the session.
 func (d *Dashboard) renderPage(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
 	t := d.pages[name]
-	p.Prefix = d.cfg.Prefix
+	p.Prefix, p.DemoPath, p.OpenAPIPath = d.cfg.Prefix, d.cfg.DemoPath, d.cfg.OpenAPIPath
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if w.Header().Get("Cache-Control") == "" {
 		w.Header().Set("Cache-Control", "private, no-cache")
@@ -172,6 +174,7 @@ func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
 type welcome struct {
 	Credits int64
 	Key     string
+	Base    string // the service's address, for the example
 }
 
 func (d *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
@@ -225,7 +228,11 @@ func (d *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 	d.sessions.Put(ctx, sessAccount, a.ID)
 	bal, _ := d.cfg.Ledger.Balance(ctx, a.ID)
 	w.Header().Set("Cache-Control", "no-store")
-	d.render(w, r, http.StatusCreated, "welcome", page{Title: "Welcome", Email: a.Email, Nav: "overview", Data: welcome{Credits: bal, Key: secret}})
+	base := "https://" + r.Host
+	if r.TLS == nil && d.cfg.InsecureCookies {
+		base = "http://" + r.Host
+	}
+	d.render(w, r, http.StatusCreated, "welcome", page{Title: "Welcome", Email: a.Email, Nav: "overview", Data: welcome{Credits: bal, Key: secret, Base: base}})
 }
 
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
@@ -264,8 +271,11 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		a = store.Account{}
 	}
 	ok, err := d.hasher.verify(ctx, password, hash)
-	if err != nil && ctx.Err() != nil {
-		return
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		d.cfg.Logger.ErrorContext(ctx, "dashboard: a stored password hash cannot be read", "account_id", a.ID, "err", err)
 	}
 	if !ok || a.ID == "" {
 		refuse(http.StatusUnauthorized, "The email or the password is wrong.")

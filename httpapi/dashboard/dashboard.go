@@ -28,6 +28,12 @@
 //
 // and [Dashboard.Demo] serves GET /demo?email= (HTML, or the result as
 // JSON for Accept: application/json).
+//
+// The free bulk tool's quota (300 addresses per 10 minutes per account by
+// default) is counted from the account's dashboard batches in the
+// backend, so it holds across instances; submissions are ordered within
+// one process, and two arriving at the same instant on two instances may
+// both pass.
 package dashboard
 
 import (
@@ -116,6 +122,10 @@ type Config struct {
 	// Prefix is the path the dashboard is mounted at, without a trailing
 	// slash. Default [DefaultPrefix].
 	Prefix string
+	// DemoPath is where the host serves [Dashboard.Demo], and OpenAPIPath
+	// the API's OpenAPI document, for the pages' links. Defaults "/demo"
+	// and "/openapi.json"; "-" leaves the link out.
+	DemoPath, OpenAPIPath string
 	// InsecureCookies drops the Secure attribute and the __Host- prefix
 	// of the session cookie, for plain-HTTP development on loopback only.
 	InsecureCookies bool
@@ -176,6 +186,8 @@ func New(cfg Config) (*Dashboard, error) {
 	if !strings.HasPrefix(cfg.Prefix, "/") {
 		return nil, fmt.Errorf("%w: Prefix %q must start with /", ErrConfig, cfg.Prefix)
 	}
+	cfg.DemoPath = linkPath(cfg.DemoPath, "/demo")
+	cfg.OpenAPIPath = linkPath(cfg.OpenAPIPath, "/openapi.json")
 	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
 	cfg.Lifetime = cmp.Or(cfg.Lifetime, DefaultLifetime)
 	if len(cfg.KeyPermissions) == 0 {
@@ -305,6 +317,17 @@ func cacheStatic(next http.Handler) http.Handler {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// linkPath applies a link's default; "-" means no link.
+func linkPath(p, def string) string {
+	switch p {
+	case "":
+		return def
+	case "-":
+		return ""
+	}
+	return p
 }
 
 // remoteIP is the connection's address without its port.
