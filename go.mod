@@ -23,6 +23,7 @@ require (
 	golang.org/x/term v0.48.0
 	golang.org/x/text v0.44.0
 	golang.org/x/time v0.16.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

@@ -33,12 +33,13 @@ const ednsBufferSize = 1232
 // retries rotating across servers, TCP on truncation, EDNS0, and a bound on
 // the queries in flight.
 type resolver struct {
-	servers []string
-	udp     *dns.Client
-	tcp     *dns.Client
-	retries int
-	sem     chan struct{}
-	next    atomic.Uint32 // rotates the first server tried
+	servers  []string
+	udp      *dns.Client
+	tcp      *dns.Client
+	retries  int
+	sem      chan struct{}
+	next     atomic.Uint32 // rotates the first server tried
+	counters *counters     // nil: nothing is counted
 }
 
 func newResolver(servers []string, timeout time.Duration, retries, maxInFlight int) *resolver {
@@ -211,10 +212,12 @@ func (r *resolver) exchange(ctx context.Context, m *dns.Msg, server string) (*dn
 	}
 	defer func() { <-r.sem }()
 
+	start := time.Now()
 	resp, err := exchangeOnce(ctx, r.udp, m, server)
 	if err == nil && resp.Truncated {
 		resp, err = exchangeOnce(ctx, r.tcp, m, server)
 	}
+	r.counters.observeQuery(resp, err, time.Since(start))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", errNoAnswer, server, err)
 	}

@@ -55,6 +55,7 @@ type Validator struct {
 	hostFlights singleflight.Group
 	blocked     []string
 	budget      time.Duration // upper bound of one domain lookup
+	counters    *counters
 
 	base   context.Context // parent of every lookup; cancelled by Close
 	cancel context.CancelFunc
@@ -94,6 +95,7 @@ func New(cfg *Config) (*Validator, error) {
 			ASCIILocalOnly:      c.ASCIILocalOnly,
 		},
 		resolver:   newResolver(c.Nameservers, c.QueryTimeout, c.Retries, c.MaxInFlight),
+		counters:   &counters{},
 		classifier: cl,
 		suggester:  newSuggester(cl),
 		blocked:    blocked,
@@ -103,8 +105,9 @@ func New(cfg *Config) (*Validator, error) {
 		// longer chain ends as UNKNOWN.
 		budget: c.QueryTimeout * time.Duration(c.Retries+1) * 4,
 	}
+	v.resolver.counters = v.counters
 	if c.CacheSize > 0 {
-		v.cache, err = lru.New[string, *domainInfo](c.CacheSize)
+		v.cache, err = lru.NewWithEvict(c.CacheSize, func(string, *domainInfo) { v.counters.evictions.Add(1) })
 		if err != nil {
 			return nil, fmt.Errorf("emailcheck: cache: %w", err)
 		}
@@ -383,8 +386,10 @@ func (v *Validator) isBlocked(domain string) bool {
 // DNS lookup shared by every caller asking for the same domain meanwhile.
 func (v *Validator) domainInfo(ctx context.Context, now time.Time, domain string) (*domainInfo, error) {
 	if info, ok := v.cached(domain, now); ok {
+		v.counters.hits.Add(1)
 		return info, nil
 	}
+	v.counters.misses.Add(1)
 	ch := v.flights.DoChan(domain, func() (any, error) {
 		if info, ok := v.cached(domain, time.Now()); ok {
 			return info, nil
@@ -397,6 +402,8 @@ func (v *Validator) domainInfo(ctx context.Context, now time.Time, domain string
 		v.lookup.Add(1)
 		v.mu.Unlock()
 		defer v.lookup.Done()
+		v.counters.inFlight.Add(1)
+		defer v.counters.inFlight.Add(-1)
 
 		lctx, cancel := context.WithTimeout(v.base, v.budget)
 		defer cancel()

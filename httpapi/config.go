@@ -66,8 +66,9 @@ type Config struct {
 	Usage store.Usage
 
 	// Logger receives one access record per request (request id, account,
-	// route, status, duration; never the API key) and the causes of 500
-	// and 503 responses. Default: no logging.
+	// route, status, duration; never the API key) at debug level, at error
+	// for 5xx, and the causes of 500 and 503 responses. Default: no
+	// logging.
 	Logger *slog.Logger
 	// Registerer receives the handler's Prometheus metrics. Default: none
 	// are collected.

@@ -129,7 +129,7 @@ func setup(t testing.TB, o *options) *fixture {
 		MaxBodyBytes: o.maxBody,
 	}
 	if !o.noLog {
-		cfg.Logger = slog.New(slog.NewJSONHandler(f.logs, nil))
+		cfg.Logger = slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	if o.webhooks {
 		f.setupWebhooks(t, o.loopback)

@@ -296,7 +296,9 @@ func (h *Handler) finish(r *http.Request, c *call, status int) {
 	if h.logger == nil {
 		return
 	}
-	level := slog.LevelInfo
+	// Access records are debug: at info the hot path stays quiet. 5xx are
+	// errors, always logged.
+	level := slog.LevelDebug
 	if status >= 500 {
 		level = slog.LevelError
 	}

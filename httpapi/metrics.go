@@ -15,6 +15,7 @@ type metrics struct {
 	latency     *prometheus.HistogramVec
 	validations *prometheus.CounterVec
 	credits     prometheus.Counter
+	refunds     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -34,10 +35,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"status"}),
 		credits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "validmail_credits_charged_total",
-			Help: "Credits charged by accepted requests, net of UNKNOWN refunds of single validations.",
+			Help: "Credits charged by accepted requests: single validations and batches.",
+		}),
+		refunds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "validmail_credits_refunded_total",
+			Help: "Credits refunded for single validations that ended UNKNOWN (batch jobs: validmail_job_credits_refunded_total).",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.validations, m.credits} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.validations, m.credits, m.refunds} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("httpapi: register metrics: %w", err)
 		}

@@ -61,13 +61,20 @@ validmail_http_requests_total{code="401",route="GET /validate"} 1
 # TYPE validmail_validations_total counter
 validmail_validations_total{status="LIKELY"} 1
 validmail_validations_total{status="UNKNOWN"} 1
-# HELP validmail_credits_charged_total Credits charged by accepted requests, net of UNKNOWN refunds of single validations.
+# HELP validmail_credits_charged_total Credits charged by accepted requests: single validations and batches.
 # TYPE validmail_credits_charged_total counter
-validmail_credits_charged_total 3
+validmail_credits_charged_total 4
+# HELP validmail_credits_refunded_total Credits refunded for single validations that ended UNKNOWN (batch jobs: validmail_job_credits_refunded_total).
+# TYPE validmail_credits_refunded_total counter
+validmail_credits_refunded_total 1
 `
 	if err := testutil.GatherAndCompare(f.reg, strings.NewReader(want),
-		"validmail_http_requests_total", "validmail_validations_total", "validmail_credits_charged_total"); err != nil {
+		"validmail_http_requests_total", "validmail_validations_total", "validmail_credits_charged_total", "validmail_credits_refunded_total"); err != nil {
 		t.Fatal(err)
+	}
+	problems, err := testutil.GatherAndLint(f.reg)
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("metric lint: %v %v", problems, err)
 	}
 	if n := testutil.CollectAndCount(f.reg, "validmail_http_request_duration_seconds"); n != 2 {
 		t.Fatalf("%d latency series, want 2", n)

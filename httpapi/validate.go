@@ -40,10 +40,14 @@ func (h *Handler) validate(w http.ResponseWriter, r *http.Request, c *call) {
 		h.backendError(w, c, "validate", err)
 		return
 	}
+	if h.metrics != nil {
+		h.metrics.credits.Add(1)
+	}
 	if res.Confidence.Status == emailcheck.StatusUnknown {
 		h.refund(ctx, c, chargeKey)
-	} else if h.metrics != nil {
-		h.metrics.credits.Add(1)
+		if h.metrics != nil {
+			h.metrics.refunds.Add(1)
+		}
 	}
 	if h.metrics != nil {
 		h.metrics.validation(res.Confidence.Status)

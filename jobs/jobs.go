@@ -294,6 +294,21 @@ type BatchCompleter interface {
 	CompleteMany(ctx context.Context, ps []CompleteParams) []error
 }
 
+// QueueStats is the queue's depth, for an operator's metrics.
+type QueueStats struct {
+	// Available jobs wait for a worker now; Delayed ones wait for a later
+	// run-at (a retry); Running ones are leased.
+	Available, Delayed, Running int
+	// OldestActive is when the oldest job not yet completed was created;
+	// zero when there is none.
+	OldestActive time.Time
+}
+
+// StatsDriver is implemented by a [Driver] that can tell the queue's depth.
+type StatsDriver interface {
+	QueueStats(ctx context.Context) (QueueStats, error)
+}
+
 // Notifier is implemented by a [Driver] that can tell idle workers about new
 // jobs, so that they need not only poll.
 type Notifier interface {

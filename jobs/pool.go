@@ -110,6 +110,8 @@ type Pool struct {
 	logger    *slog.Logger
 	running   atomic.Bool
 	completed atomic.Int64
+	refunded  atomic.Int64
+	busy      atomic.Int64
 	outage    *breaker
 }
 
@@ -171,6 +173,16 @@ func DefaultBackoff(failures int) time.Duration {
 
 // Completed returns the number of jobs this pool has completed.
 func (p *Pool) Completed() int64 { return p.completed.Load() }
+
+// Refunded returns the credits this pool's completions refunded (jobs
+// that ended UNKNOWN).
+func (p *Pool) Refunded() int64 { return p.refunded.Load() }
+
+// Busy returns how many of the pool's workers are validating a job now.
+func (p *Pool) Busy() int { return int(p.busy.Load()) }
+
+// Workers returns the number of workers the pool runs.
+func (p *Pool) Workers() int { return p.cfg.Workers }
 
 // Run works jobs until ctx ends, then drains: it stops leasing, finishes
 // the validations in flight, hands leased but unstarted jobs back to the
@@ -282,7 +294,7 @@ func (r *run) completeInGroups(ctx context.Context, bc BatchCompleter) {
 			if i < len(errs) {
 				err = errs[i]
 			}
-			r.completed(cctx, c.job, err)
+			r.completed(cctx, c.job, c.p.Refund, err)
 			r.release(c.job.ID)
 		}
 		cancel()
@@ -390,6 +402,8 @@ const bookkeepingTimeout = 10 * time.Second
 // job's bookkeeping.
 func (r *run) process(ctx context.Context, l Lease) (handedOff bool) {
 	p := r.p
+	p.busy.Add(1)
+	defer p.busy.Add(-1)
 	// The job runs to its end even when ctx ends: draining finishes it.
 	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.JobTimeout)
 	defer cancel()
@@ -466,12 +480,12 @@ func (r *run) process(ctx context.Context, l Lease) (handedOff bool) {
 		r.completions <- completion{p: cp, job: job}
 		return true
 	}
-	r.completed(bctx, job, p.q.driver.Complete(bctx, cp))
+	r.completed(bctx, job, cp.Refund, p.q.driver.Complete(bctx, cp))
 	return false
 }
 
 // completed records the outcome of a job's completion.
-func (r *run) completed(ctx context.Context, job Job, err error) {
+func (r *run) completed(ctx context.Context, job Job, refund int64, err error) {
 	p := r.p
 	if err != nil {
 		if errors.Is(err, ErrLeaseLost) {
@@ -483,6 +497,7 @@ func (r *run) completed(ctx context.Context, job Job, err error) {
 		return
 	}
 	p.completed.Add(1)
+	p.refunded.Add(refund)
 	if p.cfg.OnComplete != nil {
 		job.CompletedAt = time.Now()
 		p.cfg.OnComplete(ctx, job)

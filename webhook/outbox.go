@@ -157,6 +157,15 @@ type Outbox interface {
 	Prune(ctx context.Context, before time.Time) (int, error)
 }
 
+// OldestPender is implemented by an [Outbox] that can tell when its
+// oldest pending delivery was first due, for an operator's metrics.
+type OldestPender interface {
+	// OldestPending returns the earliest due time of the pending
+	// deliveries (a leased one counts by its lease's expiry where the
+	// backend keeps no other), or the zero time when none is pending.
+	OldestPending(ctx context.Context) (time.Time, error)
+}
+
 // RotationGrace is how long a replaced secret keeps signing messages after
 // a rotation, so receivers can switch without losing events.
 const RotationGrace = 24 * time.Hour

@@ -73,6 +73,8 @@ type config struct {
 	// Secure attribute for plain-HTTP development on loopback.
 	Dashboard                bool
 	DashboardInsecureCookies bool
+	// PprofAddr, when set, serves net/http/pprof there (-pprof).
+	PprofAddr string
 }
 
 // envName returns the environment variable that sets the flag name.
@@ -150,6 +152,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&allow, "webhook-allow", "", "comma-separated `list` of CIDR prefixes, IP addresses or host names that webhook deliveries may\nreach besides public addresses, e.g. 127.0.0.1 or 10.0.0.0/8 for receivers on a private network;\nempty means public addresses only")
 	fs.Float64Var(&rateLimit, "rate-limit", 0, fmt.Sprintf("steady `rate` of requests per second allowed per API key; 0 means %d, a negative value turns\nrate limiting off. Instances on one Redis store share each key's limit", httpapi.DefaultRatePerSecond))
 	fs.IntVar(&rateBurst, "rate-burst", 0, fmt.Sprintf("`requests` one API key may make at once; 0 means %d with the default rate, else one second's\nworth of -rate-limit", httpapi.DefaultRateBurst))
+	fs.StringVar(&c.PprofAddr, "pprof", "", "serve net/http/pprof at /debug/pprof/ on this `address` (e.g. 127.0.0.1:6060), apart from the API; empty means off")
 	fs.BoolVar(&c.Dashboard, "dashboard", true, "serve the customer's console at /dashboard/ and the public demo at /demo (and redirect / there)")
 	fs.BoolVar(&c.DashboardInsecureCookies, "dashboard-insecure-cookies", false, "send the console's session cookie without Secure, for plain-HTTP development on loopback only;\nbehind TLS leave it off")
 	if err := parseFlags(fs, args, getenv); err != nil {

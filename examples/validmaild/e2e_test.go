@@ -673,3 +673,25 @@ func TestDashboardSwitch(t *testing.T) {
 		}
 	}
 }
+
+// TestPprof: -pprof serves profiles on its own address, not on the API's.
+func TestPprof(t *testing.T) {
+	t.Parallel()
+	in := start(t, "-store", "memory", "-pprof", "127.0.0.1:0")
+	addr, _ := in.record("pprof listening")["addr"].(string)
+	if addr == "" {
+		t.Fatal("no pprof listener logged")
+	}
+	resp, err := http.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "goroutine profile") {
+		t.Fatalf("pprof: %d %.200s", resp.StatusCode, body)
+	}
+	if resp, err := http.Get(in.base + "/debug/pprof/"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the API's listener serves pprof: %v %v", resp.StatusCode, err)
+	}
+}

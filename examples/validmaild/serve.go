@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"time"
@@ -122,6 +123,26 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 		go msrv.Serve(mln)
 		defer msrv.Close()
 		logger.Info("metrics listening", "addr", mln.Addr().String())
+	}
+	if cfg.PprofAddr != "" {
+		// Profiles on an address of their own, like the metrics: they
+		// show the process's memory and may slow it while taken.
+		pln, err := net.Listen("tcp", cfg.PprofAddr)
+		if err != nil {
+			ln.Close()
+			svc.Close()
+			return fmt.Errorf("-pprof: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+		psrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go psrv.Serve(pln)
+		defer psrv.Close()
+		logger.Info("pprof listening", "addr", pln.Addr().String())
 	}
 	if p, ok := svc.Validator().(interface{ PingNameservers(context.Context) error }); ok {
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)

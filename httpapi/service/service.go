@@ -285,6 +285,11 @@ func (s *Service) build() error {
 	if s.api, err = httpapi.NewHandler(acfg); err != nil {
 		return err
 	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(newOpsCollector(s.validator, b.Jobs, s.pool)); err != nil {
+			return fmt.Errorf("service: register metrics: %w", err)
+		}
+	}
 
 	// Wrap from the last middleware in, so the first is outermost.
 	var h http.Handler = s.api

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/dnstest"
@@ -229,4 +230,56 @@ func TestReadyz(t *testing.T) {
 	if code, body := get(); code != 503 || !strings.Contains(body, "dns") {
 		t.Fatalf("with DNS down: %d %q", code, body)
 	}
+}
+
+// The operator's metrics: DNS cache and queries, queue depth, workers,
+// refunds; named by Prometheus conventions.
+func TestOperatorMetrics(t *testing.T) {
+	srv := dnstest.Start(t, dnstest.Zone{"good.com": {MX: []dnstest.MX{{Pref: 10, Host: "mx.good.com"}}}}, nil)
+	reg := prometheus.NewRegistry()
+	b := memstore.NewBackend()
+	svc, err := service.New(service.Config{
+		Backend:    b,
+		Checks:     &emailcheck.Config{Nameservers: []string{srv.Addr()}, AllowPrivateMX: true},
+		Registerer: reg,
+		Gatherer:   reg,
+		Workers:    2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key, err := service.Bootstrap(context.Background(), b.Accounts, service.BootstrapParams{Email: "ops@example.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []string{"a@good.com", "b@good.com", "c@missing.com"} {
+		req := httptest.NewRequest("GET", "/validate?email="+e, nil)
+		req.Header.Set("x-api-key", key)
+		svc.Mux().ServeHTTP(httptest.NewRecorder(), req)
+	}
+	rec := httptest.NewRecorder()
+	svc.Mux().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		"validmail_dns_cache_hits_total 1", "validmail_dns_cache_misses_total 2", "validmail_dns_cache_entries 2",
+		`validmail_dns_queries_total{outcome="nxdomain"}`, "validmail_dns_query_duration_seconds_count",
+		`validmail_queue_jobs{state="available"} 0`, "validmail_queue_oldest_active_job_age_seconds 0", "validmail_queue_stats_up 1",
+		"validmail_workers 2", "validmail_workers_busy 0", "validmail_job_credits_refunded_total 0",
+		"validmail_credits_charged_total 3",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		// Collectors the host registers are its own business; ours must lint clean.
+		if strings.HasPrefix(p.Metric, "validmail_") {
+			t.Errorf("lint: %s: %s", p.Metric, p.Text)
+		}
+	}
+	svc.Close()
 }

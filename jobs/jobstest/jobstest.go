@@ -81,6 +81,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 		{"RescueAfterCompleteKeepsResult", testRescueRace},
 		{"RescueRaceConcurrent", testRescueRaceConcurrent},
 		{"Heartbeat", testHeartbeat},
+		{"QueueStats", testQueueStats},
 		{"RetryBackoff", testRetry},
 		{"RetriesExhaustedCompleteUnknown", testExhausted},
 		{"Cleanup", testCleanup},

@@ -160,3 +160,44 @@ func testExhausted(t *testing.T, b *bundle) {
 		t.Fatalf("balance %d, want 2 (both refunded)", n)
 	}
 }
+
+// testQueueStats: the queue's depth by state and its oldest active job.
+func testQueueStats(t *testing.T, b *bundle) {
+	sd, ok := b.Driver.(jobs.StatsDriver)
+	if !ok {
+		t.Skip("driver does not implement jobs.StatsDriver")
+	}
+	ctx := context.Background()
+	stats := func() jobs.QueueStats {
+		t.Helper()
+		st, err := sd.QueueStats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if st := stats(); st != (jobs.QueueStats{}) {
+		t.Fatalf("empty queue: %+v", st)
+	}
+	acct := account()
+	ids := mustEnqueue(t, b, acct, 3)
+	first, err := b.q.Get(ctx, acct, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := mustLease(t, b, 2, time.Minute)
+	if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: ls[1].ID, Token: ls[1].Token, RunAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	st := stats()
+	if st.Available != 1 || st.Delayed != 1 || st.Running != 1 || !st.OldestActive.Truncate(time.Millisecond).Equal(first.CreatedAt.Truncate(time.Millisecond)) {
+		t.Fatalf("stats %+v, want 1 available, 1 delayed, 1 running, oldest created %v", st, first.CreatedAt)
+	}
+	r, _ := likely(ctx, ls[0].Email)
+	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: r}); err != nil {
+		t.Fatal(err)
+	}
+	if st := stats(); st.Running != 0 || st.Available != 1 || st.Delayed != 1 || st.OldestActive.IsZero() {
+		t.Fatalf("after a completion: %+v", st)
+	}
+}

@@ -199,6 +199,22 @@ func (w *Webhooks) Pending(ctx context.Context) (int, error) {
 	return len(w.s.pending), nil
 }
 
+// OldestPending implements [webhook.OldestPender].
+func (w *Webhooks) OldestPending(ctx context.Context) (time.Time, error) {
+	if err := ctxErr(ctx); err != nil {
+		return time.Time{}, err
+	}
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	var oldest time.Time
+	for _, d := range w.s.pending {
+		if oldest.IsZero() || d.CreatedAt.Before(oldest) {
+			oldest = d.CreatedAt
+		}
+	}
+	return oldest, nil
+}
+
 // Prune implements [webhook.Outbox].
 func (w *Webhooks) Prune(ctx context.Context, before time.Time) (int, error) {
 	if err := ctxErr(ctx); err != nil {

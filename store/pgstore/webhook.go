@@ -245,6 +245,20 @@ func (w *Webhooks) Pending(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// OldestPending implements [webhook.OldestPender].
+func (w *Webhooks) OldestPending(ctx context.Context) (time.Time, error) {
+	var oldest *time.Time
+	err := w.s.pool.QueryRow(ctx, w.s.sql(`
+		SELECT min(created_at) FROM {schema}.webhook_deliveries WHERE state = 'pending'`)).Scan(&oldest)
+	if err != nil {
+		return time.Time{}, fail(ctx, "webhook oldest pending", err)
+	}
+	if oldest == nil {
+		return time.Time{}, nil
+	}
+	return *oldest, nil
+}
+
 // Prune implements [webhook.Outbox].
 func (w *Webhooks) Prune(ctx context.Context, before time.Time) (int, error) {
 	tag, err := w.s.pool.Exec(ctx, w.s.sql(`

@@ -243,6 +243,23 @@ func (w *Webhooks) Pending(ctx context.Context) (int, error) {
 	return int(n), nil
 }
 
+// OldestPending implements [webhook.OldestPender]: the lowest score of
+// wh:due, the due time of a waiting delivery or the lease expiry of a
+// leased one.
+func (w *Webhooks) OldestPending(ctx context.Context) (time.Time, error) {
+	if err := checkCtx(ctx, "webhook oldest pending"); err != nil {
+		return time.Time{}, err
+	}
+	zs, err := w.s.rdb.ZRangeWithScores(ctx, w.s.key("wh:due"), 0, 0).Result()
+	if err != nil {
+		return time.Time{}, w.s.wrap(ctx, "webhook oldest pending", err)
+	}
+	if len(zs) == 0 {
+		return time.Time{}, nil
+	}
+	return time.UnixMicro(int64(zs[0].Score)).UTC(), nil
+}
+
 // pruneBatch bounds the deliveries one prune script looks at.
 const pruneBatch = 500
 

@@ -90,6 +90,23 @@ func New(reg prometheus.Registerer, outbox webhook.Outbox, now func() time.Time)
 			}
 			return float64(n)
 		}))
+		if op, ok := outbox.(webhook.OldestPender); ok {
+			cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "validmail_webhook_outbox_oldest_pending_age_seconds",
+				Help: "Time since the oldest pending webhook delivery was first due; 0 when none is pending.",
+			}, func() float64 {
+				ctx, cancel := context.WithTimeout(context.Background(), outboxScrapeTimeout)
+				defer cancel()
+				t, err := op.OldestPending(ctx)
+				switch {
+				case err != nil:
+					return math.NaN()
+				case t.IsZero():
+					return 0
+				}
+				return max(m.now().Sub(t).Seconds(), 0)
+			}))
+		}
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

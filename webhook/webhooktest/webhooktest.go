@@ -59,6 +59,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 		{"Deliveries", testDeliveries},
 		{"DeliveriesPaging", testDeliveriesPaging},
 		{"PendingAndPrune", testPendingAndPrune},
+		{"OldestPending", testOldestPending},
 		{"CanceledContext", testCanceledContext},
 		{"EndpointLifecycle", testEndpointLifecycle},
 		{"EndpointRotation", testEndpointRotation},
@@ -681,5 +682,29 @@ func testEndpointDisable(t *testing.T, _ webhook.Outbox, eps webhook.Endpoints) 
 	}
 	if !e.Enabled || e.DisabledReason != "" {
 		t.Errorf("re-enabled endpoint: enabled %v reason %q, want enabled without reason", e.Enabled, e.DisabledReason)
+	}
+}
+
+// testOldestPending: the oldest pending delivery's due time, for outboxes
+// that can tell.
+func testOldestPending(t *testing.T, ob webhook.Outbox, _ webhook.Endpoints) {
+	op, ok := ob.(webhook.OldestPender)
+	if !ok {
+		t.Skip("outbox does not implement webhook.OldestPender")
+	}
+	ctx := t.Context()
+	if got, err := op.OldestPending(ctx); err != nil || !got.IsZero() {
+		t.Fatalf("empty outbox: %v, %v", got, err)
+	}
+	enqueue(t, ob, event("a", 1, at(0)), event("b", 2, at(time.Minute)))
+	if got, err := op.OldestPending(ctx); err != nil || !sameTime(got, at(0)) {
+		t.Fatalf("oldest pending %v, %v; want %v", got, err, at(0))
+	}
+	d := lease(t, ob, at(0), 1)[0]
+	if err := ob.MarkDelivered(ctx, d.Lease, at(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := op.OldestPending(ctx); err != nil || !sameTime(got, at(time.Minute)) {
+		t.Fatalf("after the oldest was delivered: %v, %v; want %v", got, err, at(time.Minute))
 	}
 }

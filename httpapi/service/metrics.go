@@ -1,0 +1,129 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/jobs"
+)
+
+// statsValidator is a validator that reports its DNS statistics; an
+// *emailcheck.Validator is one.
+type statsValidator interface {
+	Stats() emailcheck.Stats
+}
+
+// opsCollector reads, at each scrape, the validator's DNS statistics, the
+// queue's depth and the worker pool's utilisation: the numbers an
+// operator watches that no request path counts.
+type opsCollector struct {
+	validator statsValidator   // nil when the validator keeps no statistics
+	queue     jobs.StatsDriver // nil when the driver cannot tell
+	pool      *jobs.Pool       // nil without workers
+	now       func() time.Time
+
+	cacheHits, cacheMisses, cacheEvictions, cacheEntries, inFlight, queries, queryLatency *prometheus.Desc
+	queueJobs, oldestActive, queueUp                                                      *prometheus.Desc
+	workers, workersBusy, jobRefunds                                                      *prometheus.Desc
+}
+
+func newOpsCollector(v Validator, d jobs.Driver, pool *jobs.Pool) *opsCollector {
+	c := &opsCollector{
+		pool: pool,
+		now:  time.Now,
+		cacheHits: prometheus.NewDesc("validmail_dns_cache_hits_total",
+			"Domain verdicts found in the validator's cache.", nil, nil),
+		cacheMisses: prometheus.NewDesc("validmail_dns_cache_misses_total",
+			"Domain verdicts not in the cache, looked up (or joined to a lookup in flight).", nil, nil),
+		cacheEvictions: prometheus.NewDesc("validmail_dns_cache_evictions_total",
+			"Domain verdicts dropped from the full cache.", nil, nil),
+		cacheEntries: prometheus.NewDesc("validmail_dns_cache_entries",
+			"Domains in the validator's cache.", nil, nil),
+		inFlight: prometheus.NewDesc("validmail_dns_lookups_in_flight",
+			"Domain lookups running now.", nil, nil),
+		queries: prometheus.NewDesc("validmail_dns_queries_total",
+			"DNS exchanges by outcome: answer, nxdomain, rcode (SERVFAIL and the like), timeout, error.", []string{"outcome"}, nil),
+		queryLatency: prometheus.NewDesc("validmail_dns_query_duration_seconds",
+			"Time of the DNS exchanges that got an answer.", nil, nil),
+		queueJobs: prometheus.NewDesc("validmail_queue_jobs",
+			"Jobs not yet completed, by state: available (waiting for a worker), delayed (waiting to retry), running (leased).", []string{"state"}, nil),
+		oldestActive: prometheus.NewDesc("validmail_queue_oldest_active_job_age_seconds",
+			"Age of the oldest job not yet completed; 0 when there is none.", nil, nil),
+		queueUp: prometheus.NewDesc("validmail_queue_stats_up",
+			"1 when the queue's depth could be read at this scrape, else 0.", nil, nil),
+		workers: prometheus.NewDesc("validmail_workers",
+			"Workers this instance runs.", nil, nil),
+		workersBusy: prometheus.NewDesc("validmail_workers_busy",
+			"Workers validating a job now; divided by validmail_workers, the utilisation.", nil, nil),
+		jobRefunds: prometheus.NewDesc("validmail_job_credits_refunded_total",
+			"Credits refunded by this instance's workers for jobs that ended UNKNOWN.", nil, nil),
+	}
+	if sv, ok := v.(statsValidator); ok {
+		c.validator = sv
+	}
+	if sd, ok := d.(jobs.StatsDriver); ok {
+		c.queue = sd
+	}
+	return c
+}
+
+// Describe implements [prometheus.Collector].
+func (c *opsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.cacheHits, c.cacheMisses, c.cacheEvictions, c.cacheEntries, c.inFlight, c.queries,
+		c.queryLatency, c.queueJobs, c.oldestActive, c.queueUp, c.workers, c.workersBusy, c.jobRefunds} {
+		ch <- d
+	}
+}
+
+// scrapeTimeout bounds the queue's depth query at a scrape.
+const scrapeTimeout = 2 * time.Second
+
+// Collect implements [prometheus.Collector].
+func (c *opsCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.validator != nil {
+		st := c.validator.Stats()
+		ch <- prometheus.MustNewConstMetric(c.cacheHits, prometheus.CounterValue, float64(st.CacheHits))
+		ch <- prometheus.MustNewConstMetric(c.cacheMisses, prometheus.CounterValue, float64(st.CacheMisses))
+		ch <- prometheus.MustNewConstMetric(c.cacheEvictions, prometheus.CounterValue, float64(st.CacheEvictions))
+		ch <- prometheus.MustNewConstMetric(c.cacheEntries, prometheus.GaugeValue, float64(st.CacheEntries))
+		ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(st.LookupsInFlight))
+		for outcome, n := range st.Queries {
+			ch <- prometheus.MustNewConstMetric(c.queries, prometheus.CounterValue, float64(n), outcome)
+		}
+		h := st.QueryLatency
+		buckets := make(map[float64]uint64, len(h.Bounds))
+		var cum uint64
+		for i, b := range h.Bounds {
+			cum += h.Counts[i]
+			buckets[b] = cum
+		}
+		ch <- prometheus.MustNewConstHistogram(c.queryLatency, h.Count, h.Sum, buckets)
+	}
+	if c.queue != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+		st, err := c.queue.QueueStats(ctx)
+		cancel()
+		up := 1.0
+		if err != nil {
+			up = 0
+		} else {
+			ch <- prometheus.MustNewConstMetric(c.queueJobs, prometheus.GaugeValue, float64(st.Available), "available")
+			ch <- prometheus.MustNewConstMetric(c.queueJobs, prometheus.GaugeValue, float64(st.Delayed), "delayed")
+			ch <- prometheus.MustNewConstMetric(c.queueJobs, prometheus.GaugeValue, float64(st.Running), "running")
+			age := 0.0
+			if !st.OldestActive.IsZero() {
+				age = max(c.now().Sub(st.OldestActive).Seconds(), 0)
+			}
+			ch <- prometheus.MustNewConstMetric(c.oldestActive, prometheus.GaugeValue, age)
+		}
+		ch <- prometheus.MustNewConstMetric(c.queueUp, prometheus.GaugeValue, up)
+	}
+	if c.pool != nil {
+		ch <- prometheus.MustNewConstMetric(c.workers, prometheus.GaugeValue, float64(c.pool.Workers()))
+		ch <- prometheus.MustNewConstMetric(c.workersBusy, prometheus.GaugeValue, float64(c.pool.Busy()))
+		ch <- prometheus.MustNewConstMetric(c.jobRefunds, prometheus.CounterValue, float64(c.pool.Refunded()))
+	}
+}

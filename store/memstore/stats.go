@@ -1,0 +1,40 @@
+package memstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/validmail/validmail/jobs"
+)
+
+var _ jobs.StatsDriver = (*Store)(nil)
+
+// QueueStats implements [jobs.StatsDriver]: one pass over the jobs not
+// yet completed.
+func (s *Store) QueueStats(ctx context.Context) (jobs.QueueStats, error) {
+	if err := ctxErr(ctx); err != nil {
+		return jobs.QueueStats{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var st jobs.QueueStats
+	now := time.Now()
+	for _, j := range s.jobs {
+		switch j.state {
+		case completed:
+			continue
+		case running:
+			st.Running++
+		default:
+			if j.runAt.After(now) {
+				st.Delayed++
+			} else {
+				st.Available++
+			}
+		}
+		if st.OldestActive.IsZero() || j.CreatedAt.Before(st.OldestActive) {
+			st.OldestActive = j.CreatedAt
+		}
+	}
+	return st, nil
+}
