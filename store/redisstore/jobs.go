@@ -186,52 +186,55 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 	if err := checkCtx(ctx, "complete"); err != nil {
 		return err
 	}
-	keys, args, err := s.completeCall(p)
+	retention, fields, err := s.completeFields(p)
 	if err != nil {
 		return err
 	}
+	args := append([]any{s.base, retention}, fields...)
+	keys := []string{s.key("job:" + p.ID), s.key("leases"), s.key("done")}
 	return s.completeErr(ctx, p, s.run(ctx, scriptComplete, keys, args...).Err())
 }
 
-// completeCall returns scriptComplete's keys and arguments for p.
-func (s *Store) completeCall(p jobs.CompleteParams) ([]string, []any, error) {
+// completeFields returns the retention (ms) of p's completion and its
+// completeWidth fields of the completion scripts.
+func (s *Store) completeFields(p jobs.CompleteParams) (int64, []any, error) {
 	if !validID(p.ID) {
-		return nil, nil, jobs.ErrNotFound
+		return 0, nil, jobs.ErrNotFound
 	}
 	if p.Refund < 0 {
-		return nil, nil, fmt.Errorf("%w: refund %d", credits.ErrInvalidAmount, p.Refund)
+		return 0, nil, fmt.Errorf("%w: refund %d", credits.ErrInvalidAmount, p.Refund)
 	}
 	res, err := json.Marshal(storedResult{Result: p.Result, MXHosts: p.Result.MXHosts})
 	if err != nil {
-		return nil, nil, fmt.Errorf("redisstore: complete: encode result: %w", err)
+		return 0, nil, fmt.Errorf("redisstore: complete: encode result: %w", err)
 	}
 	// One retention for the deployment: the queue's, when it says.
 	retention := s.retention
 	if p.Retention > 0 {
 		retention = max(p.Retention, time.Millisecond)
 	}
-	args := []any{s.base, p.ID, p.Token, res, strconv.FormatInt(p.Refund, 10), retention.Milliseconds(),
-		string(p.Result.Confidence.Status)}
+	fields := make([]any, 0, completeWidth)
+	fields = append(fields, p.ID, p.Token, res, strconv.FormatInt(p.Refund, 10), string(p.Result.Confidence.Status))
 	if ev := p.Event; ev != nil {
 		if ev.ID == "" {
-			return nil, nil, fmt.Errorf("redisstore: complete: %w: empty event id", webhook.ErrInvalidEvent)
+			return 0, nil, fmt.Errorf("redisstore: complete: %w: empty event id", webhook.ErrInvalidEvent)
 		}
-		args = append(args, ev.ID, ev.Type, us(ev.CreatedAt), ev.Payload)
+		fields = append(fields, ev.ID, ev.Type, us(ev.CreatedAt), ev.Payload)
 	} else {
-		args = append(args, "", "", "", "")
+		fields = append(fields, "", "", "", "")
 	}
 	if ev := p.BatchEvent; ev != nil {
 		if ev.ID == "" {
-			return nil, nil, fmt.Errorf("redisstore: complete: %w: empty event id", webhook.ErrInvalidEvent)
+			return 0, nil, fmt.Errorf("redisstore: complete: %w: empty event id", webhook.ErrInvalidEvent)
 		}
-		args = append(args, ev.ID, ev.Type, us(ev.CreatedAt), jobs.BatchEventHead(*ev))
+		fields = append(fields, ev.ID, ev.Type, us(ev.CreatedAt), jobs.BatchEventHead(*ev))
 	} else {
-		args = append(args, "", "", "", "")
+		fields = append(fields, "", "", "", "")
 	}
-	return []string{s.key("job:" + p.ID), s.key("leases"), s.key("done")}, args, nil
+	return retention.Milliseconds(), fields, nil
 }
 
-// completeErr translates scriptComplete's failure.
+// completeErr translates a completion script's failure for p.
 func (s *Store) completeErr(ctx context.Context, p jobs.CompleteParams, err error) error {
 	if err == nil {
 		return nil
@@ -243,6 +246,72 @@ func (s *Store) completeErr(ctx context.Context, p jobs.CompleteParams, err erro
 		return fmt.Errorf("redisstore: complete job %s: %w", p.ID, webhook.ErrDuplicate)
 	}
 	return s.leaseErr(ctx, "complete", err)
+}
+
+// CompleteMany implements [jobs.BatchCompleter]: one script completes
+// every job, each atomically and independently (its checks, then its
+// writes), in one round trip. If the script fails as a whole (a wrong key
+// type, a refund conflicting with the ledger), the jobs are completed one
+// by one, so the failure stays with its job.
+func (s *Store) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []error {
+	errs := make([]error, len(ps))
+	if err := checkCtx(ctx, "complete"); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	args := make([]any, 2, 2+completeWidth*len(ps))
+	var sent []int
+	for i, p := range ps {
+		retention, fields, err := s.completeFields(p)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if len(sent) == 0 {
+			args[0], args[1] = s.base, retention
+		} else if retention != args[1] {
+			// A group is one queue's, with one retention; if not, alone.
+			errs[i] = s.Complete(ctx, p)
+			continue
+		}
+		args = append(args, fields...)
+		sent = append(sent, i)
+	}
+	if len(sent) == 0 {
+		return errs
+	}
+	codes, err := s.run(ctx, scriptCompleteMany, []string{s.key("leases"), s.key("done")}, args...).StringSlice()
+	if err == nil && len(codes) != len(sent) {
+		err = fmt.Errorf("%w: %d answers for %d completions", ErrBadData, len(codes), len(sent))
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			for _, i := range sent {
+				errs[i] = s.wrap(ctx, "complete", err)
+			}
+			return errs
+		}
+		for _, i := range sent {
+			errs[i] = s.Complete(ctx, ps[i])
+		}
+		return errs
+	}
+	for k, i := range sent {
+		switch codes[k] {
+		case "":
+		case "NOTFOUND":
+			errs[i] = jobs.ErrNotFound
+		case "LEASELOST":
+			errs[i] = jobs.ErrLeaseLost
+		case "DUPLICATE":
+			errs[i] = fmt.Errorf("redisstore: complete job %s: %w", ps[i].ID, webhook.ErrDuplicate)
+		default:
+			errs[i] = fmt.Errorf("%w: completion answer %q", ErrBadData, codes[k])
+		}
+	}
+	return errs
 }
 
 // Retry implements [jobs.Driver]. A run-at in the future puts the job in the

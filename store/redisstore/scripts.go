@@ -310,83 +310,134 @@ redis.call('ZADD', KEYS[2], exp, ARGV[1])
 return str(exp)
 `)
 
-// scriptComplete completes a leased job, counts it in its batch, refunds
-// and writes its events as pending webhook deliveries.
-// KEYS: job:ID, leases, done. ARGV: base, id, token, result, refund,
-// retention (ms), the result's status; the job's event: id ("" for none),
-// type, created (µs, "" for the completion time), payload; the batch's
-// event, written if this completion is the batch's last: id ("" for none),
-// type, created (µs), payload head (see jobs.BatchEventHead). Returns the
-// completion time.
-var scriptComplete = script(luaWebhookLib + `
-local base, id, refund, status, ev, bev = ARGV[1], ARGV[2], ARGV[5], ARGV[7], ARGV[8], ARGV[12]
-expect(KEYS[2], 'zset'); expect(KEYS[3], 'zset')
-local f = redis.call('HMGET', KEYS[1], 'state', 'token', 'account', 'batch')
-if not f[1] then fail('NOTFOUND') end
-if f[1] ~= 'r' or f[2] ~= ARGV[3] or ARGV[3] == '' then fail('LEASELOST') end
-local account = f[3]
-local k, replay
-if refund ~= '0' then
-  k = credit_keys(base, account)
-  replay = credit_check(k, refund, 'refund', 'refund:job:' .. id)
-end
-if ev ~= '' then dcheck(base, ev, account) end
--- The batch's counters: is this its last completion?
-local bkey, last
-if f[4] then
-  bkey = base .. 'bt:' .. f[4]
-  expect(bkey, 'hash')
-  local b = redis.call('HMGET', bkey, 'total', 'done')
-  if b[1] then
-    last = tonumber(b[2] or '0') + 1 == tonumber(b[1])
-    if last and bev ~= '' then dcheck(base, bev, account) end
-  else
-    bkey = nil
+// luaCompleteLib holds complete_one, the completion of one job, shared
+// by the scripts that complete one job and many.
+//
+// complete_one(base, id, token, result, refund, retention, status, ev,
+// bev) completes job id: ev is the job's event {id, type, created,
+// payload} or nil, bev the batch's {id, type, created, head} or nil (see
+// scriptComplete). It makes every check before its first write and
+// returns nil, or the code of the check that failed (NOTFOUND, LEASELOST,
+// DUPLICATE) having written nothing. Wrong key types and a refund that
+// conflicts with the ledger fail the whole script.
+const luaCompleteLib = `
+local function complete_one(base, id, token, result, refund, retention, status, ev, bev)
+  local jk = base .. 'job:' .. id
+  local leases, done = base .. 'leases', base .. 'done'
+  local f = redis.call('HMGET', jk, 'state', 'token', 'account', 'batch')
+  if not f[1] then return 'NOTFOUND' end
+  if f[1] ~= 'r' or f[2] ~= token or token == '' then return 'LEASELOST' end
+  local account = f[3]
+  local k, replay
+  if refund ~= '0' then
+    k = credit_keys(base, account)
+    replay = credit_check(k, refund, 'refund', 'refund:job:' .. id)
   end
-end
--- writes
-local t = now_us()
-redis.call('HSET', KEYS[1], 'state', 'd', 'token', '', 'expires', '', 'result', ARGV[4], 'completed', str(t))
-redis.call('PEXPIRE', KEYS[1], ARGV[6])
-redis.call('ZREM', KEYS[2], id)
-redis.call('ZADD', KEYS[3], t, id)
-if refund ~= '0' and not replay then
-  credit_write(k, account, refund, 'refund', 'job:' .. id, 'refund:job:' .. id, t)
-end
-if ev ~= '' then
-  local created = ARGV[10]
-  if created == '' then created = str(t) end
-  dadd(base, ev, account, ARGV[9], id, created, ARGV[11])
-end
-if bkey then
-  redis.call('HINCRBY', bkey, 'done', 1)
-  redis.call('HINCRBY', bkey, 'c:' .. status, 1)
-  -- The batch's record lives as long as its last completed job.
-  redis.call('PEXPIRE', bkey, ARGV[6])
-  if last then
-    redis.call('HSET', bkey, 'completed', str(t))
-    if bev ~= '' then
-      local h = redis.call('HGETALL', bkey)
-      local names, counts, total = {}, {}, ''
-      for i = 1, #h, 2 do
-        if string.sub(h[i], 1, 2) == 'c:' then
-          local s = string.sub(h[i], 3)
-          names[#names + 1] = s
-          counts[s] = h[i + 1]
-        elseif h[i] == 'total' then
-          total = h[i + 1]
-        end
+  if ev then
+    if redis.call('EXISTS', base .. 'wh:ev:' .. ev[1]) == 1 then return 'DUPLICATE' end
+    dcheck(base, ev[1], account)
+  end
+  -- The batch's counters: is this its last completion?
+  local bkey, last
+  if f[4] then
+    bkey = base .. 'bt:' .. f[4]
+    expect(bkey, 'hash')
+    local b = redis.call('HMGET', bkey, 'total', 'done')
+    if b[1] then
+      last = tonumber(b[2] or '0') + 1 == tonumber(b[1])
+      if last and bev then
+        if redis.call('EXISTS', base .. 'wh:ev:' .. bev[1]) == 1 then return 'DUPLICATE' end
+        dcheck(base, bev[1], account)
       end
-      table.sort(names)
-      local parts = {}
-      for _, s in ipairs(names) do parts[#parts + 1] = '"' .. s .. '":' .. counts[s] end
-      local payload = ARGV[15] .. '{"batch_id":"' .. f[4] .. '","total":' .. total ..
-        ',"counts":{' .. table.concat(parts, ',') .. '}}}'
-      dadd(base, bev, account, ARGV[13], id, ARGV[14], payload)
+    else
+      bkey = nil
     end
   end
+  -- writes
+  local t = now_us()
+  redis.call('HSET', jk, 'state', 'd', 'token', '', 'expires', '', 'result', result, 'completed', str(t))
+  redis.call('PEXPIRE', jk, retention)
+  redis.call('ZREM', leases, id)
+  redis.call('ZADD', done, t, id)
+  if refund ~= '0' and not replay then
+    credit_write(k, account, refund, 'refund', 'job:' .. id, 'refund:job:' .. id, t)
+  end
+  if ev then
+    local created = ev[3]
+    if created == '' then created = str(t) end
+    dadd(base, ev[1], account, ev[2], id, created, ev[4])
+  end
+  if bkey then
+    redis.call('HINCRBY', bkey, 'done', 1)
+    redis.call('HINCRBY', bkey, 'c:' .. status, 1)
+    if last then
+      -- The batch's record lives as long as its last completed job.
+      redis.call('PEXPIRE', bkey, retention)
+      redis.call('HSET', bkey, 'completed', str(t))
+      if bev then
+        local h = redis.call('HGETALL', bkey)
+        local names, counts, total = {}, {}, ''
+        for i = 1, #h, 2 do
+          if string.sub(h[i], 1, 2) == 'c:' then
+            local s = string.sub(h[i], 3)
+            names[#names + 1] = s
+            counts[s] = h[i + 1]
+          elseif h[i] == 'total' then
+            total = h[i + 1]
+          end
+        end
+        table.sort(names)
+        local parts = {}
+        for _, s in ipairs(names) do parts[#parts + 1] = '"' .. s .. '":' .. counts[s] end
+        local payload = bev[4] .. '{"batch_id":"' .. f[4] .. '","total":' .. total ..
+          ',"counts":{' .. table.concat(parts, ',') .. '}}}'
+        dadd(base, bev[1], account, bev[2], id, bev[3], payload)
+      end
+    end
+  end
+  return nil
 end
-return str(t)
+`
+
+// completeWidth is the number of ARGV fields per job of the completion
+// scripts: id, token, result, refund, status; the job's event (id, type,
+// created in µs or "" for the completion time, payload; an empty id for
+// none); the batch's event (id, type, created in µs, payload head; an
+// empty id for none).
+const completeWidth = 13
+
+// scriptComplete completes a leased job, counts it in its batch, refunds
+// and writes its events as pending webhook deliveries; the batch's event
+// only if this completion is the batch's last (see jobs.BatchEventHead).
+// KEYS: job:ID, leases, done. ARGV: base, retention (ms), then one job's
+// completeWidth fields. Fails with NOTFOUND, LEASELOST or DUPLICATE.
+var scriptComplete = script(luaWebhookLib + luaCompleteLib + `
+expect(KEYS[2], 'zset'); expect(KEYS[3], 'zset')
+local a = ARGV
+local ev, bev
+if a[8] ~= '' then ev = {a[8], a[9], a[10], a[11]} end
+if a[12] ~= '' then bev = {a[12], a[13], a[14], a[15]} end
+local code = complete_one(a[1], a[3], a[4], a[5], a[6], a[2], a[7], ev, bev)
+if code then fail(code) end
+return 1
+`)
+
+// scriptCompleteMany completes several leased jobs, each as
+// scriptComplete does and independently of the others.
+// KEYS: leases, done. ARGV: base, retention (ms), then completeWidth
+// fields per job. Returns, per job, "" or the code of its failure.
+var scriptCompleteMany = script(luaWebhookLib + luaCompleteLib + `
+expect(KEYS[1], 'zset'); expect(KEYS[2], 'zset')
+local out = {}
+for i = 3, #ARGV, 13 do
+  local a = {}
+  for j = 0, 12 do a[j + 1] = ARGV[i + j] end
+  local ev, bev
+  if a[6] ~= '' then ev = {a[6], a[7], a[8], a[9]} end
+  if a[10] ~= '' then bev = {a[10], a[11], a[12], a[13]} end
+  out[#out + 1] = complete_one(ARGV[1], a[1], a[2], a[3], a[4], ARGV[2], a[5], ev, bev) or ''
+end
+return out
 `)
 
 // scriptRetry gives a leased job back.
