@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -406,58 +407,166 @@ func completeArgs(p jobs.CompleteParams) ([]any, error) {
 		string(p.Result.Confidence.Status), batchID, batchType, batchAt, batchHead}, nil
 }
 
-// CompleteMany implements [jobs.BatchCompleter]: the items' completeSQL
-// statements go in one round trip and run in one implicit transaction, so
-// they share a commit. They run in id order, hence batch order, so that
-// two groups take the batch rows' locks in the same order. If the
-// transaction fails as a whole (an event id already in the outbox, say),
-// each item is completed on its own instead.
+// completeManySQL is completeSQL for a group of jobs in one statement:
+// the jobs whose tokens still hold them are completed, each batch's row
+// takes its share of the counts at once (under its lock, so the
+// completion that brings a batch to its total is the statement's and
+// writes the batch's event, for the first of its jobs that asks), the
+// refunds are summed per account, and one row per input job tells
+// whether it changed and whether it exists.
+const completeManySQL = `
+	WITH input AS (
+		SELECT * FROM unnest($1::bigint[], $2::text[], $3::jsonb[], $4::text[], $5::bigint[], $6::text[],
+		                     $7::text[], $8::text[], $9::timestamptz[], $10::bytea[],
+		                     $11::text[], $12::text[], $13::timestamptz[], $14::text[])
+		AS u(id, token, result, mx, refund, status, ev_id, ev_type, ev_created, ev_payload,
+		     bev_id, bev_type, bev_created, bev_head)
+	), done AS (
+		UPDATE {schema}.jobs j
+		SET state = 'completed', result = u.result, mx_hosts = CASE WHEN u.mx = '' THEN NULL ELSE string_to_array(u.mx, ' ') END,
+		    completed_at = now(), token = NULL, lease_expires_at = NULL
+		FROM input u
+		WHERE j.id = u.id AND j.state = 'running' AND j.token = u.token
+		RETURNING j.id, j.account, j.completed_at, j.batch_id
+	), per_status AS (
+		SELECT d.batch_id, u.status, count(*)::int AS n FROM done d JOIN input u ON u.id = d.id GROUP BY 1, 2
+	), per_batch AS (
+		SELECT batch_id, sum(n)::int AS n, jsonb_object_agg(status, n) AS delta FROM per_status GROUP BY batch_id
+	), tally AS (
+		UPDATE {schema}.batches b
+		SET completed = b.completed + p.n,
+		    counts = (SELECT jsonb_object_agg(k, v) FROM (
+		                 SELECT c.k, sum(c.v::int) AS v
+		                 FROM (SELECT key AS k, value AS v FROM jsonb_each_text(b.counts)
+		                       UNION ALL SELECT key, value FROM jsonb_each_text(p.delta)) AS c
+		                 GROUP BY c.k) AS x),
+		    completed_at = CASE WHEN b.completed + p.n = b.total THEN now() END
+		FROM per_batch p WHERE b.id = p.batch_id
+		RETURNING b.id, b.total, b.completed, b.counts
+	), refund AS (
+		INSERT INTO {schema}.credit_entries (account, delta, reason, reference, idempotency_key)
+		SELECT d.account, u.refund, 'refund', 'job:' || d.id, 'refund:job:' || d.id
+		FROM done d JOIN input u ON u.id = d.id WHERE u.refund > 0
+		ON CONFLICT (account, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+		RETURNING account, delta
+	), balance AS (
+		INSERT INTO {schema}.credit_balances AS b (account, balance)
+		SELECT account, sum(delta) FROM refund GROUP BY account
+		ON CONFLICT (account) DO UPDATE SET balance = b.balance + EXCLUDED.balance
+	), event AS (
+		INSERT INTO {schema}.webhook_deliveries
+		    (event_id, account_id, type, job_id, created_at, payload, next_attempt)
+		SELECT u.ev_id, d.account, u.ev_type, d.id::text, coalesce(u.ev_created, d.completed_at), u.ev_payload,
+		       coalesce(u.ev_created, d.completed_at)
+		FROM done d JOIN input u ON u.id = d.id WHERE u.ev_id IS NOT NULL
+	), batch_event AS (
+		INSERT INTO {schema}.webhook_deliveries
+		    (event_id, account_id, type, job_id, created_at, payload, next_attempt)
+		SELECT DISTINCT ON (t.id) u.bev_id, d.account, u.bev_type, d.id::text, u.bev_created,
+		       convert_to(u.bev_head || '{"batch_id":"' || t.id || '","total":' || t.total || ',"counts":{'
+		           || coalesce((SELECT string_agg(to_json(c.k)::text || ':' || c.v, ',' ORDER BY c.k COLLATE "C")
+		                        FROM jsonb_each_text(t.counts) AS c(k, v)), '')
+		           || '}}}', 'UTF8'),
+		       u.bev_created
+		FROM tally t JOIN done d ON d.batch_id = t.id JOIN input u ON u.id = d.id
+		WHERE t.completed = t.total AND u.bev_id IS NOT NULL
+		ORDER BY t.id, d.id
+	)
+	SELECT u.id, d.id IS NOT NULL, EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = u.id)
+	FROM input u LEFT JOIN done d ON d.id = u.id`
+
+// CompleteMany implements [jobs.BatchCompleter] with completeManySQL: one
+// statement, one round trip and one commit for the group. If the
+// statement fails as a whole (an event id already in the outbox, say),
+// each job is completed on its own instead, so the failure stays with
+// its job.
 func (s *Store) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []error {
 	errs := make([]error, len(ps))
-	order := make([]int, 0, len(ps))
-	ids := make([]int64, len(ps))
-	args := make([][]any, len(ps))
+	n := len(ps)
+	var (
+		ids                                       = make([]int64, 0, n)
+		tokens, mxs, statuses                     = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+		results                                   = make([][]byte, 0, n)
+		refunds                                   = make([]int64, 0, n)
+		evIDs, evTypes, bevIDs, bevTypes, bevHead = make([]*string, 0, n), make([]*string, 0, n), make([]*string, 0, n), make([]*string, 0, n), make([]*string, 0, n)
+		evCreated, bevCreated                     = make([]*time.Time, 0, n), make([]*time.Time, 0, n)
+		evPayloads                                = make([][]byte, 0, n)
+		index                                     = make(map[int64]int, n)
+	)
 	for i, p := range ps {
-		a, err := completeArgs(p)
-		if err != nil {
-			errs[i] = err
+		id, ok := parseID(p.ID)
+		if !ok {
+			errs[i] = jobs.ErrNotFound
 			continue
 		}
-		ids[i], args[i] = a[0].(int64), a
-		order = append(order, i)
-	}
-	if len(order) < 2 {
-		for _, i := range order {
-			errs[i] = s.Complete(ctx, ps[i])
+		if _, dup := index[id]; dup {
+			errs[i] = s.Complete(ctx, p) // the same job twice: the second finds its lease gone
+			continue
 		}
+		result, err := json.Marshal(p.Result)
+		if err != nil {
+			errs[i] = fmt.Errorf("pgstore: complete: result: %w", err)
+			continue
+		}
+		index[id] = i
+		ids, tokens, results = append(ids, id), append(tokens, p.Token), append(results, result)
+		mxs, refunds, statuses = append(mxs, strings.Join(p.Result.MXHosts, " ")), append(refunds, max(p.Refund, 0)), append(statuses, string(p.Result.Confidence.Status))
+		var eid, etype *string
+		var ecreated *time.Time
+		var payload []byte
+		if e := p.Event; e != nil {
+			eid, etype, payload = &e.ID, &e.Type, e.Payload
+			if payload == nil {
+				payload = []byte{}
+			}
+			if !e.CreatedAt.IsZero() {
+				ecreated = &e.CreatedAt
+			}
+		}
+		evIDs, evTypes, evCreated, evPayloads = append(evIDs, eid), append(evTypes, etype), append(evCreated, ecreated), append(evPayloads, payload)
+		var bid, btype, bhead *string
+		var bcreated *time.Time
+		if e := p.BatchEvent; e != nil {
+			head := jobs.BatchEventHead(*e)
+			bid, btype, bhead, bcreated = &e.ID, &e.Type, &head, &e.CreatedAt
+		}
+		bevIDs, bevTypes, bevHead, bevCreated = append(bevIDs, bid), append(bevTypes, btype), append(bevHead, bhead), append(bevCreated, bcreated)
+	}
+	if len(ids) == 0 {
 		return errs
 	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(ids[a], ids[b]) })
-	var b pgx.Batch
-	changed := make([]bool, len(ps))
-	exists := make([]bool, len(ps))
-	for _, i := range order {
-		b.Queue(s.sql(completeSQL), args[i]...).QueryRow(func(row pgx.Row) error {
-			return row.Scan(&changed[i], &exists[i])
+	rows, err := s.pool.Query(ctx, s.sql(completeManySQL), ids, tokens, results, mxs, refunds, statuses,
+		evIDs, evTypes, evCreated, evPayloads, bevIDs, bevTypes, bevCreated, bevHead)
+	answered := make(map[int64]bool, len(ids))
+	if err == nil {
+		var id int64
+		var changed, exists bool
+		_, err = pgx.ForEachRow(rows, []any{&id, &changed, &exists}, func() error {
+			if i, ok := index[id]; ok {
+				errs[i] = held(changed, exists)
+				answered[id] = true
+			}
+			return nil
 		})
 	}
-	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
-		if ctx.Err() != nil {
-			err = fail(ctx, "complete", err)
-			for _, i := range order {
-				errs[i] = err
+	if err == nil {
+		for id, i := range index {
+			if !answered[id] {
+				errs[i] = fmt.Errorf("pgstore: complete job %d: the statement gave no answer for it", id)
 			}
-			return errs
-		}
-		// Nothing was written: complete them one by one, so one item's
-		// failure stays its own.
-		for _, i := range order {
-			errs[i] = s.Complete(ctx, ps[i])
 		}
 		return errs
 	}
-	for _, i := range order {
-		errs[i] = held(changed[i], exists[i])
+	if ctx.Err() != nil {
+		for _, i := range index {
+			errs[i] = fail(ctx, "complete", cmp.Or(err, ctx.Err()))
+		}
+		return errs
+	}
+	// Nothing was written: complete them one by one, so one job's
+	// failure stays its own.
+	for _, i := range index {
+		errs[i] = s.Complete(ctx, ps[i])
 	}
 	return errs
 }
