@@ -6,12 +6,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/storetest/crashtest"
 )
 
@@ -23,6 +25,10 @@ const (
 	// envCrashDelay holds how long the child's validator takes per
 	// address.
 	envCrashDelay = "VALIDMAIL_CRASH_DELAY"
+	// envCrashMode, set to crashModeGroups, makes the child write the
+	// batch's completions in groups rather than run a pool.
+	envCrashMode    = "VALIDMAIL_CRASH_MODE"
+	crashModeGroups = "groups"
 )
 
 // Shape of the crash batch.
@@ -39,7 +45,18 @@ const (
 	// crashSlow is the first worker's validation time per address; it
 	// keeps that worker busy long enough to be killed mid-batch.
 	crashSlow = 4 * time.Millisecond
+	// crashGroupSize is how many completions the grouped child writes in
+	// one call, and crashKillGroup the group it is killed writing.
+	crashGroupSize = 200
+	crashKillGroup = 3
+	// crashKillDelay is how long after the call that writes the group
+	// crashKillGroup the grouped child kills itself.
+	crashKillDelay = 500 * time.Microsecond
 )
+
+// crashGroupMarker is what the grouped child writes just before it
+// hands group i to the driver.
+func crashGroupMarker(i int) string { return fmt.Sprintf("writing completion group %d\n", i) }
 
 // RunCrash checks that a batch survives the death of a worker process.
 // It enqueues a charged batch of 1,000 jobs in a fresh namespace, starts
@@ -54,65 +71,126 @@ const (
 //
 // RunCrash is skipped under -short and inside a child process.
 func RunCrash(t *testing.T, d crashtest.Durable) {
-	ns, sb := crashtest.Begin(t, d, EnvCrashNamespace)
-	be := fromStore(t, sb)
-	ctx := context.Background()
-	ledger := credits.New(be.Credits, nil)
-	for _, g := range []struct {
-		n      int64
-		reason string
-	}{{crashSignup, "signup"}, {crashTopUp, "top-up"}} {
-		if _, err := ledger.Grant(ctx, crashAccount, g.n, g.reason); err != nil {
-			t.Fatal(err)
-		}
-	}
-	emails := make([]string, crashJobs)
-	unknown := 0
-	for i := range emails {
-		emails[i] = crashEmail(i)
-		if crashUnknown(emails[i]) {
-			unknown++
-		}
-	}
-	q, err := jobs.NewQueue(be.Driver, ledger, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids, err := q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: crashAccount, Emails: emails, IdempotencyKey: "crash-batch"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ids) != crashJobs {
-		t.Fatalf("EnqueueCharged returned %d ids, want %d", len(ids), crashJobs)
-	}
-	completed := func() int {
-		evs, err := be.Events(ctx, crashAccount)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(jobEvents(evs))
-	}
+	ns, b := crashtest.Begin(t, d, EnvCrashNamespace)
+	c := newCrashBatch(t, b)
 
 	// The first worker is slowed down so that it is killed mid-batch.
-	c := crashtest.Start(t, d.ChildTest, EnvCrashNamespace+"="+ns, envCrashDelay+"="+crashSlow.String())
+	child := crashtest.Start(t, d.ChildTest, EnvCrashNamespace+"="+ns, envCrashDelay+"="+crashSlow.String())
 	deadline := time.Now().Add(30 * time.Second)
-	for completed() < crashKillAt {
+	for c.completed(t) < crashKillAt {
 		if time.Now().After(deadline) {
-			c.Kill()
-			t.Fatalf("the first worker completed too few jobs in 30s\n%s", c.Output())
+			child.Kill()
+			t.Fatalf("the first worker completed too few jobs in 30s\n%s", child.Output())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	c.Kill()
-	atKill := completed()
+	child.Kill()
+	atKill := c.completed(t)
 	t.Logf("killed the first worker (SIGKILL) after %d of %d jobs completed", atKill, crashJobs)
 	if atKill >= crashJobs {
 		t.Fatal("the first worker finished before it was killed")
 	}
+	c.finish(t, d, ns)
+}
 
-	c = crashtest.Start(t, d.ChildTest, EnvCrashNamespace+"="+ns, envCrashDelay+"=0s")
-	if err := c.Wait(90 * time.Second); err != nil {
-		t.Fatalf("second worker: %v\n%s", err, c.Output())
+// RunCrashCompleting checks that a worker killed while a group of
+// completions is being written ([jobs.BatchCompleter]) leaves no job
+// completed twice and none lost. A child process leases the whole batch
+// of [RunCrash] and writes its completions in groups of 200; half a
+// millisecond into the call that writes the fourth group, it sends itself
+// SIGKILL, so that it dies while the backend is receiving or writing the
+// group (a group takes milliseconds). A second child finishes the batch
+// with a [jobs.Pool], after the killed worker's leases expire; the
+// checks are those of [RunCrash].
+//
+// It is skipped for a driver that is not a [jobs.BatchCompleter].
+func RunCrashCompleting(t *testing.T, d crashtest.Durable) {
+	ns, b := crashtest.Begin(t, d, EnvCrashNamespace)
+	be := fromStore(t, b)
+	if _, ok := be.Driver.(jobs.BatchCompleter); !ok {
+		t.Skip("driver does not implement jobs.BatchCompleter")
+	}
+	c := newCrashBatch(t, b)
+	child := crashtest.Start(t, d.ChildTest, EnvCrashNamespace+"="+ns, envCrashMode+"="+crashModeGroups)
+	if err := child.Wait(30 * time.Second); err == nil || !strings.Contains(child.Output(), crashGroupMarker(crashKillGroup)) {
+		t.Fatalf("the child was not killed writing group %d: %v\n%s", crashKillGroup, err, child.Output())
+	}
+	after := c.completed(t)
+	written := after - crashKillGroup*crashGroupSize
+	t.Logf("the worker was killed (SIGKILL) %v into writing group %d: %d completions in all, %d of the group's %d",
+		crashKillDelay, crashKillGroup, after, written, crashGroupSize)
+	if after < crashKillGroup*crashGroupSize || after > (crashKillGroup+1)*crashGroupSize {
+		t.Fatalf("%d completions after the kill; want the %d of the groups written before it, and at most the group being written",
+			after, crashKillGroup*crashGroupSize)
+	}
+	c.finish(t, d, ns)
+}
+
+// crashBatch is the charged batch of a crash test, enqueued before any
+// child starts.
+type crashBatch struct {
+	be      backend
+	ledger  *credits.Ledger
+	emails  []string
+	ids     []string
+	unknown int // how many of emails the validator answers UNKNOWN
+}
+
+// newCrashBatch grants the crash account its credits and enqueues the
+// batch of [crashJobs] charged jobs.
+func newCrashBatch(t *testing.T, b *store.Backend) *crashBatch {
+	be := fromStore(t, b)
+	ctx := context.Background()
+	c := &crashBatch{be: be, ledger: credits.New(be.Credits, nil), emails: make([]string, crashJobs)}
+	for _, g := range []struct {
+		n      int64
+		reason string
+	}{{crashSignup, "signup"}, {crashTopUp, "top-up"}} {
+		if _, err := c.ledger.Grant(ctx, crashAccount, g.n, g.reason); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range c.emails {
+		c.emails[i] = crashEmail(i)
+		if crashUnknown(c.emails[i]) {
+			c.unknown++
+		}
+	}
+	q, err := jobs.NewQueue(be.Driver, c.ledger, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ids, err = q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: crashAccount, Emails: c.emails, IdempotencyKey: "crash-batch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.ids) != crashJobs {
+		t.Fatalf("EnqueueCharged returned %d ids, want %d", len(c.ids), crashJobs)
+	}
+	return c
+}
+
+// completed returns how many of the batch's jobs have completed, counted
+// by their events.
+func (c *crashBatch) completed(t *testing.T) int {
+	evs, err := c.be.Events(context.Background(), crashAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(jobEvents(evs))
+}
+
+// finish starts a second worker over namespace ns, waits for it to
+// finish the batch and checks the outcome: every job completed exactly
+// once with its result, one event per job and one for the batch, and a
+// balance of exactly the grants minus the charges plus one refund per
+// UNKNOWN result.
+func (c *crashBatch) finish(t *testing.T, d crashtest.Durable, ns string) {
+	ctx := context.Background()
+	be := &c.be
+	child := crashtest.Start(t, d.ChildTest, EnvCrashNamespace+"="+ns, envCrashDelay+"=0s")
+	if err := child.Wait(90 * time.Second); err != nil {
+		t.Fatalf("second worker: %v\n%s", err, child.Output())
 	}
 
 	// Every job completed once: one event per job, written with its
@@ -134,7 +212,7 @@ func RunCrash(t *testing.T, d crashtest.Durable) {
 		if len(bevs) != 1 {
 			t.Fatalf("%d batch events, want exactly 1", len(bevs))
 		}
-		b, err := bd.Batch(ctx, crashAccount, ids[0])
+		b, err := bd.Batch(ctx, crashAccount, c.ids[0])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +234,7 @@ func RunCrash(t *testing.T, d crashtest.Durable) {
 		t.Fatalf("%d events for %d distinct jobs; want %d of each", len(evs), len(seen), crashJobs)
 	}
 	rescued := 0
-	for i, id := range ids {
+	for i, id := range c.ids {
 		if seen[id] != 1 {
 			t.Fatalf("job %s has %d events, want 1", id, seen[id])
 		}
@@ -164,8 +242,8 @@ func RunCrash(t *testing.T, d crashtest.Durable) {
 		if err != nil {
 			t.Fatalf("Get(%s): %v", id, err)
 		}
-		wantUnknown := crashUnknown(emails[i])
-		if j.State != jobs.StateCompleted || j.Result == nil || j.Email != emails[i] || j.Cost != 1 ||
+		wantUnknown := crashUnknown(c.emails[i])
+		if j.State != jobs.StateCompleted || j.Result == nil || j.Email != c.emails[i] || j.Cost != 1 ||
 			(j.Result.Confidence.Status == emailcheck.StatusUnknown) != wantUnknown {
 			t.Fatalf("job %s: state %s, email %s, cost %d, result %+v", id, j.State, j.Email, j.Cost, j.Result)
 		}
@@ -176,12 +254,12 @@ func RunCrash(t *testing.T, d crashtest.Durable) {
 	t.Logf("all %d jobs completed once; %d were leased by the killed worker and rescued", crashJobs, rescued)
 
 	// The ledger adds up: grants − charges + refunds.
-	want := int64(crashSignup + crashTopUp - crashJobs + unknown)
-	bal, err := ledger.Balance(ctx, crashAccount)
+	want := int64(crashSignup + crashTopUp - crashJobs + c.unknown)
+	bal, err := c.ledger.Balance(ctx, crashAccount)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hist, err := ledger.History(ctx, crashAccount)
+	hist, err := c.ledger.History(ctx, crashAccount)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,10 +271,10 @@ func RunCrash(t *testing.T, d crashtest.Durable) {
 			refunds++
 		}
 	}
-	if bal != want || sum != want || refunds != unknown {
-		t.Fatalf("balance %d, history sum %d, %d refunds; want %d, %d, %d", bal, sum, refunds, want, want, unknown)
+	if bal != want || sum != want || refunds != c.unknown {
+		t.Fatalf("balance %d, history sum %d, %d refunds; want %d, %d, %d", bal, sum, refunds, want, want, c.unknown)
 	}
-	t.Logf("balance %d = %d + %d − %d + %d refunds", bal, crashSignup, crashTopUp, crashJobs, unknown)
+	t.Logf("balance %d = %d + %d − %d + %d refunds", bal, crashSignup, crashTopUp, crashJobs, c.unknown)
 }
 
 // CrashChild is the worker process of [RunCrash]: the test named by
@@ -206,6 +284,10 @@ func RunCrash(t *testing.T, d crashtest.Durable) {
 func CrashChild(t *testing.T, d crashtest.Durable) {
 	_, sb := crashtest.InChild(t, d, EnvCrashNamespace)
 	be := fromStore(t, sb)
+	if os.Getenv(envCrashMode) == crashModeGroups {
+		completeInGroups(t, be)
+		return
+	}
 	delay, err := time.ParseDuration(os.Getenv(envCrashDelay))
 	if err != nil {
 		t.Fatalf("%s: %v", envCrashDelay, err)
@@ -245,6 +327,55 @@ func CrashChild(t *testing.T, d crashtest.Durable) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// completeInGroups is the grouped child of [RunCrashCompleting]: it
+// leases the whole batch and writes its completions, with their refunds
+// and events, in groups of crashGroupSize through the driver's
+// CompleteMany, announcing each group on stdout before the call, and
+// kills itself with SIGKILL crashKillDelay into the call that writes
+// group crashKillGroup.
+func completeInGroups(t *testing.T, be backend) {
+	ctx := context.Background()
+	bc := be.Driver.(jobs.BatchCompleter)
+	var leases []jobs.Lease
+	for len(leases) < crashJobs {
+		ls, err := be.Driver.Lease(ctx, jobs.LeaseParams{Max: crashJobs - len(leases), Duration: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ls) == 0 {
+			t.Fatalf("leased %d jobs, want %d", len(leases), crashJobs)
+		}
+		leases = append(leases, ls...)
+	}
+	v := crashValidator{}
+	for g := 0; g*crashGroupSize < len(leases); g++ {
+		group := leases[g*crashGroupSize : min((g+1)*crashGroupSize, len(leases))]
+		ps := make([]jobs.CompleteParams, 0, len(group))
+		for _, l := range group {
+			r, _ := v.Validate(ctx, l.Email)
+			p := jobs.CompleteParams{
+				ID: l.ID, Token: l.Token, Result: r,
+				Event: &jobs.Event{ID: "evt_" + l.ID, Type: crashEventType, Payload: []byte(crashPayload(l.ID))},
+			}
+			p.BatchEvent, _ = newBatchEvent(ctx, l.Job)
+			if r.Confidence.Status == emailcheck.StatusUnknown {
+				p.Refund = l.Cost
+			}
+			ps = append(ps, p)
+		}
+		os.Stdout.WriteString(crashGroupMarker(g))
+		if g == crashKillGroup {
+			time.AfterFunc(crashKillDelay, func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) })
+		}
+		for i, err := range bc.CompleteMany(ctx, ps) {
+			if err != nil {
+				t.Fatalf("completing job %s: %v", ps[i].ID, err)
+			}
+		}
+	}
+	time.Sleep(time.Minute)
 }
 
 // jobEvents returns the job events among evs.

@@ -55,6 +55,7 @@ func RunBackend(t *testing.T, h Harness) {
 	if h.Durable != nil {
 		t.Run("Crash", func(t *testing.T) {
 			t.Run("Jobs", func(t *testing.T) { jobstest.RunCrash(t, durable) })
+			t.Run("JobsCompleting", func(t *testing.T) { jobstest.RunCrashCompleting(t, durable) })
 			t.Run("Webhooks", func(t *testing.T) { webhooktest.RunCrash(t, durable) })
 		})
 	}

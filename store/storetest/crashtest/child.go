@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,8 +24,26 @@ import (
 // Child is a running child test process.
 type Child struct {
 	cmd  *exec.Cmd
-	out  *bytes.Buffer
+	out  *lockedBuffer
 	done chan error // holds the exit status once the process has ended
+}
+
+// lockedBuffer is the child's output, readable while the child writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Start re-executes the test binary to run only the top-level test named
@@ -33,7 +53,7 @@ func Start(t testing.TB, test string, env ...string) *Child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), env...)
-	out := new(bytes.Buffer)
+	out := new(lockedBuffer)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -71,6 +91,28 @@ func (c *Child) Wait(d time.Duration) error {
 func (c *Child) Output() string {
 	c.result()
 	return c.out.String()
+}
+
+// WaitOutput waits up to d for the child's output to contain s, polling
+// every millisecond, and reports whether it did. It returns false at once
+// when the child exits without writing s.
+func (c *Child) WaitOutput(s string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if strings.Contains(c.out.String(), s) {
+			return true
+		}
+		select {
+		case err := <-c.done:
+			c.done <- err
+			return strings.Contains(c.out.String(), s)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // result waits for the exit status and leaves it for the next reader.
