@@ -33,8 +33,12 @@
 //
 // Queries go over the wire with github.com/miekg/dns to [Config.Nameservers]
 // (default: /etc/resolv.conf), with a per-exchange timeout, retries across
-// servers, EDNS0, and TCP when a UDP answer is truncated. A CNAME at the
-// domain is followed. The outcome of a domain is:
+// servers, EDNS0, and TCP when a UDP answer is truncated. UDP queries to a
+// server share 16 connected sockets, each replaced by a new one (a new
+// random source port) after 256 queries; an answer is taken only when its
+// message id and question match a query waiting on that socket, so late,
+// duplicate and forged answers are dropped. A CNAME at the domain is
+// followed. The outcome of a domain is:
 //
 //   - NXDOMAIN: the domain does not exist (INVALID_DOMAIN).
 //   - NOERROR with at least one usable MX host: LIKELY (or DISPOSABLE).

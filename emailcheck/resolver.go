@@ -30,11 +30,12 @@ const maxCNAMEHops = 8
 const ednsBufferSize = 1232
 
 // resolver sends queries over the wire with miekg/dns: per-exchange timeout,
-// retries rotating across servers, TCP on truncation, EDNS0, and a bound on
-// the queries in flight.
+// retries rotating across servers, UDP sockets kept per server, TCP on
+// truncation, EDNS0, and a bound on the queries in flight.
 type resolver struct {
 	servers  []string
-	udp      *dns.Client
+	udp      map[string]*udpTransport // by server; fixed at construction
+	timeout  time.Duration            // of one exchange
 	tcp      *dns.Client
 	retries  int
 	sem      chan struct{}
@@ -43,9 +44,14 @@ type resolver struct {
 }
 
 func newResolver(servers []string, timeout time.Duration, retries, maxInFlight int) *resolver {
+	udp := make(map[string]*udpTransport, len(servers))
+	for _, s := range servers {
+		udp[s] = newUDPTransport(s)
+	}
 	return &resolver{
 		servers: servers,
-		udp:     &dns.Client{Net: "udp", Timeout: timeout, UDPSize: ednsBufferSize},
+		udp:     udp,
+		timeout: timeout,
 		tcp:     &dns.Client{Net: "tcp", Timeout: timeout},
 		retries: retries,
 		sem:     make(chan struct{}, maxInFlight),
@@ -213,7 +219,7 @@ func (r *resolver) exchange(ctx context.Context, m *dns.Msg, server string) (*dn
 	defer func() { <-r.sem }()
 
 	start := time.Now()
-	resp, err := exchangeOnce(ctx, r.udp, m, server)
+	resp, err := r.udp[server].exchange(ctx, m, r.timeout)
 	if err == nil && resp.Truncated {
 		resp, err = exchangeOnce(ctx, r.tcp, m, server)
 	}
@@ -226,6 +232,13 @@ func (r *resolver) exchange(ctx context.Context, m *dns.Msg, server string) (*dn
 		return nil, fmt.Errorf("%w: %s answered another question", errNoAnswer, server)
 	}
 	return resp, nil
+}
+
+// close closes the UDP sockets; queries still waiting fail.
+func (r *resolver) close() {
+	for _, t := range r.udp {
+		t.close()
+	}
 }
 
 // exchangeOnce performs one exchange whose connection is closed as soon as

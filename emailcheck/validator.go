@@ -532,5 +532,6 @@ func (v *Validator) Close() error {
 	v.mu.Unlock()
 	v.cancel()
 	v.lookup.Wait()
+	v.resolver.close()
 	return nil
 }
