@@ -22,6 +22,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/store"
 )
 
@@ -400,41 +401,59 @@ func (h *Handler) authedAs(perm store.Permission, read bool, next func(http.Resp
 			})
 			return
 		}
-		if !keyLimit.Unlimited() {
-			d, err := h.limiter.Allow(r.Context(), prefix+key.ID, keyLimit)
-			if err != nil {
-				// Failing open: a limiter outage must not take the API down.
-				if h.logger != nil {
-					h.logger.WarnContext(r.Context(), "httpapi: rate limiter failed; request let through", "request_id", c.id, "err", err)
-				}
-			} else {
-				hd := w.Header()
-				hd.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
-				hd.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
-				hd.Set("RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.Reset), 10))
-				if !d.Allowed {
-					hd.Set("Retry-After", strconv.FormatInt(max(1, ceilSeconds(d.RetryAfter)), 10))
-					writeProblem(w, c, CodeRateLimited, "Too many requests for this API key; retry later.")
-					return
-				}
-			}
-		}
-		if !acctLimit.Unlimited() {
-			// All the account's keys together: a key per request gains
-			// nothing.
-			d, err := h.limiter.Allow(r.Context(), prefix+"acct:"+key.AccountID, acctLimit)
-			if err != nil {
-				if h.logger != nil {
-					h.logger.WarnContext(r.Context(), "httpapi: rate limiter failed; request let through", "request_id", c.id, "err", err)
-				}
-			} else if !d.Allowed {
-				w.Header().Set("Retry-After", strconv.FormatInt(max(1, ceilSeconds(d.RetryAfter)), 10))
-				writeProblem(w, c, CodeRateLimited, "Too many requests for this account across its API keys; retry later.")
-				return
-			}
+		if !h.allowed(w, r, c, prefix, keyLimit, acctLimit) {
+			return
 		}
 		next(w, r, c)
 	}
+}
+
+// allowed takes a token from the key's bucket and the account's (all of
+// the account's keys together: a key per request gains nothing), both or
+// neither, in one call of the limiter, and answers 429 when either is
+// empty. A limiter that fails lets the request through: a limiter outage
+// must not take the API down.
+func (h *Handler) allowed(w http.ResponseWriter, r *http.Request, c *call, prefix string, keyLimit, acctLimit RateLimit) bool {
+	var reqs [2]ratelimit.Request
+	n := 0
+	if !keyLimit.Unlimited() {
+		reqs[n] = ratelimit.Request{Key: prefix + c.key.ID, Limit: keyLimit}
+		n++
+	}
+	if !acctLimit.Unlimited() {
+		reqs[n] = ratelimit.Request{Key: prefix + "acct:" + c.key.AccountID, Limit: acctLimit}
+		n++
+	}
+	if n == 0 {
+		return true
+	}
+	ds, err := ratelimit.AllowAll(r.Context(), h.limiter, reqs[:n])
+	if err != nil {
+		if h.logger != nil {
+			h.logger.WarnContext(r.Context(), "httpapi: rate limiter failed; request let through", "request_id", c.id, "err", err)
+		}
+		return true
+	}
+	hd := w.Header()
+	if !keyLimit.Unlimited() {
+		d := ds[0]
+		hd.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
+		hd.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
+		hd.Set("RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.Reset), 10))
+	}
+	for i, d := range ds {
+		if d.Allowed {
+			continue
+		}
+		hd.Set("Retry-After", strconv.FormatInt(max(1, ceilSeconds(d.RetryAfter)), 10))
+		if i == 0 && !keyLimit.Unlimited() {
+			writeProblem(w, c, CodeRateLimited, "Too many requests for this API key; retry later.")
+		} else {
+			writeProblem(w, c, CodeRateLimited, "Too many requests for this account across its API keys; retry later.")
+		}
+		return false
+	}
+	return true
 }
 
 // scaleLimit returns l with k times the rate and the burst; unlimited

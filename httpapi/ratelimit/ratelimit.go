@@ -7,7 +7,10 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +53,48 @@ type Limiter interface {
 	Allow(ctx context.Context, key string, limit Limit) (Decision, error)
 }
 
+// Request names one bucket for [MultiLimiter.AllowAll].
+type Request struct {
+	Key   string
+	Limit Limit
+}
+
+// MultiLimiter is a [Limiter] that decides several buckets at once, all or
+// none: for a shared limiter, one round trip for all the limits a request
+// is under (its key's and its account's).
+type MultiLimiter interface {
+	Limiter
+	// AllowAll takes one token from every bucket of reqs if each of them
+	// has one, and none otherwise. It returns one Decision per request,
+	// in order: a refusing bucket's is what Allow would answer; when some
+	// bucket refuses, the others' are Allowed, with what they have left,
+	// though nothing was taken from them. An unlimited request is allowed
+	// and touches nothing. The keys must be distinct.
+	AllowAll(ctx context.Context, reqs []Request) ([]Decision, error)
+}
+
+// AllowAll decides reqs with l: in one call, all or none, when l is a
+// [MultiLimiter]; otherwise with one Allow per request, in order, stopping
+// at the first refusal (the buckets before it keep the token taken, those
+// after it are not asked and their decisions are zero).
+func AllowAll(ctx context.Context, l Limiter, reqs []Request) ([]Decision, error) {
+	if m, ok := l.(MultiLimiter); ok {
+		return m.AllowAll(ctx, reqs)
+	}
+	out := make([]Decision, len(reqs))
+	for i, r := range reqs {
+		d, err := l.Allow(ctx, r.Key, r.Limit)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = d
+		if !d.Allowed {
+			break
+		}
+	}
+	return out, nil
+}
+
 // Memory is a [Limiter] holding one token bucket per key in
 // memory (golang.org/x/time/rate). It limits one process only. Buckets are
 // kept for the life of the limiter: keys are API key ids, a bounded set.
@@ -74,26 +119,92 @@ func NewMemory(now func() time.Time) *Memory {
 	return &Memory{now: now}
 }
 
+var _ MultiLimiter = (*Memory)(nil)
+
 // Allow implements [Limiter].
 func (m *Memory) Allow(_ context.Context, key string, limit Limit) (Decision, error) {
 	if limit.Unlimited() {
-		return Decision{Allowed: true, Limit: limit.Burst, Remaining: limit.Burst}, nil
+		return unlimited(limit), nil
 	}
+	b := m.bucket(key, limit)
+	now := m.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.shape(now, limit)
+	return decide(b.lim.AllowN(now, 1), b.lim.TokensAt(now), limit), nil
+}
+
+// AllowAll implements [MultiLimiter]: the buckets are locked in key
+// order, checked, and then taken from only if all of them allow.
+func (m *Memory) AllowAll(_ context.Context, reqs []Request) ([]Decision, error) {
+	out := make([]Decision, len(reqs))
+	order := make([]int, 0, len(reqs))
+	for i, r := range reqs {
+		if r.Limit.Unlimited() {
+			out[i] = unlimited(r.Limit)
+			continue
+		}
+		if l := r.Limit; l.PerSecond == 0 || l.Burst < 1 || math.IsNaN(l.PerSecond) || math.IsInf(l.PerSecond, 0) {
+			return nil, fmt.Errorf("ratelimit: invalid limit %+v for %q", l, r.Key)
+		}
+		order = append(order, i)
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(reqs[a].Key, reqs[b].Key) })
+	for k := 1; k < len(order); k++ {
+		if reqs[order[k]].Key == reqs[order[k-1]].Key {
+			return nil, fmt.Errorf("ratelimit: bucket %q asked twice", reqs[order[k]].Key)
+		}
+	}
+	buckets := make([]*bucket, len(reqs))
+	now := m.now()
+	for _, i := range order {
+		b := m.bucket(reqs[i].Key, reqs[i].Limit)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.shape(now, reqs[i].Limit)
+		buckets[i] = b
+	}
+	all := true
+	for _, i := range order {
+		if buckets[i].lim.TokensAt(now) < 1 {
+			all = false
+		}
+	}
+	for _, i := range order {
+		lim := buckets[i].lim
+		if all {
+			lim.AllowN(now, 1)
+		}
+		tokens := lim.TokensAt(now)
+		out[i] = decide(all || tokens >= 1, tokens, reqs[i].Limit)
+	}
+	return out, nil
+}
+
+func (m *Memory) bucket(key string, limit Limit) *bucket {
 	v, ok := m.buckets.Load(key)
 	if !ok {
 		v, _ = m.buckets.LoadOrStore(key, &bucket{lim: rate.NewLimiter(rate.Limit(limit.PerSecond), limit.Burst), limit: limit})
 	}
-	b := v.(*bucket)
-	now := m.now()
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	return v.(*bucket)
+}
+
+// shape gives the bucket limit's shape, should it have changed; b.mu is
+// held.
+func (b *bucket) shape(now time.Time, limit Limit) {
 	if b.limit != limit {
 		b.lim.SetLimitAt(now, rate.Limit(limit.PerSecond))
 		b.lim.SetBurstAt(now, limit.Burst)
 		b.limit = limit
 	}
-	allowed := b.lim.AllowN(now, 1)
-	tokens := b.lim.TokensAt(now)
+}
+
+func unlimited(limit Limit) Decision {
+	return Decision{Allowed: true, Limit: limit.Burst, Remaining: limit.Burst}
+}
+
+// decide is the decision on a bucket left with tokens.
+func decide(allowed bool, tokens float64, limit Limit) Decision {
 	d := Decision{
 		Allowed:   allowed,
 		Limit:     limit.Burst,
@@ -103,7 +214,7 @@ func (m *Memory) Allow(_ context.Context, key string, limit Limit) (Decision, er
 	if !allowed {
 		d.RetryAfter = secondsFor(1-tokens, limit.PerSecond)
 	}
-	return d, nil
+	return d
 }
 
 // secondsFor returns how long a bucket filling at perSecond takes to gain

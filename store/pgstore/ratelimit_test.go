@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/httpapi/ratelimit"
+	"github.com/validmail/validmail/httpapi/ratelimit/ratelimittest"
 )
 
 func TestRateLimiterBucket(t *testing.T) {
@@ -73,4 +74,11 @@ func BenchmarkRateLimiter(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestRateLimiterMulti(t *testing.T) {
+	t.Parallel()
+	ratelimittest.RunMulti(t, func(t *testing.T) ratelimit.MultiLimiter {
+		return newStore(t).Backend().Limiter.(ratelimit.MultiLimiter)
+	})
 }

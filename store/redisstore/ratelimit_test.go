@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"github.com/validmail/validmail/httpapi/ratelimit"
+	"github.com/validmail/validmail/httpapi/ratelimit/ratelimittest"
 	"github.com/validmail/validmail/store/redisstore"
 )
 
@@ -144,4 +145,12 @@ func TestRateLimiterServerDown(t *testing.T) {
 	if _, err := redisstore.NewRateLimiter(c, "x:").Allow(t.Context(), "k", ratelimit.Limit{PerSecond: 1, Burst: 1}); err == nil {
 		t.Fatal("no error from an unreachable server")
 	}
+}
+
+func TestRateLimiterMulti(t *testing.T) {
+	t.Parallel()
+	ratelimittest.RunMulti(t, func(t *testing.T) ratelimit.MultiLimiter {
+		l, _, _ := newTestLimiter(t)
+		return l
+	})
 }
