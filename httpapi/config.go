@@ -107,6 +107,13 @@ type Config struct {
 	// proxy: set ClientIP to read the header your proxy sets (and only
 	// that proxy can set), such as the last X-Forwarded-For value.
 	ClientIP func(r *http.Request) string
+	// KeyCacheTTL is how long an authenticated API key is trusted without
+	// asking Accounts again, per instance: a revocation through this
+	// handler takes effect at once, one made elsewhere (another instance,
+	// the console) within KeyCacheTTL, and a key's LastUsedAt is written
+	// at most once per KeyCacheTTL. Zero means [DefaultKeyCacheTTL];
+	// negative asks Accounts on every request.
+	KeyCacheTTL time.Duration
 	// MaxKeysPerAccount bounds the active (unrevoked) API keys of one
 	// account: POST /api/v1/keys beyond it is 409 key_limit_reached.
 	// Default [DefaultMaxKeysPerAccount]; negative means no bound.

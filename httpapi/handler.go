@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -21,8 +22,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/httpapi/ratelimit"
+	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 )
 
@@ -42,6 +43,7 @@ type Handler struct {
 	usage    store.Usage
 	logger   *slog.Logger
 	limiter  RateLimiter
+	keys     *keyCache // nil: every request asks accounts
 	limit    RateLimit
 	readLim  RateLimit
 	acctLim  RateLimit
@@ -100,6 +102,12 @@ func NewHandler(cfg Config) (*Handler, error) {
 	}
 	if h.now == nil {
 		h.now = time.Now
+	}
+	switch ttl := cfg.KeyCacheTTL; {
+	case ttl == 0:
+		h.keys = newKeyCache(DefaultKeyCacheTTL, h.now)
+	case ttl > 0:
+		h.keys = newKeyCache(ttl, h.now)
 	}
 	if cfg.Webhooks != nil {
 		h.hooks = &webhookRoutes{
@@ -382,7 +390,7 @@ func (h *Handler) authedAs(perm store.Permission, read bool, next func(http.Resp
 			writeProblem(w, c, CodeInvalidAPIKey, "The API key is not valid.")
 			return
 		}
-		key, err := h.accounts.Authenticate(r.Context(), secret)
+		key, err := h.authenticate(r, secret)
 		if err != nil {
 			if errors.Is(err, store.ErrInvalidKey) || errors.Is(err, store.ErrNotFound) {
 				h.authFailed(r, c, ip)
@@ -406,6 +414,23 @@ func (h *Handler) authedAs(perm store.Permission, read bool, next func(http.Resp
 		}
 		next(w, r, c)
 	}
+}
+
+// authenticate returns the key secret authenticates: from the key cache
+// when it was authenticated within the TTL, else from Accounts.
+func (h *Handler) authenticate(r *http.Request, secret string) (store.Key, error) {
+	if h.keys == nil {
+		return h.accounts.Authenticate(r.Context(), secret)
+	}
+	sum := sha256.Sum256([]byte(secret))
+	if k, ok := h.keys.get(sum); ok {
+		return k, nil
+	}
+	k, err := h.accounts.Authenticate(r.Context(), secret)
+	if err == nil {
+		h.keys.put(sum, k)
+	}
+	return k, err
 }
 
 // allowed takes a token from the key's bucket and the account's (all of

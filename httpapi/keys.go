@@ -192,6 +192,9 @@ func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, c *call) {
 		h.backendError(w, c, "revoke key", err)
 		return
 	}
+	if h.keys != nil {
+		h.keys.forget(id)
+	}
 	ks, err := h.accounts.ListKeys(ctx, c.key.AccountID)
 	if err != nil {
 		h.backendError(w, c, "list keys", err)

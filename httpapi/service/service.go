@@ -63,6 +63,8 @@ import (
 
 // Default deadlines of the shutdown steps.
 const (
+	// DefaultUsageFlushInterval is how often usage counts are written.
+	DefaultUsageFlushInterval = time.Second
 	// DefaultShutdownTimeout bounds the wait for HTTP requests in flight.
 	DefaultShutdownTimeout = 20 * time.Second
 	// DefaultDrainTimeout bounds the wait for the worker pool to finish
@@ -145,6 +147,14 @@ type Config struct {
 	// backend must keep passwords and sessions.
 	Dashboard *dashboard.Config
 
+	// UsageFlushInterval is how often the validations counted by account,
+	// month and status (the backend's Usage) are written: counted in
+	// memory between flushes, so that a validation costs the backend no
+	// write of its own, and flushed once more at shutdown. A crash loses
+	// at most this long's counts (never a credit). Default
+	// [DefaultUsageFlushInterval]; negative writes every count at once.
+	UsageFlushInterval time.Duration
+
 	// ShutdownTimeout, DrainTimeout and DispatchStopTimeout bound the
 	// shutdown steps. Defaults [DefaultShutdownTimeout],
 	// [DefaultDrainTimeout] and [DefaultDispatchStopTimeout].
@@ -170,6 +180,8 @@ type Service struct {
 	api    *httpapi.Handler
 	dash   *dashboard.Dashboard // nil without a dashboard
 	mux    *http.ServeMux
+	usage  store.Usage        // the backend's, buffered unless configured otherwise; nil without
+	buffer *store.UsageBuffer // nil when usage is written through
 
 	closeOnce sync.Once
 	closeErr  error
@@ -215,6 +227,12 @@ func (s *Service) build() error {
 		s.validator, s.ownsV = v, v
 	}
 
+	s.usage = b.Usage
+	if b.Usage != nil && cfg.UsageFlushInterval >= 0 {
+		s.buffer = store.NewUsageBuffer(b.Usage)
+		s.usage = s.buffer
+	}
+
 	s.ledger = credits.New(b.Credits, &credits.Config{Logger: s.logger})
 	q, err := jobs.NewQueue(b.Jobs, s.ledger, &jobs.Config{Retention: cfg.Retention, Logger: s.logger})
 	if err != nil {
@@ -253,8 +271,8 @@ func (s *Service) build() error {
 		// now rather than at the dispatcher's next poll.
 		pcfg.OnComplete = func(ctx context.Context, j jobs.Job) {
 			s.disp.Notify()
-			if b.Usage != nil && j.Result != nil {
-				if err := b.Usage.AddUsage(ctx, j.AccountID, j.CompletedAt, string(j.Result.Confidence.Status), 1); err != nil {
+			if s.usage != nil && j.Result != nil {
+				if err := s.usage.AddUsage(ctx, j.AccountID, j.CompletedAt, string(j.Result.Confidence.Status), 1); err != nil {
 					s.logger.WarnContext(ctx, "usage count", "job", j.ID, "err", err)
 				}
 			}
@@ -272,7 +290,7 @@ func (s *Service) build() error {
 	acfg.Ledger = s.ledger
 	acfg.Queue = q
 	acfg.Accounts = b.Accounts
-	acfg.Usage = b.Usage
+	acfg.Usage = s.usage
 	acfg.Logger = s.logger
 	acfg.Registerer = cfg.Registerer
 	acfg.Webhooks = b.Endpoints
@@ -321,7 +339,7 @@ func (s *Service) mountDashboard(dc dashboard.Config, clientIP func(*http.Reques
 		return fmt.Errorf("%w: the dashboard needs a backend that keeps passwords and sessions", ErrConfig)
 	}
 	dc.Accounts, dc.Passwords, dc.Sessions = b.Accounts, b.Passwords, b.Sessions
-	dc.Ledger, dc.Queue, dc.Validator, dc.Usage = s.ledger, s.queue, s.validator, b.Usage
+	dc.Ledger, dc.Queue, dc.Validator, dc.Usage = s.ledger, s.queue, s.validator, s.usage
 	dc.Endpoints, dc.Outbox, dc.Sender = b.Endpoints, b.Outbox, s.disp
 	dc.EndpointChanged = s.events.Forget
 	dc.Logger = s.logger
@@ -465,6 +483,21 @@ func (s *Service) run(ctx context.Context, srv *http.Server, ln net.Listener) (r
 			s.logger.Error("webhook dispatcher stopped", "err", err)
 		}
 	}()
+	usageCtx, stopUsage := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopUsage()
+	usageDone := make(chan struct{})
+	if s.buffer != nil {
+		go func() {
+			defer close(usageDone)
+			interval := cmp.Or(s.cfg.UsageFlushInterval, DefaultUsageFlushInterval)
+			warn := func(err error) { s.logger.Warn("usage counts not written; kept for the next flush", "err", err) }
+			if err := s.buffer.Run(usageCtx, interval, warn); err != nil {
+				s.logger.Error("usage counts lost at shutdown", "err", err)
+			}
+		}()
+	} else {
+		close(usageDone)
+	}
 	serveErr := make(chan error, 1)
 	if srv != nil {
 		go func() { serveErr <- srv.Serve(ln) }()
@@ -511,7 +544,10 @@ func (s *Service) run(ctx context.Context, srv *http.Server, ln net.Listener) (r
 		s.logger.Warn("webhook dispatcher still delivering at the deadline; its leases will expire and be retried")
 		runErr = errors.Join(runErr, errors.New("service: webhook dispatcher did not stop in time"))
 	}
-	// 3. The deferred Close releases the validator and the backend.
+	// 3. The usage counts of the last requests and jobs are written.
+	stopUsage()
+	<-usageDone
+	// 4. The deferred Close releases the validator and the backend.
 	return runErr
 }
 

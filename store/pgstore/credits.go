@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/validmail/validmail/credits"
 )
@@ -33,19 +34,109 @@ func (s *Store) Apply(ctx context.Context, c credits.Change) (credits.Entry, err
 	if c.AccountID == "" || c.Delta == 0 {
 		return credits.Entry{}, fmt.Errorf("%w: account %q, delta %d", credits.ErrInvalidAmount, c.AccountID, c.Delta)
 	}
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
+	var key *string
+	if c.IdempotencyKey != "" {
+		key = &c.IdempotencyKey
+	}
+	query := chargeSQL
+	if c.Delta > 0 {
+		query = grantSQL
+	}
+	var id int64
+	var at time.Time
+	err := s.pool.QueryRow(ctx, s.sql(query), c.AccountID, c.Delta, string(c.Reason), c.Reference, key).Scan(&id, &at)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		// A charge the balance does not cover, unless the key was used
+		// before: a replay is answered whatever the balance now.
+		if key != nil {
+			if prev, err := s.replay(ctx, c); !errors.Is(err, pgx.ErrNoRows) {
+				return prev, err
+			}
+		}
+		var bal int64
+		err := s.pool.QueryRow(ctx, s.sql(`SELECT balance FROM {schema}.credit_balances WHERE account = $1`), c.AccountID).Scan(&bal)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return credits.Entry{}, fail(ctx, "apply: balance", err)
+		}
+		return credits.Entry{}, &credits.InsufficientError{Balance: bal, Required: -c.Delta}
+	case isUsedKey(err):
+		return s.replay(ctx, c)
+	case err != nil:
 		return credits.Entry{}, fail(ctx, "apply", err)
 	}
-	defer rollback(tx)
-	e, replay, err := s.applyTx(ctx, tx, c)
-	if err != nil || replay {
-		return e, err
+	return credits.Entry{
+		ID:             strconv.FormatInt(id, 10),
+		AccountID:      c.AccountID,
+		Delta:          c.Delta,
+		Reason:         c.Reason,
+		Reference:      c.Reference,
+		IdempotencyKey: c.IdempotencyKey,
+		Time:           at,
+	}, nil
+}
+
+// replay returns the entry written earlier under c's idempotency key
+// (pgx.ErrNoRows when there is none), or an
+// [credits.ErrIdempotencyConflict] when it differs from c.
+func (s *Store) replay(ctx context.Context, c credits.Change) (credits.Entry, error) {
+	var e credits.Entry
+	var id int64
+	var reason string
+	err := s.pool.QueryRow(ctx, s.sql(`
+		SELECT id, delta, reason, reference, created_at FROM {schema}.credit_entries
+		WHERE account = $1 AND idempotency_key = $2`), c.AccountID, c.IdempotencyKey).
+		Scan(&id, &e.Delta, &reason, &e.Reference, &e.Time)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return credits.Entry{}, err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return credits.Entry{}, fail(ctx, "apply: commit", err)
+	if err != nil {
+		return credits.Entry{}, fail(ctx, "apply: idempotency key", err)
 	}
+	e.ID = strconv.FormatInt(id, 10)
+	e.AccountID = c.AccountID
+	e.Reason = credits.Reason(reason)
+	e.IdempotencyKey = c.IdempotencyKey
+	if e.Delta != c.Delta || e.Reason != c.Reason {
+		return credits.Entry{}, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, c.IdempotencyKey)
+	}
+	e.Replayed = true
 	return e, nil
+}
+
+// chargeSQL and grantSQL change the balance and append the entry in one
+// statement, one round trip, atomic as a statement is. The entry is
+// written only with the balance's change: a charge the balance does not
+// cover returns no row and writes nothing. An idempotency key used before
+// (or by a concurrent call) violates the entries' unique index, which
+// undoes the whole statement, balance included; the caller then answers
+// the earlier entry.
+const (
+	chargeSQL = `
+	WITH balance AS (
+		UPDATE {schema}.credit_balances SET balance = balance + $2::bigint
+		WHERE account = $1 AND balance >= -$2::bigint
+		RETURNING balance
+	)
+	INSERT INTO {schema}.credit_entries (account, delta, reason, reference, idempotency_key)
+	SELECT $1, $2, $3, $4, $5 FROM balance
+	RETURNING id, created_at`
+	grantSQL = `
+	WITH balance AS (
+		INSERT INTO {schema}.credit_balances AS b (account, balance) VALUES ($1, $2)
+		ON CONFLICT (account) DO UPDATE SET balance = b.balance + EXCLUDED.balance
+		RETURNING balance
+	)
+	INSERT INTO {schema}.credit_entries (account, delta, reason, reference, idempotency_key)
+	SELECT $1, $2, $3, $4, $5 FROM balance
+	RETURNING id, created_at`
+)
+
+// isUsedKey reports whether err is the violation of the entries' unique
+// idempotency key.
+func isUsedKey(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.TableName == "credit_entries"
 }
 
 // applyTx appends the entry for c and changes the balance within tx. When
