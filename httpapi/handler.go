@@ -1,14 +1,17 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	_ "embed"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"path"
@@ -44,6 +47,7 @@ type Handler struct {
 	logger   *slog.Logger
 	limiter  RateLimiter
 	keys     *keyCache // nil: every request asks accounts
+	buffers  sync.Pool // *bytes.Buffer for writeJSON
 	limit    RateLimit
 	readLim  RateLimit
 	acctLim  RateLimit
@@ -179,7 +183,7 @@ func (h *Handler) routes() {
 	// result it never sees, so it is refused.
 	mux.HandleFunc("HEAD /validate", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET")
-		writeProblem(w, callOf(r), CodeMethodNotAllowed, "Method HEAD is not allowed here; allowed: GET.")
+		writeProblem(w, callOf(w), CodeMethodNotAllowed, "Method HEAD is not allowed here; allowed: GET.")
 	})
 	mux.HandleFunc("POST /validate/async", h.authed(store.PermBatch, h.submitBatch))
 	mux.HandleFunc("GET /validate/status/{job_id}", h.authedRead(store.PermBatch, h.jobStatus))
@@ -219,11 +223,11 @@ func (h *Handler) routes() {
 	for path, allow := range allowed {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			writeProblem(w, callOf(r), CodeMethodNotAllowed, "Method "+r.Method+" is not allowed here; allowed: "+allow+".")
+			writeProblem(w, callOf(w), CodeMethodNotAllowed, "Method "+r.Method+" is not allowed here; allowed: "+allow+".")
 		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, callOf(r), CodeNotFound, "No resource at this path.")
+		writeProblem(w, callOf(w), CodeNotFound, "No resource at this path.")
 	})
 }
 
@@ -236,22 +240,40 @@ type call struct {
 	errText string // the cause of a 500 or 503, for the log
 }
 
-type callKey struct{}
-
-func callOf(r *http.Request) *call {
-	c, _ := r.Context().Value(callKey{}).(*call)
-	if c == nil { // a handler reached without ServeHTTP: cannot happen
-		c = &call{id: uuid.NewString()}
+// callOf returns the call of the request w answers: ServeHTTP hands the
+// routes a *statusWriter that carries it.
+func callOf(w http.ResponseWriter) *call {
+	if sw, ok := w.(*statusWriter); ok {
+		return sw.c
 	}
-	return c
+	return &call{id: newRequestID()} // a route reached without ServeHTTP: cannot happen
+}
+
+// newRequestID returns a random (version 4) UUID naming a request. Its
+// bits come from the runtime's per-thread ChaCha8 generator rather than
+// the kernel: a request id must be unique and unguessable enough to name
+// a log line, not a secret.
+func newRequestID() string {
+	var u uuid.UUID
+	binary.LittleEndian.PutUint64(u[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(u[8:], rand.Uint64())
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // RFC 9562 variant
+	return u.String()
+}
+
+// served is what ServeHTTP allocates per request, in one piece.
+type served struct {
+	call
+	statusWriter
 }
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c := &call{id: uuid.NewString(), start: h.now()}
-	sw := &statusWriter{ResponseWriter: w}
+	s := &served{call: call{id: newRequestID(), start: h.now()}}
+	c, sw := &s.call, &s.statusWriter
+	sw.ResponseWriter, sw.c = w, c
 	sw.Header().Set("X-Request-Id", c.id)
-	r = r.WithContext(context.WithValue(r.Context(), callKey{}, c))
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -335,6 +357,7 @@ func (h *Handler) finish(r *http.Request, c *call, status int) {
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	c      *call
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -374,7 +397,7 @@ func (h *Handler) authedAs(perm store.Permission, read bool, next func(http.Resp
 		keyLimit, acctLimit, prefix = h.readLim, scaleLimit(h.acctLim, 10), "read:"
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		c := callOf(r)
+		c := callOf(w)
 		ip := h.clientIP(r)
 		if h.authBlocked(w, c, ip) {
 			return
@@ -570,19 +593,52 @@ func unavailable(err error) bool {
 
 // writeJSON sends v as JSON with the status.
 func (h *Handler) writeJSON(w http.ResponseWriter, c *call, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
+	buf := h.buffer()
+	defer h.release(buf)
+	// Encode writes what Marshal would, and the newline.
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
 		h.backendError(w, c, "encode response", err)
 		return
 	}
-	body = append(body, '\n')
+	h.writeBody(w, status, buf.Bytes())
+}
+
+// writeBody writes a JSON response body.
+func (h *Handler) writeBody(w http.ResponseWriter, status int, body []byte) {
 	hd := w.Header()
-	hd.Set("Content-Type", "application/json")
+	hd["Content-Type"] = headerJSON
 	hd.Set("Content-Length", strconv.Itoa(len(body)))
-	hd.Set("Cache-Control", "no-store")
+	hd["Cache-Control"] = headerNoStore
 	w.WriteHeader(status)
 	w.Write(body)
 }
+
+// buffer returns an empty buffer to encode a response into; release
+// gives it back.
+func (h *Handler) buffer() *bytes.Buffer {
+	if buf, _ := h.buffers.Get().(*bytes.Buffer); buf != nil {
+		return buf
+	}
+	return new(bytes.Buffer)
+}
+
+func (h *Handler) release(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledBuffer {
+		buf.Reset()
+		h.buffers.Put(buf)
+	}
+}
+
+// maxPooledBuffer is the largest buffer writeJSON keeps for reuse; a
+// larger one (a big page of results) is left to the collector.
+const maxPooledBuffer = 64 << 10
+
+// Header values set on every JSON response, shared: net/http only reads
+// them, and Add appends to a copy (their capacity is their length).
+var (
+	headerJSON    = []string{"application/json"}
+	headerNoStore = []string{"no-store"}
+)
 
 func (h *Handler) openAPI(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/store"
 )
@@ -126,5 +127,22 @@ func TestKeyCacheOff(t *testing.T) {
 	}
 	if n := ca.lookups.Load(); n != 5 {
 		t.Fatalf("%d lookups for 5 requests; want 5", n)
+	}
+}
+
+// Request ids are version 4 UUIDs, distinct.
+func TestRequestIDs(t *testing.T) {
+	f := setup(t, nil)
+	seen := map[string]bool{}
+	for range 1000 {
+		id := f.do(t, req{method: "GET", target: "/api/v1/account", key: f.key}).Header.Get("X-Request-Id")
+		u, err := uuid.Parse(id)
+		if err != nil || u.Version() != 4 || u.Variant() != uuid.RFC4122 {
+			t.Fatalf("request id %q: version %v, variant %v, %v", id, u.Version(), u.Variant(), err)
+		}
+		if seen[id] {
+			t.Fatalf("request id %s given twice", id)
+		}
+		seen[id] = true
 	}
 }

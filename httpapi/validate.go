@@ -10,12 +10,6 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 )
 
-// validationResponse is a validation result with the request id.
-type validationResponse struct {
-	emailcheck.Result
-	RequestID string `json:"requestId"`
-}
-
 // validate serves GET /validate: charge 1, validate, refund an UNKNOWN.
 func (h *Handler) validate(w http.ResponseWriter, r *http.Request, c *call) {
 	email, ok := cleanAddress(r.URL.Query().Get("email"))
@@ -29,8 +23,13 @@ func (h *Handler) validate(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	ctx := r.Context()
 	acct := c.key.AccountID
+	// The charge names the request in its reference. It needs no
+	// idempotency key: the request id is the server's own, never sent
+	// twice, and a key would be kept for ever. The refund, which may be
+	// retried, has one.
 	chargeKey := "validate:" + c.id
-	if _, err := h.ledger.Charge(ctx, acct, 1, chargeKey); err != nil {
+	charge := credits.Change{AccountID: acct, Delta: -1, Reason: credits.ReasonCharge, Reference: chargeKey}
+	if _, err := h.ledger.Apply(ctx, charge); err != nil {
 		h.chargeError(w, c, err)
 		return
 	}
@@ -61,7 +60,21 @@ func (h *Handler) validate(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	res.Meta.Source = emailcheck.SourceAPI
 	res.Meta.LatencyMS = h.now().Sub(c.start).Milliseconds()
-	h.writeJSON(w, c, http.StatusOK, validationResponse{Result: res, RequestID: c.id})
+	h.writeValidation(w, c, &res)
+}
+
+// writeValidation answers 200 with res and the request id: the fields of
+// res, then "requestId", as writeJSON would write a struct embedding
+// the result beside a RequestID field, encoded without reflection.
+func (h *Handler) writeValidation(w http.ResponseWriter, c *call, res *emailcheck.Result) {
+	buf := h.buffer()
+	defer h.release(buf)
+	b := res.AppendJSON(buf.AvailableBuffer())
+	b = append(b[:len(b)-1], `,"requestId":"`...) // the result's closing brace reopened
+	b = append(b, c.id...)                        // a UUID: nothing to escape
+	b = append(b, "\"}\n"...)
+	buf.Write(b)
+	h.writeBody(w, http.StatusOK, buf.Bytes())
 }
 
 // validateOrRefund runs the validator; should it panic, the credit charged

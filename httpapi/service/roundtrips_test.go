@@ -63,9 +63,8 @@ func (c *redisCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 // test sets a long interval to keep that write out of the count.
 func TestValidateRoundTrips(t *testing.T) {
 	type target struct {
-		name  string
-		open  func(t *testing.T) (*store.Backend, func() int64)
-		limit float64
+		name string
+		open func(t *testing.T) (*store.Backend, func() int64)
 	}
 	var targets []target
 	if u := os.Getenv("VALIDMAIL_TEST_POSTGRES"); u != "" {

@@ -3,7 +3,6 @@ package memstore
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/validmail/validmail/credits"
 )
@@ -35,7 +34,7 @@ func (s *Store) History(ctx context.Context, p credits.HistoryParams) ([]credits
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]credits.Entry(nil), s.entries[p.AccountID]...), nil
+	return s.ledgers[p.AccountID].entries(p.AccountID), nil
 }
 
 // checkLocked reports what applying c would do without writing: a replayed
@@ -48,9 +47,9 @@ func (s *Store) checkLocked(c credits.Change) (replay *credits.Entry, err error)
 	}
 	// A key already used answers with its first entry when the change is
 	// the same, and refuses a different change rather than guess.
-	if c.IdempotencyKey != "" {
-		if i, ok := s.idem[c.AccountID][c.IdempotencyKey]; ok {
-			e := s.entries[c.AccountID][i]
+	if l := s.ledgers[c.AccountID]; c.IdempotencyKey != "" && l != nil {
+		if ref, ok := l.idem[c.IdempotencyKey]; ok {
+			e := l.chunks[ref.chunk][ref.off].public(c.AccountID)
 			if e.Delta != c.Delta || e.Reason != c.Reason {
 				return nil, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, c.IdempotencyKey)
 			}
@@ -79,24 +78,26 @@ func (s *Store) applyLocked(c credits.Change) (credits.Entry, error) {
 // writeLocked appends the entry for c, which checkLocked has accepted.
 func (s *Store) writeLocked(c credits.Change) credits.Entry {
 	s.entrySeq++
-	e := credits.Entry{
-		ID:             strconv.FormatUint(s.entrySeq, 10),
-		AccountID:      c.AccountID,
-		Delta:          c.Delta,
-		Reason:         c.Reason,
-		Reference:      c.Reference,
-		IdempotencyKey: c.IdempotencyKey,
-		Time:           now(),
+	e := entry{
+		seq:       s.entrySeq,
+		delta:     c.Delta,
+		reason:    c.Reason,
+		reference: c.Reference,
+		key:       c.IdempotencyKey,
+		at:        now(),
 	}
-	s.entries[c.AccountID] = append(s.entries[c.AccountID], e)
+	l := s.ledgers[c.AccountID]
+	if l == nil {
+		l = &ledger{}
+		s.ledgers[c.AccountID] = l
+	}
+	ref := l.append(e)
 	s.balances[c.AccountID] += c.Delta
 	if c.IdempotencyKey != "" {
-		m := s.idem[c.AccountID]
-		if m == nil {
-			m = make(map[string]int)
-			s.idem[c.AccountID] = m
+		if l.idem == nil {
+			l.idem = make(map[string]entryRef)
 		}
-		m[c.IdempotencyKey] = len(s.entries[c.AccountID]) - 1
+		l.idem[c.IdempotencyKey] = ref
 	}
-	return e
+	return e.public(c.AccountID)
 }

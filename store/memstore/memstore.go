@@ -40,8 +40,7 @@ type Store struct {
 
 	// credits
 	balances map[string]int64
-	entries  map[string][]credits.Entry
-	idem     map[string]map[string]int // account → idempotency key → index in entries
+	ledgers  map[string]*ledger // by account
 	entrySeq uint64
 
 	// jobs
@@ -122,8 +121,7 @@ func New() *Store {
 		passwords:     make(map[string]string),
 		usage:         make(map[string]map[string]int),
 		balances:      make(map[string]int64),
-		entries:       make(map[string][]credits.Entry),
-		idem:          make(map[string]map[string]int),
+		ledgers:       make(map[string]*ledger),
 		jobs:          make(map[uint64]*job),
 		running:       make(map[uint64]struct{}),
 		batches:       make(map[string]map[string]batch),
@@ -145,6 +143,10 @@ func (s *Store) Dump(ctx context.Context) ([]byte, error) {
 	for _, j := range s.jobs {
 		js = append(js, j.Job)
 	}
+	entries := make(map[string][]credits.Entry, len(s.ledgers))
+	for acct, l := range s.ledgers {
+		entries[acct] = l.entries(acct)
+	}
 	return json.Marshal(struct {
 		Accounts   map[string]*store.Account
 		Keys       map[string]*store.Key
@@ -153,7 +155,7 @@ func (s *Store) Dump(ctx context.Context) ([]byte, error) {
 		Batches    map[string]map[string]batch
 		Deliveries map[string]*webhook.Delivery
 		Endpoints  map[string]webhook.Endpoint
-	}{s.accounts, s.keys, s.entries, js, s.batches, s.deliveries, s.endpoints})
+	}{s.accounts, s.keys, entries, js, s.batches, s.deliveries, s.endpoints})
 }
 
 // now is the store's clock.
