@@ -1,3 +1,8 @@
+-- Rate-limit buckets are not worth a WAL write and a disk flush per
+-- request: after a crash they start full, as they would after an idle
+-- hour. An unlogged table keeps the commit of a decision off the disk.
+ALTER TABLE {schema}.rate_limits SET UNLOGGED;
+
 -- rate_limit_allow_all decides several buckets in one call, all or none:
 -- a request under a key's limit and its account's costs one round trip,
 -- and a request refused by one bucket takes no token from the others.
