@@ -314,14 +314,15 @@ return str(exp)
 // by the scripts that complete one job and many.
 //
 // complete_one(base, id, token, result, refund, retention, status, ev,
-// bev) completes job id: ev is the job's event {id, type, created,
+// bev, t) completes job id: ev is the job's event {id, type, created,
 // payload} or nil, bev the batch's {id, type, created, head} or nil (see
-// scriptComplete). It makes every check before its first write and
+// scriptComplete), t the completion time in µs (nil: the server's time
+// now). It makes every check before its first write and
 // returns nil, or the code of the check that failed (NOTFOUND, LEASELOST,
 // DUPLICATE) having written nothing. Wrong key types and a refund that
 // conflicts with the ledger fail the whole script.
 const luaCompleteLib = `
-local function complete_one(base, id, token, result, refund, retention, status, ev, bev)
+local function complete_one(base, id, token, result, refund, retention, status, ev, bev, t)
   local jk = base .. 'job:' .. id
   local leases, done = base .. 'leases', base .. 'done'
   local f = redis.call('HMGET', jk, 'state', 'token', 'account', 'batch')
@@ -341,7 +342,8 @@ local function complete_one(base, id, token, result, refund, retention, status, 
   local bkey, last
   if f[4] then
     bkey = base .. 'bt:' .. f[4]
-    expect(bkey, 'hash')
+    -- Not a hash: HMGET fails the script here, before this job's first
+    -- write.
     local b = redis.call('HMGET', bkey, 'total', 'done')
     if b[1] then
       last = tonumber(b[2] or '0') + 1 == tonumber(b[1])
@@ -354,7 +356,7 @@ local function complete_one(base, id, token, result, refund, retention, status, 
     end
   end
   -- writes
-  local t = now_us()
+  t = t or now_us()
   redis.call('HSET', jk, 'state', 'd', 'token', '', 'expires', '', 'result', result, 'completed', str(t))
   redis.call('PEXPIRE', jk, retention)
   redis.call('ZREM', leases, id)
@@ -429,13 +431,14 @@ return 1
 var scriptCompleteMany = script(luaWebhookLib + luaCompleteLib + `
 expect(KEYS[1], 'zset'); expect(KEYS[2], 'zset')
 local out = {}
+local t = now_us()
 for i = 3, #ARGV, 13 do
   local a = {}
   for j = 0, 12 do a[j + 1] = ARGV[i + j] end
   local ev, bev
   if a[6] ~= '' then ev = {a[6], a[7], a[8], a[9]} end
   if a[10] ~= '' then bev = {a[10], a[11], a[12], a[13]} end
-  out[#out + 1] = complete_one(ARGV[1], a[1], a[2], a[3], a[4], ARGV[2], a[5], ev, bev) or ''
+  out[#out + 1] = complete_one(ARGV[1], a[1], a[2], a[3], a[4], ARGV[2], a[5], ev, bev, t) or ''
 end
 return out
 `)
