@@ -29,6 +29,26 @@ type Limit struct {
 // Unlimited reports whether the limit lets every request through.
 func (l Limit) Unlimited() bool { return l.PerSecond < 0 }
 
+// Check returns an error unless l is unlimited or a positive, finite
+// rate with a burst of at least 1.
+func (l Limit) Check() error {
+	if l.Unlimited() {
+		return nil
+	}
+	if l.PerSecond == 0 || l.Burst < 1 || math.IsNaN(l.PerSecond) || math.IsInf(l.PerSecond, 0) {
+		return fmt.Errorf("ratelimit: invalid limit %+v", l)
+	}
+	return nil
+}
+
+// Interval returns the time l takes to add one token to a bucket, to the
+// microsecond and at least one: the emission interval of the generic cell
+// rate algorithm that shared limiters run. l must be limited and pass
+// Check.
+func (l Limit) Interval() time.Duration {
+	return time.Duration(math.Max(1, math.Round(1e6/l.PerSecond))) * time.Microsecond
+}
+
 // Decision is a [Limiter]'s answer for one request.
 type Decision struct {
 	// Allowed reports whether the request may proceed.
@@ -71,6 +91,30 @@ type MultiLimiter interface {
 	// though nothing was taken from them. An unlimited request is allowed
 	// and touches nothing. The keys must be distinct.
 	AllowAll(ctx context.Context, reqs []Request) ([]Decision, error)
+}
+
+// Partition checks reqs for [MultiLimiter.AllowAll] (valid limits, no
+// bucket named twice) and returns a decision per request, filled in for
+// the unlimited ones (allowed) and zero for the others, whose indexes it
+// returns in order: the part every implementation shares.
+func Partition(reqs []Request) (out []Decision, limited []int, err error) {
+	out = make([]Decision, len(reqs))
+	seen := make(map[string]bool, len(reqs))
+	for i, r := range reqs {
+		if err := r.Limit.Check(); err != nil {
+			return nil, nil, fmt.Errorf("%w for %q", err, r.Key)
+		}
+		if r.Limit.Unlimited() {
+			out[i] = unlimited(r.Limit)
+			continue
+		}
+		if seen[r.Key] {
+			return nil, nil, fmt.Errorf("ratelimit: bucket %q asked twice", r.Key)
+		}
+		seen[r.Key] = true
+		limited = append(limited, i)
+	}
+	return out, limited, nil
 }
 
 // AllowAll decides reqs with l: in one call, all or none, when l is a
@@ -137,24 +181,11 @@ func (m *Memory) Allow(_ context.Context, key string, limit Limit) (Decision, er
 // AllowAll implements [MultiLimiter]: the buckets are locked in key
 // order, checked, and then taken from only if all of them allow.
 func (m *Memory) AllowAll(_ context.Context, reqs []Request) ([]Decision, error) {
-	out := make([]Decision, len(reqs))
-	order := make([]int, 0, len(reqs))
-	for i, r := range reqs {
-		if r.Limit.Unlimited() {
-			out[i] = unlimited(r.Limit)
-			continue
-		}
-		if l := r.Limit; l.PerSecond == 0 || l.Burst < 1 || math.IsNaN(l.PerSecond) || math.IsInf(l.PerSecond, 0) {
-			return nil, fmt.Errorf("ratelimit: invalid limit %+v for %q", l, r.Key)
-		}
-		order = append(order, i)
+	out, order, err := Partition(reqs)
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(order, func(a, b int) int { return strings.Compare(reqs[a].Key, reqs[b].Key) })
-	for k := 1; k < len(order); k++ {
-		if reqs[order[k]].Key == reqs[order[k-1]].Key {
-			return nil, fmt.Errorf("ratelimit: bucket %q asked twice", reqs[order[k]].Key)
-		}
-	}
 	buckets := make([]*bucket, len(reqs))
 	now := m.now()
 	for _, i := range order {

@@ -50,7 +50,7 @@ func (s *Store) Apply(ctx context.Context, c credits.Change) (credits.Entry, err
 		// A charge the balance does not cover, unless the key was used
 		// before: a replay is answered whatever the balance now.
 		if key != nil {
-			if prev, err := s.replay(ctx, c); !errors.Is(err, pgx.ErrNoRows) {
+			if prev, err := s.replay(ctx, s.pool, c); !errors.Is(err, pgx.ErrNoRows) {
 				return prev, err
 			}
 		}
@@ -61,10 +61,30 @@ func (s *Store) Apply(ctx context.Context, c credits.Change) (credits.Entry, err
 		}
 		return credits.Entry{}, &credits.InsufficientError{Balance: bal, Required: -c.Delta}
 	case isUsedKey(err):
-		return s.replay(ctx, c)
+		return s.replay(ctx, s.pool, c)
 	case err != nil:
 		return credits.Entry{}, fail(ctx, "apply", err)
 	}
+	return written(c, id, at), nil
+}
+
+// replay returns the entry written earlier under c's idempotency key
+// (an error matching pgx.ErrNoRows when there is none), or an
+// [credits.ErrIdempotencyConflict] when it differs from c.
+func (s *Store) replay(ctx context.Context, q querier, c credits.Change) (credits.Entry, error) {
+	e, err := s.entryByKey(ctx, q, c.AccountID, c.IdempotencyKey)
+	if err != nil {
+		return credits.Entry{}, err
+	}
+	if e.Delta != c.Delta || e.Reason != c.Reason {
+		return credits.Entry{}, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, c.IdempotencyKey)
+	}
+	e.Replayed = true
+	return e, nil
+}
+
+// written is the entry c wrote, with its id and time.
+func written(c credits.Change, id int64, at time.Time) credits.Entry {
 	return credits.Entry{
 		ID:             strconv.FormatInt(id, 10),
 		AccountID:      c.AccountID,
@@ -73,35 +93,7 @@ func (s *Store) Apply(ctx context.Context, c credits.Change) (credits.Entry, err
 		Reference:      c.Reference,
 		IdempotencyKey: c.IdempotencyKey,
 		Time:           at,
-	}, nil
-}
-
-// replay returns the entry written earlier under c's idempotency key
-// (pgx.ErrNoRows when there is none), or an
-// [credits.ErrIdempotencyConflict] when it differs from c.
-func (s *Store) replay(ctx context.Context, c credits.Change) (credits.Entry, error) {
-	var e credits.Entry
-	var id int64
-	var reason string
-	err := s.pool.QueryRow(ctx, s.sql(`
-		SELECT id, delta, reason, reference, created_at FROM {schema}.credit_entries
-		WHERE account = $1 AND idempotency_key = $2`), c.AccountID, c.IdempotencyKey).
-		Scan(&id, &e.Delta, &reason, &e.Reference, &e.Time)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return credits.Entry{}, err
 	}
-	if err != nil {
-		return credits.Entry{}, fail(ctx, "apply: idempotency key", err)
-	}
-	e.ID = strconv.FormatInt(id, 10)
-	e.AccountID = c.AccountID
-	e.Reason = credits.Reason(reason)
-	e.IdempotencyKey = c.IdempotencyKey
-	if e.Delta != c.Delta || e.Reason != c.Reason {
-		return credits.Entry{}, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, c.IdempotencyKey)
-	}
-	e.Replayed = true
-	return e, nil
 }
 
 // chargeSQL and grantSQL change the balance and append the entry in one
@@ -157,15 +149,8 @@ func (s *Store) applyTx(ctx context.Context, tx pgx.Tx, c credits.Change) (e cre
 		RETURNING id, created_at`),
 		c.AccountID, c.Delta, string(c.Reason), c.Reference, key).Scan(&id, &at)
 	if errors.Is(err, pgx.ErrNoRows) {
-		prev, err := s.entryByKey(ctx, tx, c.AccountID, c.IdempotencyKey)
-		if err != nil {
-			return credits.Entry{}, false, err
-		}
-		if prev.Delta != c.Delta || prev.Reason != c.Reason {
-			return credits.Entry{}, false, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, c.IdempotencyKey)
-		}
-		prev.Replayed = true
-		return prev, true, nil
+		prev, err := s.replay(ctx, tx, c)
+		return prev, err == nil, err
 	}
 	if err != nil {
 		return credits.Entry{}, false, fail(ctx, "apply", err)
@@ -173,15 +158,7 @@ func (s *Store) applyTx(ctx context.Context, tx pgx.Tx, c credits.Change) (e cre
 	if err := s.addBalance(ctx, tx, c.AccountID, c.Delta); err != nil {
 		return credits.Entry{}, false, err
 	}
-	return credits.Entry{
-		ID:             strconv.FormatInt(id, 10),
-		AccountID:      c.AccountID,
-		Delta:          c.Delta,
-		Reason:         c.Reason,
-		Reference:      c.Reference,
-		IdempotencyKey: c.IdempotencyKey,
-		Time:           at,
-	}, false, nil
+	return written(c, id, at), false, nil
 }
 
 // addBalance adds delta to the account's balance within tx. A charge larger

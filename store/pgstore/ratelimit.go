@@ -24,13 +24,13 @@ func (l *RateLimiter) Allow(ctx context.Context, key string, limit ratelimit.Lim
 	if limit.Unlimited() {
 		return ratelimit.Decision{Allowed: true, Limit: limit.Burst, Remaining: limit.Burst}, nil
 	}
-	interval, err := gcraInterval(limit)
-	if err != nil {
-		return ratelimit.Decision{}, err
+	if err := limit.Check(); err != nil {
+		return ratelimit.Decision{}, fmt.Errorf("pgstore: %w", err)
 	}
+	interval := limit.Interval().Microseconds()
 	var d ratelimit.Decision
 	var retry, reset int64
-	err = l.s.pool.QueryRow(ctx, l.s.sql(`SELECT allowed, remaining, retry_after_us, reset_us FROM {schema}.rate_limit_allow($1, $2, $3)`),
+	err := l.s.pool.QueryRow(ctx, l.s.sql(`SELECT allowed, remaining, retry_after_us, reset_us FROM {schema}.rate_limit_allow($1, $2, $3)`),
 		key, interval, limit.Burst).Scan(&d.Allowed, &d.Remaining, &retry, &reset)
 	if err != nil {
 		return ratelimit.Decision{}, fail(ctx, "rate limit", err)
@@ -45,26 +45,18 @@ func (l *RateLimiter) Allow(ctx context.Context, key string, limit ratelimit.Lim
 // AllowAll implements [ratelimit.MultiLimiter]: one call of a stored
 // function, one round trip, for all the limited buckets.
 func (l *RateLimiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) ([]ratelimit.Decision, error) {
-	out := make([]ratelimit.Decision, len(reqs))
-	var keys []string
-	var intervals []int64
-	var bursts []int32
-	var idx []int
-	seen := make(map[string]bool, len(reqs))
-	for i, r := range reqs {
-		if r.Limit.Unlimited() {
-			out[i] = ratelimit.Decision{Allowed: true, Limit: r.Limit.Burst, Remaining: r.Limit.Burst}
-			continue
-		}
-		interval, err := gcraInterval(r.Limit)
-		if err != nil {
-			return nil, err
-		}
-		if seen[r.Key] {
-			return nil, fmt.Errorf("pgstore: rate limit: bucket %q asked twice", r.Key)
-		}
-		seen[r.Key] = true
-		keys, intervals, bursts, idx = append(keys, r.Key), append(intervals, interval), append(bursts, int32(min(r.Limit.Burst, math.MaxInt32))), append(idx, i)
+	out, idx, err := ratelimit.Partition(reqs)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	keys := make([]string, 0, len(idx))
+	intervals := make([]int64, 0, len(idx))
+	bursts := make([]int32, 0, len(idx))
+	for _, i := range idx {
+		r := reqs[i]
+		keys = append(keys, r.Key)
+		intervals = append(intervals, r.Limit.Interval().Microseconds())
+		bursts = append(bursts, int32(min(r.Limit.Burst, math.MaxInt32)))
 	}
 	if len(keys) == 0 {
 		return out, nil
@@ -102,10 +94,3 @@ func (l *RateLimiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) ([
 	return out, nil
 }
 
-// gcraInterval returns limit's emission interval in microseconds.
-func gcraInterval(limit ratelimit.Limit) (int64, error) {
-	if limit.PerSecond == 0 || limit.Burst < 1 || math.IsNaN(limit.PerSecond) || math.IsInf(limit.PerSecond, 0) {
-		return 0, fmt.Errorf("pgstore: invalid rate limit %+v", limit)
-	}
-	return int64(math.Max(1, math.Round(1e6/limit.PerSecond))), nil
-}

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -102,10 +101,10 @@ func (l *RateLimiter) Allow(ctx context.Context, key string, limit ratelimit.Lim
 	if limit.Unlimited() {
 		return ratelimit.Decision{Allowed: true, Limit: limit.Burst, Remaining: limit.Burst}, nil
 	}
-	interval, err := gcraInterval(limit)
-	if err != nil {
-		return ratelimit.Decision{}, err
+	if err := limit.Check(); err != nil {
+		return ratelimit.Decision{}, fmt.Errorf("redisstore: %w", err)
 	}
+	interval := limit.Interval().Microseconds()
 	res, err := l.script.Run(ctx, l.client, []string{l.prefix + "ratelimit:" + key}, interval, limit.Burst).Int64Slice()
 	if err != nil {
 		return ratelimit.Decision{}, fmt.Errorf("redisstore: rate limit: %w", err)
@@ -116,27 +115,16 @@ func (l *RateLimiter) Allow(ctx context.Context, key string, limit ratelimit.Lim
 // AllowAll implements [ratelimit.MultiLimiter]: one script run, one round
 // trip, for all the limited buckets.
 func (l *RateLimiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) ([]ratelimit.Decision, error) {
-	out := make([]ratelimit.Decision, len(reqs))
-	keys := make([]string, 0, len(reqs))
-	args := make([]any, 0, 2*len(reqs))
-	idx := make([]int, 0, len(reqs))
-	seen := make(map[string]bool, len(reqs))
-	for i, r := range reqs {
-		if r.Limit.Unlimited() {
-			out[i] = ratelimit.Decision{Allowed: true, Limit: r.Limit.Burst, Remaining: r.Limit.Burst}
-			continue
-		}
-		interval, err := gcraInterval(r.Limit)
-		if err != nil {
-			return nil, err
-		}
-		if seen[r.Key] {
-			return nil, fmt.Errorf("redisstore: rate limit: bucket %q asked twice", r.Key)
-		}
-		seen[r.Key] = true
+	out, idx, err := ratelimit.Partition(reqs)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: %w", err)
+	}
+	keys := make([]string, 0, len(idx))
+	args := make([]any, 0, 2*len(idx))
+	for _, i := range idx {
+		r := reqs[i]
 		keys = append(keys, l.prefix+"ratelimit:"+r.Key)
-		args = append(args, interval, r.Limit.Burst)
-		idx = append(idx, i)
+		args = append(args, r.Limit.Interval().Microseconds(), r.Limit.Burst)
 	}
 	if len(keys) == 0 {
 		return out, nil
@@ -167,13 +155,6 @@ func (l *RateLimiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) ([
 	return out, nil
 }
 
-// gcraInterval returns limit's emission interval in microseconds.
-func gcraInterval(limit ratelimit.Limit) (int64, error) {
-	if limit.PerSecond == 0 || limit.Burst < 1 || math.IsNaN(limit.PerSecond) || math.IsInf(limit.PerSecond, 0) {
-		return 0, fmt.Errorf("redisstore: invalid rate limit %+v", limit)
-	}
-	return int64(math.Max(1, math.Round(1e6/limit.PerSecond))), nil
-}
 
 // gcraDecision reads a script's {allowed, remaining, retry after, reset}.
 func gcraDecision(res []int64, limit ratelimit.Limit) (ratelimit.Decision, error) {
