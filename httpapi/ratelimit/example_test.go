@@ -1,0 +1,27 @@
+package ratelimit_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/validmail/validmail/httpapi/ratelimit"
+)
+
+func ExampleAllowAll() {
+	l := ratelimit.NewMemory(nil)
+	key := ratelimit.Request{Key: "key:1", Limit: ratelimit.Limit{PerSecond: 10, Burst: 5}}
+	account := ratelimit.Request{Key: "account:7", Limit: ratelimit.Limit{PerSecond: 1, Burst: 1}}
+	for range 2 {
+		ds, err := ratelimit.AllowAll(context.Background(), l, []ratelimit.Request{key, account})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		// All or none: the refused second request leaves the key's
+		// bucket as it was.
+		fmt.Println(ds[0].Allowed, ds[0].Remaining, ds[1].Allowed)
+	}
+	// Output:
+	// true 4 true
+	// true 4 false
+}
