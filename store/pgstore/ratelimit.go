@@ -93,4 +93,3 @@ func (l *RateLimiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) ([
 	}
 	return out, nil
 }
-

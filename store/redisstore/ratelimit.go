@@ -155,7 +155,6 @@ func (l *RateLimiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) ([
 	return out, nil
 }
 
-
 // gcraDecision reads a script's {allowed, remaining, retry after, reset}.
 func gcraDecision(res []int64, limit ratelimit.Limit) (ratelimit.Decision, error) {
 	if len(res) != 4 {
