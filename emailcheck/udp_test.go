@@ -128,22 +128,35 @@ func TestUDPSourcePortsChange(t *testing.T) {
 	tr := newUDPTransport(srv.addr())
 	defer tr.close()
 	const n = 3 * udpSockets * udpQueriesPerSocket
+	sockets := map[*udpSocket]bool{}
 	for i := range n {
 		if _, err := tr.exchange(context.Background(), query(fmt.Sprintf("s%d.example.", i)), 2*time.Second); err != nil {
 			t.Fatal(err)
 		}
+		tr.mu.Lock()
+		for _, s := range tr.socks {
+			if s != nil {
+				sockets[s] = true
+			}
+		}
+		tr.mu.Unlock()
 	}
-	// Each socket retires after its share: every port serves at most
-	// udpQueriesPerSocket queries.
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	for port, count := range srv.ports {
-		if count > udpQueriesPerSocket {
-			t.Errorf("port %d sent %d queries; at most %d", port, count, udpQueriesPerSocket)
+	// Each socket retires after its share and a new one takes its place.
+	for s := range sockets {
+		s.mu.Lock()
+		sent := s.sent
+		s.mu.Unlock()
+		if sent > udpQueriesPerSocket {
+			t.Errorf("a socket sent %d queries; at most %d", sent, udpQueriesPerSocket)
 		}
 	}
-	if want := n / udpQueriesPerSocket; len(srv.ports) < want {
-		t.Errorf("%d source ports for %d queries; want at least %d", len(srv.ports), n, want)
+	if want := n / udpQueriesPerSocket; len(sockets) < want {
+		t.Errorf("%d sockets for %d queries; want at least %d", len(sockets), n, want)
+	}
+	// And the server saw the source port change: the kernel picks each
+	// new socket's port at random, and may pick one again.
+	if ports, want := srv.sourcePorts(), n/udpQueriesPerSocket/2; ports < want {
+		t.Errorf("%d source ports for %d queries; want at least %d", ports, n, want)
 	}
 }
 
