@@ -61,10 +61,11 @@ import (
 	"github.com/validmail/validmail/webhook/webhookmetrics"
 )
 
+// DefaultUsageFlushInterval is how often usage counts are written.
+const DefaultUsageFlushInterval = time.Second
+
 // Default deadlines of the shutdown steps.
 const (
-	// DefaultUsageFlushInterval is how often usage counts are written.
-	DefaultUsageFlushInterval = time.Second
 	// DefaultShutdownTimeout bounds the wait for HTTP requests in flight.
 	DefaultShutdownTimeout = 20 * time.Second
 	// DefaultDrainTimeout bounds the wait for the worker pool to finish
@@ -148,9 +149,10 @@ type Config struct {
 	Dashboard *dashboard.Config
 
 	// UsageFlushInterval is how often the validations counted by account,
-	// month and status (the backend's Usage) are written: counted in
-	// memory between flushes, so that a validation costs the backend no
-	// write of its own, and flushed once more at shutdown. A crash loses
+	// month and status (the backend's Usage) are written, while
+	// [Service.Serve] or [Service.Run] runs: counted in memory between
+	// flushes, so that a validation costs the backend no write of its
+	// own, and flushed once more at shutdown. A crash loses
 	// at most this long's counts (never a credit). Default
 	// [DefaultUsageFlushInterval]; negative writes every count at once.
 	UsageFlushInterval time.Duration
