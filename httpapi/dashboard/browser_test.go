@@ -428,7 +428,12 @@ func TestConsoleInBrowser(t *testing.T) {
 
 			// 320 px wide: nothing wider than the screen.
 			run(t, ctx, "narrow screen", emulation.SetDeviceMetricsOverride(320, 720, 1, true))
-			for _, path := range []string{"/dashboard/", "/dashboard/keys", "/dashboard/webhook", "/dashboard/bulk", "/dashboard/batches", "/dashboard/batches/1", "/demo?email=jane@good.com"} {
+			for _, page := range []struct{ path, name string }{
+				{"/dashboard/", "overview"}, {"/dashboard/keys", "keys"}, {"/dashboard/webhook", "webhook"},
+				{"/dashboard/bulk", "bulk"}, {"/dashboard/batches", "batches"}, {"/dashboard/batches/1", "batch"},
+				{"/demo?email=jane@good.com", "demo"},
+			} {
+				path := page.path
 				var width int
 				run(t, ctx, "narrow "+path, chromedp.Navigate(s.base+path), chromedp.WaitReady("main", chromedp.ByQuery),
 					chromedp.Evaluate(`document.documentElement.scrollWidth`, &width))
@@ -437,8 +442,8 @@ func TestConsoleInBrowser(t *testing.T) {
 					chromedp.Run(ctx, chromedp.Evaluate(`[...document.querySelectorAll("main *")].filter(e => e.getBoundingClientRect().right > 321).slice(0, 5).map(e => e.tagName + "." + e.className + "#" + e.id + " " + Math.round(e.getBoundingClientRect().right)).join(", ")`, &wide))
 					t.Errorf("%s is %d px wide on a 320 px screen: %s", path, width, wide)
 				}
+				shoot(t, ctx, "narrow-"+page.name)
 			}
-			shoot(t, ctx, "narrow-demo")
 		})
 	}
 }

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"fmt"
 	"html/template"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,11 +45,11 @@ func usageChart(hist []credits.Entry, now time.Time, days int) template.HTML {
 	if total == 0 {
 		fmt.Fprintf(&b, `<p class="chart-note">No credits used in the last %d days.</p>`, days)
 	} else {
-		fmt.Fprintf(&b, `<p class="chart-note">%d credits used in the last %d days.</p>`, total, days)
+		fmt.Fprintf(&b, `<p class="chart-note">%s used in the last %d days.</p>`, creditCount(total), days)
 	}
 	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-labelledby="chart-title chart-desc" xmlns="http://www.w3.org/2000/svg">`, w, h+axis)
 	fmt.Fprintf(&b, `<title id="chart-title">Credits used per day, last %d days</title>`, days)
-	fmt.Fprintf(&b, `<desc id="chart-desc">%d credits used in all; the busiest day used %d.</desc>`, total, peak)
+	fmt.Fprintf(&b, `<desc id="chart-desc">%s used in all; the busiest day used %d.</desc>`, creditCount(total), peak)
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" class="axis"/>`, pad, h, w-pad, h)
 	for i, n := range used {
 		n = max(n, 0)
@@ -68,4 +69,12 @@ func usageChart(hist []credits.Entry, now time.Time, days int) template.HTML {
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// creditCount is "1 credit" or "n credits".
+func creditCount(n int64) string {
+	if n == 1 {
+		return "1 credit"
+	}
+	return strconv.FormatInt(n, 10) + " credits"
 }

@@ -164,4 +164,8 @@ func TestUsageChart(t *testing.T) {
 	if strings.Count(svg, "<rect") != 30 {
 		t.Errorf("%d bars, want 30", strings.Count(svg, "<rect"))
 	}
+	one := string(usageChart([]credits.Entry{{Delta: -1, Reason: credits.ReasonCharge, Time: now}}, now, 30))
+	if !strings.Contains(one, "1 credit used in the last 30 days") {
+		t.Errorf("one credit: %s", one)
+	}
 }

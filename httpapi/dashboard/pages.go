@@ -728,7 +728,7 @@ func (d *Dashboard) batchPage(w http.ResponseWriter, r *http.Request, a store.Ac
 			break
 		}
 	}
-	d.render(w, r, http.StatusOK, "batch", page{Title: "Batch " + b.ID, Nav: "batches", Email: a.Email, Data: data,
+	d.render(w, r, http.StatusOK, "batch", page{Title: "Batch #" + b.ID, Nav: "batches", Email: a.Email, Data: data,
 		Refresh: b.State != jobs.StateCompleted})
 }
 
