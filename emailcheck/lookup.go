@@ -185,14 +185,7 @@ func usableMX(records []dns.RR) (hosts []string, null bool) {
 // could be delivered to: not loopback, unspecified, link-local or multicast.
 func hasUsableAddress(records []dns.RR) bool {
 	for _, rr := range records {
-		var addr netip.Addr
-		switch r := rr.(type) {
-		case *dns.A:
-			addr, _ = netip.AddrFromSlice(r.A.To4())
-		case *dns.AAAA:
-			addr, _ = netip.AddrFromSlice(r.AAAA)
-		}
-		if usableIP(addr.Unmap()) {
+		if usableIP(rrAddr(rr)) {
 			return true
 		}
 	}

@@ -299,6 +299,14 @@ type BatchPage struct {
 // Batches reads a page of the account's batches, newest first; cursor is
 // "" for the first page, then the previous page's NextCursor.
 func (c *Client) Batches(ctx context.Context, limit int, cursor string) (BatchPage, error) {
+	var p BatchPage
+	err := c.do(ctx, request{method: "GET", path: "/api/v1/batches" + pageQuery(limit, cursor), repeatable: true}, &p)
+	return p, err
+}
+
+// pageQuery is the query string that asks for a page: "?limit=…&cursor=…"
+// with what is set, "?" when nothing is.
+func pageQuery(limit int, cursor string) string {
 	q := url.Values{}
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
@@ -306,9 +314,7 @@ func (c *Client) Batches(ctx context.Context, limit int, cursor string) (BatchPa
 	if cursor != "" {
 		q.Set("cursor", cursor)
 	}
-	var p BatchPage
-	err := c.do(ctx, request{method: "GET", path: "/api/v1/batches?" + q.Encode(), repeatable: true}, &p)
-	return p, err
+	return "?" + q.Encode()
 }
 
 // Result is one job of a batch's results.
@@ -327,15 +333,8 @@ type ResultPage struct {
 
 // Results reads a page of a batch's results.
 func (c *Client) Results(ctx context.Context, batchID string, limit int, cursor string) (ResultPage, error) {
-	q := url.Values{}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	if cursor != "" {
-		q.Set("cursor", cursor)
-	}
 	var p ResultPage
-	err := c.do(ctx, request{method: "GET", path: "/api/v1/batches/" + url.PathEscape(batchID) + "/results?" + q.Encode(), repeatable: true}, &p)
+	err := c.do(ctx, request{method: "GET", path: "/api/v1/batches/" + url.PathEscape(batchID) + "/results" + pageQuery(limit, cursor), repeatable: true}, &p)
 	return p, err
 }
 

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -104,14 +103,7 @@ type DeliveryPage struct {
 
 // Deliveries reads a page of the webhook delivery log.
 func (c *Client) Deliveries(ctx context.Context, limit int, cursor string) (DeliveryPage, error) {
-	q := url.Values{}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	if cursor != "" {
-		q.Set("cursor", cursor)
-	}
 	var p DeliveryPage
-	err := c.do(ctx, request{method: "GET", path: "/api/v1/webhook/deliveries?" + q.Encode(), repeatable: true}, &p)
+	err := c.do(ctx, request{method: "GET", path: "/api/v1/webhook/deliveries" + pageQuery(limit, cursor), repeatable: true}, &p)
 	return p, err
 }
