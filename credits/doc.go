@@ -16,4 +16,11 @@
 //     original entry; repeating it with a different delta or reason fails
 //     with [ErrIdempotencyConflict].
 //   - An account that has never had an entry has a balance of zero.
+//
+// Reads are bounded by what they return, not by the history's length:
+// [Ledger.HistoryPage] reads one page, newest first, after a cursor (the
+// last entry id of the previous page), and [Ledger.Totals] reads per-day
+// totals by reason that a [TotalsStore] keeps in the same atomic step as
+// each entry. Stores offering neither ([PageStore], [TotalsStore]) are
+// paged and totalled from their whole history.
 package credits

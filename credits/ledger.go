@@ -75,7 +75,8 @@ func (l *Ledger) Refund(ctx context.Context, account string, amount int64, key s
 }
 
 // History returns the account's entries, oldest first. Their deltas sum to
-// the balance.
+// the balance. It reads every entry, however many: what a person or a
+// client reads goes through [Ledger.HistoryPage] and [Ledger.Totals].
 func (l *Ledger) History(ctx context.Context, account string) ([]Entry, error) {
 	return l.store.History(ctx, HistoryParams{AccountID: account})
 }

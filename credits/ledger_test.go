@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/credits/creditstest"
+	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
 )
 
@@ -44,4 +46,16 @@ func Example() {
 	// refused: balance 4 required 5
 	// -3 true true
 	// balance 1
+}
+
+// plainStore hides a Store's optional interfaces, so that the Ledger
+// pages and totals its whole history.
+type plainStore struct{ credits.Store }
+
+// A Store with neither PageStore nor TotalsStore meets the same suite
+// through the Ledger's fallbacks.
+func TestFallbacks(t *testing.T) {
+	creditstest.Run(t, func(testing.TB) *store.Backend {
+		return &store.Backend{Credits: plainStore{memstore.New()}}
+	})
 }

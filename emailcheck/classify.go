@@ -43,10 +43,36 @@ const (
 // depends only on the domain and its MX hosts, so it is cached with them.
 type domainClass struct {
 	disposable bool
-	free       bool // a free consumer mailbox provider
+	reason     disposableReason // why disposable; notDisposable otherwise
+	free       bool             // a free consumer mailbox provider
 	provider   string
 	rule       aliasRule
 	equivalent []string // never nil; shared, callers copy before handing out
+}
+
+// disposableReason is why a domain is disposable. It is kept with the
+// verdict and reported as the result's [Reason].
+type disposableReason uint8
+
+const (
+	notDisposable    disposableReason = iota
+	disposableList                    // the domain, or a parent, is on a list
+	disposableMXHost                  // an MX host's registrable domain is on a list
+	disposableMX                      // an MX host shares an address with listed burners' MX hosts
+)
+
+// String returns the reason's name, as a result's reason field carries
+// it.
+func (r disposableReason) String() string {
+	switch r {
+	case disposableList:
+		return "disposable_list"
+	case disposableMXHost:
+		return "disposable_mx_host"
+	case disposableMX:
+		return "disposable_mx"
+	}
+	return ""
 }
 
 // provider is one entry of the provider index.
@@ -67,6 +93,10 @@ type classifier struct {
 	yahoo      *provider
 	equivalent map[string][]string // domain → the other members of its group
 	none       []string            // the empty equivalent list
+	known      []knownDomain       // the known-domain model, in file order
+	knownSet   map[string]struct{} // its domains
+	shared     map[string]struct{} // registrable domains of MX hosts many unrelated domains share
+	parking    map[string]struct{} // registrable domains of parking services' MX hosts
 }
 
 // newClassifier builds the classifier from the embedded lists plus the extra
@@ -88,13 +118,41 @@ func newClassifier(cfg lists) (*classifier, error) {
 		byDomain:   make(map[string]*provider),
 		equivalent: make(map[string][]string),
 		none:       []string{},
+		shared:     make(map[string]struct{}),
+		parking:    make(map[string]struct{}),
+	}
+	known, err := parseKnown(embeddedKnown)
+	if err != nil {
+		return nil, err
+	}
+	c.known = known
+	c.knownSet = make(map[string]struct{}, len(known))
+	for _, k := range known {
+		c.knownSet[k.name] = struct{}{}
+	}
+	for _, d := range sharedMailHosts() {
+		c.shared[d] = struct{}{}
+	}
+	for _, d := range parkingMailHosts() {
+		c.parking[d] = struct{}{}
 	}
 	addLines(c.disposable, embeddedDisposable)
 	addLines(c.disposable, embeddedDisposableMailchecker)
 	addLines(c.allow, embeddedAllowlist)
 	addLines(c.roles, embeddedRoles)
-	if err := addConfigured(c.disposable, extraDisposable, "disposable domain"); err != nil {
+	configured := make(map[string]struct{}, len(extraDisposable))
+	if err := addConfigured(configured, extraDisposable, "disposable domain"); err != nil {
 		return nil, err
+	}
+	for d := range configured {
+		c.disposable[d] = struct{}{}
+	}
+	// A domain whose owner we know is never disposable, unless the host
+	// says so in Config.DisposableDomains.
+	for _, k := range known {
+		if _, ok := configured[k.name]; !ok {
+			c.allow[k.name] = struct{}{}
+		}
 	}
 	if err := addConfigured(c.allow, allow, "allowed domain"); err != nil {
 		return nil, err
@@ -131,8 +189,9 @@ func newClassifier(cfg lists) (*classifier, error) {
 }
 
 // buildFree makes the free-provider set: the embedded list without its
-// disposable, reserved and excluded domains, then the configuration's
-// additions and removals.
+// disposable, reserved and excluded domains, corrected by the known-domain
+// model's facts (free only where anyone can open a mailbox at no cost),
+// then the configuration's additions and removals.
 func (c *classifier) buildFree(add, remove []string) error {
 	excluded := make(map[string]struct{})
 	for line := range strings.Lines(embeddedFreeExclusions) {
@@ -155,6 +214,14 @@ func (c *classifier) buildFree(add, remove []string) error {
 			}
 		}
 		c.free[d] = struct{}{}
+	}
+	for _, k := range c.known {
+		switch k.free {
+		case freeYes:
+			c.free[k.name] = struct{}{}
+		case freePaid, freeSub, freeOrg:
+			delete(c.free, k.name)
+		}
 	}
 	if err := addConfigured(c.free, add, "free domain"); err != nil {
 		return err
@@ -243,8 +310,10 @@ func (c *classifier) classifyDomain(asciiDomain string, mxHosts []string) domain
 	if eq == nil {
 		eq = c.none
 	}
+	reason := c.disposableReason(asciiDomain, mxHosts)
 	return domainClass{
-		disposable: c.isDisposable(asciiDomain, mxHosts),
+		disposable: reason != notDisposable,
+		reason:     reason,
 		free:       c.isFree(asciiDomain),
 		provider:   p.name,
 		rule:       p.rule,
@@ -252,14 +321,21 @@ func (c *classifier) classifyDomain(asciiDomain string, mxHosts []string) domain
 	}
 }
 
-// isDisposable applies the disposable rules to a domain and its MX hosts.
+// isDisposable applies the disposable lists to a domain and its MX hosts.
 func (c *classifier) isDisposable(domain string, mxHosts []string) bool {
+	return c.disposableReason(domain, mxHosts) != notDisposable
+}
+
+// disposableReason applies the disposable lists to a domain and its MX
+// hosts: the allowlist (with the known domains) wins, then the domain's
+// own listing, then its MX hosts'.
+func (c *classifier) disposableReason(domain string, mxHosts []string) disposableReason {
 	if reg, err := publicsuffix.EffectiveTLDPlusOne(domain); err == nil {
 		if matchUp(c.allow, domain, reg) {
-			return false
+			return notDisposable
 		}
 		if matchUp(c.disposable, domain, reg) {
-			return true
+			return disposableList
 		}
 	}
 	for _, h := range mxHosts {
@@ -268,10 +344,57 @@ func (c *classifier) isDisposable(domain string, mxHosts []string) bool {
 			continue
 		}
 		if _, ok := c.disposable[reg]; ok && !matchUp(c.allow, h, reg) {
-			return true
+			return disposableMXHost
 		}
 	}
-	return false
+	return notDisposable
+}
+
+// isAllowed reports whether a domain is on the allowlist (the embedded one,
+// the configured one or the known-domain model), itself or by a parent.
+func (c *classifier) isAllowed(domain string) bool {
+	reg, err := publicsuffix.EffectiveTLDPlusOne(domain)
+	return err == nil && matchUp(c.allow, domain, reg)
+}
+
+// hostedMX reports whether an MX host belongs to a mail service many
+// unrelated domains use: a provider or gateway of the provider table, or
+// a shared host. Such a host says nothing about who owns a domain.
+func (c *classifier) hostedMX(host string) bool {
+	return c.mxProvider(host) != nil || underAny(c.shared, host)
+}
+
+// parkedMX reports whether an MX host belongs to a domain-parking or
+// domain-sale service: the domain is parked, not anyone's mailbox.
+func (c *classifier) parkedMX(host string) bool { return underAny(c.parking, host) }
+
+// underAny reports whether host, or a domain it is below, is in set. It
+// does not allocate.
+func underAny(set map[string]struct{}, host string) bool {
+	for s := host; ; {
+		if _, ok := set[s]; ok {
+			return true
+		}
+		i := strings.IndexByte(s, '.')
+		if i < 0 {
+			return false
+		}
+		s = s[i+1:]
+	}
+}
+
+// mxProvider returns the provider whose MX host suffix host matches, or nil.
+func (c *classifier) mxProvider(host string) *provider {
+	for s := host; ; {
+		if p, ok := c.byMX[s]; ok {
+			return p
+		}
+		i := strings.IndexByte(s, '.')
+		if i < 0 {
+			return nil
+		}
+		s = s[i+1:]
+	}
 }
 
 // matchUp reports whether domain, or one of its parents down to reg (its
@@ -297,15 +420,8 @@ func matchUp(set map[string]struct{}, domain, reg string) bool {
 // domain.
 func (c *classifier) providerOf(domain string, mxHosts []string) provider {
 	for _, h := range mxHosts {
-		for s := h; ; {
-			if p, ok := c.byMX[s]; ok {
-				return *p
-			}
-			i := strings.IndexByte(s, '.')
-			if i < 0 {
-				break
-			}
-			s = s[i+1:]
+		if p := c.mxProvider(h); p != nil {
+			return *p
 		}
 	}
 	if p, ok := c.byDomain[domain]; ok {

@@ -1,6 +1,7 @@
 package emailcheck
 
 import (
+	"context"
 	"log/slog"
 	"time"
 )
@@ -12,14 +13,26 @@ type Config struct {
 	// nameservers of /etc/resolv.conf.
 	Nameservers []string
 
-	// QueryTimeout bounds one DNS exchange with one server. Default 2s.
+	// QueryTimeout is the longest a query waits for its answer from one
+	// server, and so the ceiling of the retransmission timeout (RTO),
+	// which is otherwise learnt per nameserver from the round trips
+	// measured (smoothed RTT plus four times its variation, at least
+	// 50ms, doubled after each timeout; 400ms, or QueryTimeout when
+	// less, before the first answer). Default 2s.
 	QueryTimeout time.Duration
-	// Retries is how many more times a query that timed out or failed is
-	// sent, rotating across Nameservers. Default 1; negative means none.
-	// A SERVFAIL or REFUSED is retried only when there is another server
-	// to ask; a timeout is retried on the same server too.
+	// Retries is how many more times a query is sent when its answer has
+	// not come within the server's RTO, or a server failed (SERVFAIL,
+	// REFUSED) while there is another to ask. A retry goes to the next
+	// of the Nameservers that answer about as fast as the fastest, and
+	// the earlier attempts' answers are still taken until each has waited
+	// QueryTimeout. Default 3; negative means none.
 	Retries int
-	// MaxInFlight bounds the DNS queries in flight at once. Default 1024.
+	// MaxInFlight bounds the DNS queries in flight at once to each
+	// nameserver: the most its window grows to. The window starts at 64,
+	// grows by one query per answer (by one per round trip past the
+	// first loss) and halves when an answer goes missing, so that a
+	// burst of lookups never floods a resolver; queries beyond it wait
+	// their turn. Default 1024.
 	MaxInFlight int
 
 	// CacheSize bounds how many domains the DNS cache holds. Default 100,000.
@@ -51,6 +64,15 @@ type Config struct {
 	// DELIVERABLE, UNDELIVERABLE or CATCH_ALL. Default nil: no SMTP
 	// traffic at all, and results are exactly as without it.
 	Prober MailboxProber
+	// ProbeBudget, when set, is asked before each probe whether the
+	// account the call is made for ([WithAccount]; "" for a call naming
+	// none) may make one more; when it answers false the address is not
+	// probed and keeps its DNS verdict. It is asked only for addresses the
+	// Prober would be asked about, may be called concurrently and must
+	// honor ctx. A fleet shares one budget by deciding it in a shared
+	// store: httpapi/service counts it with the backend's rate limiter.
+	// Default nil: no budget, every LIKELY address is probed.
+	ProbeBudget func(ctx context.Context, account string) bool
 
 	// AllowQuotedLocal accepts quoted local parts ("john doe"@example.com).
 	AllowQuotedLocal bool

@@ -32,13 +32,32 @@
 // # DNS
 //
 // Queries go over the wire with github.com/miekg/dns to [Config.Nameservers]
-// (default: /etc/resolv.conf), with a per-exchange timeout, retries across
-// servers, EDNS0, and TCP when a UDP answer is truncated. UDP queries to a
-// server share 16 connected sockets, each replaced by a new one (a new
-// random source port) after 256 queries; an answer is taken only when its
-// message id and question match a query waiting on that socket, so late,
-// duplicate and forged answers are dropped. A CNAME at the domain is
-// followed. The outcome of a domain is:
+// (default: /etc/resolv.conf), with EDNS0, and TCP when a UDP answer is
+// truncated. UDP queries to a server share 16 connected sockets, each
+// replaced by a new one (a new random source port) after 256 queries; an
+// answer is taken only when its message id and question match a query
+// waiting on that socket, so late, duplicate and forged answers are
+// dropped. A CNAME at the domain is followed.
+//
+// The validator paces its queries to each nameserver as TCP paces its
+// segments. A retransmission timeout (RTO) follows from the round trips
+// measured (RFC 6298: smoothed RTT plus four times its variation, between
+// 50ms and [Config.QueryTimeout], doubled after a timeout): a query
+// unanswered after it is sent again ([Config.Retries]), to the next
+// nameserver when several answer about as fast, while the earlier
+// attempts' answers are still taken, so a lost answer costs about one
+// RTO. A window bounds the queries in flight to each server: it starts at
+// 64, grows with answers, and halves when the server drops a query (a
+// question answered to a retransmission after its first attempt timed
+// out; a name that is never answered, such as a domain whose own servers
+// are dead, shrinks nothing), so that a burst of thousands of lookups
+// never overflows a resolver's queue, and no one's dead domains slow the
+// others' lookups.
+// Queries beyond the window wait their turn, retries first.
+// [Validator.ResolverStats] reports each server's window, queries in
+// flight and waiting, smoothed RTT and RTO.
+//
+// The outcome of a domain is:
 //
 //   - NXDOMAIN: the domain does not exist (INVALID_DOMAIN).
 //   - NOERROR with at least one usable MX host: LIKELY (or DISPOSABLE).
@@ -48,7 +67,9 @@
 //     resolved (A and AAAA side by side) in preference order, stopping at
 //     the first that does. A host that is NXDOMAIN, has neither A nor AAAA,
 //     or resolves only to private, loopback or special-purpose addresses
-//     (10.0.0.0/8, 127.0.0.1, 0.0.0.0, the documentation ranges, ...) is
+//     (10.0.0.0/8, 127.0.0.1, 0.0.0.0, the documentation ranges, ..., and
+//     the NAT64, 6to4, Teredo, IPv4-mapped and -compatible forms of those:
+//     package emailcheck/netpolicy's rule) is
 //     not; [Config.AllowPrivateMX] accepts the latter, for intranets and
 //     tests. When no host is usable and a host's lookup failed, the domain
 //     is UNKNOWN, never NO_MX_RECORDS. Addresses that come in the MX
@@ -93,10 +114,31 @@
 // (greylisting, a block, a timeout) leaves it LIKELY. Invalid, disposable
 // and mail-less addresses are never probed. Results then carry an "smtp"
 // object ([SMTPResult]); without a prober they carry none and are exactly
-// as before.
+// as before. A call may turn the probe off ([WithoutProbe], for anonymous
+// callers) or name the account it is made for ([WithAccount]), whose
+// budget of probes [Config.ProbeBudget] decides.
 //
 // An address literal (when allowed) is treated like a domain with only an A
 // record: NO_MX_RECORDS by default, LIKELY with ImplicitMX.
+//
+// # Reason
+//
+// Result.Reason ("reason" in JSON) names the cause within the status:
+//
+//	status          reasons
+//	INVALID_FORMAT  invalid_syntax
+//	INVALID         reserved_domain, blocked_domain
+//	INVALID_DOMAIN  no_such_domain
+//	UNKNOWN         dns_timeout, dns_servfail, mx_lookup_failed
+//	NO_MX_RECORDS   no_mx, null_mx, mx_invalid, mx_unresolvable, mx_private
+//	DISPOSABLE      disposable_list, disposable_mx_host, disposable_mx
+//	LIKELY          valid, greylisted (a probe put off with a 4xx)
+//	UNDELIVERABLE   mailbox_rejected
+//	CATCH_ALL       catch_all
+//	DELIVERABLE     mailbox_accepted
+//
+// A reason is cached with its domain's verdict, like the status. [Reasons]
+// lists them; the set may grow.
 //
 // # Score
 //
@@ -129,10 +171,19 @@
 // temporary-mailbox domains or in Config.DisposableDomains; a bare public
 // suffix never matches. It is also disposable when the registrable domain
 // of any of its MX hosts is on that list: a custom domain whose mail goes to
-// a burner service. Domains on the embedded allowlist or in
-// [Config.AllowDomains], matched on the domain and its parents the same way,
-// are never disposable, whatever their MX hosts; an allowed MX host does not
-// make a domain disposable either. Configured entries are trimmed,
+// a burner service. And it is disposable when one of its MX hosts has a
+// public address that the MX hosts of listed burner domains have too, at
+// least two with different registrable domains, outnumbering the other
+// domains seen there: the validator learns those addresses as it resolves
+// domains, within the DNS cache (bounded by [Config.CacheSize], expiring
+// with the host answers, off when caching is); it applies to lookups made
+// after the learning. A single listed domain teaches nothing, nor do a few
+// on a shared web host among more that are not listed, nor one whose mail
+// goes to a provider, a gateway, a shared mail host or a parking service;
+// every domain an address condemns counts against it. Domains on the embedded allowlist, the known-domain model
+// (data/known_domains.txt) or [Config.AllowDomains], matched on the domain
+// and its parents the same way, are never disposable, whatever their MX
+// hosts; an allowed MX host does not make a domain disposable either. Configured entries are trimmed,
 // lower-cased, stripped of a trailing dot and converted to A-labels; an
 // entry that is not a domain name, or is a public suffix, makes New fail.
 // The embedded lists are disposable-email-domains (CC0) and its former
@@ -156,31 +207,45 @@
 // (gmail.com is Google, hotmail.com is Microsoft, yahoo.* except
 // yahoo.co.jp is Yahoo). Failing that, the name is the registrable domain of
 // the most preferred MX host (a self-hosted domain reports itself), and
-// "Unknown" when there is no MX host.
+// "Unknown" when there is no MX host. A domain that does not exist
+// (NXDOMAIN) is "Unknown" whatever its name, and no provider's alias rule
+// applies to it.
 //
-// Free providers. provider.is_free is true when the registrable domain is
-// a free consumer mailbox provider (gmail.com, outlook.com, yahoo.*,
-// gmx.*, mail.ru, qq.com, ...): the embedded list from AfterShip's
-// email-verifier (MIT), without its disposable and reserved domains and
-// without the company, institution and typo domains that
-// data/free_exclusions.txt names with a reason each.
+// Free providers. provider.is_free is true when anyone can open a mailbox
+// at the registrable domain at no cost (gmail.com, outlook.com, yahoo.*,
+// gmx.*, mail.ru, qq.com, Tuta's domains, ...): the embedded list from
+// AfterShip's email-verifier (MIT), without its disposable and reserved
+// domains and without the company, institution and typo domains that
+// data/free_exclusions.txt names with a reason each, corrected by the
+// known-domain model's facts (paid-only providers such as Fastmail, Posteo,
+// Runbox and Hushmail, ISPs' and organizations' mail are not free). A
+// domain with a suggestion is a typo and never free.
 // [Config.FreeDomains] and [Config.NotFreeDomains] add and remove domains.
 // It is a flag for the caller, never a penalty: the score ignores it.
 //
 // Typo suggestions. did_you_mean is the whole address with the domain the
 // person probably meant, or null. It is computed from the lookups the
 // validation made anyway, never changes the status or the score, and is
-// never the input's own domain. A misspelt top-level domain (.con, .cmo,
-// .coom, .ocm, ...) is fixed on any domain. A domain shown not to receive
-// mail (NXDOMAIN, or no usable MX) gets the nearest of the popular
-// consumer domains (data/popular_domains.txt) within two edits, one for
-// domains of six characters or fewer, by optimal-string-alignment
-// distance; ties go to the more popular domain, then to the first by
-// name, so the same input always gives the same answer. A domain that
-// does receive mail (or whose DNS could not tell) gets a suggestion only
-// when it is one edit from one of the largest providers (typosquats such
-// as gmial.com run mail servers), and never when it is itself a popular or
-// known provider (the free list and the provider index).
+// never the input's own domain. Targets come from the known-domain model
+// (data/known_domains.txt): global providers, their country variants,
+// regional providers and ISPs, each with a weight; organizations and small
+// providers near their names are known too, and never corrected nor
+// targets. A misspelt top-level domain (.con, .cmo, .coom, .ocm, ...) is
+// fixed on any domain, going on to a target only when one more edit
+// reaches it (ibm.con is ibm.com, gmial.con is gmail.com). A domain shown
+// not to receive mail (NXDOMAIN, or no usable MX) gets the nearest target
+// within two edits, one for domains of six characters or fewer, by
+// optimal-string-alignment distance; ties go to the heavier target, then
+// to the first by name, so the same input always gives the same answer. A
+// domain that receives mail gets one only where its MX hosts say typo: it
+// is disposable, or its mail goes to a parking service (strong signs), or
+// to a host that is neither its own (below its registrable domain) nor a
+// provider's, gateway's or shared mail host's (a weak sign: not enough for
+// a domain of six characters or fewer, and leading only to a target of
+// some size, not to a small or legacy provider); then a global provider
+// may be two edits away, any other target one. A domain whose DNS could not answer
+// gets only the fixes that need no DNS. A known domain (the model, the free
+// list, the provider index) is never corrected.
 //
 // Aliases. Sub-addressing rules are known for consumer Gmail (gmail.com and
 // googlemail.com: "+tag" is ignored and so are dots), for Google Workspace

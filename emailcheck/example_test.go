@@ -71,11 +71,12 @@ func ExampleValidator_ValidateMany() {
 func ExampleResult_AppendJSON() {
 	res := emailcheck.Result{Email: "jane@example.org"}
 	res.Confidence.Status = emailcheck.StatusInvalidDomain
+	res.Reason = emailcheck.ReasonNoSuchDomain
 	res.Meta.Source = emailcheck.SourceAPI
 	// One buffer, reused for every result a server writes.
 	buf := make([]byte, 0, 512)
 	buf = res.AppendJSON(buf[:0])
 	fmt.Println(string(buf))
 	// Output:
-	// {"email":"jane@example.org","validations":{"syntax":false,"domain_exists":false,"mx_records":false,"is_disposable":false},"confidence":{"confidence_score":0,"status":"INVALID_DOMAIN","is_role_based":false,"alias_status":"","canonical_email":null,"equivalent_domains":null},"provider":{"name":"","is_free":false},"did_you_mean":null,"meta":{"latency_ms":0,"source":"api"}}
+	// {"email":"jane@example.org","validations":{"syntax":false,"domain_exists":false,"mx_records":false,"is_disposable":false},"confidence":{"confidence_score":0,"status":"INVALID_DOMAIN","is_role_based":false,"alias_status":"","canonical_email":null,"equivalent_domains":null},"provider":{"name":"","is_free":false},"did_you_mean":null,"reason":"no_such_domain","meta":{"latency_ms":0,"source":"api"}}
 }

@@ -34,7 +34,10 @@ type domainInfo struct {
 	// unreachable marks an outcomeUnknown because no nameserver answered
 	// at all, rather than because one answered with a failure.
 	unreachable bool
-	expires     time.Time
+	// dnsReason is the finer cause of an outcomeUnknown or outcomeNoMX,
+	// when DNS showed one.
+	dnsReason Reason
+	expires   time.Time
 
 	promoted atomic.Int64 // unix nanoseconds of the last LRU promotion
 }
@@ -72,6 +75,10 @@ func (v *Validator) resolveDomain(ctx context.Context, domain string) (*domainIn
 	case mxErr != nil:
 		info.outcome = outcomeUnknown
 		info.unreachable = errors.Is(mxErr, errUnreachable)
+		info.dnsReason = ReasonDNSServfail
+		if info.unreachable {
+			info.dnsReason = ReasonDNSTimeout
+		}
 		v.logFailure(ctx, domain, mxErr)
 	case mx.rcode == dns.RcodeNameError && !mx.aliased:
 		info.outcome = outcomeNXDomain
@@ -84,7 +91,7 @@ func (v *Validator) resolveDomain(ctx context.Context, domain string) (*domainIn
 			// address mail can go to; when none does and a lookup failed,
 			// we do not know.
 			ttl = v.clampTTL(mx.ttl)
-			i, failed, hostTTL := v.resolveMXHosts(ctx, hosts, mx.extra)
+			i, failed, private, hostTTL := v.resolveMXHosts(ctx, hosts, mx.extra)
 			switch {
 			case i >= 0:
 				info.outcome, info.mxHosts = outcomeMX, hosts
@@ -94,6 +101,10 @@ func (v *Validator) resolveDomain(ctx context.Context, domain string) (*domainIn
 				ttl = v.cfg.FailureTTL
 			default:
 				info.outcome = outcomeNoMX
+				info.dnsReason = ReasonMXUnresolvable
+				if private {
+					info.dnsReason = ReasonMXPrivate
+				}
 				ttl = min(ttl, hostTTL)
 			}
 		case null:
@@ -103,6 +114,7 @@ func (v *Validator) resolveDomain(ctx context.Context, domain string) (*domainIn
 			info.outcome = outcomeNoMX
 			ttl = v.negativeTTL(mx.negTTL)
 			if len(mx.records) > 0 {
+				info.dnsReason = ReasonMXInvalid
 				ttl = v.clampTTL(mx.ttl)
 			}
 		}
@@ -114,11 +126,15 @@ func (v *Validator) resolveDomain(ctx context.Context, domain string) (*domainIn
 		if info.outcome == outcomeNoMX && len(mx.records) == 0 {
 			switch {
 			case hasUsableAddress(a.set.records) || hasUsableAddress(aaaa.set.records):
-				info.outcome = outcomeImplicitMX
+				info.outcome, info.dnsReason = outcomeImplicitMX, ""
 				ttl = min(ttl, v.clampTTL(min(positiveTTL(a.set), positiveTTL(aaaa.set))))
 			case a.err != nil || aaaa.err != nil:
 				// We cannot tell whether an address record exists.
 				info.outcome = outcomeUnknown
+				info.dnsReason = ReasonDNSServfail
+				if (a.err == nil || errors.Is(a.err, errUnreachable)) && (aaaa.err == nil || errors.Is(aaaa.err, errUnreachable)) {
+					info.dnsReason = ReasonDNSTimeout
+				}
 				ttl = v.cfg.FailureTTL
 				v.logFailure(ctx, domain, errors.Join(a.err, aaaa.err))
 			}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/validmail/validmail/emailcheck/netpolicy"
 )
 
 // hostState is what DNS says about one MX host's addresses.
@@ -36,9 +38,10 @@ func (h *hostInfo) usable(allowPrivate bool) bool {
 // resolveMXHosts resolves hosts, most preferred first, and stops at the
 // first usable one. It returns that host's index (-1 when none is usable),
 // whether a lookup failed on the way (then "no usable host" is not known),
-// and how long the verdict may be cached. extra holds the address records
+// whether a host had only addresses that are not public, and how long the
+// verdict may be cached. extra holds the address records
 // that came with the MX answer: a host found there costs no query.
-func (v *Validator) resolveMXHosts(ctx context.Context, hosts []string, extra []dns.RR) (usable int, failed bool, ttl time.Duration) {
+func (v *Validator) resolveMXHosts(ctx context.Context, hosts []string, extra []dns.RR) (usable int, failed, private bool, ttl time.Duration) {
 	ttl = v.cfg.MaxTTL
 	for i, h := range hosts {
 		info, hostTTL := v.hostFromExtra(h, extra)
@@ -47,13 +50,16 @@ func (v *Validator) resolveMXHosts(ctx context.Context, hosts []string, extra []
 		}
 		ttl = min(ttl, hostTTL)
 		if info.usable(v.cfg.AllowPrivateMX) {
-			return i, failed, ttl
+			return i, failed, private, ttl
 		}
-		if info.state == hostFailed {
+		switch info.state {
+		case hostFailed:
 			failed = true
+		case hostPrivate:
+			private = true
 		}
 	}
-	return -1, failed, ttl
+	return -1, failed, private, ttl
 }
 
 // hostFromExtra returns the verdict on host from the address records of an
@@ -162,10 +168,11 @@ func (v *Validator) resolveHost(ctx context.Context, host string) (*hostInfo, ti
 	return h, v.negativeTTL(min(nonZero(a.negTTL), nonZero(aaaa.set.negTTL)))
 }
 
-// hasPublic reports whether any of addrs is a public unicast address.
+// hasPublic reports whether any of addrs is a public address
+// ([netpolicy.IsPublic]).
 func hasPublic(addrs []netip.Addr) bool {
 	for _, a := range addrs {
-		if publicUnicast(a) {
+		if netpolicy.IsPublic(a) {
 			return true
 		}
 	}

@@ -3,6 +3,8 @@ package emailcheck
 import (
 	"context"
 	"net/netip"
+
+	"github.com/validmail/validmail/emailcheck/netpolicy"
 )
 
 // MailboxProber asks a domain's mail servers whether a mailbox exists, over
@@ -83,7 +85,7 @@ func (v *Validator) lookupHostAddrs(ctx context.Context, host string) ([]netip.A
 	}
 	var out []netip.Addr
 	for _, a := range h.addrs {
-		if publicUnicast(a) {
+		if netpolicy.IsPublic(a) {
 			out = append(out, a)
 		}
 	}
@@ -92,13 +94,17 @@ func (v *Validator) lookupHostAddrs(ctx context.Context, host string) ([]netip.A
 
 // probe asks the prober about the address res describes, and turns its
 // answer into the result's status and score.
-func (v *Validator) probe(ctx context.Context, addr Address, info *domainInfo, res *Result, ev evidence) {
+func (v *Validator) probe(ctx context.Context, addr Address, info *domainInfo, res *Result, ev evidence, o *callOptions) {
 	r := SMTPResult{Mailbox: MailboxUnknown}
 	switch {
 	case res.Confidence.Status != StatusLikely:
 		r.Detail = "not probed: the address is " + string(res.Confidence.Status)
 	case info.outcome != outcomeMX:
 		r.Detail = "not probed: the domain has no MX host"
+	case o.noProbe:
+		r.Detail = "not probed: mailbox probes are off for this request"
+	case v.cfg.ProbeBudget != nil && !v.cfg.ProbeBudget(ctx, o.account):
+		r.Detail = "not probed: the account's probe budget is spent"
 	default:
 		r = v.cfg.Prober.ProbeMailbox(ctx, ProbeRequest{
 			Address:    addr.Local + "@" + addr.ASCIIDomain,
@@ -114,13 +120,18 @@ func (v *Validator) probe(ctx context.Context, addr Address, info *domainInfo, r
 	res.SMTP = &r
 	switch {
 	case r.Mailbox == MailboxAbsent:
-		res.Confidence.Status = StatusUndeliverable
+		res.Confidence.Status, res.Reason = StatusUndeliverable, ReasonMailboxRejected
 	case r.Mailbox == MailboxExists && r.CatchAll != nil && *r.CatchAll:
-		res.Confidence.Status = StatusCatchAll
+		res.Confidence.Status, res.Reason = StatusCatchAll, ReasonCatchAll
 	case r.Mailbox == MailboxExists && r.CatchAll != nil:
-		res.Confidence.Status = StatusDeliverable
+		res.Confidence.Status, res.Reason = StatusDeliverable, ReasonMailboxAccepted
 	default:
-		return // undecided: the DNS verdict stands
+		// Undecided: the DNS verdict stands, with the reason a server
+		// that put the probe off gave.
+		if r.Checked && r.Code != nil && *r.Code >= 400 && *r.Code < 500 && res.Confidence.Status == StatusLikely {
+			res.Reason = ReasonGreylisted
+		}
+		return
 	}
 	res.Confidence.Score = score(res.Confidence.Status, ev)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -29,32 +30,29 @@ const maxCNAMEHops = 8
 // truncation.
 const ednsBufferSize = 1232
 
-// resolver sends queries over the wire with miekg/dns: per-exchange timeout,
-// retries rotating across servers, UDP sockets kept per server, TCP on
-// truncation, EDNS0, and a bound on the queries in flight.
+// resolver sends queries over the wire with miekg/dns: retransmission
+// after each nameserver's measured RTO, retries moving across servers,
+// a window of queries in flight per server, UDP sockets kept per server,
+// TCP on truncation, EDNS0.
 type resolver struct {
-	servers  []string
-	udp      map[string]*udpTransport // by server; fixed at construction
-	timeout  time.Duration            // of one exchange
+	servers  []*nameserver // fixed at construction
+	timeout  time.Duration // the longest wait for one answer
 	tcp      *dns.Client
 	retries  int
-	sem      chan struct{}
 	next     atomic.Uint32 // rotates the first server tried
 	counters *counters     // nil: nothing is counted
 }
 
 func newResolver(servers []string, timeout time.Duration, retries, maxInFlight int) *resolver {
-	udp := make(map[string]*udpTransport, len(servers))
-	for _, s := range servers {
-		udp[s] = newUDPTransport(s)
+	ns := make([]*nameserver, len(servers))
+	for i, s := range servers {
+		ns[i] = newNameserver(s, timeout, maxInFlight)
 	}
 	return &resolver{
-		servers: servers,
-		udp:     udp,
+		servers: ns,
 		timeout: timeout,
 		tcp:     &dns.Client{Net: "tcp", Timeout: timeout},
 		retries: retries,
-		sem:     make(chan struct{}, maxInFlight),
 	}
 }
 
@@ -162,82 +160,272 @@ func soaMinimum(msg *dns.Msg) uint32 {
 	return 0
 }
 
-// query sends one question, retrying across servers. It returns the first
-// NOERROR or NXDOMAIN answer; SERVFAIL, REFUSED and the like are retried on
-// the other servers and reported as errors when none does better.
+// attempt is one sending of a question to one nameserver.
+type attempt struct {
+	ns      *nameserver
+	call    udpCall
+	sent    time.Time
+	rto     time.Duration // the server's RTO when sent
+	window  int           // the server's window when sent
+	cut     uint64        // the window halving its loss caused, or 0
+	holding bool          // holds a place in the server's window
+	pending bool          // waits for its answer
+	expired bool          // its RTO passed without an answer
+}
+
+// query sends one question and returns the first NOERROR or NXDOMAIN
+// answer. It waits for a place in a nameserver's window, sends, and when
+// no answer came within the server's RTO sends again, to the next server
+// when several answer about as fast, still taking the earlier attempts'
+// answers until each has waited QueryTimeout. SERVFAIL, REFUSED and the
+// like are asked of the other servers and reported as errors when none
+// does better.
 func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.Msg, error) {
 	m := new(dns.Msg)
 	m.SetQuestion(name, qtype)
 	m.RecursionDesired = true
 	m.SetEdns0(ednsBufferSize, false)
 
-	start := r.next.Add(1)
-	attempts := 1 + r.retries
+	seq := r.rotation()
+	tries := make([]int, len(seq))
+	maxAttempts := 1 + r.retries
+	results := make(chan udpResult, maxAttempts) // room for every attempt's one result
+	atts := make([]*attempt, 0, maxAttempts)
+	defer func() {
+		for _, a := range atts {
+			r.settle(a)
+		}
+	}()
+	rtoTimer := time.NewTimer(time.Hour)
+	defer rtoTimer.Stop()
+	endTimer := time.NewTimer(time.Hour)
+	defer endTimer.Stop()
+
 	var lastErr error
-	answered := false // a server answered, whatever it said
-	for i := 0; i < attempts; i++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	answered := false             // a server answered, whatever it said
+	send, failover := true, false // send an attempt; to a server not asked yet
+	for {
+		if send && len(atts) < maxAttempts {
+			send = false
+			i := pick(seq, tries, failover)
+			tries[i]++
+			ns := seq[i]
+			if err := ns.acquire(ctx, len(atts) > 0); err != nil {
+				return nil, err
+			}
+			a := &attempt{ns: ns, holding: true, sent: time.Now()}
+			a.rto, a.window = ns.pace()
+			atts = append(atts, a)
+			call, err := ns.udp.send(m, len(atts)-1, results)
+			if err != nil {
+				a.holding = false
+				ns.release()
+				r.counters.observeQuery(nil, err, 0)
+				lastErr = fmt.Errorf("%w: %s: %w", errNoAnswer, ns.addr, err)
+				send, failover = true, true
+				continue
+			}
+			a.call, a.pending = call, true
+			rtoTimer.Reset(a.rto)
 		}
-		server := r.servers[(start+uint32(i))%uint32(len(r.servers))]
-		resp, err := r.exchange(ctx, m, server)
-		if err != nil {
-			lastErr = err
-			continue
+		// Once every attempt is sent, the query ends when the last one
+		// waiting has waited QueryTimeout.
+		var end time.Time
+		for _, a := range atts {
+			if a.pending {
+				end = a.sent.Add(r.timeout)
+			}
 		}
-		answered = true
-		switch resp.Rcode {
-		case dns.RcodeSuccess, dns.RcodeNameError:
-			return resp, nil
-		default:
+		if end.IsZero() {
+			if send && len(atts) < maxAttempts {
+				continue
+			}
+			break
+		}
+		newest := len(atts) - 1
+		if len(atts) == maxAttempts {
+			endTimer.Reset(time.Until(end))
+		} else {
+			// The newest attempt's RTO, at most QueryTimeout, comes first.
+			endTimer.Stop()
+		}
+		select {
+		case res := <-results:
+			a := atts[res.tag]
+			a.pending = false
+			if res.err != nil {
+				// The socket failed (the port is unreachable): the server
+				// is not there to answer.
+				if a.holding {
+					a.holding = false
+					a.ns.release()
+				}
+				r.counters.observeQuery(nil, res.err, 0)
+				lastErr = fmt.Errorf("%w: %s: %w", errNoAnswer, a.ns.addr, res.err)
+				if res.tag == newest {
+					send, failover = true, true
+				}
+				continue
+			}
+			rtt := time.Since(a.sent)
+			if a.holding {
+				a.holding = false
+				a.ns.answered(a.sent)
+			} else {
+				a.ns.late(rtt, a.cut)
+			}
+			resp, err := r.answer(ctx, m, a.ns, res.wire)
+			r.counters.observeQuery(resp, err, rtt)
+			if err != nil {
+				lastErr = err
+				if res.tag == newest {
+					send, failover = true, true
+				}
+				continue
+			}
+			answered = true
+			// The question was answerable: the earlier attempts that
+			// timed out unanswered were dropped.
+			for _, b := range atts[:res.tag] {
+				if b.expired && b.pending && b.cut == 0 {
+					b.cut = b.ns.lost(b.sent, b.window)
+				}
+			}
+			switch resp.Rcode {
+			case dns.RcodeSuccess, dns.RcodeNameError:
+				return resp, nil
+			}
 			lastErr = fmt.Errorf("%w: %s from %s for %s %s", errNoAnswer,
-				dns.RcodeToString[resp.Rcode], server, name, dns.TypeToString[qtype])
+				dns.RcodeToString[resp.Rcode], a.ns.addr, name, dns.TypeToString[qtype])
 			if len(r.servers) == 1 {
 				// Asking the same server again rarely changes its mind;
 				// timeouts are retried, failures answered are not.
 				return nil, lastErr
 			}
+			if res.tag == newest {
+				send, failover = true, true
+			}
+		case <-rtoTimer.C:
+			if a := atts[newest]; a.pending && !a.expired {
+				a.expired = true
+				a.holding = false
+				a.ns.timedOut(a.sent)
+				send, failover = true, false
+			}
+		case <-endTimer.C:
+			// Every attempt waiting has waited QueryTimeout.
+			for _, a := range atts {
+				a.expired = a.expired || a.pending
+			}
+			lastErr = fmt.Errorf("%w: %s %s: %w", errNoAnswer, name, dns.TypeToString[qtype], errUDPTimeout)
+			return nil, r.failure(ctx, lastErr, answered)
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
 	if lastErr == nil {
 		lastErr = errNoAnswer
 	}
-	if !answered && ctx.Err() == nil {
-		return nil, fmt.Errorf("%w: %w", errUnreachable, lastErr)
-	}
-	return nil, lastErr
+	return nil, r.failure(ctx, lastErr, answered)
 }
 
-// exchange sends m to one server over UDP, falling back to TCP when the
-// answer is truncated, and checks that the answer is for our question.
-func (r *resolver) exchange(ctx context.Context, m *dns.Msg, server string) (*dns.Msg, error) {
-	select {
-	case r.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+// failure is the error of a query that got no usable answer: it matches
+// errUnreachable when no server answered at all.
+func (r *resolver) failure(ctx context.Context, err error, answered bool) error {
+	if !answered && ctx.Err() == nil {
+		return fmt.Errorf("%w: %w", errUnreachable, err)
 	}
-	defer func() { <-r.sem }()
+	return err
+}
 
-	start := time.Now()
-	resp, err := r.udp[server].exchange(ctx, m, r.timeout)
-	if err == nil && resp.Truncated {
-		resp, err = exchangeOnce(ctx, r.tcp, m, server)
+// settle ends an attempt when its query ends: it stops waiting, gives its
+// place in the window back, and counts it as timed out when it passed its
+// RTO unanswered.
+func (r *resolver) settle(a *attempt) {
+	if a.pending {
+		a.call.forget()
+		if a.expired {
+			r.counters.observeQuery(nil, errUDPTimeout, 0)
+		}
 	}
-	r.counters.observeQuery(resp, err, time.Since(start))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", errNoAnswer, server, err)
+	if a.holding {
+		a.ns.release()
+	}
+}
+
+// answer reads the UDP answer wire to m from ns, asking again over TCP
+// when it is truncated, and checks that it answers m's question.
+func (r *resolver) answer(ctx context.Context, m *dns.Msg, ns *nameserver, wire []byte) (*dns.Msg, error) {
+	resp := new(dns.Msg)
+	if err := resp.Unpack(wire); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", errNoAnswer, ns.addr, err)
+	}
+	if resp.Truncated {
+		var err error
+		if resp, err = exchangeOnce(ctx, r.tcp, m, ns.addr); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", errNoAnswer, ns.addr, err)
+		}
 	}
 	if len(resp.Question) != 1 || !strings.EqualFold(resp.Question[0].Name, m.Question[0].Name) ||
 		resp.Question[0].Qtype != m.Question[0].Qtype {
-		return nil, fmt.Errorf("%w: %s answered another question", errNoAnswer, server)
+		return nil, fmt.Errorf("%w: %s answered another question", errNoAnswer, ns.addr)
 	}
 	return resp, nil
 }
 
+// rotation returns the servers in the order a query prefers them when
+// they answer about as fast: each query starts at the next one.
+func (r *resolver) rotation() []*nameserver {
+	n := len(r.servers)
+	if n == 1 {
+		return r.servers
+	}
+	start := int(r.next.Add(1) % uint32(n))
+	return append(r.servers[start:n:n], r.servers[:start]...)
+}
+
+// pick returns the index in seq of the server a query's next attempt goes
+// to, tries holding how many attempts each has had. After a failure
+// (SERVFAIL, REFUSED, no server there) it is the one asked least, first
+// in seq. Otherwise, and after a timeout (a lost answer), it is the one
+// asked least among those answering about as fast as the fastest (an RTO
+// within rttBand of the lowest, as each timeout doubles a server's RTO),
+// so that a server that stopped answering is passed over while another
+// answers.
+func pick(seq []*nameserver, tries []int, failover bool) int {
+	if len(seq) == 1 {
+		return 0
+	}
+	fast := make([]bool, len(seq))
+	if !failover {
+		rtos := make([]time.Duration, len(seq))
+		best := time.Duration(math.MaxInt64)
+		for i, ns := range seq {
+			rtos[i] = ns.currentRTO()
+			best = min(best, rtos[i])
+		}
+		for i := range seq {
+			fast[i] = rtos[i] <= best+rttBand
+		}
+	}
+	best := 0
+	for i := 1; i < len(seq); i++ {
+		switch {
+		case fast[i] != fast[best]:
+			if fast[i] {
+				best = i
+			}
+		case tries[i] < tries[best]:
+			best = i
+		}
+	}
+	return best
+}
+
 // close closes the UDP sockets; queries still waiting fail.
 func (r *resolver) close() {
-	for _, t := range r.udp {
-		t.close()
+	for _, ns := range r.servers {
+		ns.udp.close()
 	}
 }
 
@@ -275,21 +463,85 @@ func systemNameservers(path string) ([]string, error) {
 // error [Validator.PingNameservers] returns wraps it.
 var ErrNameserversDown = errors.New("emailcheck: no nameserver answers")
 
-// PingNameservers asks every configured nameserver one question (the
-// root's NS records) and returns nil when at least one answers at all,
-// whatever its answer: for a readiness check, or a warning at start. It
+// pingAttempts bounds the queries a ping sends one nameserver.
+const pingAttempts = 3
+
+// PingNameservers asks every configured nameserver at once one question
+// whose answer is known (the root's NS records) and returns nil as soon as
+// one answers at all, whatever its answer: for a readiness check, an
+// outage detector, or a warning at start. A ping takes no place in the
+// nameservers' windows, so that lookups waiting there do not delay it; an
+// unanswered ping is sent again after the server's RTO, up to three
+// times within QueryTimeout, so that one lost datagram is no outage. It
 // does not touch the cache.
 func (v *Validator) PingNameservers(ctx context.Context) error {
+	r := v.resolver
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, len(r.servers))
+	for _, ns := range r.servers {
+		go func() { errc <- r.ping(ctx, ns) }()
+	}
+	var errs []error
+	for range r.servers {
+		err := <-errc
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return fmt.Errorf("%w: %w", ErrNameserversDown, errors.Join(errs...))
+}
+
+// ping asks ns for the root's NS records, again after each RTO (doubled
+// every time), and returns nil at the first answer.
+func (r *resolver) ping(ctx context.Context, ns *nameserver) error {
 	m := new(dns.Msg)
 	m.SetQuestion(".", dns.TypeNS)
 	m.RecursionDesired = true
-	var errs []error
-	for _, server := range v.resolver.servers {
-		if _, err := v.resolver.exchange(ctx, m, server); err == nil {
+	results := make(chan udpResult, pingAttempts)
+	var calls []udpCall
+	var sent []time.Time
+	defer func() {
+		for _, c := range calls {
+			c.forget()
+		}
+	}()
+	end := time.NewTimer(r.timeout)
+	defer end.Stop()
+	wait := ns.currentRTO()
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	for {
+		select {
+		case <-retry.C:
+			if len(calls) == pingAttempts {
+				continue
+			}
+			call, err := ns.udp.send(m, len(calls), results)
+			if err != nil {
+				return fmt.Errorf("%s: %w", ns.addr, err)
+			}
+			calls = append(calls, call)
+			sent = append(sent, time.Now())
+			retry.Reset(wait)
+			wait *= 2
+		case res := <-results:
+			if res.err != nil {
+				return fmt.Errorf("%s: %w", ns.addr, res.err)
+			}
+			rtt := time.Since(sent[res.tag])
+			resp := new(dns.Msg)
+			if err := resp.Unpack(res.wire); err != nil {
+				continue // not an answer; one may still come
+			}
+			ns.sample(rtt)
+			r.counters.observeQuery(resp, nil, rtt)
 			return nil
-		} else {
-			errs = append(errs, err)
+		case <-end.C:
+			return fmt.Errorf("%s: %w", ns.addr, errUDPTimeout)
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", ns.addr, ctx.Err())
 		}
 	}
-	return fmt.Errorf("%w: %w", ErrNameserversDown, errors.Join(errs...))
 }

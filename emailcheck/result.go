@@ -77,6 +77,9 @@ type Result struct {
 	// misspelt top-level domain ("jane@gmail.com" for "jane@gmial.com");
 	// nil otherwise. It never changes the status or the score.
 	DidYouMean *string `json:"did_you_mean"`
+	// Reason says why the address got its status ("no_mx", "dns_timeout",
+	// "disposable_list", …): see [Reason].
+	Reason Reason `json:"reason"`
 	// SMTP is the mailbox probe's outcome; nil, and absent from the JSON,
 	// when the validator has no [MailboxProber].
 	SMTP *SMTPResult `json:"smtp,omitempty"`

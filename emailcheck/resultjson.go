@@ -58,6 +58,8 @@ func (r *Result) AppendJSON(dst []byte) []byte {
 	dst = strconv.AppendBool(dst, r.Provider.IsFree)
 	dst = append(dst, `},"did_you_mean":`...)
 	dst = appendJSONStringPtr(dst, r.DidYouMean)
+	dst = append(dst, `,"reason":`...)
+	dst = appendJSONString(dst, string(r.Reason))
 	dst = append(dst, `,"meta":{"latency_ms":`...)
 	dst = strconv.AppendInt(dst, r.Meta.LatencyMS, 10)
 	dst = append(dst, `,"source":`...)

@@ -16,12 +16,14 @@ func resultCases() []emailcheck.Result {
 		AliasStatus: emailcheck.AliasConfirmed, CanonicalEmail: s("janedoe@gmail.com"), EquivalentDomains: []string{"gmail.com", "googlemail.com"}}
 	full.Provider = emailcheck.Provider{Name: "Gmail", IsFree: true}
 	full.DidYouMean = s("jane@gmail.com")
+	full.Reason = emailcheck.ReasonDisposableMX
 	full.Meta = emailcheck.Meta{LatencyMS: 12, Source: emailcheck.SourceAPI}
 	empty := emailcheck.Result{}
 	emptyList := emailcheck.Result{Email: "x@y.z"}
 	emptyList.Confidence.EquivalentDomains = []string{}
 	odd := emailcheck.Result{Email: "\"<a&b>\"\\\b\f\n\r\t\x00\x1f\x7f\u2028\u2029é\xff\xfe😀@x", Meta: emailcheck.Meta{LatencyMS: -3}}
 	odd.Confidence.Score = -1
+	odd.Reason = "\"<&>\x00\xff\u2028"
 	probed := full
 	probed.SMTP = &emailcheck.SMTPResult{}
 	return []emailcheck.Result{full, empty, emptyList, odd, probed}
@@ -60,6 +62,7 @@ func FuzzAppendJSON(f *testing.F) {
 			r.DidYouMean = &suggestion
 		}
 		r.Provider = emailcheck.Provider{Name: provider, IsFree: !flag}
+		r.Reason = emailcheck.Reason(suggestion + status)
 		r.Meta = emailcheck.Meta{LatencyMS: latency, Source: source}
 		want, err := json.Marshal(r)
 		if err != nil {

@@ -1,28 +1,29 @@
 package emailcheck
 
 import (
-	_ "embed"
+	"math/bits"
 	"slices"
-	"strconv"
 	"strings"
+
+	"golang.org/x/net/publicsuffix"
 )
 
-//go:embed data/popular_domains.txt
-var embeddedPopular string
-
-// popularDomain is one entry of the popular-domain list.
-type popularDomain struct {
+// target is a domain a typo suggestion may lead to: a consumer provider or
+// an ISP of the known-domain model.
+type target struct {
 	name   string
 	weight int
-	top    bool // one-edit variants are suggested even when they receive mail
+	global bool   // a top provider: two edits even when the typo receives mail
+	mask   uint64 // the bytes it contains, see byteMask
 }
 
 // suggester proposes the domain a person most likely meant to type. It is
 // immutable after construction and safe for concurrent use.
 type suggester struct {
-	popular []popularDomain     // by weight, largest first, then by name
-	top     []popularDomain     // the popular entries marked top
-	known   map[string]struct{} // real providers: never suggested away from
+	c       *classifier
+	targets []target            // by length, then weight (largest first), then name
+	starts  []int               // starts[n]: index of the first target at least n bytes long
+	known   map[string]struct{} // real domains: never suggested away from
 	typos   map[string]string   // known typo domain → the intended one
 }
 
@@ -35,30 +36,22 @@ var brokenTLD = map[string]string{
 	"ogr": "org", "orgg": "org", "rog": "org",
 }
 
-// newSuggester builds the suggester from the embedded popular list, the
-// free-provider set and the provider index (real providers), and the typo
-// exclusions of the free list.
+// newSuggester builds the suggester from the classifier's known-domain
+// model (the targets, and the domains never corrected), its free-provider
+// set and provider index (real domains too), and the typo exclusions of
+// the free list.
 func newSuggester(c *classifier) *suggester {
-	s := &suggester{known: make(map[string]struct{}), typos: make(map[string]string)}
-	for line := range strings.Lines(embeddedPopular) {
-		f := strings.Fields(line)
-		if len(f) < 2 || f[0][0] == '#' {
-			continue
+	s := &suggester{c: c, known: make(map[string]struct{}), typos: make(map[string]string)}
+	for line := range strings.Lines(embeddedFreeExclusions) {
+		d, reason, ok := strings.Cut(strings.TrimSpace(line), "\t")
+		if ok && strings.HasPrefix(reason, "typo of ") {
+			s.typos[d] = strings.TrimPrefix(reason, "typo of ")
 		}
-		w, _ := strconv.Atoi(f[1])
-		p := popularDomain{name: f[0], weight: w, top: len(f) > 2 && f[2] == "top"}
-		s.popular = append(s.popular, p)
-		s.known[p.name] = struct{}{}
 	}
-	slices.SortFunc(s.popular, func(a, b popularDomain) int {
-		if a.weight != b.weight {
-			return b.weight - a.weight
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	for _, p := range s.popular {
-		if p.top {
-			s.top = append(s.top, p)
+	for _, k := range c.known {
+		s.known[k.name] = struct{}{}
+		if k.target() {
+			s.targets = append(s.targets, target{name: k.name, weight: k.weight, global: k.kind == kindGlobal, mask: byteMask(k.name)})
 		}
 	}
 	for d := range c.free {
@@ -67,23 +60,46 @@ func newSuggester(c *classifier) *suggester {
 	for d := range c.byDomain {
 		s.known[d] = struct{}{}
 	}
-	for line := range strings.Lines(embeddedFreeExclusions) {
-		d, reason, ok := strings.Cut(strings.TrimSpace(line), "\t")
-		if ok && strings.HasPrefix(reason, "typo of ") {
-			s.typos[d] = strings.TrimPrefix(reason, "typo of ")
+	for d := range s.typos {
+		delete(s.known, d)
+	}
+	slices.SortFunc(s.targets, func(a, b target) int {
+		if len(a.name) != len(b.name) {
+			return len(a.name) - len(b.name)
 		}
+		if a.weight != b.weight {
+			return b.weight - a.weight
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	longest := 0
+	if len(s.targets) > 0 {
+		longest = len(s.targets[len(s.targets)-1].name)
+	}
+	s.starts = make([]int, longest+2)
+	for n := range s.starts {
+		s.starts[n], _ = slices.BinarySearchFunc(s.targets, n, func(t target, n int) int { return len(t.name) - n })
 	}
 	return s
 }
 
+// isKnown reports whether a domain is real: on the known-domain model, the
+// free-provider set or the provider index, and not a known typo.
+func (s *suggester) isKnown(domain string) bool {
+	_, ok := s.known[domain]
+	return ok
+}
+
 // suggest returns the domain the person probably meant instead of domain
-// (lower-case A-label form), or "" when there is none. receivesMail says
-// whether DNS showed a usable mail server (or could not tell): then only
-// misspellings one edit away from the largest providers are corrected,
-// since typosquatters do run mail servers, and a real domain is never
-// suggested away from. A suggestion is never domain itself.
+// (lower-case A-label form), or "" when there is none, from the name alone:
+// a known typo, a misspelt TLD (fixed on any domain), and, for a domain
+// shown not to receive mail (receivesMail false), the nearest target
+// within two edits (one for a domain of up to 6 characters). A domain that
+// receives mail, or whose DNS could not answer, gets nothing more here:
+// [suggester.suggestReceiving] weighs its MX hosts. A real domain is never
+// suggested away from; a suggestion is never domain itself.
 func (s *suggester) suggest(domain string, receivesMail bool) string {
-	if _, ok := s.known[domain]; ok {
+	if s.isKnown(domain) {
 		return ""
 	}
 	if t, ok := s.typos[domain]; ok {
@@ -93,24 +109,111 @@ func (s *suggester) suggest(domain string, receivesMail bool) string {
 	if i := strings.LastIndexByte(domain, '.'); i > 0 {
 		if tld, ok := brokenTLD[domain[i+1:]]; ok {
 			fixed := domain[:i+1] + tld
-			if _, ok := s.known[fixed]; ok {
+			if s.isKnown(fixed) {
 				return fixed
 			}
-			if near := s.nearest(s.popular, fixed, maxDistance(fixed)); near != "" {
+			// Beyond the TLD, one more slip at most: a company's domain
+			// two edits from a provider's is still the company's.
+			if near := s.nearest(fixed, reachFixedTLD); near != "" {
 				return near
 			}
 			return fixed
 		}
 	}
 	if receivesMail {
-		return s.nearest(s.top, domain, 1)
+		return ""
 	}
-	return s.nearest(s.popular, domain, maxDistance(domain))
+	return s.nearest(domain, reachNoMail)
 }
 
-// maxDistance is how many edits a suggestion may be from a domain that
-// receives no mail: 2, or 1 for a short domain (6 characters or fewer),
-// where two edits make almost anything out of anything.
+// suggestReceiving returns the domain probably meant instead of a domain
+// that receives mail at mxHosts (most preferred first), classified as dc,
+// or "". A target within reach is suggested only where the evidence says
+// typo (see typoEvidence): two edits for a global provider, one for the
+// others. Weak evidence (a third party's host) leads only to a target of
+// weight largeWeight or more, and not at all from a short domain
+// (6 characters or fewer): one edit from many real companies' names, and
+// from many small providers', they need strong evidence, a parking or
+// burner host.
+func (s *suggester) suggestReceiving(domain string, mxHosts []string, dc domainClass) string {
+	if sg := s.suggest(domain, true); sg != "" || s.isKnown(domain) {
+		return sg
+	}
+	switch s.typoEvidence(domain, mxHosts, dc) {
+	case signNone:
+		return ""
+	case signWeak:
+		if len(domain) <= 6 {
+			return ""
+		}
+		return s.nearest(domain, reachReceivingLarge)
+	}
+	return s.nearest(domain, reachReceiving)
+}
+
+// typoSign is how strongly a domain's MX hosts say typosquat.
+type typoSign uint8
+
+const (
+	signNone   typoSign = iota // its own host, a provider's or a shared host's: someone's real domain
+	signWeak                   // a third party's host, unrelated to it
+	signStrong                 // a parking service's host, or the domain is disposable
+)
+
+// typoEvidence weighs whether a domain that receives mail looks like a
+// typosquat rather than someone's real domain: strongly when it is
+// disposable or its mail goes to a parking service; weakly when its mail
+// goes to a host that is neither its own (below its registrable domain)
+// nor a mail service's that real organizations use (a provider, gateway or
+// shared host).
+func (s *suggester) typoEvidence(domain string, mxHosts []string, dc domainClass) typoSign {
+	if len(mxHosts) == 0 {
+		return signNone
+	}
+	if dc.disposable {
+		return signStrong
+	}
+	for _, h := range mxHosts {
+		if s.c.parkedMX(h) {
+			return signStrong
+		}
+	}
+	for _, h := range mxHosts {
+		if isDomainOrSub(h, domain) || s.c.hostedMX(h) {
+			return signNone
+		}
+	}
+	// A host below the domain's registrable domain is its own too
+	// (mx.example.com for mail.example.com).
+	reg, err := publicsuffix.EffectiveTLDPlusOne(domain)
+	if err != nil {
+		return signNone
+	}
+	for _, h := range mxHosts {
+		if isDomainOrSub(h, reg) {
+			return signNone
+		}
+	}
+	return signWeak
+}
+
+// reach is how far a search for the nearest target may go.
+type reach uint8
+
+const (
+	reachNoMail         reach = iota // the domain receives no mail: maxDistance for every target
+	reachReceiving                   // it receives mail: maxDistance for a global target, one edit for the others
+	reachReceivingLarge              // as reachReceiving, to targets of weight largeWeight or more only
+	reachFixedTLD                    // its TLD was fixed: one edit
+)
+
+// largeWeight is the weight from which a target is more than a small or
+// legacy provider (about two million mailboxes).
+const largeWeight = 2
+
+// maxDistance is how many edits a suggestion may be from a domain: 2, or 1
+// for a short domain (6 characters or fewer), where two edits make almost
+// anything out of anything.
 func maxDistance(domain string) int {
 	if len(domain) <= 6 {
 		return 1
@@ -118,23 +221,71 @@ func maxDistance(domain string) int {
 	return 2
 }
 
-// nearest returns the entry of list closest to domain within k edits,
-// the first in list order among equals (list is sorted by weight, then
-// name), or "".
-func (s *suggester) nearest(list []popularDomain, domain string, k int) string {
-	best, bestD := "", k+1
-	for _, p := range list {
-		if d := len(p.name) - len(domain); d > k || -d > k {
+// nearest returns the target closest to domain within the reach r, the
+// heavier (then the first by name) among equals, or "".
+func (s *suggester) nearest(domain string, r reach) string {
+	far := maxDistance(domain)
+	if r == reachFixedTLD {
+		far = 1
+	}
+	lo, hi := len(domain)-far, len(domain)+far+1
+	if lo < 0 {
+		lo = 0
+	}
+	if lo >= len(s.starts) {
+		return ""
+	}
+	end := len(s.targets)
+	if hi < len(s.starts) {
+		end = s.starts[hi]
+	}
+	m := byteMask(domain)
+	best, bestD, bestW := "", far+1, 0
+	for _, t := range s.targets[s.starts[lo]:end] {
+		k := far
+		switch {
+		case r == reachReceivingLarge && t.weight < largeWeight:
+			continue
+		case (r == reachReceiving || r == reachReceivingLarge) && !t.global:
+			k = 1
+		}
+		if d := len(t.name) - len(domain); d > k || -d > k {
 			continue
 		}
-		if d := osaDistance(domain, p.name, bestD-1); d < bestD && p.name != domain {
-			best, bestD = p.name, d
-			if d == 0 {
-				break
-			}
+		// Each edit brings in at most one byte the other side lacks.
+		if bits.OnesCount64(m&^t.mask) > k || bits.OnesCount64(t.mask&^m) > k {
+			continue
+		}
+		d := osaDistance(domain, t.name, min(k, bestD))
+		if d > k || d > bestD || t.name == domain {
+			continue
+		}
+		if d < bestD || t.weight > bestW || (t.weight == bestW && t.name < best) {
+			best, bestD, bestW = t.name, d, t.weight
 		}
 	}
 	return best
+}
+
+// byteMask is the set of bytes in s: a bit each for a-z, 0-9, '-' and
+// '.', one for every other byte.
+func byteMask(s string) uint64 {
+	var m uint64
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; {
+		case 'a' <= ch && ch <= 'z':
+			m |= 1 << (ch - 'a')
+		case '0' <= ch && ch <= '9':
+			m |= 1 << (26 + ch - '0')
+		case ch == '-':
+			m |= 1 << 36
+		case ch == '.':
+			m |= 1 << 37
+		default:
+			m |= 1 << 63
+		}
+	}
+	return m
 }
 
 // osaDistance returns the optimal-string-alignment distance between a and

@@ -2,7 +2,9 @@ package emailcheck
 
 import (
 	"bufio"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -31,77 +33,220 @@ func readTSV(t *testing.T, path string) [][]string {
 	return rows
 }
 
+// suggestFor runs the suggester as the validator does for a domain whose
+// MX hosts are mx: "-" for none (the domain receives no mail), "own" for
+// mx1.<domain>, else a comma-separated list of hosts.
+func suggestFor(c *classifier, s *suggester, domain, mx string) string {
+	if mx == "-" {
+		return s.suggest(domain, false)
+	}
+	hosts := mxHostsOf(domain, mx)
+	return s.suggestReceiving(domain, hosts, c.classifyDomain(domain, hosts))
+}
+
+// mxHostsOf reads the mx column of the testdata files.
+func mxHostsOf(domain, mx string) []string {
+	if mx == "own" {
+		return []string{"mx1." + domain}
+	}
+	return strings.Split(mx, ",")
+}
+
+// expectedMiss marks the typo rows the rules are known to leave alone.
+const expectedMiss = "expected miss"
+
 // TestSuggestCorpus checks every typo of testdata/typos.tsv gets its
 // expected suggestion and no real domain of testdata/not_typos.tsv gets
 // one, and reports precision and recall (go test -v -run SuggestCorpus).
+// The corpus was written beside the rules: these are regression figures.
 func TestSuggestCorpus(t *testing.T) {
 	t.Parallel()
-	s := defaultSuggester(t)
+	c := defaultClassifier(t)
+	s := newSuggester(c)
 	typos := readTSV(t, "testdata/typos.tsv")
 	real := readTSV(t, "testdata/not_typos.tsv")
-	if len(typos) < 200 || len(real) < 200 {
+	if len(typos) < 400 || len(real) < 300 {
 		t.Fatalf("corpus too small: %d typos, %d real domains", len(typos), len(real))
 	}
-	right, wrong, missed := 0, 0, 0
+	type tally struct{ n, right, wrong int }
+	var all, withMX tally
+	bySource := map[string]*tally{}
 	for _, r := range typos {
-		got := s.suggest(r[0], r[2] == "yes")
-		switch got {
-		case r[1]:
-			right++
-		case "":
-			missed++
-			t.Errorf("%s (%s, mail %s): no suggestion, want %s", r[0], r[3], r[2], r[1])
+		if len(r) != 4 {
+			t.Fatalf("typo row %q: %d fields, want 4", r, len(r))
+		}
+		got := suggestFor(c, s, r[0], r[2])
+		class := r[3]
+		if i := strings.IndexAny(class, ":,"); i > 0 {
+			class = class[:i]
+		}
+		if bySource[class] == nil {
+			bySource[class] = &tally{}
+		}
+		for _, tl := range []*tally{&all, bySource[class], &withMX} {
+			if tl == &withMX && r[2] == "-" {
+				continue
+			}
+			tl.n++
+			switch got {
+			case r[1]:
+				tl.right++
+			case "":
+			default:
+				tl.wrong++
+			}
+		}
+		switch {
+		case got == r[1]:
+		case got == "" && strings.HasPrefix(r[3], expectedMiss):
+		case got == "":
+			t.Errorf("%s (%s, mx %s): no suggestion, want %s", r[0], r[3], r[2], r[1])
 		default:
-			wrong++
-			t.Errorf("%s (%s, mail %s): suggested %s, want %s", r[0], r[3], r[2], got, r[1])
+			t.Errorf("%s (%s, mx %s): suggested %s, want %s", r[0], r[3], r[2], got, r[1])
 		}
 	}
+	falsePos := 0
 	for _, r := range real {
-		if got := s.suggest(r[0], true); got != "" {
-			wrong++
-			t.Errorf("%s (%s): suggested %s, want none", r[0], r[1], got)
+		if got := suggestFor(c, s, r[0], r[1]); got != "" {
+			falsePos++
+			t.Errorf("%s (%s, mx %s): suggested %s, want none", r[0], r[2], r[1], got)
 		}
 	}
-	precision := float64(right) / float64(max(1, right+wrong))
-	recall := float64(right) / float64(len(typos))
-	t.Logf("typo corpus: %d typos, %d real domains: %d right, %d wrong, %d missed; precision %.3f, recall %.3f",
-		len(typos), len(real), right, wrong, missed, precision, recall)
+	precision := func(tl tally, fp int) float64 { return float64(tl.right) / float64(max(1, tl.right+tl.wrong+fp)) }
+	recall := func(tl tally) float64 { return float64(tl.right) / float64(max(1, tl.n)) }
+	t.Logf("typo corpus: %d typos, %d real domains: %d right, %d wrong, %d false positives; precision %.3f, recall %.3f",
+		all.n, len(real), all.right, all.wrong, falsePos, precision(all, falsePos), recall(all))
+	t.Logf("typos that receive mail: %d, recall %.3f", withMX.n, recall(withMX))
+	for _, name := range slices.Sorted(maps.Keys(bySource)) {
+		tl := bySource[name]
+		t.Logf("  %-40s %3d typos, recall %.3f", name, tl.n, recall(*tl))
+	}
+	if p := precision(all, falsePos); p < 0.98 {
+		t.Errorf("precision %.3f, want at least 0.98", p)
+	}
+	if r := recall(all); r < 0.9 {
+		t.Errorf("recall %.3f, want at least 0.9", r)
+	}
+	if r := recall(withMX); r < 0.8 {
+		t.Errorf("recall on typos that receive mail %.3f, want at least 0.8", r)
+	}
+}
+
+// TestLegitimateDomains checks that no domain of testdata/not_typos.tsv,
+// real providers, ISPs, universities and companies, is corrected or
+// reported disposable, with its assumed MX hosts.
+func TestLegitimateDomains(t *testing.T) {
+	t.Parallel()
+	c := defaultClassifier(t)
+	s := newSuggester(c)
+	real := readTSV(t, "testdata/not_typos.tsv")
+	seen := map[string]bool{}
+	for _, r := range real {
+		if len(r) != 3 {
+			t.Fatalf("row %q: %d fields, want 3", r, len(r))
+		}
+		if seen[r[0]] {
+			t.Errorf("%s listed twice", r[0])
+		}
+		seen[r[0]] = true
+		hosts := mxHostsOf(r[0], r[1])
+		dc := c.classifyDomain(r[0], hosts)
+		if dc.disposable {
+			t.Errorf("%s (%s): disposable (%s)", r[0], r[2], dc.reason)
+		}
+		if got := s.suggestReceiving(r[0], hosts, dc); got != "" {
+			t.Errorf("%s (%s): suggested %s", r[0], r[2], got)
+		}
+	}
+	if len(seen) < 300 {
+		t.Errorf("%d legitimate domains, want at least 300", len(seen))
+	}
+	for _, d := range []string{"keemail.me", "21cn.com", "cloud.com", "pcloud.com", "ibm.com"} {
+		if !seen[d] {
+			t.Errorf("%s is not among the legitimate domains", d)
+		}
+	}
+}
+
+// The legitimate domains stay uncorrected even if their mail went to a
+// third party's host the rules do not know, the weak sign of a typosquat:
+// the rules must not lean on the MX hosts the corpus assumes.
+func TestLegitimateDomainsAtStrangersHost(t *testing.T) {
+	t.Parallel()
+	c := defaultClassifier(t)
+	s := newSuggester(c)
+	for _, r := range readTSV(t, "testdata/not_typos.tsv") {
+		hosts := []string{"mx.catchall-inbox.net"}
+		if got := s.suggestReceiving(r[0], hosts, c.classifyDomain(r[0], hosts)); got != "" {
+			t.Errorf("%s (%s) at a stranger's host: suggested %s", r[0], r[2], got)
+		}
+	}
 }
 
 func TestSuggestRules(t *testing.T) {
 	t.Parallel()
-	s := defaultSuggester(t)
+	c := defaultClassifier(t)
+	s := newSuggester(c)
+	const (
+		none    = "-"
+		parked  = "mx.sedoparking.com"
+		other   = "mx.catchall-inbox.net"
+		google  = "aspmx.l.google.com"
+		burner  = "mail.mailinator.com"
+		ownHost = "own"
+	)
 	tests := []struct {
-		domain   string
-		receives bool
-		want     string
+		domain, mx string
+		want       string
 	}{
-		{"gmial.com", true, "gmail.com"},                // typosquat with a mail server
-		{"gmial.com", false, "gmail.com"},               // NXDOMAIN
-		{"gmail.con", false, "gmail.com"},               // broken TLD
-		{"acme-widgets.con", false, "acme-widgets.com"}, // broken TLD on any domain
-		{"acme-widgets.con", true, "acme-widgets.com"},
-		{"example-shop.ogr", false, "example-shop.org"},
-		{"gmial.con", false, "gmail.com"}, // both at once
-		{"hotmial.com", false, "hotmail.com"},
-		{"yaho.com", false, "yahoo.com"},         // a typo listed in the free list
-		{"qx.co", false, ""},                     // short: two edits would reach anything
-		{"qq.co", false, "qq.com"},               // short, one edit
-		{"gmaiil.co", true, ""},                  // two edits, and it receives mail
-		{"hotmial.co.uk", true, "hotmail.co.uk"}, // one transposition from a top provider
-		{"hotmial.co.ukk", true, ""},             // two edits from a top provider
-		{"acme-corp.com", true, ""},              // a domain like any other
-		{"acme-corp.com", false, ""},             // nothing popular nearby
-		{"gmail.com", false, ""},                 // never the domain itself
-		{"me.com", false, ""},
-		{"mail.com", true, ""},
-		{"max.com", true, ""},      // one edit from mac.com, not a top provider
-		{"yahoo.com.br", true, ""}, // a country variant
+		{"gmial.com", other, "gmail.com"},               // typosquat with a mail server
+		{"gmial.com", none, "gmail.com"},                // NXDOMAIN
+		{"gmail.con", none, "gmail.com"},                // broken TLD
+		{"acme-widgets.con", none, "acme-widgets.com"},  // broken TLD on any domain
+		{"acme-widgets.con", other, "acme-widgets.com"}, // whatever its MX
+		{"example-shop.ogr", none, "example-shop.org"},
+		{"gmial.con", none, "gmail.com"}, // both at once
+		{"ibm.con", none, "ibm.com"},     // a known company, not the nearest provider
+		{"ibn.con", none, "ibn.com"},     // two edits from aim.com: the company it was
+		{"hotmial.com", none, "hotmail.com"},
+		{"yaho.com", none, "yahoo.com"},          // a typo listed in the free list
+		{"sbcglbal.net", other, "sbcglobal.net"}, // the same, receiving mail
+		{"qx.co", none, ""},                      // short: two edits would reach anything
+		{"qq.co", none, "qq.com"},                // short, one edit
+		{"gmaiil.co", other, "gmail.com"},        // two edits from a global provider
+		{"gmaiil.co", ownHost, ""},               // the same at its own host: a company
+		{"gmaiil.co", google, ""},                // hosted by a provider: a company
+		{"gmaiil.co", parked, "gmail.com"},       // parked
+		{"hotmial.co.uk", other, "hotmail.co.uk"},
+		{"hotmial.co.ukk", other, ""}, // two edits from a regional provider
+		{"hotmial.co.ukk", none, "hotmail.co.uk"},
+		{"hotmal.it", parked, "hotmail.it"}, // a country variant
+		{"gmx.dr", burner, "gmx.de"},        // a listed burner's host
+		{"acme-corp.com", other, ""},        // a domain like any other
+		{"acme-corp.com", none, ""},         // nothing popular nearby
+		{"gmail.com", none, ""},             // never the domain itself
+		{"me.com", none, ""},
+		{"mail.com", other, ""},
+		{"max.com", none, ""},        // a company one edit from mac.com
+		{"cloud.com", other, ""},     // a company one edit from icloud.com
+		{"pcloud.com", parked, ""},   // whatever its MX
+		{"yahoo.com.br", other, ""},  // a country variant
+		{"hotmart.com", other, ""},   // a company two edits from hotmail.com
+		{"snail.com", ownHost, ""},   // two edits from gmail.com, its own host
+		{"gmx.ed", other, ""},        // short, at a third party's host: too weak a sign
+		{"gmx.ed", parked, "gmx.de"}, // short and parked
+		{"qa.com", other, ""},        // two letters: one edit from many companies' names
+		{"gm.com", parked, ""},       // a known company
+		{"hotmale.com", parked, "hotmail.com"},
 	}
 	for _, tt := range tests {
-		if got := s.suggest(tt.domain, tt.receives); got != tt.want {
-			t.Errorf("suggest(%q, mail %v) = %q, want %q", tt.domain, tt.receives, got, tt.want)
+		if got := suggestFor(c, s, tt.domain, tt.mx); got != tt.want {
+			t.Errorf("suggest(%q, mx %s) = %q, want %q", tt.domain, tt.mx, got, tt.want)
 		}
+	}
+	// DNS that could not answer is no evidence either way.
+	if got := s.suggest("gmial.com", true); got != "" {
+		t.Errorf("gmial.com, DNS unknown: %q", got)
 	}
 }
 
@@ -113,10 +258,11 @@ func TestSuggestConfiguredReal(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newSuggester(c)
-	if got := s.suggest("gmail.co", true); got != "" {
+	if got := suggestFor(c, s, "gmail.co", "mx.catchall-inbox.net"); got != "" {
 		t.Errorf("gmail.co listed as real: suggested %q", got)
 	}
-	if got := defaultSuggester(t).suggest("gmail.co", true); got != "gmail.com" {
+	dc := defaultClassifier(t)
+	if got := suggestFor(dc, newSuggester(dc), "gmail.co", "mx.catchall-inbox.net"); got != "gmail.com" {
 		t.Errorf("gmail.co by default: suggested %q, want gmail.com", got)
 	}
 }
@@ -177,6 +323,10 @@ func FuzzSuggest(f *testing.F) {
 		if again := s.suggest(domain, receives); again != got {
 			t.Fatalf("suggest(%q) = %q, then %q", domain, got, again)
 		}
+		hosts := []string{"mx.catchall-inbox.net"}
+		if r := s.suggestReceiving(domain, hosts, domainClass{}); r != "" && r == domain {
+			t.Fatalf("suggestReceiving(%q) = the input itself", domain)
+		}
 	})
 }
 
@@ -189,6 +339,28 @@ func BenchmarkSuggestNone(b *testing.B) {
 		if s.suggest("acme-widgets.com", true) != "" {
 			b.Fatal("suggestion")
 		}
+	}
+}
+
+// BenchmarkSuggestReceiving weighs the MX hosts of domains that receive
+// mail: one at its own host (the common case, decided without a search),
+// one at a third party's host (a search of the targets within reach).
+func BenchmarkSuggestReceiving(b *testing.B) {
+	c := defaultClassifier(b)
+	s := newSuggester(c)
+	for _, bc := range []struct{ name, domain, mx string }{
+		{"OwnHost", "acme-widgets.com", "mx1.acme-widgets.com"},
+		{"ThirdParty", "acme-widgets.com", "mx.catchall-inbox.net"},
+		{"Typo", "hotmale.com", "mx.catchall-inbox.net"},
+	} {
+		hosts := []string{bc.mx}
+		dc := c.classifyDomain(bc.domain, hosts)
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sinkString = s.suggestReceiving(bc.domain, hosts, dc)
+			}
+		})
 	}
 }
 

@@ -2,14 +2,12 @@ package emailcheck
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"sync"
-	"time"
 
 	"github.com/miekg/dns"
 )
@@ -62,10 +60,6 @@ func newUDPTransport(server string) *udpTransport {
 type udpSocket struct {
 	t    *udpTransport
 	conn *net.UDPConn
-	// done is closed when the reader ends: the socket failed (an ICMP
-	// error, a closed socket) and its waiting queries fail with err.
-	done chan struct{}
-	err  error
 
 	mu      sync.Mutex
 	pending map[uint16]*udpQuery
@@ -75,52 +69,74 @@ type udpSocket struct {
 
 // udpQuery is a query waiting for its answer.
 type udpQuery struct {
-	question []byte      // the query's question section, as sent
-	answer   chan []byte // buffered; receives the answer
+	question []byte // the query's question section, as sent
+	tag      int
+	// result receives the answer, or the socket's failure, once; the
+	// sender gives it room for every query delivering to it.
+	result chan<- udpResult
 }
 
-// exchange sends the packed query msg (its id is overwritten) and waits
-// for the answer until ctx ends or timeout passes.
-func (t *udpTransport) exchange(ctx context.Context, m *dns.Msg, timeout time.Duration) (*dns.Msg, error) {
-	q := &udpQuery{answer: make(chan []byte, 1)}
+// udpResult is the outcome of one query sent over UDP: the answer's wire
+// form, or why none will come.
+type udpResult struct {
+	tag  int // the sender's tag for the query
+	wire []byte
+	err  error
+}
+
+// udpCall is a query sent and waiting on a socket.
+type udpCall struct {
+	s  *udpSocket
+	id uint16
+}
+
+// forget stops waiting: a late answer is dropped.
+func (c udpCall) forget() { c.s.forget(c.id) }
+
+// send sends m (its id is overwritten) and files it so that its answer,
+// or the socket's failure, is delivered to result under tag. The caller
+// forgets the call when it no longer waits.
+func (t *udpTransport) send(m *dns.Msg, tag int, result chan<- udpResult) (udpCall, error) {
+	q := &udpQuery{tag: tag, result: result}
 	s, id, err := t.register(q)
 	if err != nil {
-		return nil, err
+		return udpCall{}, err
 	}
-	defer s.forget(id)
 	m.Id = id
 	wire, err := m.Pack()
 	if err != nil {
-		return nil, err
+		s.forget(id)
+		return udpCall{}, err
 	}
 	end := questionEnd(wire)
 	if end < 0 {
-		return nil, fmt.Errorf("emailcheck: dns: cannot read back the question of %s", m.Question[0].Name)
+		s.forget(id)
+		return udpCall{}, fmt.Errorf("emailcheck: dns: cannot read back the question of %s", m.Question[0].Name)
 	}
 	s.mu.Lock()
 	q.question = wire[headerSize:end]
 	s.mu.Unlock()
 	if _, err := s.conn.Write(wire); err != nil {
+		s.forget(id)
 		s.fail()
-		return nil, err
-	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case wire := <-q.answer:
-		resp := new(dns.Msg)
-		if err := resp.Unpack(wire); err != nil {
-			return nil, err
+		if errors.Is(err, net.ErrClosed) {
+			err = errTransportClosed
 		}
-		return resp, nil
-	case <-s.done:
-		return nil, s.err
-	case <-timer.C:
-		return nil, fmt.Errorf("read udp %s: i/o timeout", t.server)
-	case <-ctx.Done():
-		return nil, ctx.Err()
+		return udpCall{}, err
 	}
+	return udpCall{s: s, id: id}, nil
 }
+
+// errUDPTimeout is the error of an exchange whose answer did not come in
+// time.
+var errUDPTimeout = timeoutError{}
+
+// timeoutError is a net.Error whose Timeout is true.
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "emailcheck: dns: i/o timeout" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
 
 // register files q on the socket the next query goes out on, opening one
 // where none is open or the previous one retired or failed, and returns
@@ -149,7 +165,7 @@ func (t *udpTransport) register(q *udpQuery) (*udpSocket, uint16, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	s := &udpSocket{t: t, conn: conn, done: make(chan struct{}), pending: make(map[uint16]*udpQuery)}
+	s := &udpSocket{t: t, conn: conn, pending: make(map[uint16]*udpQuery)}
 	go s.read()
 	t.socks[i] = s
 	id, _ := s.register(q) // a new socket takes it
@@ -219,15 +235,18 @@ func (s *udpSocket) read() {
 	for {
 		n, err := s.conn.Read(buf)
 		if err != nil {
-			s.mu.Lock()
-			s.retired = true
-			s.mu.Unlock()
-			s.conn.Close()
 			if errors.Is(err, net.ErrClosed) {
 				err = errTransportClosed
 			}
-			s.err = err
-			close(s.done)
+			s.mu.Lock()
+			s.retired = true
+			pending := s.pending
+			s.pending = make(map[uint16]*udpQuery)
+			s.mu.Unlock()
+			s.conn.Close()
+			for _, q := range pending {
+				q.result <- udpResult{tag: q.tag, err: err}
+			}
 			return
 		}
 		if n < headerSize {
@@ -244,7 +263,7 @@ func (s *udpSocket) read() {
 		}
 		s.mu.Unlock()
 		if q != nil {
-			q.answer <- bytes.Clone(wire)
+			q.result <- udpResult{tag: q.tag, wire: bytes.Clone(wire)}
 		}
 	}
 }

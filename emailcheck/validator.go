@@ -17,6 +17,8 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/validmail/validmail/emailcheck/netpolicy"
 )
 
 // ErrClosed is returned by Validate after Close.
@@ -29,7 +31,7 @@ var ErrConfig = errors.New("emailcheck: invalid configuration")
 // Defaults for the zero values of Config and ManyOptions.
 const (
 	DefaultQueryTimeout = 2 * time.Second
-	DefaultRetries      = 1
+	DefaultRetries      = 3
 	DefaultMaxInFlight  = 1024
 	DefaultCacheSize    = 100_000
 	DefaultMinTTL       = time.Minute
@@ -53,6 +55,7 @@ type Validator struct {
 	flights     singleflight.Group
 	hosts       *lru.Cache[string, *hostInfo] // MX hosts' addresses; nil when caching is off
 	hostFlights singleflight.Group
+	burners     *burnerAddrs // burners' MX addresses learned; nil when caching is off
 	blocked     []string
 	budget      time.Duration // upper bound of one domain lookup
 	counters    *counters
@@ -112,6 +115,10 @@ func New(cfg *Config) (*Validator, error) {
 			return nil, fmt.Errorf("emailcheck: cache: %w", err)
 		}
 		v.hosts, err = lru.New[string, *hostInfo](c.CacheSize)
+		if err != nil {
+			return nil, fmt.Errorf("emailcheck: cache: %w", err)
+		}
+		v.burners, err = lru.New[netip.Addr, burnerMark](c.CacheSize)
 		if err != nil {
 			return nil, fmt.Errorf("emailcheck: cache: %w", err)
 		}
@@ -192,19 +199,22 @@ type CallOption func(*callOptions)
 type callOptions struct {
 	source          string
 	unreachableErrs bool
+	account         string
+	noProbe         bool
 }
 
 // ErrResolverUnreachable is the error Validate returns, under
 // [WithUnreachableError], when no nameserver answered at all: the DNS as
-// a whole is down, and the address was not judged.
+// a whole, or the domain's own servers, did not answer, and the UNKNOWN
+// result that comes with it is no verdict on the address.
 var ErrResolverUnreachable = errors.New("emailcheck: no nameserver answered")
 
-// WithUnreachableError makes Validate return an error matching
-// [ErrResolverUnreachable] instead of an UNKNOWN result when no nameserver
-// answered (every attempt failed in transport or timed out), as opposed to
-// a server answering that it could not resolve the name. A batch worker
-// uses it to retry later rather than turn a DNS outage into final
-// results; a caller who wants an answer now does not.
+// WithUnreachableError makes Validate also return an error matching
+// [ErrResolverUnreachable] when no nameserver answered (every attempt
+// failed in transport or timed out), as opposed to a server answering
+// that it could not resolve the name. The error comes with the UNKNOWN
+// result Validate gives without the option, so that a batch worker can
+// retry later, or keep that very result once it stops retrying.
 func WithUnreachableError() CallOption {
 	return func(o *callOptions) { o.unreachableErrs = true }
 }
@@ -214,10 +224,25 @@ func WithSource(source string) CallOption {
 	return func(o *callOptions) { o.source = source }
 }
 
+// WithAccount names the account a call is made for: [Config.ProbeBudget]
+// counts the call's mailbox probe against it.
+func WithAccount(id string) CallOption {
+	return func(o *callOptions) { o.account = id }
+}
+
+// WithoutProbe turns the mailbox probe off for one call, as for an
+// anonymous caller: the result keeps its DNS verdict and, when the
+// validator has a [Config.Prober], an smtp object saying the address was
+// not probed.
+func WithoutProbe() CallOption {
+	return func(o *callOptions) { o.noProbe = true }
+}
+
 // Validate checks one address. An unacceptable address is reported in the
 // Result, never as an error: the error is non-nil only when ctx ends before
-// the answer (ctx's error) or after Close ([ErrClosed]). A DNS lookup never
-// outlasts the configured timeouts and retries, whatever ctx allows.
+// the answer (ctx's error), after Close ([ErrClosed]), or, with a Result,
+// under [WithUnreachableError]. A DNS lookup never outlasts the
+// configured timeouts and retries, whatever ctx allows.
 func (v *Validator) Validate(ctx context.Context, email string, opts ...CallOption) (Result, error) {
 	start := time.Now()
 	if err := ctx.Err(); err != nil {
@@ -240,44 +265,53 @@ func (v *Validator) Validate(ctx context.Context, email string, opts ...CallOpti
 		Provider: Provider{Name: "Unknown"},
 		Meta:     Meta{Source: source},
 	}
-	if err := v.check(ctx, start, email, &res, o.unreachableErrs); err != nil {
+	unreachable, err := v.check(ctx, start, email, &res, &o)
+	if err != nil {
 		return Result{}, err
 	}
 	if v.cfg.Prober != nil && res.SMTP == nil {
 		res.SMTP = &SMTPResult{Mailbox: MailboxUnknown, Detail: "not probed: the address is " + string(res.Confidence.Status)}
 	}
 	res.Meta.LatencyMS = time.Since(start).Milliseconds()
-	return res, nil
+	return res, unreachable
 }
 
-// check fills res with the verdict on email.
-func (v *Validator) check(ctx context.Context, now time.Time, email string, res *Result, unreachableErrs bool) error {
+// check fills res with the verdict on email. Under o.unreachableErrs, a
+// verdict no nameserver answered for is also reported as the first error,
+// matching [ErrResolverUnreachable]; the second is a failure to judge.
+func (v *Validator) check(ctx context.Context, now time.Time, email string, res *Result, o *callOptions) (unreachable, err error) {
 	addr, err := ParseAddress(email, v.syntax)
 	if err != nil {
 		res.Confidence.Status = StatusInvalidFormat
+		res.Reason = ReasonInvalidSyntax
 		res.Confidence.Score = score(StatusInvalidFormat, evidence{})
-		return nil
+		return nil, nil
 	}
 	res.Validations.Syntax = true
 	if addr.IsLiteral {
 		v.checkLiteral(addr, res)
-		return nil
+		return nil, nil
 	}
 	domain := addr.ASCIIDomain
 
 	var info *domainInfo
-	if isSpecialUse(domain) || v.isBlocked(domain) {
+	if special := isSpecialUse(domain); special || v.isBlocked(domain) {
 		info = &domainInfo{outcome: outcomeUnknown, class: v.classifier.classifyDomain(domain, nil)}
 		res.Confidence.Status = StatusInvalid
+		res.Reason = ReasonBlockedDomain
+		if special {
+			res.Reason = ReasonReservedDomain
+		}
 	} else {
 		info, err = v.domainInfo(ctx, now, domain)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if unreachableErrs && info.unreachable {
-			return fmt.Errorf("%w: %s", ErrResolverUnreachable, domain)
+		if o.unreachableErrs && info.unreachable {
+			unreachable = fmt.Errorf("%w: %s", ErrResolverUnreachable, domain)
 		}
 		res.Confidence.Status = statusOf(info)
+		res.Reason = reasonOf(info)
 		res.Validations.DomainExists = info.exists()
 		res.Validations.MXRecords = info.outcome == outcomeMX
 		res.MXHosts = slices.Clone(info.mxHosts)
@@ -308,9 +342,9 @@ func (v *Validator) check(ctx context.Context, now time.Time, email string, res 
 	}
 	res.Confidence.Score = score(res.Confidence.Status, ev)
 	if v.cfg.Prober != nil {
-		v.probe(ctx, addr, info, res, ev)
+		v.probe(ctx, addr, info, res, ev, o)
 	}
-	return nil
+	return unreachable, nil
 }
 
 // statusOf maps a domain's DNS verdict and class to a status, in the
@@ -342,35 +376,18 @@ func (v *Validator) checkLiteral(addr Address, res *Result) {
 		lit = lit[5:]
 	}
 	ip, err := netip.ParseAddr(lit)
-	if err != nil || !publicUnicast(ip.Unmap()) {
+	if err != nil || !netpolicy.IsPublic(ip) {
 		res.Confidence.Status = StatusInvalid
+		res.Reason = ReasonReservedDomain
 		res.Confidence.Score = score(StatusInvalid, evidence{})
 		return
 	}
 	res.Validations.DomainExists = true
-	res.Confidence.Status = StatusNoMXRecords
+	res.Confidence.Status, res.Reason = StatusNoMXRecords, ReasonNoMX
 	if v.cfg.ImplicitMX {
-		res.Confidence.Status = StatusLikely
+		res.Confidence.Status, res.Reason = StatusLikely, ReasonValid
 	}
 	res.Confidence.Score = score(res.Confidence.Status, evidence{role: role, implicitMX: v.cfg.ImplicitMX})
-}
-
-// publicUnicast reports whether ip is a unicast address routed on the
-// public Internet: not private, loopback, link-local, shared (CGNAT),
-// documentation, benchmarking or reserved space.
-func publicUnicast(ip netip.Addr) bool {
-	if !ip.IsGlobalUnicast() || ip.IsPrivate() {
-		return false
-	}
-	for _, p := range []string{
-		"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15",
-		"198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4", "2001:db8::/32", "2001::/23",
-	} {
-		if netip.MustParsePrefix(p).Contains(ip) {
-			return false
-		}
-	}
-	return true
 }
 
 func (v *Validator) isBlocked(domain string) bool {
@@ -408,6 +425,7 @@ func (v *Validator) domainInfo(ctx context.Context, now time.Time, domain string
 		lctx, cancel := context.WithTimeout(v.base, v.budget)
 		defer cancel()
 		info, ttl := v.resolveDomain(lctx, domain)
+		v.refine(domain, info)
 		if v.cache != nil && ttl > 0 && v.base.Err() == nil {
 			info.expires = time.Now().Add(ttl)
 			v.cache.Add(domain, info)

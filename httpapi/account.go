@@ -74,7 +74,7 @@ func (h *Handler) account(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 // monthUsage sums the account's month so far: validations by status from
-// the usage counts, credits from the ledger.
+// the usage counts, credits from the ledger's per-day totals.
 func (h *Handler) monthUsage(r *http.Request, account string) (accountUsage, error) {
 	now := h.now().UTC()
 	u := accountUsage{Month: store.MonthKey(now), Validations: map[string]int{}}
@@ -85,19 +85,18 @@ func (h *Handler) monthUsage(r *http.Request, account string) (accountUsage, err
 		}
 		u.Validations = m
 	}
-	hist, err := h.ledger.History(r.Context(), account)
+	// The month's per-day totals: a few rows, however long the history.
+	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	totals, err := h.ledger.Totals(r.Context(), credits.TotalsParams{AccountID: account, From: month, To: month.AddDate(0, 1, 0)})
 	if err != nil {
 		return u, err
 	}
-	for _, e := range hist {
-		if store.MonthKey(e.Time) != u.Month {
-			continue
-		}
-		switch e.Reason {
+	for _, t := range totals {
+		switch t.Reason {
 		case credits.ReasonCharge:
-			u.CreditsCharged -= e.Delta
+			u.CreditsCharged -= t.Sum
 		case credits.ReasonRefund:
-			u.CreditsRefunded += e.Delta
+			u.CreditsRefunded += t.Sum
 		}
 	}
 	return u, nil
@@ -129,31 +128,24 @@ func (h *Handler) creditHistory(w http.ResponseWriter, r *http.Request, c *call)
 	if !ok {
 		return
 	}
-	hist, err := h.ledger.History(r.Context(), c.key.AccountID)
+	// The store reads the page alone, and the cursor is checked before it
+	// reaches the store: an entry id, or 400.
+	page, err := h.ledger.HistoryPage(r.Context(), credits.PageParams{AccountID: c.key.AccountID, Before: before, Limit: limit})
+	if errors.Is(err, credits.ErrInvalidCursor) {
+		writeProblem(w, c, CodeInvalidBody, "The cursor query parameter is not one this API gave.")
+		return
+	}
 	if err != nil {
 		h.backendError(w, c, "credit history", err)
 		return
 	}
-	resp := historyResponse{Entries: []historyEntry{}, RequestID: c.id}
-	for i := len(hist) - 1; i >= 0; i-- {
-		e := hist[i]
-		if before != "" && !idBefore(e.ID, before) {
-			continue
-		}
-		if len(resp.Entries) == limit {
-			next := encodeCursor(idPosition(resp.Entries[limit-1].ID))
-			resp.NextCursor = &next
-			break
-		}
+	resp := historyResponse{Entries: make([]historyEntry, 0, len(page.Entries)), RequestID: c.id}
+	for _, e := range page.Entries {
 		resp.Entries = append(resp.Entries, historyEntry{ID: e.ID, Delta: e.Delta, Reason: string(e.Reason), Reference: e.Reference, CreatedAt: formatTime(e.Time)})
 	}
-	h.writeJSON(w, c, http.StatusOK, resp)
-}
-
-// idBefore reports whether numeric id a comes before b.
-func idBefore(a, b string) bool {
-	if len(a) != len(b) {
-		return len(a) < len(b)
+	if page.More && len(page.Entries) > 0 {
+		next := encodeCursor(idPosition(page.Entries[len(page.Entries)-1].ID))
+		resp.NextCursor = &next
 	}
-	return a < b
+	h.writeJSON(w, c, http.StatusOK, resp)
 }

@@ -25,8 +25,11 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("status %d: %s", resp.Code, resp.Body)
 	}
 	m := resp.JSON(t)
-	if got := keysOf(m); got != "confidence,did_you_mean,email,meta,provider,requestId,validations" {
+	if got := keysOf(m); got != "confidence,did_you_mean,email,meta,provider,reason,requestId,validations" {
 		t.Fatalf("fields %s", got)
+	}
+	if m["reason"] != "valid" {
+		t.Fatalf("reason %v, want valid", m["reason"])
 	}
 	if got := keysOf(m["validations"].(map[string]any)); got != "domain_exists,is_disposable,mx_records,syntax" {
 		t.Fatalf("validations fields %s", got)
@@ -151,7 +154,7 @@ func TestBatchLifecycle(t *testing.T) {
 			t.Fatalf("job %s: %v", id, job)
 		}
 		res := job["result"].(map[string]any)
-		if got := keysOf(res); got != "confidence,did_you_mean,email,meta,provider,validations" {
+		if got := keysOf(res); got != "confidence,did_you_mean,email,meta,provider,reason,validations" {
 			t.Fatalf("result fields %s (requestId must be absent)", got)
 		}
 		if res["meta"].(map[string]any)["source"] != "api_async" {

@@ -50,6 +50,11 @@ type jobResponse struct {
 // readBody checks the media type and reads the body within the size limit.
 // It answers the request and returns ok false on failure.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, c *call) (body []byte, ok bool) {
+	return readBodyLimit(w, r, c, h.maxBody)
+}
+
+// readBodyLimit is readBody with a limit of its own.
+func readBodyLimit(w http.ResponseWriter, r *http.Request, c *call, limit int64) (body []byte, ok bool) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
@@ -57,15 +62,15 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, c *call) (bod
 			return nil, false
 		}
 	}
-	if r.ContentLength > h.maxBody {
-		writeProblem(w, c, CodeBodyTooLarge, "The body exceeds "+strconv.FormatInt(h.maxBody, 10)+" bytes.")
+	if r.ContentLength > limit {
+		writeProblem(w, c, CodeBodyTooLarge, "The body exceeds "+strconv.FormatInt(limit, 10)+" bytes.")
 		return nil, false
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeProblem(w, c, CodeBodyTooLarge, "The body exceeds "+strconv.FormatInt(h.maxBody, 10)+" bytes.")
+			writeProblem(w, c, CodeBodyTooLarge, "The body exceeds "+strconv.FormatInt(limit, 10)+" bytes.")
 			return nil, false
 		}
 		writeProblem(w, c, CodeInvalidJSON, "The body could not be read.")

@@ -103,7 +103,7 @@ func idCursor(w http.ResponseWriter, r *http.Request, c *call) (string, bool) {
 		return "", true
 	}
 	pos, ok := decodeCursor(s)
-	if !ok || pos.ID == "" {
+	if !ok || !numericID(pos.ID) {
 		writeProblem(w, c, CodeInvalidBody, "The cursor query parameter is not one this API gave.")
 		return "", false
 	}
@@ -244,9 +244,9 @@ func viewResult(j jobs.Job) resultView {
 }
 
 // csvColumns are the columns of the CSV export: the address, then those
-// examples/bulk appends.
+// examples/bulk appends, reason and did_you_mean last.
 var csvColumns = []string{"job_id", "email", "state", "status", "score", "syntax", "domain_exists", "mx_records",
-	"disposable", "role", "alias", "canonical", "provider"}
+	"disposable", "role", "alias", "canonical", "provider", "reason", "did_you_mean"}
 
 // CSVHeader returns the columns of the results export's CSV, for hosts
 // (such as the dashboard) that write the same file.
@@ -313,18 +313,22 @@ func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call,
 func csvRecord(j jobs.Job) []string {
 	rec := []string{j.ID, cell(j.Email), string(j.State)}
 	if j.Result == nil {
-		return append(rec, "", "", "", "", "", "", "", "", "", "")
+		return append(rec, "", "", "", "", "", "", "", "", "", "", "", "")
 	}
 	res := j.Result
 	cf, v := res.Confidence, res.Validations
-	canonical := ""
+	canonical, suggestion := "", ""
 	if cf.CanonicalEmail != nil {
 		canonical = *cf.CanonicalEmail
+	}
+	if res.DidYouMean != nil {
+		suggestion = *res.DidYouMean
 	}
 	return append(rec, string(cf.Status), strconv.Itoa(cf.Score),
 		strconv.FormatBool(v.Syntax), strconv.FormatBool(v.DomainExists),
 		strconv.FormatBool(v.MXRecords), strconv.FormatBool(v.IsDisposable),
-		strconv.FormatBool(cf.IsRoleBased), string(cf.AliasStatus), cell(canonical), cell(res.Provider.Name))
+		strconv.FormatBool(cf.IsRoleBased), string(cf.AliasStatus), cell(canonical), cell(res.Provider.Name),
+		cell(string(res.Reason)), cell(suggestion))
 }
 
 // cell escapes a value that starts with =, +, -, @, a tab or a carriage

@@ -36,6 +36,11 @@ const (
 	// address; beyond them the address gets 429 without a key lookup.
 	DefaultAuthFailureRatePerSecond = 5
 	DefaultAuthFailureBurst         = 20
+	// DefaultWebhookTestRatePerSecond and DefaultWebhookTestBurst bound
+	// the test events ("webhook.test") one account may send, through the
+	// API and the console together: 5 at once, then one every 6 s.
+	DefaultWebhookTestRatePerSecond = 1.0 / 6
+	DefaultWebhookTestBurst         = 5
 	// DefaultMaxKeysPerAccount bounds the active API keys of an account.
 	DefaultMaxKeysPerAccount = 100
 )
@@ -101,8 +106,14 @@ type Config struct {
 	// [DefaultAuthFailureRatePerSecond] and [DefaultAuthFailureBurst];
 	// a negative PerSecond turns it off.
 	AuthFailureLimit RateLimit
+	// WebhookTestLimit bounds the test events of one account (POST
+	// /api/v1/webhook/test), in the bucket [WebhookTestKey] names, which
+	// the console's "Send test event" shares. The zero value means
+	// [DefaultWebhookTestLimit]; a negative PerSecond turns it off.
+	WebhookTestLimit RateLimit
 	// ClientIP returns the address a request comes from, for
-	// AuthFailureLimit. Default: the host of r.RemoteAddr, the peer's
+	// AuthFailureLimit, which counts an IPv4 address alone and an IPv6
+	// address with the rest of its /64 ([ratelimit.ClientKey]). Default: the host of r.RemoteAddr, the peer's
 	// address. Behind a reverse proxy every request would come from the
 	// proxy: set ClientIP to read the header your proxy sets (and only
 	// that proxy can set), such as the last X-Forwarded-For value.
@@ -123,6 +134,14 @@ type Config struct {
 	MaxBodyBytes int64
 	// Now is the clock used for latencies and durations. Default time.Now.
 	Now func() time.Time
+
+	// AdminToken, when set, serves the operator's routes,
+	// GET /api/v1/admin/accounts/{email} and
+	// POST /api/v1/admin/accounts/{email}/grants, to requests carrying
+	// "Authorization: Bearer " and this token; it must be at least
+	// [MinAdminTokenBytes] long. Left empty, those routes answer 404
+	// not_found, as any unknown path does. API keys never open them.
+	AdminToken string
 
 	// Webhooks stores each account's webhook endpoint. Setting it serves
 	// the /api/v1/webhook routes (permission webhooks) and requires

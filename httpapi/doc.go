@@ -34,9 +34,11 @@
 // Each API key has a token bucket ([RateLimit], default
 // [DefaultRatePerSecond] per second with bursts of [DefaultRateBurst]);
 // responses carry RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset
-// and a refused request gets 429 with Retry-After. The default limiter
-// counts per process; pass a shared one (redisstore.RateLimiter) to limit
-// a deployment of several instances.
+// and a refused request gets 429 with Retry-After. Failed authentications
+// are limited per client address (an IPv6 address with its /64), and
+// webhook test events per account. The default limiter counts per
+// process; pass a shared one (a store.Backend's Limiter) to limit a
+// deployment of several instances.
 //
 // The webhook routes exist only when [Config].Webhooks is set (with
 // WebhookOutbox and WebhookSender); otherwise they answer 404 not_found
@@ -51,6 +53,18 @@
 // check and a deployment's allowlist applies; the test ping shows such a
 // refusal as its error. After each PUT and DELETE the handler calls
 // [Config].WebhookEvents, so completions see the change at once.
+//
+// The operator's routes exist only when [Config].AdminToken is set, and
+// take that token as "Authorization: Bearer TOKEN" (never an API key):
+//
+//	GET    /api/v1/admin/accounts/{email}          an account, its balance, credits by source
+//	POST   /api/v1/admin/accounts/{email}/grants   {"credits","reason"}; Idempotency-Key applies once
+//
+// The token is compared in constant time, through its SHA-256, so neither
+// its bytes nor its length leak; failures count against the client
+// address like bad API keys. A grant is one ledger entry with reason
+// "grant" and the given reason as its reference
+// ([credits.Ledger.GrantCredits]).
 //
 // With a [Config].Registerer the handler exports
 // validmail_http_requests_total{route,code},

@@ -55,6 +55,8 @@ type options struct {
 	// dispatcher whose client reaches loopback only when loopback is set.
 	webhooks bool
 	loopback bool
+	// adminToken serves the operator's routes with this token.
+	adminToken string
 }
 
 // fixture is a handler over memstore with one account and a key carrying
@@ -127,6 +129,7 @@ func setup(t testing.TB, o *options) *fixture {
 		RateLimit:    limit,
 		RateLimiter:  o.limiter,
 		MaxBodyBytes: o.maxBody,
+		AdminToken:   o.adminToken,
 	}
 	if !o.noLog {
 		cfg.Logger = slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -52,14 +53,20 @@ type Handler struct {
 	readLim  RateLimit
 	acctLim  RateLimit
 	authLim  RateLimit
+	testLim  RateLimit
 	clientIP func(*http.Request) string
-	blocked  sync.Map // client address → time its failed authentications are answered 429 until
+	blocked  sync.Map // client key → time its failed authentications are answered 429 until
+	swept    atomic.Int64
 	maxBody  int64
 	maxKeys  int // 0: no bound
 	now      func() time.Time
 	metrics  *metrics
 	mux      *http.ServeMux
 	hooks    *webhookRoutes // nil when webhooks are not configured
+	// adminHash is the SHA-256 of Config.AdminToken; adminOn is false when
+	// none is configured and the operator's routes are not mounted.
+	adminHash [sha256.Size]byte
+	adminOn   bool
 }
 
 // NewHandler checks cfg once and returns the handler. It starts no
@@ -82,6 +89,8 @@ func NewHandler(cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("%w: invalid RateLimit %+v", ErrConfig, cfg.RateLimit)
 	case cfg.Webhooks != nil && (cfg.WebhookOutbox == nil || cfg.WebhookSender == nil):
 		return nil, fmt.Errorf("%w: Webhooks needs WebhookOutbox and WebhookSender", ErrConfig)
+	case cfg.AdminToken != "" && (len(cfg.AdminToken) < MinAdminTokenBytes || !printableASCII(cfg.AdminToken)):
+		return nil, fmt.Errorf("%w: AdminToken must be at least %d printable ASCII characters", ErrConfig, MinAdminTokenBytes)
 	case cfg.Webhooks == nil && (cfg.WebhookOutbox != nil || cfg.WebhookSender != nil || cfg.WebhookEvents != nil):
 		return nil, fmt.Errorf("%w: WebhookOutbox, WebhookSender and WebhookEvents need Webhooks", ErrConfig)
 	}
@@ -112,6 +121,9 @@ func NewHandler(cfg Config) (*Handler, error) {
 		h.keys = newKeyCache(DefaultKeyCacheTTL, h.now)
 	case ttl > 0:
 		h.keys = newKeyCache(ttl, h.now)
+	}
+	if cfg.AdminToken != "" {
+		h.adminOn, h.adminHash = true, sha256.Sum256([]byte(cfg.AdminToken))
 	}
 	if cfg.Webhooks != nil {
 		h.hooks = &webhookRoutes{
@@ -148,7 +160,11 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if h.authLim == (RateLimit{}) {
 		h.authLim = RateLimit{PerSecond: DefaultAuthFailureRatePerSecond, Burst: DefaultAuthFailureBurst}
 	}
-	for _, l := range []*RateLimit{&h.acctLim, &h.authLim} {
+	h.testLim = cfg.WebhookTestLimit
+	if h.testLim == (RateLimit{}) {
+		h.testLim = DefaultWebhookTestLimit
+	}
+	for _, l := range []*RateLimit{&h.acctLim, &h.authLim, &h.testLim} {
 		if l.PerSecond > 0 && l.Burst == 0 {
 			l.Burst = max(1, int(math.Ceil(l.PerSecond)))
 		}
@@ -218,6 +234,9 @@ func (h *Handler) routes() {
 		allowed["/api/v1/webhook"] = "DELETE, GET, HEAD, PUT"
 		allowed["/api/v1/webhook/test"] = "POST"
 		allowed["/api/v1/webhook/deliveries"] = "GET, HEAD"
+	}
+	if h.adminOn {
+		h.adminRoutes(mux, allowed)
 	}
 	// Any other method on a known path: 405 with Allow.
 	for path, allow := range allowed {
@@ -398,7 +417,7 @@ func (h *Handler) authedAs(perm store.Permission, read bool, next func(http.Resp
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := callOf(w)
-		ip := h.clientIP(r)
+		ip := ratelimit.ClientKey(h.clientIP(r))
 		if h.authBlocked(w, c, ip) {
 			return
 		}
@@ -541,7 +560,9 @@ func (h *Handler) authBlocked(w http.ResponseWriter, c *call, ip string) bool {
 	return true
 }
 
-// authFailed counts a failed authentication against the client address.
+// authFailed counts a failed authentication against the client's key
+// ([ratelimit.ClientKey]: its IPv4 address or IPv6 /64) in the limiter,
+// shared by every instance on a shared backend.
 func (h *Handler) authFailed(r *http.Request, c *call, ip string) {
 	if h.authLim.Unlimited() || ip == "" {
 		return
@@ -554,8 +575,26 @@ func (h *Handler) authFailed(r *http.Request, c *call, ip string) {
 		return
 	}
 	if !d.Allowed {
-		h.blocked.Store(ip, h.now().Add(max(d.RetryAfter, time.Second)))
+		now := h.now()
+		h.blocked.Store(ip, now.Add(max(d.RetryAfter, time.Second)))
+		h.sweepBlocked(now)
 	}
+}
+
+// sweepBlocked forgets, at most once a minute, the client keys whose block
+// has ended, so that the blocks of addresses that stopped coming cost no
+// memory.
+func (h *Handler) sweepBlocked(now time.Time) {
+	last := h.swept.Load()
+	if now.UnixNano()-last < int64(time.Minute) || !h.swept.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	h.blocked.Range(func(k, v any) bool {
+		if !now.Before(v.(time.Time)) {
+			h.blocked.CompareAndDelete(k, v)
+		}
+		return true
+	})
 }
 
 func ceilSeconds(d time.Duration) int64 {
@@ -570,6 +609,11 @@ func ceilSeconds(d time.Duration) int64 {
 // otherwise. The cause is logged, never sent.
 func (h *Handler) backendError(w http.ResponseWriter, c *call, op string, err error) {
 	c.errText = op + ": " + err.Error()
+	if errors.Is(err, store.ErrDataLost) {
+		w.Header().Set("Retry-After", unavailableRetryAfter)
+		writeProblem(w, c, CodeUnavailable, "The service's store lost its data; requests are refused until the operators restore it. Retry later.")
+		return
+	}
 	if unavailable(err) {
 		w.Header().Set("Retry-After", unavailableRetryAfter)
 		writeProblem(w, c, CodeUnavailable, "A backend service is unavailable; retry later.")

@@ -87,7 +87,14 @@ func TestKeyCap(t *testing.T) {
 		f.newKey(t, f.acct.ID, store.SignupPermissions())
 	}
 	resp := f.do(t, req{method: "POST", target: "/api/v1/keys", key: f.key, body: `{"name":"one too many"}`})
-	wantProblem(t, resp, http.StatusConflict, "key_limit_reached")
+	m := wantProblem(t, resp, http.StatusConflict, "key_limit_reached")
+	if d, _ := m["detail"].(string); !strings.Contains(d, "holds 100 active keys") {
+		t.Errorf("detail %q does not give the active keys", d)
+	}
+	ks, err := f.st.ListKeys(t.Context(), f.acct.ID)
+	if err != nil || len(ks) != 100 {
+		t.Fatalf("%d keys after the refusal (%v), want 100", len(ks), err)
+	}
 }
 
 // A key may revoke only keys whose permissions it holds, and itself only

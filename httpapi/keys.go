@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -110,33 +111,37 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, c *call) {
 			return
 		}
 	}
-	if h.maxKeys > 0 {
-		ks, err := h.accounts.ListKeys(r.Context(), c.key.AccountID)
-		if err != nil {
-			h.backendError(w, c, "list keys", err)
-			return
-		}
-		active := 0
-		for _, k := range ks {
-			if !k.Revoked() {
-				active++
-			}
-		}
-		if active >= h.maxKeys {
-			writeProblem(w, c, CodeKeyLimitReached, "The account holds "+strconv.Itoa(active)+" active keys, the most allowed; revoke one first.")
-			return
-		}
-	}
 	k, secret, err := h.accounts.CreateKey(r.Context(), store.CreateKeyParams{
 		AccountID:   c.key.AccountID,
 		Name:        req.Name,
 		Permissions: perms,
+		MaxActive:   h.maxKeys,
 	})
+	if errors.Is(err, store.ErrKeyLimit) {
+		writeProblem(w, c, CodeKeyLimitReached, h.keyLimitDetail(r.Context(), c.key.AccountID))
+		return
+	}
 	if err != nil {
 		h.backendError(w, c, "create key", err)
 		return
 	}
 	h.writeJSON(w, c, http.StatusCreated, createdKeyResponse{keyView: viewKey(k), Key: secret, RequestID: c.id})
+}
+
+// keyLimitDetail explains a refused key: with the account's active keys
+// when they can be counted, else with the bound.
+func (h *Handler) keyLimitDetail(ctx context.Context, accountID string) string {
+	ks, err := h.accounts.ListKeys(ctx, accountID)
+	if err != nil {
+		return "The account holds the most active keys allowed (" + strconv.Itoa(h.maxKeys) + "); revoke one first."
+	}
+	active := 0
+	for _, k := range ks {
+		if !k.Revoked() {
+			active++
+		}
+	}
+	return "The account holds " + strconv.Itoa(active) + " active keys, the most allowed; revoke one first."
 }
 
 // listKeys serves GET /api/v1/keys.

@@ -30,3 +30,10 @@ type MemoryRateLimiter = ratelimit.Memory
 func NewMemoryRateLimiter(now func() time.Time) *MemoryRateLimiter {
 	return ratelimit.NewMemory(now)
 }
+
+// DefaultWebhookTestLimit is the default [Config.WebhookTestLimit].
+var DefaultWebhookTestLimit = RateLimit{PerSecond: DefaultWebhookTestRatePerSecond, Burst: DefaultWebhookTestBurst}
+
+// WebhookTestKey names the bucket of an account's webhook test events in
+// a [RateLimiter], for every handler that sends them.
+func WebhookTestKey(accountID string) string { return "webhook-test:" + accountID }

@@ -87,7 +87,7 @@ func (h *Handler) validateOrRefund(ctx context.Context, c *call, chargeKey, emai
 			h.refund(ctx, c, chargeKey)
 		}
 	}()
-	res, err := h.v.Validate(ctx, email, emailcheck.WithSource(emailcheck.SourceAPI))
+	res, err := h.v.Validate(ctx, email, emailcheck.WithSource(emailcheck.SourceAPI), emailcheck.WithAccount(c.key.AccountID))
 	done = true
 	return res, err
 }

@@ -174,15 +174,20 @@ func encodeCursor(p webhook.Position) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.CreatedAt.UnixMicro(), 10) + ":" + p.ID))
 }
 
-// decodeCursor reads a cursor encodeCursor made.
+// decodeCursor reads a cursor encodeCursor made, and refuses one that no
+// position could have made: an id that is not printable ASCII or a time
+// outside the years 1970 to 9999, which a store would fail on.
 func decodeCursor(s string) (webhook.Position, bool) {
+	if len(s) > maxCursor {
+		return webhook.Position{}, false
+	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
 		return webhook.Position{}, false
 	}
 	us, id, ok := strings.Cut(string(b), ":")
 	n, err := strconv.ParseInt(us, 10, 64)
-	if !ok || err != nil || id == "" {
+	if !ok || err != nil || id == "" || n < 0 || n > maxCursorMicros || !printableASCII(id) {
 		return webhook.Position{}, false
 	}
 	return webhook.Position{CreatedAt: time.UnixMicro(n).UTC(), ID: id}, true
@@ -220,7 +225,7 @@ func (h *Handler) putWebhook(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	if req.URL != nil {
-		if err := webhook.ValidateURL(*req.URL); err != nil {
+		if err := webhook.ValidateURL(*req.URL); err != nil || !cleanText(*req.URL) {
 			writeProblem(w, c, CodeInvalidBody, "The url must be an absolute http or https URL with a host, without user information or fragment, at most 2,048 bytes.")
 			return
 		}
@@ -330,6 +335,9 @@ func (h *Handler) testWebhook(w http.ResponseWriter, r *http.Request, c *call) {
 		h.backendError(w, c, "get webhook", err)
 		return
 	}
+	if !h.testAllowed(w, r, c) {
+		return
+	}
 	ev := webhook.NewTestEvent(c.key.AccountID, h.now())
 	a := h.hooks.sender.Send(ctx, ep, ev)
 	h.writeJSON(w, c, http.StatusOK, testWebhookResponse{
@@ -338,6 +346,28 @@ func (h *Handler) testWebhook(w http.ResponseWriter, r *http.Request, c *call) {
 		attemptView: viewAttempt(a),
 		RequestID:   c.id,
 	})
+}
+
+// testAllowed takes a token from the account's test-event bucket and
+// answers 429 when it is empty. A limiter that fails lets the test
+// through, as for every limit.
+func (h *Handler) testAllowed(w http.ResponseWriter, r *http.Request, c *call) bool {
+	if h.testLim.Unlimited() {
+		return true
+	}
+	d, err := h.limiter.Allow(r.Context(), WebhookTestKey(c.key.AccountID), h.testLim)
+	if err != nil {
+		if h.logger != nil {
+			h.logger.WarnContext(r.Context(), "httpapi: rate limiter failed; test event let through", "request_id", c.id, "err", err)
+		}
+		return true
+	}
+	if d.Allowed {
+		return true
+	}
+	w.Header().Set("Retry-After", strconv.FormatInt(max(1, ceilSeconds(d.RetryAfter)), 10))
+	writeProblem(w, c, CodeRateLimited, "Too many test events for this account; retry later.")
+	return false
 }
 
 // webhookDeliveries serves GET /api/v1/webhook/deliveries?limit=N: the

@@ -34,6 +34,25 @@
 // credit. Completing, refunding and recording the completion's outbox
 // [Event] are one atomic step in the driver.
 //
+// # When the DNS does not answer
+//
+// Whether the DNS is down is asked of a [Canary] (a question whose answer
+// is known), never inferred from the jobs: an address at a domain that
+// never answers says nothing about the others. When a validation comes
+// back UNKNOWN the Pool asks the canary afresh. If it answers, a job whose
+// own domain went unanswered is tried again later, out of the others' way
+// ([PoolConfig.UnknownAttempts], [DefaultUnknownBackoff]: three attempts
+// over about a minute), then completes with the validator's own UNKNOWN
+// result, the same a single validation gives, refunded. If it does not,
+// the job goes back to the queue without counting an attempt and the Pool
+// leases nothing until the canary answers again; the jobs of the outage,
+// those in flight when it began included, then complete with their true
+// verdicts. A validation that takes long (a domain answering slowly or
+// never) goes aside after [PoolConfig.SlowAfter] and frees its worker, and
+// the next jobs of its account or domain go aside at once (or, when the
+// slow lane is full, wait in the queue a moment), so that no batch waits
+// behind another's dead domains.
+//
 // Users see two states: [StateActive] from acceptance until done, then
 // [StateCompleted]. Completed jobs are kept for the retention
 // ([Config.Retention], 7 days by default) and then removed by

@@ -214,10 +214,21 @@ type RescueParams struct {
 // CleanupParams selects completed jobs to remove.
 type CleanupParams struct {
 	// CompletedBefore: completed jobs that completed before this time are
-	// removed. Active jobs are never removed.
+	// removed (by a [GranularCleanup] driver, those that completed before
+	// the start of its period holding this time). Active jobs and jobs
+	// completed at or after this time are never removed.
 	CompletedBefore time.Time
-	// Limit is the most jobs to remove in one call; 0 means no limit.
+	// Limit is the most jobs to remove one by one in one call; 0 means no
+	// limit.
 	Limit int
+}
+
+// GranularCleanup is implemented by a [Driver] whose Cleanup removes
+// completed jobs by whole periods of time (partitions) rather than one
+// by one: a completed job may then outlive CleanupParams.CompletedBefore
+// by up to CleanupGranularity.
+type GranularCleanup interface {
+	CleanupGranularity() time.Duration
 }
 
 // Driver is the storage a [Queue] runs over.

@@ -1,83 +1,195 @@
 package jobs
 
 import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
 
-// Defaults of the DNS-outage handling ([PoolConfig.OutageRetry]).
+// Canary tells whether the DNS resolver the validations use answers at
+// all: nil when a nameserver answers a question whose answer is known, an
+// error when none does. [emailcheck.Validator.PingNameservers] is one. It
+// must be safe for concurrent use and return when ctx ends.
+//
+// The pool asks it only when a validation could not be judged (an UNKNOWN
+// verdict): a true outage fails the canary too, a domain of its own that
+// never answers does not.
+type Canary func(ctx context.Context) error
+
+// Defaults of the handling of unanswered lookups ([PoolConfig.Canary]).
 const (
-	// DefaultOutageRetry is how long a job whose validation could not
-	// reach any nameserver keeps going back to the queue before it
-	// completes as UNKNOWN.
-	DefaultOutageRetry = 10 * time.Minute
-	// DefaultOutagePause is the longest pause of a pool that found the
-	// DNS down; pauses start at a second and double.
-	DefaultOutagePause = 30 * time.Second
-	// outageThreshold is how many unreachable outcomes in a row open the
-	// breaker.
-	outageThreshold = 5
+	// DefaultUnknownAttempts is how many times a job whose own domain no
+	// nameserver answered for is tried before its UNKNOWN verdict is
+	// final.
+	DefaultUnknownAttempts = 3
+	// DefaultOutagePause is the longest wait between two questions to
+	// the canary while the pool pauses for a DNS outage; the waits start
+	// at outagePollStart and double.
+	DefaultOutagePause = 2 * time.Second
+	// outagePollStart is the first wait of a paused pool before it asks
+	// the canary again.
+	outagePollStart = 100 * time.Millisecond
+	// canaryTimeout bounds one question to the canary.
+	canaryTimeout = 10 * time.Second
 )
 
-// breaker notices that DNS as a whole is down from the validations'
-// outcomes: after outageThreshold unreachable outcomes in a row it opens,
-// and the pool stops leasing until it half-opens for one probe job; an
-// answered validation closes it. Pauses double up to a maximum.
-type breaker struct {
-	max time.Duration
+// DefaultUnknownBackoff waits 10 s after a job's first unanswered attempt,
+// 30 s after the second and a minute after any later one, plus up to 10%
+// jitter: longer than a validator caches a failed lookup (5 s by
+// default), so that each attempt asks the DNS afresh. With
+// [DefaultUnknownAttempts] a job at a domain that never answers is final
+// about 40 s after its first attempt, plus the three lookups' own time.
+func DefaultUnknownBackoff(failures int) time.Duration {
+	d := time.Minute
+	switch failures {
+	case 0, 1:
+		d = 10 * time.Second
+	case 2:
+		d = 30 * time.Second
+	}
+	return d + rand.N(d/10+1)
+}
+
+// outage decides whether the DNS as a whole is down by asking the canary,
+// never from the jobs' outcomes: the pool asks [outage.answers] when a
+// validation came back unjudged, and while the canary fails the pool
+// leases nothing, asking it again ([outage.waitUp]) with waits that
+// double up to a maximum, until it answers.
+type outage struct {
+	canary  Canary // nil: the DNS is never considered down
+	after   func(time.Duration) <-chan time.Time
+	maxPoll time.Duration
+	logger  *slog.Logger
 
 	mu      sync.Mutex
-	fails   int
-	pause   time.Duration
-	until   time.Time // paused until; zero when closed
-	probing bool      // half-open: one job is out as a probe
+	down    bool
+	up      chan struct{} // closed when the outage ends
+	started uint64        // questions started so far
+	flight  *probe        // the question in flight, if any
+	last    *probe        // the latest answered question
+	outages int64         // outages seen
 }
 
-// failed records a validation no nameserver answered.
-func (b *breaker) failed(now time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.fails++
-	b.probing = false
-	if b.fails < outageThreshold && b.until.IsZero() {
-		return
+// probe is one question to the canary.
+type probe struct {
+	seq  uint64
+	done chan struct{} // closed once err is set
+	err  error
+}
+
+func newOutage(canary Canary, maxPoll time.Duration, logger *slog.Logger) *outage {
+	return &outage{canary: canary, after: time.After, maxPoll: maxPoll, logger: logger}
+}
+
+// isDown reports whether the last question to the canary went
+// unanswered.
+func (o *outage) isDown() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.down
+}
+
+// count returns how many outages began.
+func (o *outage) count() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.outages
+}
+
+// answers reports whether the canary answers a question asked after the
+// call began, so that a validation that failed just before tells the
+// truth about that moment. Concurrent callers share questions: one in
+// flight that began after a caller's call serves it. When ctx ends first
+// it reports the state as last known. Without a canary it reports true.
+func (o *outage) answers(ctx context.Context) bool {
+	if o.canary == nil {
+		return true
 	}
+	o.mu.Lock()
+	after := o.started // a question numbered above this began after the call
+	for {
+		if o.last != nil && o.last.seq > after {
+			ok := o.last.err == nil
+			o.mu.Unlock()
+			return ok
+		}
+		f := o.flight
+		if f == nil {
+			f = &probe{seq: o.started + 1, done: make(chan struct{})}
+			o.started++
+			o.flight = f
+			o.mu.Unlock()
+			o.ask(ctx, f)
+			return f.err == nil
+		}
+		o.mu.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return !o.isDown()
+		}
+		o.mu.Lock()
+	}
+}
+
+// ask puts question f to the canary and records the answer. A question
+// left unanswered is asked once more before the DNS counts as down, so
+// that one answer lost on a busy machine pauses nothing.
+func (o *outage) ask(ctx context.Context, f *probe) {
+	var err error
+	for range 2 {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), canaryTimeout)
+		err = o.canary(cctx)
+		cancel()
+		if err == nil {
+			break
+		}
+	}
+
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	f.err = err
+	o.flight = nil
+	o.last = f
+	close(f.done)
 	switch {
-	case b.pause == 0:
-		b.pause = time.Second
-	default:
-		b.pause = min(2*b.pause, b.max)
+	case err != nil && !o.down:
+		o.down = true
+		o.up = make(chan struct{})
+		o.outages++
+		o.logger.WarnContext(ctx, "jobs: no nameserver answers; pausing until one does", "err", err)
+	case err == nil && o.down:
+		o.down = false
+		close(o.up)
+		o.logger.InfoContext(ctx, "jobs: a nameserver answers again; resuming")
 	}
-	b.until = now.Add(b.pause)
 }
 
-// answered records a validation a nameserver answered.
-func (b *breaker) answered() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.fails, b.pause, b.until, b.probing = 0, 0, time.Time{}, false
-}
-
-// admit returns how many jobs the pool may lease now, out of want, and
-// how long to wait when the answer is none.
-func (b *breaker) admit(now time.Time, want int) (int, time.Duration) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch {
-	case b.until.IsZero():
-		return want, 0
-	case now.Before(b.until):
-		return 0, b.until.Sub(now)
-	case b.probing:
-		return 0, time.Second
+// waitUp returns once the DNS is not down (at once if it is not), or when
+// ctx ends. While it is down it asks the canary again after a wait that
+// starts at outagePollStart and doubles up to maxPoll; an answer to
+// anyone else's question ends the wait too.
+func (o *outage) waitUp(ctx context.Context) {
+	pause := outagePollStart
+	for {
+		o.mu.Lock()
+		down, up := o.down, o.up
+		o.mu.Unlock()
+		if !down {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-up:
+			return
+		case <-o.after(pause):
+		}
+		if o.answers(ctx) {
+			return
+		}
+		pause = min(2*pause, o.maxPoll)
 	}
-	b.probing = true
-	return 1, 0
-}
-
-// open reports whether the pool is pausing for a DNS outage.
-func (b *breaker) open() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return !b.until.IsZero()
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,7 @@ const (
 	DefaultMaxAttempts   = 5
 	DefaultJobTimeout    = time.Minute
 	DefaultCleanupEvery  = time.Hour
+	DefaultSlowAfter     = 500 * time.Millisecond
 )
 
 // PoolConfig configures a [Pool]. The zero value gives the defaults.
@@ -63,17 +65,46 @@ type PoolConfig struct {
 	Backoff func(failures int) time.Duration
 	// JobTimeout bounds one validation. Default [DefaultJobTimeout].
 	JobTimeout time.Duration
-	// OutageRetry is how long, from its creation, a job whose validation
-	// could not reach any nameserver ([emailcheck.ErrResolverUnreachable])
-	// goes back to the queue without counting an attempt, before it
-	// completes as UNKNOWN and is refunded: a DNS outage delays results
-	// instead of spoiling them. Meanwhile the pool pauses leasing, for a
-	// second and then twice as long each time up to OutagePause, probing
-	// with one job before it resumes. Default [DefaultOutageRetry];
-	// negative turns the retries off.
-	OutageRetry time.Duration
-	// OutagePause is the longest pause; default [DefaultOutagePause].
+	// Canary tells whether the DNS answers at all; httpapi/service sets
+	// the validator's PingNameservers. When a validation comes back
+	// UNKNOWN the pool asks it a fresh question. If it answers, the
+	// verdict is the address's own: a job whose domain no nameserver
+	// answered for ([emailcheck.ErrResolverUnreachable]), or whose mail
+	// servers' addresses could not be looked up, is tried again later,
+	// up to UnknownAttempts times, and then completes with the
+	// validator's UNKNOWN result; a server's failure for the domain
+	// itself (SERVFAIL) is final at once.
+	// If the canary does not answer, the DNS is down: the job goes back
+	// to the queue without counting an attempt, and the pool leases
+	// nothing until the canary answers again (asked after 100 ms, then
+	// twice as long each time up to OutagePause). Nil: the DNS is never
+	// considered down.
+	Canary Canary
+	// UnknownAttempts bounds the attempts at a job whose domain no
+	// nameserver answered for while the canary answered. Default
+	// [DefaultUnknownAttempts]; 1 makes the first such verdict final.
+	UnknownAttempts int
+	// UnknownBackoff returns the wait before trying such a job again,
+	// given its failed attempts so far (1 or more). The job waits in the
+	// queue, out of the way of the others. Default
+	// [DefaultUnknownBackoff]; it should exceed the validator's
+	// FailureTTL, so that each attempt asks the DNS afresh.
+	UnknownBackoff func(failures int) time.Duration
+	// OutagePause is the longest wait between two questions to the
+	// canary while the DNS is down. Default [DefaultOutagePause].
 	OutagePause time.Duration
+	// SlowAfter is how long a validation may hold its worker: after it,
+	// the job waits for its answer aside and another worker takes the
+	// next job, so that addresses at domains that answer slowly or never
+	// do not hold up the others. The jobs of an account, or at a domain,
+	// that has jobs waiting aside go aside at once. Default
+	// [DefaultSlowAfter].
+	SlowAfter time.Duration
+	// MaxSlow bounds the jobs waiting aside. When it is reached, a job
+	// that would go aside at once goes back to the queue for a couple of
+	// seconds instead, without counting an attempt, and a job that
+	// turned slow keeps its worker. Default 32 times Workers.
+	MaxSlow int
 	// Notifier wakes idle workers when jobs are enqueued. Default: the
 	// queue's driver, if it implements [Notifier].
 	Notifier Notifier
@@ -112,7 +143,7 @@ type Pool struct {
 	completed atomic.Int64
 	refunded  atomic.Int64
 	busy      atomic.Int64
-	outage    *breaker
+	outage    *outage
 }
 
 // NewPool returns a Pool working q's jobs with v. cfg may be nil. It starts
@@ -126,7 +157,8 @@ func NewPool(q *Queue, v Validator, cfg *PoolConfig) (*Pool, error) {
 		c = *cfg
 	}
 	if c.Workers < 0 || c.LeaseDuration < 0 || c.HeartbeatInterval < 0 || c.PollInterval < 0 ||
-		c.RescueInterval < 0 || c.MaxAttempts < 0 || c.JobTimeout < 0 {
+		c.RescueInterval < 0 || c.MaxAttempts < 0 || c.JobTimeout < 0 || c.UnknownAttempts < 0 ||
+		c.OutagePause < 0 || c.SlowAfter < 0 || c.MaxSlow < 0 {
 		return nil, fmt.Errorf("jobs: negative value in PoolConfig")
 	}
 	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
@@ -137,10 +169,15 @@ func NewPool(q *Queue, v Validator, cfg *PoolConfig) (*Pool, error) {
 	c.CleanupInterval = cmp.Or(c.CleanupInterval, DefaultCleanupEvery)
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
 	c.JobTimeout = cmp.Or(c.JobTimeout, DefaultJobTimeout)
-	c.OutageRetry = cmp.Or(c.OutageRetry, DefaultOutageRetry)
+	c.UnknownAttempts = cmp.Or(c.UnknownAttempts, DefaultUnknownAttempts)
 	c.OutagePause = cmp.Or(c.OutagePause, DefaultOutagePause)
+	c.SlowAfter = cmp.Or(c.SlowAfter, DefaultSlowAfter)
+	c.MaxSlow = cmp.Or(c.MaxSlow, 32*c.Workers)
 	if c.Backoff == nil {
 		c.Backoff = DefaultBackoff
+	}
+	if c.UnknownBackoff == nil {
+		c.UnknownBackoff = DefaultUnknownBackoff
 	}
 	if c.HeartbeatInterval >= c.LeaseDuration {
 		return nil, fmt.Errorf("jobs: HeartbeatInterval %v must be shorter than LeaseDuration %v", c.HeartbeatInterval, c.LeaseDuration)
@@ -149,19 +186,24 @@ func NewPool(q *Queue, v Validator, cfg *PoolConfig) (*Pool, error) {
 	if n == nil {
 		n, _ = q.driver.(Notifier)
 	}
+	logger := cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	return &Pool{
 		q:        q,
 		v:        v,
 		cfg:      c,
 		notifier: n,
-		logger:   cmp.Or(c.Logger, slog.New(slog.DiscardHandler)),
-		outage:   &breaker{max: c.OutagePause},
+		logger:   logger,
+		outage:   newOutage(c.Canary, c.OutagePause, logger),
 	}, nil
 }
 
-// DNSDown reports whether the pool is pausing because its validations
-// reach no nameserver.
-func (p *Pool) DNSDown() bool { return p.outage.open() }
+// DNSDown reports whether the pool is pausing because the canary found
+// no nameserver answering ([PoolConfig.Canary]). An address whose own
+// domain does not answer never makes it true.
+func (p *Pool) DNSDown() bool { return p.outage.isDown() }
+
+// Outages returns how many times the pool paused for a DNS outage.
+func (p *Pool) Outages() int64 { return p.outage.count() }
 
 // DefaultBackoff waits 1 s after the first failure, doubling per failure up
 // to 5 minutes, plus up to 10% jitter.
@@ -178,7 +220,9 @@ func (p *Pool) Completed() int64 { return p.completed.Load() }
 // that ended UNKNOWN).
 func (p *Pool) Refunded() int64 { return p.refunded.Load() }
 
-// Busy returns how many of the pool's workers are validating a job now.
+// Busy returns how many jobs the pool is validating now, the slow ones
+// waiting aside included ([PoolConfig.SlowAfter]): it may exceed
+// [Pool.Workers] while domains are slow to answer.
 func (p *Pool) Busy() int { return int(p.busy.Load()) }
 
 // Workers returns the number of workers the pool runs.
@@ -197,6 +241,9 @@ func (p *Pool) Run(ctx context.Context) error {
 		p:        p,
 		capacity: 4 * p.cfg.Workers,
 		held:     make(map[string]string),
+		aside:    make(map[string]*slowJob),
+		slowDom:  make(map[string]int),
+		slowAcct: make(map[string]int),
 		freed:    make(chan struct{}, 1),
 		wake:     make(chan struct{}, 1),
 	}
@@ -216,9 +263,9 @@ func (p *Pool) Run(ctx context.Context) error {
 		completer.Go(func() { r.completeInGroups(ctx, bc) })
 	}
 	work := make(chan Lease, r.capacity)
-	var workers sync.WaitGroup
+	r.work = work
 	for range p.cfg.Workers {
-		workers.Go(func() { r.worker(ctx, work) })
+		r.workers.Go(func() { r.worker(ctx) })
 	}
 	stopAux := make(chan struct{})
 	var aux sync.WaitGroup
@@ -230,7 +277,7 @@ func (p *Pool) Run(ctx context.Context) error {
 
 	r.fetch(ctx, work, notify)
 	close(work)
-	workers.Wait()
+	r.workers.Wait()
 	if r.completions != nil {
 		close(r.completions)
 		completer.Wait()
@@ -244,12 +291,17 @@ func (p *Pool) Run(ctx context.Context) error {
 type run struct {
 	p           *Pool
 	capacity    int
-	outstanding atomic.Int64 // leased and not yet finished
+	outstanding atomic.Int64 // leased and not yet finished, but for the jobs aside
+	work        <-chan Lease
+	workers     sync.WaitGroup
 	mu          sync.Mutex
-	held        map[string]string // job id → lease token, for heartbeats
-	freed       chan struct{}     // a worker finished a job
-	wake        chan struct{}     // rescued jobs are available
-	completions chan completion   // to completeInGroups; nil without a BatchCompleter
+	held        map[string]string   // job id → lease token, for heartbeats
+	aside       map[string]*slowJob // job id → the slow jobs waiting aside
+	slowDom     map[string]int      // domain → jobs aside at it
+	slowAcct    map[string]int      // account → its jobs aside
+	freed       chan struct{}       // a worker finished a job
+	wake        chan struct{}       // rescued jobs are available
+	completions chan completion     // to completeInGroups; nil without a BatchCompleter
 }
 
 // completion is a job a worker finished, for the group completer to
@@ -323,19 +375,13 @@ func (r *run) fetch(ctx context.Context, work chan<- Lease, notify <-chan struct
 			}
 			continue
 		}
-		want := r.capacity - int(r.outstanding.Load())
-		// During a DNS outage, lease nothing (or one probe job) rather than
-		// burn the backlog.
-		want, wait := p.outage.admit(time.Now(), want)
-		if want == 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
-			t.Stop()
+		// During a DNS outage, lease nothing rather than burn the backlog:
+		// wait for the canary to answer.
+		if p.outage.isDown() {
+			p.outage.waitUp(ctx)
 			continue
 		}
+		want := r.capacity - int(r.outstanding.Load())
 		leases, err := p.q.driver.Lease(ctx, LeaseParams{Max: want, Duration: p.cfg.LeaseDuration})
 		if err != nil && ctx.Err() == nil {
 			p.logger.ErrorContext(ctx, "jobs: lease", "err", err)
@@ -363,23 +409,125 @@ func (r *run) fetch(ctx context.Context, work chan<- Lease, notify <-chan struct
 	}
 }
 
-func (r *run) worker(ctx context.Context, work <-chan Lease) {
-	for l := range work {
-		if ctx.Err() != nil {
-			r.handBack(ctx, l)
-		} else if r.process(ctx, l) {
-			continue // the group completer releases it
+// worker works leases until the channel closes, or until a job of its
+// goes aside (another worker then takes its place).
+func (r *run) worker(ctx context.Context) {
+	for l := range r.work {
+		if r.runJob(ctx, l) {
+			return
 		}
+	}
+}
+
+// slowJob is the state of one job for the slow lane.
+type slowJob struct {
+	id, domain, account string
+	done                bool // its worker has finished it; guarded by run.mu
+	aside               bool // it went aside; guarded by run.mu
+}
+
+// runJob works one lease and reports whether the job went aside.
+func (r *run) runJob(ctx context.Context, l Lease) (aside bool) {
+	if ctx.Err() != nil {
+		r.handBack(ctx, l)
+		r.release(l.ID)
+		return false
+	}
+	j := &slowJob{id: l.ID, domain: domainOf(l.Email), account: l.AccountID}
+	moved, known := r.setAside(ctx, j, true)
+	if !moved && known {
+		// Likely slow too, and the slow lane is full: back to the queue
+		// for a moment rather than hold a worker.
+		r.deferJob(ctx, l)
+		r.release(l.ID)
+		return false
+	}
+	if !moved {
+		t := time.AfterFunc(r.p.cfg.SlowAfter, func() { r.setAside(ctx, j, false) })
+		defer t.Stop()
+	}
+	handedOff := r.process(ctx, l)
+	r.mu.Lock()
+	j.done = true
+	aside = j.aside
+	r.mu.Unlock()
+	if !handedOff { // else the group completer releases it
 		r.release(l.ID)
 	}
+	return aside
+}
+
+// setAside moves a job still running to the slow lane, where it no longer
+// counts towards the leases to refill nor holds a worker: another worker
+// starts in its place. With onlyKnown, only a job that is known slow (its
+// domain or its account has jobs aside) moves. It reports whether the job
+// moved and whether it is known slow.
+func (r *run) setAside(ctx context.Context, j *slowJob, onlyKnown bool) (moved, known bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	known = r.slowDom[j.domain] > 0 || r.slowAcct[j.account] > 0
+	_, held := r.held[j.id]
+	if j.done || j.aside || !held || len(r.aside) >= r.p.cfg.MaxSlow || (onlyKnown && !known) {
+		return false, known
+	}
+	j.aside = true
+	r.aside[j.id] = j
+	r.slowDom[j.domain]++
+	r.slowAcct[j.account]++
+	r.outstanding.Add(-1)
+	// Under the lock, the job's worker cannot have finished: the group's
+	// count is above zero while the new worker joins it.
+	r.workers.Go(func() { r.worker(ctx) })
+	signal(r.freed)
+	return true, known
+}
+
+// slowDeferral is how long a job that would go aside while the slow lane
+// is full waits in the queue, plus up to half as much jitter.
+const slowDeferral = 2 * time.Second
+
+// deferJob hands a job back to the queue for slowDeferral, without
+// counting an attempt.
+func (r *run) deferJob(ctx context.Context, l Lease) {
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer cancel()
+	runAt := time.Now().Add(slowDeferral + rand.N(slowDeferral/2))
+	if err := r.p.q.driver.Retry(hctx, RetryParams{ID: l.ID, Token: l.Token, RunAt: runAt}); err != nil && !errors.Is(err, ErrLeaseLost) {
+		r.p.logger.ErrorContext(ctx, "jobs: defer", "job", l.ID, "err", err)
+	}
+}
+
+// decrement lowers a count, forgetting it at zero.
+func decrement(m map[string]int, k string) {
+	if m[k]--; m[k] <= 0 {
+		delete(m, k)
+	}
+}
+
+// domainOf is the lower-cased domain of an address, or "" when it has
+// none.
+func domainOf(email string) string {
+	i := strings.LastIndexByte(email, '@')
+	if i < 0 {
+		return ""
+	}
+	return strings.ToLower(email[i+1:])
 }
 
 // release forgets a job this run no longer holds.
 func (r *run) release(id string) {
 	r.mu.Lock()
 	delete(r.held, id)
+	j, aside := r.aside[id]
+	if aside {
+		delete(r.aside, id)
+		decrement(r.slowDom, j.domain)
+		decrement(r.slowAcct, j.account)
+	}
 	r.mu.Unlock()
-	r.outstanding.Add(-1)
+	if !aside {
+		r.outstanding.Add(-1)
+	}
 	signal(r.freed)
 }
 
@@ -407,47 +555,55 @@ func (r *run) process(ctx context.Context, l Lease) (handedOff bool) {
 	// The job runs to its end even when ctx ends: draining finishes it.
 	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.JobTimeout)
 	defer cancel()
-	bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
-	defer bcancel()
 
-	var res emailcheck.Result
-	if l.Errors >= p.cfg.MaxAttempts {
-		res = UnknownResult(l.Email)
-	} else {
-		var err error
-		res, err = p.v.Validate(jctx, l.Email, emailcheck.WithSource(resultSource(l.Job)), emailcheck.WithUnreachableError())
-		if errors.Is(err, emailcheck.ErrResolverUnreachable) {
-			p.outage.failed(time.Now())
-			if p.cfg.OutageRetry > 0 && time.Since(l.CreatedAt) < p.cfg.OutageRetry {
-				// Back to the queue without counting an attempt: the DNS,
-				// not the job, failed.
-				rerr := p.q.driver.Retry(bctx, RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(time.Second)})
-				if rerr != nil && !errors.Is(rerr, ErrLeaseLost) {
-					p.logger.ErrorContext(ctx, "jobs: retry", "job", l.ID, "err", rerr)
-				}
-				return false
-			}
-			p.logger.WarnContext(ctx, "jobs: DNS unreachable for too long, completing as UNKNOWN", "job", l.ID)
-			res, err = UnknownResult(l.Email), nil
-		} else if err == nil {
-			p.outage.answered()
-		}
-		if err != nil {
-			failures := l.Errors + 1
-			if failures < p.cfg.MaxAttempts {
-				rerr := p.q.driver.Retry(bctx, RetryParams{
-					ID: l.ID, Token: l.Token,
-					RunAt: time.Now().Add(p.cfg.Backoff(failures)),
-					Error: err.Error(),
-				})
-				if rerr != nil && !errors.Is(rerr, ErrLeaseLost) {
-					p.logger.ErrorContext(ctx, "jobs: retry", "job", l.ID, "err", rerr)
-				}
-				return false
-			}
-			p.logger.WarnContext(ctx, "jobs: attempts exhausted, completing as UNKNOWN", "job", l.ID, "err", err)
+	// During an outage, a job leased before it began goes back unopened.
+	if p.outage.isDown() {
+		bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+		defer bcancel()
+		r.putBack(bctx, l)
+		return false
+	}
+	res, err := p.v.Validate(jctx, l.Email, emailcheck.WithSource(resultSource(l.Job)), emailcheck.WithUnreachableError(), emailcheck.WithAccount(l.AccountID))
+	unanswered := errors.Is(err, emailcheck.ErrResolverUnreachable)
+	if unanswered {
+		err = nil
+		if res.Email == "" { // a validator that gives no result with the error
 			res = UnknownResult(l.Email)
 		}
+	}
+	// Ask the canary whether the DNS answers at all, now (each question
+	// bounded by canaryTimeout).
+	dnsUp := true
+	if err == nil && res.Confidence.Status == emailcheck.StatusUnknown {
+		dnsUp = p.outage.answers(context.WithoutCancel(ctx))
+	}
+	// The outcome's bookkeeping has its own time, whatever the
+	// validation and the canary took.
+	bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer bcancel()
+	if err == nil && res.Confidence.Status == emailcheck.StatusUnknown {
+		if !dnsUp {
+			// The canary is silent: the verdict says nothing of the
+			// address. Back to the queue without counting an attempt;
+			// the pool pauses.
+			r.putBack(bctx, l)
+			return false
+		}
+		if retryable(res, unanswered) && l.Errors+1 < p.cfg.UnknownAttempts {
+			// The DNS answers, but not for this domain: try again later,
+			// out of the way of the other jobs.
+			r.retry(ctx, bctx, l, time.Now().Add(p.cfg.UnknownBackoff(l.Errors+1)), "no nameserver answered for the domain")
+			return false
+		}
+	}
+	if err != nil {
+		failures := l.Errors + 1
+		if failures < p.cfg.MaxAttempts {
+			r.retry(ctx, bctx, l, time.Now().Add(p.cfg.Backoff(failures)), err.Error())
+			return false
+		}
+		p.logger.WarnContext(ctx, "jobs: attempts exhausted, completing as UNKNOWN", "job", l.ID, "err", err)
+		res = UnknownResult(l.Email)
 	}
 	res.Meta.Source = resultSource(l.Job)
 
@@ -458,7 +614,7 @@ func (r *run) process(ctx context.Context, l Lease) (handedOff bool) {
 	job := l.Job
 	job.State = StateCompleted
 	job.Result = &res
-	var err error
+	err = nil
 	if p.cfg.NewEvent != nil {
 		cp.Event, err = p.cfg.NewEvent(bctx, job, res)
 	}
@@ -482,6 +638,31 @@ func (r *run) process(ctx context.Context, l Lease) (handedOff bool) {
 	}
 	r.completed(bctx, job, cp.Refund, p.q.driver.Complete(bctx, cp))
 	return false
+}
+
+// retryable reports whether an UNKNOWN verdict may change on another
+// attempt: no nameserver answered for the domain, or its mail servers'
+// addresses could not be looked up (their lookups may have timed out). A
+// server's own failure for the domain (SERVFAIL, REFUSED) is final.
+func retryable(res emailcheck.Result, unanswered bool) bool {
+	return unanswered || (res.Validations.DomainExists && !res.Validations.MXRecords)
+}
+
+// putBack hands a job back to the queue, available at once, without
+// counting an attempt.
+func (r *run) putBack(ctx context.Context, l Lease) {
+	if err := r.p.q.driver.Retry(ctx, RetryParams{ID: l.ID, Token: l.Token}); err != nil && !errors.Is(err, ErrLeaseLost) {
+		r.p.logger.ErrorContext(ctx, "jobs: put back", "job", l.ID, "err", err)
+	}
+}
+
+// retry hands a job back to the queue for a later attempt at runAt,
+// counting a failed one.
+func (r *run) retry(ctx, bctx context.Context, l Lease, runAt time.Time, reason string) {
+	err := r.p.q.driver.Retry(bctx, RetryParams{ID: l.ID, Token: l.Token, RunAt: runAt, Error: reason})
+	if err != nil && !errors.Is(err, ErrLeaseLost) {
+		r.p.logger.ErrorContext(ctx, "jobs: retry", "job", l.ID, "err", err)
+	}
 }
 
 // completed records the outcome of a job's completion.

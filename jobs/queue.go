@@ -171,7 +171,9 @@ func (q *Queue) Cleanup(ctx context.Context) (int, error) {
 }
 
 // UnknownResult is the result a job completes with when it could not be
-// validated: status UNKNOWN, syntax unchecked, provider "Unknown".
+// validated at all (its attempts ran out on errors, not on an unanswered
+// lookup, whose result is the validator's own): status UNKNOWN, syntax
+// unchecked, provider "Unknown".
 func UnknownResult(email string) emailcheck.Result {
 	return emailcheck.Result{
 		Email: email,

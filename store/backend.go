@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -41,7 +42,8 @@ type Backend struct {
 	Outbox webhook.Outbox
 	// Endpoints holds each account's webhook endpoint.
 	Endpoints webhook.Endpoints
-	// Limiter is a rate limiter shared by every process on the backend;
+	// Limiter is a rate limiter shared by every process on the backend,
+	// which keeps quotas too (a ratelimit.Counter) on every backend here;
 	// nil means the backend has none and each process limits on its own.
 	Limiter ratelimit.Limiter
 	// Passwords holds the dashboard's password hashes; nil means the
@@ -50,9 +52,17 @@ type Backend struct {
 	// Sessions holds the dashboard's sessions, shared by every process
 	// on the backend.
 	Sessions SessionStore
+	// Tokens holds the single-use tokens the dashboard mails; nil means
+	// the backend keeps none (the dashboard then cannot confirm emails or
+	// reset passwords).
+	Tokens Tokens
 	// Usage counts validations by account, month and status; nil means
 	// the backend keeps no counts.
 	Usage Usage
+	// Health reports what the backend knows of its own state beyond
+	// answering (a Redis server that lost its data, persistence off);
+	// nil means nothing more.
+	Health HealthChecker
 
 	mu      sync.Mutex
 	closers []func() error
@@ -136,3 +146,20 @@ func (e *incompleteError) Error() string {
 }
 
 func (e *incompleteError) Unwrap() error { return ErrIncompleteBackend }
+
+// ErrDataLost reports a backend that lost the data it held while the
+// service ran, such as a Redis server that restarted without persistence:
+// every account, key and queued job is gone, so requests are refused
+// (503) rather than answered as if their keys never existed. An operator
+// restores the data, or restarts the service to start again empty.
+var ErrDataLost = errors.New("store: the backend lost its data")
+
+// HealthChecker is implemented by a backend that can tell more about its
+// state than that it answers; readiness probes ask it.
+type HealthChecker interface {
+	// CheckHealth returns an error when the backend must not serve (one
+	// wrapping [ErrDataLost] when it lost its data), and notes on
+	// conditions an operator should know about that do not stop it
+	// serving, such as persistence turned off.
+	CheckHealth(ctx context.Context) (notes []string, err error)
+}

@@ -20,6 +20,9 @@ var (
 	ErrKeyExists = errors.New("store: key already exists")
 	// ErrInvalidEmail reports an empty account email.
 	ErrInvalidEmail = errors.New("store: invalid email")
+	// ErrKeyLimit reports an account that already holds
+	// [CreateKeyParams.MaxActive] active keys.
+	ErrKeyLimit = errors.New("store: key limit reached")
 )
 
 // DefaultSignupCredits is the credit grant of a new account when
@@ -40,6 +43,10 @@ type Account struct {
 	Plan string
 	// CreatedAt is when the account was created, by the backend's clock.
 	CreatedAt time.Time
+	// Unconfirmed reports an account created with
+	// [CreateAccountParams.Unconfirmed] whose email is not confirmed yet
+	// ([Accounts.ConfirmAccount]).
+	Unconfirmed bool
 }
 
 // Key is an API key as stored: never the secret itself.
@@ -90,6 +97,10 @@ type CreateAccountParams struct {
 	// PasswordHash, when set, is stored in the same atomic step, for
 	// backends that also implement [Passwords].
 	PasswordHash string
+	// Unconfirmed creates an account whose email is still to be
+	// confirmed: its signup grant is kept back until
+	// [Accounts.ConfirmAccount].
+	Unconfirmed bool
 }
 
 // Credits returns the signup grant p asks for, applying the default.
@@ -123,6 +134,10 @@ type CreateKeyParams struct {
 	// Secret, when set, is used instead of a generated secret (for
 	// bootstrapping a known key); it must pass [CheckSecret].
 	Secret string
+	// MaxActive, when positive, is the most active (unrevoked) keys the
+	// account may hold: a key that would exceed it is not created. Zero
+	// means no bound.
+	MaxActive int
 }
 
 // NormalizeEmail returns the form of an account email used for uniqueness
@@ -142,6 +157,13 @@ type Accounts interface {
 	// email is registered and [ErrInvalidEmail] when it is empty.
 	CreateAccount(ctx context.Context, p CreateAccountParams) (Account, error)
 
+	// ConfirmAccount confirms an unconfirmed account's email and, in the
+	// same atomic step, writes the signup grant it was created with
+	// (reason "signup", idempotency key "signup"), returning the credits
+	// granted. Confirming a confirmed account changes nothing and grants
+	// 0. Unknown account: [ErrNotFound].
+	ConfirmAccount(ctx context.Context, id string) (granted int64, err error)
+
 	// GetAccount returns the account with the id, or [ErrNotFound].
 	GetAccount(ctx context.Context, id string) (Account, error)
 
@@ -153,7 +175,9 @@ type Accounts interface {
 	// is returned here only: the backend stores its hash and prefix, never
 	// the secret. Unknown account: [ErrNotFound]. Invalid permission:
 	// an error matching [ErrInvalidPermission]. A given secret already in
-	// use: [ErrKeyExists].
+	// use: [ErrKeyExists]. An account holding [CreateKeyParams.MaxActive]
+	// active keys or more: [ErrKeyLimit]; the count and the insert are one
+	// atomic step, so concurrent calls never exceed the bound.
 	CreateKey(ctx context.Context, p CreateKeyParams) (Key, string, error)
 
 	// ListKeys returns the account's keys, revoked ones included, oldest

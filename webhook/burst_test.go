@@ -17,10 +17,11 @@ import (
 
 // TestDispatcherBurstToOneEndpoint enqueues a burst of events for one
 // account and checks that a dispatcher with the default configuration
-// delivers all of them within a few seconds, each once and signed,
-// without exceeding the per-endpoint bound: with an instant receiver and
-// with one that takes 5 ms per request (1,000 × 5 ms over 8 connections
-// is 625 ms at best).
+// delivers all of them, each once and signed, without exceeding the
+// per-endpoint bound: with an instant receiver and with one that takes
+// 5 ms per request (1,000 × 5 ms over 8 connections is 625 ms at best; the
+// time taken is logged, and measured by the package's benchmarks, not
+// asserted, since a loaded machine stretches it).
 func TestDispatcherBurstToOneEndpoint(t *testing.T) {
 	t.Parallel()
 	for _, pause := range []time.Duration{0, 5 * time.Millisecond} {
@@ -91,7 +92,7 @@ func testBurst(t *testing.T, events int, pause time.Duration) {
 	go func() { done <- disp.Run(runCtx) }()
 	select {
 	case <-all:
-	case <-time.After(10 * time.Second):
+	case <-time.After(2 * time.Minute):
 	}
 	elapsed := time.Since(start)
 	stop()
@@ -102,10 +103,7 @@ func testBurst(t *testing.T, events int, pause time.Duration) {
 	defer mu.Unlock()
 	t.Logf("%d of %d events delivered in %v, peak %d in flight", len(seen), events, elapsed.Round(time.Millisecond), peak.Load())
 	if len(seen) != events {
-		t.Fatalf("%d distinct events delivered within 10 s, want %d", len(seen), events)
-	}
-	if elapsed > 5*time.Second {
-		t.Errorf("burst took %v, want under 5 s", elapsed)
+		t.Fatalf("%d distinct events delivered within 2 minutes, want %d", len(seen), events)
 	}
 	for id, n := range seen {
 		if n != 1 {
@@ -126,8 +124,10 @@ func testBurst(t *testing.T, events int, pause time.Duration) {
 // drains.
 func TestDispatcherSlowEndpointDoesNotStarveOthers(t *testing.T) {
 	t.Parallel()
+	var slowDelivered atomic.Int32
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(100 * time.Millisecond)
+		slowDelivered.Add(1)
 	}))
 	defer slow.Close()
 	fastDone := make(chan time.Time, 1)
@@ -176,13 +176,16 @@ func TestDispatcherSlowEndpointDoesNotStarveOthers(t *testing.T) {
 	start := time.Now()
 	enqueue("fast", "x")
 	disp.Notify()
+	// The measure is the slow backlog, not the clock: the other account's
+	// event must arrive while most of the backlog is still waiting.
 	select {
 	case at := <-fastDone:
-		t.Logf("the other account's event arrived after %v", at.Sub(start).Round(time.Millisecond))
-		if d := at.Sub(start); d > time.Second {
-			t.Errorf("the other account waited %v behind a slow endpoint", d)
+		n := slowDelivered.Load()
+		t.Logf("the other account's event arrived after %v, with %d of the slow account's 200 delivered", at.Sub(start).Round(time.Millisecond), n)
+		if n >= 100 {
+			t.Errorf("the other account waited behind %d of the slow account's 200 deliveries", n)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the other account's event did not arrive within 5 s")
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the other account's event did not arrive within 2 minutes")
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/validmail/validmail/emailcheck/netpolicy"
 )
 
 // DefaultTimeout bounds one delivery attempt, connection to last byte.
@@ -42,70 +44,13 @@ type ClientOptions struct {
 	Resolver *net.Resolver
 }
 
-// blockedPrefixes are the special-purpose ranges (IANA IPv4 and IPv6
-// Special-Purpose Address Registries, RFC 6890 and successors) that a
-// webhook may never reach, plus multicast and reserved space.
-var blockedPrefixes = []netip.Prefix{
-	// IPv4
-	netip.MustParsePrefix("0.0.0.0/8"),       // "this network", unspecified
-	netip.MustParsePrefix("10.0.0.0/8"),      // private (RFC 1918)
-	netip.MustParsePrefix("100.64.0.0/10"),   // shared address space, CGNAT (RFC 6598)
-	netip.MustParsePrefix("127.0.0.0/8"),     // loopback
-	netip.MustParsePrefix("169.254.0.0/16"),  // link-local, cloud metadata
-	netip.MustParsePrefix("172.16.0.0/12"),   // private (RFC 1918)
-	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
-	netip.MustParsePrefix("192.0.2.0/24"),    // documentation TEST-NET-1
-	netip.MustParsePrefix("192.88.99.0/24"),  // 6to4 relay anycast (deprecated)
-	netip.MustParsePrefix("192.168.0.0/16"),  // private (RFC 1918)
-	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
-	netip.MustParsePrefix("198.51.100.0/24"), // documentation TEST-NET-2
-	netip.MustParsePrefix("203.0.113.0/24"),  // documentation TEST-NET-3
-	netip.MustParsePrefix("224.0.0.0/4"),     // multicast
-	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, limited broadcast
-	// IPv6
-	netip.MustParsePrefix("::/8"),           // reserved: unspecified, loopback, IPv4-compatible and -translated
-	netip.MustParsePrefix("::ffff:0:0/96"),  // IPv4-mapped (checked unmapped as well)
-	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use IPv4/IPv6 translation
-	netip.MustParsePrefix("100::/64"),       // discard-only
-	netip.MustParsePrefix("2001::/23"),      // IETF protocol assignments, Teredo
-	netip.MustParsePrefix("2001:db8::/32"),  // documentation
-	netip.MustParsePrefix("2002::/16"),      // 6to4
-	netip.MustParsePrefix("3fff::/20"),      // documentation (RFC 9637)
-	netip.MustParsePrefix("5f00::/16"),      // segment routing SIDs
-	netip.MustParsePrefix("fc00::/7"),       // unique local
-	netip.MustParsePrefix("fe80::/10"),      // link-local
-	netip.MustParsePrefix("fec0::/10"),      // site-local (deprecated)
-	netip.MustParsePrefix("ff00::/8"),       // multicast
-}
-
-// nat64 is the well-known NAT64 prefix (RFC 6052); the IPv4 address it
-// embeds is checked like any other.
-var nat64 = netip.MustParsePrefix("64:ff9b::/96")
-
-// IsPublicAddr reports whether a webhook may connect to addr: a global
-// unicast address outside every special-purpose range. IPv4-mapped and
-// NAT64 addresses are judged by the IPv4 address they carry.
+// IsPublicAddr reports whether a webhook may connect to addr without an
+// allowlist entry: whether it is public by the rule the whole module
+// shares, [netpolicy.IsPublic] (a global unicast address outside every
+// special-purpose range; IPv4-mapped, IPv4-compatible, NAT64, 6to4 and
+// Teredo addresses judged by the IPv4 address they carry).
 func IsPublicAddr(addr netip.Addr) bool {
-	if !addr.IsValid() {
-		return false
-	}
-	addr = addr.WithZone("")
-	if addr.Is4In6() {
-		addr = addr.Unmap()
-	}
-	if addr.Is6() && nat64.Contains(addr) {
-		b := addr.As16()
-		return IsPublicAddr(netip.AddrFrom4([4]byte(b[12:16])))
-	}
-	if !addr.IsGlobalUnicast() {
-		return false
-	}
-	for _, p := range blockedPrefixes {
-		if p.Contains(addr) {
-			return false
-		}
-	}
-	return true
+	return netpolicy.IsPublic(addr)
 }
 
 // policy decides which dials are allowed.

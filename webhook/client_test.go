@@ -28,6 +28,7 @@ func TestIsPublicAddr(t *testing.T) {
 		{"2001:4860:4860::8888", true},
 		{"::ffff:8.8.8.8", true},
 		{"64:ff9b::808:808", true}, // NAT64 of 8.8.8.8
+		{"2002:808:808::1", true},  // 6to4 of 8.8.8.8
 		{"0.0.0.0", false},
 		{"0.1.2.3", false},
 		{"10.0.0.1", false},
@@ -61,6 +62,9 @@ func TestIsPublicAddr(t *testing.T) {
 		{"2001::1", false},
 		{"2001:db8::1", false},
 		{"2002:a00:1::1", false},
+		{"2002:7f00:1::1", false},
+		{"64:ff9b::7f00:1", false},
+		{"2001:0:4136:e378:8000:63bf:80ff:fffe", false}, // Teredo, client 127.0.0.1
 		{"3fff::1", false},
 		{"fc00::1", false},
 		{"fd12:3456::1", false},
@@ -114,6 +118,9 @@ func TestClientRefusesNonPublic(t *testing.T) {
 		"http://[::ffff:127.0.0.1]:" + port, // IPv4-mapped loopback
 		"http://localhost:" + port,          // a name resolving to loopback
 		"http://0.0.0.0:" + port,            // unspecified, which Linux treats as local
+		"http://[64:ff9b::7f00:1]:" + port,  // NAT64 of loopback
+		"http://[2002:7f00:1::1]:" + port,   // 6to4 of loopback
+		"http://[::127.0.0.1]:" + port,      // IPv4-compatible loopback
 		redirect.URL,                        // the redirecting server itself is on loopback
 	} {
 		resp, err := client.Post(target, "application/json", strings.NewReader("{}"))

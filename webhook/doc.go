@@ -34,7 +34,9 @@
 // it checks the address at dial time, after resolution (so DNS rebinding
 // gains nothing), and refuses loopback, private, link-local, CGNAT,
 // multicast, documentation and other special-purpose ranges, including
-// their IPv4-mapped forms ([IsPublicAddr]); it ignores proxy environment
+// the IPv6 forms carrying such an IPv4 address (IPv4-mapped and
+// -compatible, NAT64, 6to4, Teredo), by the rule the validator's MX check
+// and SMTP prober share ([IsPublicAddr]); it ignores proxy environment
 // variables, follows no redirects, speaks only http and https, and times
 // out after 15 s. [ClientOptions.Allow] lets tests and private
 // deployments reach named ranges or hosts.

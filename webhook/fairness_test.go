@@ -91,7 +91,9 @@ func TestStalledEndpointsDoNotDelayOthers(t *testing.T) {
 		worst = max(worst, got.Sub(at))
 	}
 	t.Logf("10 stalled endpoints: the healthy endpoint's %d events arrived at most %v after they were written", len(written), worst.Round(time.Millisecond))
-	if worst > time.Second {
-		t.Errorf("a healthy event took %v, want under 1 s", worst)
+	// Waiting behind a stalled endpoint costs its whole timeout (2 s): a
+	// healthy event that took that long was queued behind one.
+	if worst >= 2*time.Second {
+		t.Errorf("a healthy event took %v, as long as a stalled endpoint's timeout", worst)
 	}
 }

@@ -36,6 +36,11 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 		{"InvalidChanges", testInvalid},
 		{"AccountsAreSeparate", testSeparate},
 		{"ContextCanceled", testCanceled},
+		{"PageOrder", testPageOrder},
+		{"PageWhileWriting", testPageWhileWriting},
+		{"PageBadParams", testPageBadParams},
+		{"Totals", testTotals},
+		{"TotalsConcurrent", testTotalsConcurrent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

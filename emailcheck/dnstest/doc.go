@@ -27,7 +27,10 @@
 // Each [Domain] can also inject faults: a response code (SERVFAIL,
 // REFUSED, ...), a dropped query that makes the client time out, extra
 // latency, truncation over UDP that forces a retry over TCP, an answer
-// that is not a DNS message, or one with the wrong message id. Every
+// that is not a DNS message, or one with the wrong message id.
+// [Options].MaxPending and [Options].ReadBuffer make the whole server a
+// modest resolver with a finite queue, dropping the queries that overflow
+// it ([Server.Dropped] counts those it drops itself). Every
 // query is answered in a goroutine of its own, so a slow or dropped name
 // does not delay the others: a thousand concurrent queries with 20 ms of
 // latency are all answered after about 20 ms.

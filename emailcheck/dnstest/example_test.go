@@ -20,7 +20,7 @@ func Example() {
 	}
 	defer s.Close()
 
-	c := &dns.Client{Timeout: time.Second}
+	c := &dns.Client{Timeout: 30 * time.Second}
 	for _, name := range []string{"example.net.", "broken.example.net.", "nowhere.example.net."} {
 		r, _, err := c.Exchange(new(dns.Msg).SetQuestion(name, dns.TypeMX), s.Addr())
 		if err != nil {

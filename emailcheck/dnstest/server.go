@@ -1,6 +1,7 @@
 package dnstest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -44,6 +45,20 @@ type Options struct {
 	// Default false: like most public resolvers, the server answers the
 	// question only, and clients ask for the hosts' addresses themselves.
 	Additional bool
+
+	// MaxPending bounds the queries the server holds at once, from their
+	// receipt until they are answered (the latency included), as a
+	// resolver bounds the queries it works on (Unbound's
+	// num-queries-per-thread). A query arriving when that many are held
+	// is dropped unanswered, as a busy resolver whose queue is full drops
+	// it; [Server.Dropped] counts them. Default 0: no bound.
+	MaxPending int
+
+	// ReadBuffer is the size, in bytes, of the UDP socket's receive
+	// buffer: the datagrams the kernel holds for the server until it
+	// reads them, dropping those that overflow it. Default 4 MiB, or the
+	// kernel's maximum when lower.
+	ReadBuffer int
 }
 
 // maxChase is the number of CNAME hops the server follows in one answer.
@@ -64,6 +79,9 @@ type Server struct {
 
 	noMXAddrs  bool
 	additional bool
+	maxPending int64
+	pending    atomic.Int64 // queries held now
+	dropped    atomic.Int64 // queries dropped for want of room
 
 	mu    sync.RWMutex
 	zone  map[string]Domain // canonical name → records
@@ -100,6 +118,7 @@ func NewServer(zone Zone, opts *Options) (*Server, error) {
 		fallback:   o.Fallback,
 		noMXAddrs:  o.NoMXAddrs,
 		additional: o.Additional,
+		maxPending: int64(o.MaxPending),
 		hosts:      make(map[string]MX),
 		zone:       make(map[string]Domain, len(zone)),
 		ents:       make(map[string]int),
@@ -118,7 +137,7 @@ func NewServer(zone Zone, opts *Options) (*Server, error) {
 		s.set(cname, d)
 	}
 
-	pc, ln, err := listenPair()
+	pc, ln, err := listenPair(cmp.Or(o.ReadBuffer, 4<<20))
 	if err != nil {
 		return nil, err
 	}
@@ -156,17 +175,18 @@ func NewServer(zone Zone, opts *Options) (*Server, error) {
 }
 
 // listenPair opens a UDP socket and a TCP listener on one loopback port.
-func listenPair() (net.PacketConn, net.Listener, error) {
+func listenPair(readBuffer int) (net.PacketConn, net.Listener, error) {
 	var lastErr error
 	for range 20 {
 		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 		if err != nil {
 			return nil, nil, fmt.Errorf("dnstest: listen udp: %w", err)
 		}
-		// Bursts of thousands of queries must not overflow the socket
-		// buffer; the kernel caps this at its configured maximum.
+		// By default, bursts of thousands of queries must not overflow
+		// the socket buffer; the kernel caps this at its configured
+		// maximum.
 		if u, ok := pc.(*net.UDPConn); ok {
-			_ = u.SetReadBuffer(4 << 20)
+			_ = u.SetReadBuffer(readBuffer)
 		}
 		ln, err := net.Listen("tcp4", pc.LocalAddr().String())
 		if err == nil {
@@ -297,12 +317,18 @@ func (s *Server) QueryCount(name string, qtype uint16) int64 {
 	return s.counts[countKey{canonical(name), qtype}]
 }
 
+// Dropped returns the number of queries dropped because
+// [Options.MaxPending] queries were held already, since the start or the
+// last [Server.ResetCounts]. They count in [Server.Queries] too.
+func (s *Server) Dropped() int64 { return s.dropped.Load() }
+
 // ResetCounts sets every query counter to zero.
 func (s *Server) ResetCounts() {
 	s.countMu.Lock()
 	defer s.countMu.Unlock()
 	clear(s.counts)
 	s.total.Store(0)
+	s.dropped.Store(0)
 }
 
 func (s *Server) count(name string, qtype uint16) {
@@ -401,6 +427,14 @@ func (s *Server) serveDNS(w dns.ResponseWriter, req *dns.Msg) {
 	q := req.Question[0]
 	name := canonical(q.Name)
 	s.count(name, q.Qtype)
+	if s.maxPending > 0 {
+		if s.pending.Add(1) > s.maxPending {
+			s.pending.Add(-1)
+			s.dropped.Add(1)
+			return
+		}
+		defer s.pending.Add(-1)
+	}
 
 	d, kind := s.lookup(name)
 	if d.Drop {

@@ -23,12 +23,21 @@
 //
 // # Being a good citizen
 //
-// At most [Config.MaxConnsPerHost] connections to one MX host at once (2
-// by default) and at most [Config.ConnsPerSecond] new ones per second;
-// probes of one domain that arrive while a conversation is open are asked
-// on that conversation, one after the other, so a batch of many addresses
-// at a few domains opens few connections. A domain's catch-all verdict is
-// cached for [Config.CatchAllTTL].
+// The prober connects only to public addresses ([netpolicy.IsPublic]; all
+// of them with [Config.AllowPrivate]), and dials the address it checked,
+// never a name, with the rule checked again just before the connection
+// is made. Limits are kept per destination, not per MX host name, since
+// any number of names may point at one server: at most
+// [Config.MaxConnsPerAddr] connections to one address at once (2 by
+// default; an IPv6 form carrying an IPv4 address counts as that address),
+// [Config.MaxConnsPerNet] to one /24 (IPv4) or /64 (IPv6) network (4), and
+// [Config.ConnsPerSecond] new ones a second to one network (5); and
+// [Config.MaxConns] connections, hence probes in flight, across all
+// destinations (64). Probes of one domain that arrive while a
+// conversation is open are asked on that conversation, one after the
+// other, so a batch of many addresses at a few domains opens few
+// connections. A domain's catch-all verdict is cached for
+// [Config.CatchAllTTL].
 //
 // # Reading the replies
 //
@@ -53,14 +62,17 @@ import (
 	"net"
 	"net/netip"
 	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/emersion/go-smtp"
 
 	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/emailcheck/netpolicy"
 )
 
 var _ emailcheck.MailboxProber = (*Prober)(nil)
@@ -69,7 +81,9 @@ var _ emailcheck.MailboxProber = (*Prober)(nil)
 const (
 	DefaultPort            = 25
 	DefaultTimeout         = 15 * time.Second
-	DefaultMaxConnsPerHost = 2
+	DefaultMaxConnsPerAddr = 2
+	DefaultMaxConnsPerNet  = 4
+	DefaultMaxConns        = 64
 	DefaultConnsPerSecond  = 5
 	DefaultCatchAllTTL     = 6 * time.Hour
 	// MaxProbesPerConn bounds the addresses asked on one connection;
@@ -77,8 +91,15 @@ const (
 	MaxProbesPerConn = 50
 )
 
-// ErrConfig reports an invalid [Config].
-var ErrConfig = errors.New("smtpprobe: invalid config")
+// Errors.
+var (
+	// ErrConfig reports an invalid [Config].
+	ErrConfig = errors.New("smtpprobe: invalid config")
+	// ErrAddressNotAllowed reports a connection refused because its
+	// address is not public ([netpolicy.IsPublic]) and
+	// [Config.AllowPrivate] is off.
+	ErrAddressNotAllowed = errors.New("smtpprobe: address not allowed")
+)
 
 // Config configures a [Prober]. HELO and MailFrom are required: a prober
 // must introduce itself with a name and a sender its operator owns.
@@ -94,16 +115,34 @@ type Config struct {
 	// Timeout bounds one probe, from waiting for a connection slot to the
 	// answer. Default [DefaultTimeout].
 	Timeout time.Duration
-	// MaxConnsPerHost bounds the connections open to one MX host at once.
-	// Default [DefaultMaxConnsPerHost].
-	MaxConnsPerHost int
-	// ConnsPerSecond bounds the new connections to one MX host per second.
-	// Default [DefaultConnsPerSecond]; negative means no bound.
+	// MaxConnsPerAddr bounds the connections open to one destination
+	// address at once, whatever MX host names point at it; an IPv6
+	// address carrying an IPv4 address ([netpolicy.Destination]) counts
+	// as that address. Default [DefaultMaxConnsPerAddr].
+	MaxConnsPerAddr int
+	// MaxConnsPerNet bounds the connections open to one network at once:
+	// a /24 for IPv4, a /64 for IPv6 ([netpolicy.Network]). Default
+	// [DefaultMaxConnsPerNet].
+	MaxConnsPerNet int
+	// MaxConns bounds the connections open at once across all
+	// destinations, and so the probes in flight. Default
+	// [DefaultMaxConns].
+	MaxConns int
+	// ConnsPerSecond bounds the new connections to one network (as
+	// MaxConnsPerNet) per second. Default [DefaultConnsPerSecond];
+	// negative means no bound.
 	ConnsPerSecond float64
+	// AllowPrivate lets the prober connect to addresses that are not
+	// public (loopback, private, ...), for intranets and tests; it goes
+	// with the validator's [emailcheck.Config.AllowPrivateMX]. Default
+	// false: such addresses are never dialled.
+	AllowPrivate bool
 	// CatchAllTTL is how long a domain's catch-all verdict is kept.
 	// Default [DefaultCatchAllTTL].
 	CatchAllTTL time.Duration
-	// Dial opens connections. Default: a net.Dialer.
+	// Dial opens connections; addr is always an IP address and port that
+	// passed the address rule. Default: a net.Dialer that checks the rule
+	// again just before connecting.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Logger receives a debug record per conversation. Default: discard.
 	Logger *slog.Logger
@@ -114,8 +153,11 @@ type Prober struct {
 	cfg    Config
 	logger *slog.Logger
 
+	all chan struct{} // a token per connection open, across destinations
+
 	mu       sync.Mutex
-	hosts    map[string]*hostGate     // MX host name → its connection limits
+	addrs    gates[netip.Addr]        // destination address → its limits
+	nets     gates[netip.Prefix]      // destination network → its limits
 	sessions map[string]*session      // domain → the conversation open for it
 	catchAll map[string]catchAllEntry // domain → cached verdict
 }
@@ -125,11 +167,13 @@ type catchAllEntry struct {
 	expires time.Time
 }
 
-// hostGate limits the connections to one MX host.
-type hostGate struct {
+// gate limits the connections to one destination address or network.
+type gate struct {
 	slots chan struct{}
-	mu    sync.Mutex
-	next  time.Time // earliest start of the next connection
+	refs  int // connections holding or waiting for it; guarded by Prober.mu
+
+	mu   sync.Mutex
+	next time.Time // earliest start of the next connection
 }
 
 // New returns a Prober configured by cfg.
@@ -142,23 +186,47 @@ func New(cfg Config) (*Prober, error) {
 	}
 	cfg.Port = cmp.Or(cfg.Port, DefaultPort)
 	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
-	cfg.MaxConnsPerHost = cmp.Or(cfg.MaxConnsPerHost, DefaultMaxConnsPerHost)
+	cfg.MaxConnsPerAddr = cmp.Or(cfg.MaxConnsPerAddr, DefaultMaxConnsPerAddr)
+	cfg.MaxConnsPerNet = cmp.Or(cfg.MaxConnsPerNet, DefaultMaxConnsPerNet)
+	cfg.MaxConns = cmp.Or(cfg.MaxConns, DefaultMaxConns)
 	cfg.ConnsPerSecond = cmp.Or(cfg.ConnsPerSecond, DefaultConnsPerSecond)
 	cfg.CatchAllTTL = cmp.Or(cfg.CatchAllTTL, DefaultCatchAllTTL)
-	if cfg.Port < 1 || cfg.Port > 65535 || cfg.Timeout < 0 || cfg.MaxConnsPerHost < 1 {
-		return nil, fmt.Errorf("%w: port %d, timeout %v, %d connections per host", ErrConfig, cfg.Port, cfg.Timeout, cfg.MaxConnsPerHost)
+	if cfg.Port < 1 || cfg.Port > 65535 || cfg.Timeout < 0 || cfg.MaxConnsPerAddr < 1 || cfg.MaxConnsPerNet < 1 || cfg.MaxConns < 1 {
+		return nil, fmt.Errorf("%w: port %d, timeout %v, %d connections per address, %d per network, %d in all",
+			ErrConfig, cfg.Port, cfg.Timeout, cfg.MaxConnsPerAddr, cfg.MaxConnsPerNet, cfg.MaxConns)
 	}
-	if cfg.Dial == nil {
-		d := &net.Dialer{}
-		cfg.Dial = d.DialContext
-	}
-	return &Prober{
+	p := &Prober{
 		cfg:      cfg,
 		logger:   cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		hosts:    make(map[string]*hostGate),
+		all:      make(chan struct{}, cfg.MaxConns),
 		sessions: make(map[string]*session),
 		catchAll: make(map[string]catchAllEntry),
-	}, nil
+	}
+	if p.cfg.Dial == nil {
+		d := &net.Dialer{ControlContext: p.control}
+		p.cfg.Dial = d.DialContext
+	}
+	return p, nil
+}
+
+// allowed reports whether the prober may connect to addr.
+func (p *Prober) allowed(addr netip.Addr) bool {
+	return p.cfg.AllowPrivate || netpolicy.IsPublic(addr)
+}
+
+// control runs just before each connection of the default dialer: the
+// address it sees is the one connected to, checked once more.
+func (p *Prober) control(_ context.Context, network, address string, _ syscall.RawConn) error {
+	switch network {
+	case "tcp", "tcp4", "tcp6":
+	default:
+		return fmt.Errorf("%w: network %s", ErrAddressNotAllowed, network)
+	}
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil || !p.allowed(ap.Addr()) {
+		return fmt.Errorf("%w: %s", ErrAddressNotAllowed, address)
+	}
+	return nil
 }
 
 // job is one address waiting for its answer in a session.
@@ -237,12 +305,19 @@ func (p *Prober) run(ctx context.Context, s *session) {
 	last := unknown(0, "", "no MX host could be reached")
 	for _, host := range s.req.MXHosts {
 		addrs, err := s.req.LookupHost(j.ctx, host)
-		if err != nil || len(addrs) == 0 {
+		if err != nil {
+			continue
+		}
+		i := slices.IndexFunc(addrs, p.allowed)
+		if i < 0 {
+			if len(addrs) > 0 {
+				last = unknown(0, "", "no MX host has a public address")
+			}
 			continue
 		}
 		for {
 			var next step
-			j, last, next = p.converse(ctx, s, host, addrs[0], j)
+			j, last, next = p.converse(ctx, s, host, addrs[i], j)
 			switch next {
 			case stepDone:
 				return
@@ -269,17 +344,17 @@ const (
 // reached or refused us before any recipient was named), with the job
 // still unanswered and the result to give if no host answers.
 func (p *Prober) converse(ctx context.Context, s *session, host string, addr netip.Addr, j *job) (*job, emailcheck.SMTPResult, step) {
-	gate := p.gate(host)
-	select {
-	case gate.slots <- struct{}{}:
-	case <-j.ctx.Done():
+	release, err := p.acquire(j.ctx, addr)
+	if err != nil {
 		return j, unknown(0, "", "no connection slot within the probe's time"), stepNext
 	}
-	defer func() { <-gate.slots }()
-	if err := gate.wait(j.ctx, p.cfg.ConnsPerSecond); err != nil {
-		return j, unknown(0, "", "no connection slot within the probe's time"), stepNext
-	}
+	defer release()
 
+	// The address checked is the address dialled: no name is resolved
+	// between the check and the connection.
+	if !p.allowed(addr) {
+		return j, unknown(0, "", "no MX host has a public address"), stepNext
+	}
 	target := net.JoinHostPort(addr.String(), strconv.Itoa(p.cfg.Port))
 	c, r, ok := p.open(j.ctx, target, host, true)
 	if !ok {
@@ -308,21 +383,102 @@ func (p *Prober) converse(ctx context.Context, s *session, host string, addr net
 	return nil, emailcheck.SMTPResult{}, stepDone
 }
 
-// gate returns the connection limits of host.
-func (p *Prober) gate(host string) *hostGate {
+// acquire waits until a connection to addr is within every limit: a slot
+// of its address, then of its network, then of the prober as a whole
+// (always in that order, so that waiters never hold what others need to
+// finish), then its turn in the network's rate. The returned release
+// gives them back once the connection is closed.
+func (p *Prober) acquire(ctx context.Context, addr netip.Addr) (release func(), err error) {
+	dest := netpolicy.Destination(addr)
+	network := netpolicy.Network(addr)
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	g, ok := p.hosts[host]
-	if !ok {
-		g = &hostGate{slots: make(chan struct{}, p.cfg.MaxConnsPerHost)}
-		p.hosts[host] = g
+	ag := p.addrs.ref(dest, p.cfg.MaxConnsPerAddr)
+	ng := p.nets.ref(network, p.cfg.MaxConnsPerNet)
+	p.mu.Unlock()
+
+	var held []chan struct{}
+	release = func() {
+		for i := len(held) - 1; i >= 0; i-- {
+			<-held[i]
+		}
+		p.mu.Lock()
+		p.addrs.unref(dest, ag)
+		p.nets.unref(network, ng)
+		p.mu.Unlock()
 	}
+	for _, slots := range []chan struct{}{ag.slots, ng.slots, p.all} {
+		select {
+		case slots <- struct{}{}:
+			held = append(held, slots)
+		case <-ctx.Done():
+			release()
+			return nil, ctx.Err()
+		}
+	}
+	if err := ng.wait(ctx, p.cfg.ConnsPerSecond); err != nil {
+		release()
+		return nil, err
+	}
+	return release, nil
+}
+
+// gates holds the gates of destinations that have connections open or
+// waiting, or whose rate still holds the next one back. Its methods are
+// called with Prober.mu held.
+type gates[K comparable] struct {
+	m       map[K]*gate
+	sweepAt int // the size at which gates left for their rate are swept
+}
+
+// ref returns the gate of key, made with n slots if there is none, and
+// counts one more user of it.
+func (gs *gates[K]) ref(key K, n int) *gate {
+	if gs.m == nil {
+		gs.m = make(map[K]*gate)
+	}
+	g, ok := gs.m[key]
+	if !ok {
+		g = &gate{slots: make(chan struct{}, n)}
+		gs.m[key] = g
+	}
+	g.refs++
 	return g
 }
 
-// wait delays a new connection so that the host sees at most perSecond
-// of them.
-func (g *hostGate) wait(ctx context.Context, perSecond float64) error {
+// unref counts one user of g fewer, and forgets g once it has none and
+// its rate no longer holds anything back: destinations come and go, the
+// map stays small. A gate left for its rate is swept once the map has
+// doubled since the last sweep.
+func (gs *gates[K]) unref(key K, g *gate) {
+	g.refs--
+	if g.refs > 0 {
+		return
+	}
+	if g.idle(time.Now()) {
+		delete(gs.m, key)
+	}
+	if len(gs.m) < max(gs.sweepAt, 1024) {
+		return
+	}
+	now := time.Now()
+	for k, o := range gs.m {
+		if o.refs == 0 && o.idle(now) {
+			delete(gs.m, k)
+		}
+	}
+	gs.sweepAt = 2 * len(gs.m)
+}
+
+// idle reports whether the gate's rate holds nothing back at now.
+func (g *gate) idle(now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.next.After(now)
+}
+
+// wait delays a new connection so that the destination sees at most
+// perSecond of them.
+func (g *gate) wait(ctx context.Context, perSecond float64) error {
 	if perSecond <= 0 {
 		return nil
 	}

@@ -135,7 +135,7 @@ func reject(code int, ec smtp.EnhancedCode, msg string) error {
 // hosts resolve by hosts.
 func newProber(t *testing.T, port uint16, tweak func(*smtpprobe.Config)) *smtpprobe.Prober {
 	t.Helper()
-	cfg := smtpprobe.Config{HELO: "probe.validmail.test", MailFrom: "bounces@validmail.test", Port: int(port), Timeout: 3 * time.Second, ConnsPerSecond: -1}
+	cfg := smtpprobe.Config{HELO: "probe.validmail.test", MailFrom: "bounces@validmail.test", Port: int(port), Timeout: 3 * time.Second, ConnsPerSecond: -1, AllowPrivate: true}
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -418,8 +418,8 @@ func TestConnectionLimit(t *testing.T) {
 	if exists.Load() != 200 {
 		t.Errorf("%d of 200 probes found the mailbox", exists.Load())
 	}
-	if peak := srv.peak.Load(); peak > smtpprobe.DefaultMaxConnsPerHost {
-		t.Errorf("%d connections open at once, limit %d", peak, smtpprobe.DefaultMaxConnsPerHost)
+	if peak := srv.peak.Load(); peak > smtpprobe.DefaultMaxConnsPerAddr {
+		t.Errorf("%d connections open at once, limit %d", peak, smtpprobe.DefaultMaxConnsPerAddr)
 	}
 	t.Logf("200 probes of one domain: %d connections", srv.conns.Load())
 }
@@ -538,10 +538,17 @@ func TestNoProberNoSMTPField(t *testing.T) {
 }
 
 // BenchmarkBatch1000Over50Domains probes 1,000 addresses at 50 domains
-// through the validator, on loopback, and reports the connections opened.
+// through the validator, on loopback, and reports the connections opened:
+// the domains on 50 mail servers (addresses in distinct /24s), or all on
+// one, where the per-address limit holds the prober to 2 connections.
 func BenchmarkBatch1000Over50Domains(b *testing.B) {
+	for _, servers := range []int{50, 1} {
+		b.Run(fmt.Sprintf("servers=%d", servers), func(b *testing.B) { benchBatch(b, servers) })
+	}
+}
+
+func benchBatch(b *testing.B, servers int) {
 	var conns atomic.Int32
-	m := &mailServer{}
 	be := smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
 		conns.Add(1)
 		return &session{rcpt: func(to string) error {
@@ -553,37 +560,52 @@ func BenchmarkBatch1000Over50Domains(b *testing.B) {
 	})
 	srv := smtp.NewServer(be)
 	srv.Domain = "mx.test"
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ips := make([]string, servers)
+	for i := range ips {
+		ips[i] = fmt.Sprintf("127.0.%d.1", i)
+	}
+	var lns []net.Listener
+	var err error
+	for range 10 {
+		if lns, err = listenAll(ips); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
-	go srv.Serve(ln)
+	for _, ln := range lns {
+		go srv.Serve(ln)
+	}
 	defer srv.Close()
-	_ = m
+	zone := dnstest.Zone{}
 	domains := make([]string, 50)
 	for i := range domains {
 		domains[i] = fmt.Sprintf("d%d.shop.io", i)
+		zone[domains[i]] = dnstest.Domain{MX: []dnstest.MX{{Pref: 10, Host: "mx." + domains[i], Addrs: []string{ips[i%servers]}}}}
 	}
+	dns := dnstest.Start(b, zone, nil)
 	emails := make([]string, 1000)
 	for i := range emails {
 		emails[i] = fmt.Sprintf("user%d@%s", i, domains[i%50])
 	}
-	port := netip.MustParseAddrPort(ln.Addr().String()).Port()
+	port := netip.MustParseAddrPort(lns[0].Addr().String()).Port()
 	for b.Loop() {
 		b.StopTimer()
 		conns.Store(0)
-		p, err := smtpprobe.New(smtpprobe.Config{HELO: "probe.validmail.test", MailFrom: "bounces@validmail.test", Port: int(port), ConnsPerSecond: -1})
+		p, err := smtpprobe.New(smtpprobe.Config{HELO: "probe.validmail.test", MailFrom: "bounces@validmail.test", Port: int(port), ConnsPerSecond: -1, AllowPrivate: true})
 		if err != nil {
 			b.Fatal(err)
 		}
-		v := validatorFor(b, p, domains...)
+		v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{dns.Addr()}, AllowPrivateMX: true, Prober: p})
+		if err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
-		n := 0
 		for res, err := range v.ValidateMany(context.Background(), slices.Values(emails), nil) {
 			if err != nil || res.Confidence.Status != emailcheck.StatusDeliverable {
 				b.Fatalf("%s: %s %v", res.Email, res.Confidence.Status, err)
 			}
-			n++
 		}
 		b.StopTimer()
 		v.Close()

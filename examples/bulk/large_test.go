@@ -190,9 +190,6 @@ func TestLargeList(t *testing.T) {
 	t.Logf("cold cache: %d rows over %d domains in %v: %.0f addresses/s; peak Go heap in use %.1f MiB; process VmHWM %s; %d DNS queries",
 		spec.rows, spec.domains, took.Round(time.Millisecond), float64(spec.rows)/took.Seconds(),
 		float64(heap)/(1<<20), vmHWM(), srv.Queries())
-	if !raceEnabled && took > 15*time.Second {
-		t.Errorf("run took %v, want under 15s", took)
-	}
 
 	// The same list again with every domain cached.
 	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}})

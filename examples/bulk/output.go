@@ -15,6 +15,7 @@ import (
 var resultColumns = []string{
 	"status", "score", "syntax", "domain_exists", "mx_records",
 	"disposable", "role", "alias", "canonical", "provider",
+	"reason", "did_you_mean",
 }
 
 // rowWriter writes validated rows in one output format.
@@ -84,13 +85,17 @@ func (w *csvWriter) write(r row, res emailcheck.Result) error {
 	if c.CanonicalEmail != nil {
 		canonical = *c.CanonicalEmail
 	}
+	suggestion := ""
+	if res.DidYouMean != nil {
+		suggestion = *res.DidYouMean
+	}
 	v := res.Validations
 	rec = append(rec,
 		string(c.Status), strconv.Itoa(c.Score),
 		strconv.FormatBool(v.Syntax), strconv.FormatBool(v.DomainExists),
 		strconv.FormatBool(v.MXRecords), strconv.FormatBool(v.IsDisposable),
 		strconv.FormatBool(c.IsRoleBased), string(c.AliasStatus), canonical,
-		res.Provider.Name)
+		res.Provider.Name, string(res.Reason), suggestion)
 	if w.f.csv && len(r.fields) > w.f.width {
 		rec = append(rec, r.fields[w.f.width:]...)
 	}

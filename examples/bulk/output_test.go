@@ -10,7 +10,7 @@ import (
 
 // likely is a fixed result for output tests.
 func likely(email string) emailcheck.Result {
-	canonical := "ann@gmail.com"
+	canonical, suggestion := "ann@gmail.com", "ann@gmail.com"
 	return emailcheck.Result{
 		Email:       email,
 		Validations: emailcheck.Validations{Syntax: true, DomainExists: true, MXRecords: true},
@@ -18,8 +18,10 @@ func likely(email string) emailcheck.Result {
 			Score: 80, Status: emailcheck.StatusLikely, AliasStatus: emailcheck.AliasConfirmed,
 			CanonicalEmail: &canonical, EquivalentDomains: []string{"googlemail.com"},
 		},
-		Provider: emailcheck.Provider{Name: "Google"},
-		Meta:     emailcheck.Meta{Source: "api"},
+		Provider:   emailcheck.Provider{Name: "Google"},
+		DidYouMean: &suggestion,
+		Reason:     emailcheck.ReasonValid,
+		Meta:       emailcheck.Meta{Source: "api"},
 	}
 }
 
@@ -31,14 +33,15 @@ func invalidFormat(email string) emailcheck.Result {
 			EquivalentDomains: []string{},
 		},
 		Provider: emailcheck.Provider{Name: "Unknown"},
+		Reason:   emailcheck.ReasonInvalidSyntax,
 		Meta:     emailcheck.Meta{Source: "api"},
 	}
 }
 
 func TestWriters(t *testing.T) {
 	t.Parallel()
-	const resultJSON = `"result":{"email":"ann+x@gmail.com","validations":{"syntax":true,"domain_exists":true,"mx_records":true,"is_disposable":false},"confidence":{"confidence_score":80,"status":"LIKELY","is_role_based":false,"alias_status":"ALIAS_CONFIRMED","canonical_email":"ann@gmail.com","equivalent_domains":["googlemail.com"]},"provider":{"name":"Google","is_free":false},"did_you_mean":null,"meta":{"latency_ms":0,"source":"api"}}`
-	const badJSON = `"result":{"email":"b@x","validations":{"syntax":false,"domain_exists":false,"mx_records":false,"is_disposable":false},"confidence":{"confidence_score":0,"status":"INVALID_FORMAT","is_role_based":false,"alias_status":"MAYBE_NOT_ALIAS","canonical_email":null,"equivalent_domains":[]},"provider":{"name":"Unknown","is_free":false},"did_you_mean":null,"meta":{"latency_ms":0,"source":"api"}}`
+	const resultJSON = `"result":{"email":"ann+x@gmail.com","validations":{"syntax":true,"domain_exists":true,"mx_records":true,"is_disposable":false},"confidence":{"confidence_score":80,"status":"LIKELY","is_role_based":false,"alias_status":"ALIAS_CONFIRMED","canonical_email":"ann@gmail.com","equivalent_domains":["googlemail.com"]},"provider":{"name":"Google","is_free":false},"did_you_mean":"ann@gmail.com","reason":"valid","meta":{"latency_ms":0,"source":"api"}}`
+	const badJSON = `"result":{"email":"b@x","validations":{"syntax":false,"domain_exists":false,"mx_records":false,"is_disposable":false},"confidence":{"confidence_score":0,"status":"INVALID_FORMAT","is_role_based":false,"alias_status":"MAYBE_NOT_ALIAS","canonical_email":null,"equivalent_domains":[]},"provider":{"name":"Unknown","is_free":false},"did_you_mean":null,"reason":"invalid_syntax","meta":{"latency_ms":0,"source":"api"}}`
 	header := format{csv: true, comma: ',', header: []string{"name", "email", "name"}, column: 1, width: 3}
 	tests := []struct {
 		name   string
@@ -52,8 +55,8 @@ func TestWriters(t *testing.T) {
 			format: "csv",
 			f:      format{},
 			rows:   []row{{line: 1, email: "ann+x@gmail.com"}},
-			want: "email,status,score,syntax,domain_exists,mx_records,disposable,role,alias,canonical,provider\n" +
-				"ann+x@gmail.com,LIKELY,80,true,true,true,false,false,ALIAS_CONFIRMED,ann@gmail.com,Google\n",
+			want: "email,status,score,syntax,domain_exists,mx_records,disposable,role,alias,canonical,provider,reason,did_you_mean\n" +
+				"ann+x@gmail.com,LIKELY,80,true,true,true,false,false,ALIAS_CONFIRMED,ann@gmail.com,Google,valid,ann@gmail.com\n",
 		},
 		{
 			name:   "csv with header, short and long rows",
@@ -63,17 +66,17 @@ func TestWriters(t *testing.T) {
 				{line: 2, email: "ann+x@gmail.com", fields: []string{"Ann", "ann+x@gmail.com"}},
 				{line: 3, email: "b@x", fields: []string{"B", "b@x", "B2", "extra, with comma"}, err: errors.New("bad")},
 			},
-			want: "name,email,name,status,score,syntax,domain_exists,mx_records,disposable,role,alias,canonical,provider\n" +
-				"Ann,ann+x@gmail.com,,LIKELY,80,true,true,true,false,false,ALIAS_CONFIRMED,ann@gmail.com,Google\n" +
-				"B,b@x,B2,INVALID_FORMAT,0,false,false,false,false,false,MAYBE_NOT_ALIAS,,Unknown,\"extra, with comma\"\n",
+			want: "name,email,name,status,score,syntax,domain_exists,mx_records,disposable,role,alias,canonical,provider,reason,did_you_mean\n" +
+				"Ann,ann+x@gmail.com,,LIKELY,80,true,true,true,false,false,ALIAS_CONFIRMED,ann@gmail.com,Google,valid,ann@gmail.com\n" +
+				"B,b@x,B2,INVALID_FORMAT,0,false,false,false,false,false,MAYBE_NOT_ALIAS,,Unknown,invalid_syntax,,\"extra, with comma\"\n",
 		},
 		{
 			name:   "csv without header",
 			format: "csv",
 			f:      format{csv: true, comma: ';', column: 0, width: 2},
 			rows:   []row{{line: 1, email: "ann+x@gmail.com", fields: []string{"ann+x@gmail.com", "Ann"}}},
-			want: "field1,field2,status,score,syntax,domain_exists,mx_records,disposable,role,alias,canonical,provider\n" +
-				"ann+x@gmail.com,Ann,LIKELY,80,true,true,true,false,false,ALIAS_CONFIRMED,ann@gmail.com,Google\n",
+			want: "field1,field2,status,score,syntax,domain_exists,mx_records,disposable,role,alias,canonical,provider,reason,did_you_mean\n" +
+				"ann+x@gmail.com,Ann,LIKELY,80,true,true,true,false,false,ALIAS_CONFIRMED,ann@gmail.com,Google,valid,ann@gmail.com\n",
 		},
 		{
 			name:   "jsonl from plain text",

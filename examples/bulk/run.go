@@ -185,7 +185,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	ecfg := &emailcheck.Config{Nameservers: opts.dns, QueryTimeout: opts.timeout, AllowPrivateMX: opts.privateMX}
 	if opts.smtpProbe {
-		p, err := smtpprobe.New(opts.smtp)
+		sc := opts.smtp
+		sc.AllowPrivate = opts.privateMX
+		p, err := smtpprobe.New(sc)
 		if err != nil {
 			fmt.Fprintf(stderr, "bulk: %v\n", err)
 			return exitError

@@ -17,16 +17,23 @@ import (
 
 // runAccount runs "validmaild account SUBCOMMAND".
 func runAccount(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "set-password" {
-		return runSetPassword(ctx, args[1:], getenv, stdin, stdout, stderr)
+	if len(args) > 0 {
+		switch args[0] {
+		case "set-password":
+			return runSetPassword(ctx, args[1:], getenv, stdin, stdout, stderr)
+		case "grant":
+			return runGrant(ctx, args[1:], getenv, stdout, stderr)
+		case "show":
+			return runShow(ctx, args[1:], getenv, stdout, stderr)
+		}
 	}
 	if len(args) == 0 || args[0] != "create" {
-		fmt.Fprintln(stderr, "Usage: validmaild account create -email E -store URL\n       validmaild account set-password -email E -store URL < password")
-		return fmt.Errorf("%w: want \"account create\" or \"account set-password\"", errUsage)
+		fmt.Fprintln(stderr, accountUsage)
+		return fmt.Errorf("%w: want \"account create\", \"set-password\", \"grant\" or \"show\"", errUsage)
 	}
 	fs := newFlagSet("validmaild account create", stderr)
 	email := fs.String("email", "", "the new account's `email` (required)")
-	storeURL := fs.String("store", "", "the shared store: postgres://… or redis://… (required)")
+	storeURL := fs.String("store", "", "the shared store: postgres://…, redis://… or redis+cluster://… (required)")
 	if err := parseFlags(fs, args[1:], func(name string) string {
 		if name == envName("store") {
 			return getenv(name) // the only flag shared with the service
@@ -73,7 +80,7 @@ func runAccount(ctx context.Context, args []string, getenv func(string) string, 
 func runSetPassword(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlagSet("validmaild account set-password", stderr)
 	email := fs.String("email", "", "the account's `email` (required)")
-	storeURL := fs.String("store", "", "the shared store: postgres://… or redis://… (required)")
+	storeURL := fs.String("store", "", "the shared store: postgres://…, redis://… or redis+cluster://… (required)")
 	if err := parseFlags(fs, args, func(name string) string {
 		if name == envName("store") {
 			return getenv(name)
@@ -115,6 +122,12 @@ func runSetPassword(ctx context.Context, args []string, getenv func(string) stri
 	}
 	if err := b.Passwords.SetPasswordHash(ctx, acct.ID, hash); err != nil {
 		return fmt.Errorf("set password: %w", err)
+	}
+	// A new password ends every console session of the account.
+	if b.Sessions != nil {
+		if err := b.Sessions.DeleteAccountSessions(ctx, acct.ID, ""); err != nil {
+			return fmt.Errorf("end sessions: %w", err)
+		}
 	}
 	fmt.Fprintf(stdout, "password set for %s (account %s)\n", *email, acct.ID)
 	return nil

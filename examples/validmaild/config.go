@@ -9,11 +9,13 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/validmail/validmail/emailcheck/smtpprobe"
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/dashboard/mail"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
@@ -59,7 +61,7 @@ type config struct {
 	// webhook deliveries may reach besides public addresses.
 	WebhookAllow []string
 	// AllowPrivateMX accepts MX hosts with private or loopback addresses
-	// only (-allow-private-mx).
+	// only (-allow-private-mx), and lets the SMTP probe dial them.
 	AllowPrivateMX bool
 	// SMTPProbe turns mailbox probing on (-smtp-probe), configured by
 	// SMTP (-smtp-helo, -smtp-from, -smtp-port, -smtp-timeout).
@@ -75,6 +77,17 @@ type config struct {
 	DashboardInsecureCookies bool
 	// PprofAddr, when set, serves net/http/pprof there (-pprof).
 	PprofAddr string
+	// Relay, when Relay.Addr is set (-smtp-relay), sends the console's
+	// mail (-mail-from, -smtp-relay-user, -smtp-relay-password); PublicURL
+	// is the console's origin for the links in it (-public-url).
+	Relay     mail.RelayConfig
+	PublicURL string
+	// AdminToken, when set, serves the operator's API under
+	// /api/v1/admin/ to bearers of it (-admin-token).
+	AdminToken string
+	// BillingURL is where the console's "Get credits" link leads
+	// (-billing-url); empty shows no link.
+	BillingURL string
 }
 
 // envName returns the environment variable that sets the flag name.
@@ -120,7 +133,7 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 func parseServeConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	fs := newFlagSet("validmaild", stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage:\n  validmaild [flags]\n  validmaild account create -email E -store URL\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage:\n  validmaild [flags]\n  validmaild account create|set-password|grant|show -email E -store URL …\n\n"+
 			"Each flag may also be set by the environment variable %s<NAME>, e.g. %s.\n\nFlags:\n", envPrefix, envName("store"))
 		fs.PrintDefaults()
 	}
@@ -133,21 +146,21 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		rateBurst int
 	)
 	fs.StringVar(&c.Addr, "addr", ":8080", "listen `address` (host:port)")
-	fs.StringVar(&c.Store, "store", "memory", "backend: memory, postgres://… (schema=NAME selects a schema) or redis://… (prefix=NAME selects a key prefix)")
+	fs.StringVar(&c.Store, "store", "memory", "backend: memory, postgres://… (schema=NAME selects a schema), redis://… or redis+cluster://host:port,host:port/ (prefix=NAME selects a key prefix)")
 	fs.StringVar(&dns, "dns", "", "comma-separated DNS `servers` (host:port); default those of /etc/resolv.conf")
 	fs.IntVar(&c.Workers, "workers", jobs.DefaultWorkers, "batch validations run at once by this instance; 0 runs no workers here (the API and webhook delivery still run)")
 	fs.StringVar(&c.BootstrapEmail, "bootstrap-email", "", "create an account with this `email` at start if it is missing")
 	fs.StringVar(&c.BootstrapKey, "bootstrap-key", "", "create this API `key` (every permission) for -bootstrap-email if it is missing")
 	fs.Int64Var(&c.BootstrapCredits, "bootstrap-credits", 0, fmt.Sprintf("`credits` granted to the -bootstrap-email (or demo) account when this process creates it; 0 means %d", store.DefaultSignupCredits))
 	fs.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
-	fs.BoolVar(&c.AllowPrivateMX, "allow-private-mx", false, "accept MX hosts whose addresses are all private or loopback, for intranets and tests; by default\nsuch a domain is NO_MX_RECORDS")
+	fs.BoolVar(&c.AllowPrivateMX, "allow-private-mx", false, "accept MX hosts whose addresses are all private or loopback, for intranets and tests (the SMTP probe\nmay then dial them); by default such a domain is NO_MX_RECORDS")
 	fs.BoolVar(&c.SMTPProbe, "smtp-probe", false, "ask each LIKELY address's mail server over SMTP whether the mailbox exists (needs -smtp-helo and\n-smtp-from, and outbound port 25; see the README before turning it on)")
 	fs.StringVar(&c.SMTP.HELO, "smtp-helo", "", "host `name` said in EHLO when probing: a name you own, ideally this host's reverse DNS")
 	fs.StringVar(&c.SMTP.MailFrom, "smtp-from", "", "sender `address` of MAIL FROM when probing: an address you own")
 	fs.IntVar(&c.SMTP.Port, "smtp-port", smtpprobe.DefaultPort, "SMTP `port` of the MX hosts")
 	fs.DurationVar(&c.SMTP.Timeout, "smtp-timeout", smtpprobe.DefaultTimeout, "longest wait for one probe; GET /validate waits this long at most")
 	fs.BoolVar(&c.Metrics, "metrics", false, "serve Prometheus metrics at /metrics on -metrics-addr (webhook delivery metrics included)")
-	fs.StringVar(&c.ClientIPHeader, "client-ip-header", "", "`header` a trusted reverse proxy sets to the client's address (for example X-Forwarded-For, whose last\nvalue is used), for the per-address limit on failed authentications; empty means the peer's address.\nSet it only behind a proxy that overwrites the header, or clients choose their own address")
+	fs.StringVar(&c.ClientIPHeader, "client-ip-header", "", "`header` a trusted reverse proxy sets to the client's address (for example X-Forwarded-For, whose last\nvalue is used), for the limits per client address (failed authentications, sign-in, sign-up, demo); empty means the peer's address.\nSet it only behind a proxy that overwrites the header, or clients choose their own address")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9090", "listen `address` of /metrics, apart from the API's: keep it off the public network")
 	fs.StringVar(&allow, "webhook-allow", "", "comma-separated `list` of CIDR prefixes, IP addresses or host names that webhook deliveries may\nreach besides public addresses, e.g. 127.0.0.1 or 10.0.0.0/8 for receivers on a private network;\nempty means public addresses only")
 	fs.Float64Var(&rateLimit, "rate-limit", 0, fmt.Sprintf("steady `rate` of requests per second allowed per API key; 0 means %d, a negative value turns\nrate limiting off. Instances on one Redis store share each key's limit", httpapi.DefaultRatePerSecond))
@@ -155,6 +168,13 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.PprofAddr, "pprof", "", "serve net/http/pprof at /debug/pprof/ on this `address` (e.g. 127.0.0.1:6060), apart from the API; empty means off")
 	fs.BoolVar(&c.Dashboard, "dashboard", true, "serve the customer's console at /dashboard/ and the public demo at /demo (and redirect / there)")
 	fs.BoolVar(&c.DashboardInsecureCookies, "dashboard-insecure-cookies", false, "send the console's session cookie without Secure, for plain-HTTP development on loopback only;\nbehind TLS leave it off")
+	fs.StringVar(&c.Relay.Addr, "smtp-relay", "", "SMTP relay (`host:port`) that sends the console's mail: sign-up confirmations (the free credits\narrive when the link is followed) and password resets. Empty: mail is written to the log and new\naccounts get their credits at once")
+	fs.StringVar(&c.Relay.From, "mail-from", "", "sender `address` of the console's mail, e.g. \"validmail <no-reply@example.com>\"; required with -smtp-relay")
+	fs.StringVar(&c.Relay.Username, "smtp-relay-user", "", "`user` name for AUTH PLAIN at the relay (sent over TLS only, or to a loopback relay)")
+	fs.StringVar(&c.Relay.Password, "smtp-relay-password", "", "`password` for AUTH PLAIN at the relay; prefer its environment variable to the command line")
+	fs.StringVar(&c.PublicURL, "public-url", "", "the console's public `origin`, e.g. https://validmail.example.com, for the links in mail; required with\n-smtp-relay")
+	fs.StringVar(&c.AdminToken, "admin-token", "", fmt.Sprintf("serve the operator's API (/api/v1/admin/accounts/{email}, …/grants) to requests with\n\"Authorization: Bearer TOKEN\": at least %d characters; prefer the environment variable, which\nother users of the machine cannot list. Empty means the operator's API is not served", httpapi.MinAdminTokenBytes))
+	fs.StringVar(&c.BillingURL, "billing-url", "", "`URL` of your own checkout, linked from the console as \"Get credits\"; empty shows no link")
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return c, err
 	}
@@ -186,6 +206,14 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 			return c, fmt.Errorf("%w: -smtp-probe needs -smtp-helo and -smtp-from naming a host and an address you own: %v", errUsage, err)
 		}
 	}
+	if c.AdminToken != "" && (len(c.AdminToken) < httpapi.MinAdminTokenBytes || strings.ContainsFunc(c.AdminToken, func(r rune) bool { return r <= ' ' || r >= 0x7f })) {
+		return c, fmt.Errorf("%w: -admin-token must be at least %d printable ASCII characters", errUsage, httpapi.MinAdminTokenBytes)
+	}
+	if c.BillingURL != "" {
+		if u, err := url.Parse(c.BillingURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return c, fmt.Errorf("%w: -billing-url %q: want an http or https URL", errUsage, c.BillingURL)
+		}
+	}
 	if c.BootstrapCredits < 0 {
 		return c, fmt.Errorf("%w: -bootstrap-credits must not be negative", errUsage)
 	}
@@ -209,6 +237,14 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	}
 	if c.Dashboard && c.DashboardInsecureCookies && !loopbackAddr(c.Addr) {
 		return c, fmt.Errorf("%w: -dashboard-insecure-cookies is for plain HTTP on loopback: listen on 127.0.0.1 or [::1] (-addr %q)", errUsage, c.Addr)
+	}
+	if c.Relay.Addr != "" {
+		if _, err := mail.NewRelay(c.Relay); err != nil {
+			return c, fmt.Errorf("%w: -smtp-relay needs host:port and -mail-from an address: %v", errUsage, err)
+		}
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Trim(u.Path, "/") != "" {
+			return c, fmt.Errorf("%w: -smtp-relay needs -public-url, the console's origin such as https://validmail.example.com", errUsage)
+		}
 	}
 	if c.BootstrapKey != "" && c.BootstrapEmail == "" {
 		return c, fmt.Errorf("%w: -bootstrap-key needs -bootstrap-email", errUsage)

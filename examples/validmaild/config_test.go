@@ -80,6 +80,18 @@ func TestParseServeConfig(t *testing.T) {
 		{"negative workers", []string{"-workers", "-1"}, nil, nil, true},
 		{"key without email", []string{"-bootstrap-key", testKey}, nil, nil, true},
 		{"malformed key", []string{"-bootstrap-email", "a@b.c", "-bootstrap-key", "vm_live_x"}, nil, nil, true},
+		{"no SMTP relay by default", nil, nil, func(c config) bool { return c.Relay.Addr == "" }, false},
+		{"SMTP relay", []string{"-smtp-relay", "127.0.0.1:2525", "-mail-from", "validmail <no-reply@example.com>", "-public-url", "https://vm.example.com"}, nil, func(c config) bool {
+			return c.Relay.Addr == "127.0.0.1:2525" && c.Relay.From == "validmail <no-reply@example.com>" && c.PublicURL == "https://vm.example.com"
+		}, false},
+		{"SMTP relay from env", nil, map[string]string{"VALIDMAIL_SMTP_RELAY": "smtp.example.com:587", "VALIDMAIL_MAIL_FROM": "no-reply@example.com",
+			"VALIDMAIL_PUBLIC_URL": "https://vm.example.com/", "VALIDMAIL_SMTP_RELAY_USER": "vm", "VALIDMAIL_SMTP_RELAY_PASSWORD": "secret"}, func(c config) bool {
+			return c.Relay.Addr == "smtp.example.com:587" && c.Relay.Username == "vm" && c.Relay.Password == "secret"
+		}, false},
+		{"SMTP relay without a sender", []string{"-smtp-relay", "127.0.0.1:2525", "-public-url", "https://vm.example.com"}, nil, nil, true},
+		{"SMTP relay without a port", []string{"-smtp-relay", "smtp.example.com", "-mail-from", "a@example.com", "-public-url", "https://vm.example.com"}, nil, nil, true},
+		{"SMTP relay without a public URL", []string{"-smtp-relay", "127.0.0.1:2525", "-mail-from", "a@example.com"}, nil, nil, true},
+		{"public URL with a path", []string{"-smtp-relay", "127.0.0.1:2525", "-mail-from", "a@example.com", "-public-url", "https://vm.example.com/x"}, nil, nil, true},
 		{"stray argument", []string{"serve"}, nil, nil, true},
 		{"unknown flag", []string{"-port", "1"}, nil, nil, true},
 	} {

@@ -260,8 +260,8 @@ func wantKeys(t *testing.T, what string, m any, want ...string) {
 func checkResult(t *testing.T, res any, source string, withRequestID bool) {
 	t.Helper()
 	// The seed's fields, and ours added beside them (did_you_mean,
-	// provider.is_free).
-	top := []string{"email", "validations", "confidence", "provider", "did_you_mean", "meta"}
+	// reason, provider.is_free).
+	top := []string{"email", "validations", "confidence", "provider", "did_you_mean", "reason", "meta"}
 	if withRequestID {
 		top = append(top, "requestId")
 	}
@@ -592,6 +592,22 @@ func TestSharedStore(t *testing.T) {
 			over.Body.Close()
 			if over.StatusCode != 200 || !strings.Contains(string(page), "cli@example.com") {
 				t.Fatalf("the session on B: %d", over.StatusCode)
+			}
+			// A new password from the operator ends the account's sessions.
+			setpw = exec.Command(binary, "account", "set-password", "-email", "cli@example.com", "-store", url)
+			setpw.Stdin = strings.NewReader("another operator's passphrase\n")
+			if out, err := setpw.CombinedOutput(); err != nil {
+				t.Fatalf("account set-password again: %v %s", err, out)
+			}
+			req, _ = http.NewRequest("GET", b.base+"/dashboard/", nil)
+			req.Header.Set("Cookie", session.Name+"="+session.Value)
+			after, err := noFollow.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after.Body.Close()
+			if after.StatusCode != http.StatusSeeOther {
+				t.Fatalf("the session after a new password: %d, want the sign-in page", after.StatusCode)
 			}
 
 			a.stop()

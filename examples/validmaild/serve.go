@@ -22,6 +22,7 @@ import (
 	"github.com/validmail/validmail/emailcheck/smtpprobe"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/dashboard"
+	"github.com/validmail/validmail/httpapi/dashboard/mail"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/storeurl"
@@ -64,15 +65,25 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 		Checks:        &emailcheck.Config{Nameservers: cfg.DNS, AllowPrivateMX: cfg.AllowPrivateMX},
 		Logger:        logger,
 		Workers:       cmp.Or(cfg.Workers, -1), // -workers 0 runs none here
-		API:           httpapi.Config{RateLimit: cfg.RateLimit, ClientIP: clientIP(cfg.ClientIPHeader)},
+		API:           httpapi.Config{RateLimit: cfg.RateLimit, ClientIP: clientIP(cfg.ClientIPHeader), AdminToken: cfg.AdminToken},
 		WebhookClient: webhook.ClientOptions{Allow: cfg.WebhookAllow},
 	}
 	if cfg.Dashboard {
-		scfg.Dashboard = &dashboard.Config{InsecureCookies: cfg.DashboardInsecureCookies}
+		scfg.Dashboard = &dashboard.Config{InsecureCookies: cfg.DashboardInsecureCookies, BillingURL: cfg.BillingURL}
+		if cfg.Relay.Addr != "" {
+			relay, err := mail.NewRelay(cfg.Relay)
+			if err != nil {
+				b.Close()
+				return fmt.Errorf("%w: %w", errUsage, err)
+			}
+			scfg.Dashboard.Mailer, scfg.Dashboard.BaseURL = relay, cfg.PublicURL
+			logger.Info("console mail goes through the SMTP relay; sign-ups get their credits when they confirm their email", "relay", cfg.Relay.Addr, "from", relay.From())
+		}
 	}
 	if cfg.SMTPProbe {
 		pc := cfg.SMTP
 		pc.Logger = logger
+		pc.AllowPrivate = cfg.AllowPrivateMX
 		p, err := smtpprobe.New(pc)
 		if err != nil {
 			b.Close()

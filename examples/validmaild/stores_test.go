@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -21,12 +22,14 @@ type testStore struct {
 	fresh func(t *testing.T) string
 }
 
-// stores returns memory, postgres and redis, in this order.
+// stores returns memory, postgres, redis and redis-cluster, in this
+// order.
 func stores() []testStore {
 	return []testStore{
 		{"memory", func(*testing.T) string { return "memory" }},
 		{"postgres", freshPostgres},
 		{"redis", freshRedis},
+		{"redis-cluster", freshRedisCluster},
 	}
 }
 
@@ -89,7 +92,7 @@ func freshRedis(t *testing.T) string {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		var doomed []string
-		iter := c.Scan(ctx, 0, "{"+prefix+"}*", 50000).Iterator()
+		iter := c.Scan(ctx, 0, "{"+prefix+"[}:]*", 50000).Iterator()
 		for iter.Next(ctx) {
 			doomed = append(doomed, iter.Val())
 		}
@@ -100,6 +103,39 @@ func freshRedis(t *testing.T) string {
 			if err := c.Unlink(ctx, doomed...).Err(); err != nil {
 				t.Errorf("deleting keys of %s: %v", prefix, err)
 			}
+		}
+	})
+	return withParam(base, "prefix", prefix)
+}
+
+// freshRedisCluster returns VALIDMAIL_TEST_REDIS_CLUSTER (a
+// redis+cluster:// URL) with a key prefix of its own, whose keys are
+// deleted when the test ends.
+func freshRedisCluster(t *testing.T) string {
+	base := os.Getenv("VALIDMAIL_TEST_REDIS_CLUSTER")
+	if base == "" {
+		t.Skip("VALIDMAIL_TEST_REDIS_CLUSTER is not set: skipping the Redis Cluster test")
+	}
+	prefix := randomName("e2e-")
+	t.Cleanup(func() {
+		u, err := url.Parse(base)
+		if err != nil {
+			t.Errorf("VALIDMAIL_TEST_REDIS_CLUSTER: %v", err)
+			return
+		}
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(u.Host, ",")})
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err = c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			iter := m.Scan(ctx, 0, "{"+prefix+"[}:]*", 50000).Iterator()
+			for iter.Next(ctx) {
+				m.Unlink(ctx, iter.Val())
+			}
+			return iter.Err()
+		})
+		if err != nil {
+			t.Errorf("deleting keys of %s: %v", prefix, err)
 		}
 	})
 	return withParam(base, "prefix", prefix)

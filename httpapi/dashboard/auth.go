@@ -31,6 +31,9 @@ type page struct {
 	Field   string // the field the error is about
 	Data    any
 	Refresh bool // reload every 2 s without JavaScript (a batch in progress)
+	// Unconfirmed shows the signed-in account's reminder to confirm its
+	// email.
+	Unconfirmed bool
 
 	DemoPath, OpenAPIPath string // links in the footer
 }
@@ -79,6 +82,9 @@ func (d *Dashboard) parseTemplates() error {
 
 // render writes a page with status.
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	if a, ok := r.Context().Value(accountKey{}).(store.Account); ok {
+		p.Unconfirmed = a.Unconfirmed
+	}
 	if p.Email == "" {
 		if id := d.sessions.GetString(r.Context(), sessAccount); id != "" {
 			if a, err := d.cfg.Accounts.GetAccount(r.Context(), id); err == nil {
@@ -154,8 +160,18 @@ func (d *Dashboard) authed(h func(w http.ResponseWriter, r *http.Request, a stor
 			d.backendError(w, r, "get account", err)
 			return
 		}
-		h(w, r, a)
+		h(w, r.WithContext(context.WithValue(r.Context(), accountKey{}, a)), a)
 	}
+}
+
+// accountKey is the context key of the signed-in account, for render.
+type accountKey struct{}
+
+// plainAddress reports whether s is one email address without a display
+// name, as a form field should hold it.
+func plainAddress(s string) bool {
+	a, err := mail.ParseAddress(s)
+	return err == nil && a.Address == s && len(s) <= 254
 }
 
 type authForm struct {
@@ -167,16 +183,22 @@ func (d *Dashboard) signupPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
-	d.render(w, r, http.StatusOK, "login", page{Title: "Sign in", Data: authForm{Next: safeNext(d.cfg.Prefix, r.URL.Query().Get("next"))}})
+	d.render(w, r, http.StatusOK, "login", page{Title: "Sign in", Flash: doneMessages[r.URL.Query().Get("done")],
+		Data: authForm{Next: safeNext(d.cfg.Prefix, r.URL.Query().Get("next"))}})
 }
 
-// welcome is the page after sign-up: the first key, shown once.
+// welcome is the page of a confirmed account's first sign-in: its first
+// key, shown once.
 type welcome struct {
 	Credits int64
 	Key     string
 	Base    string // the service's address, for the example
 }
 
+// signup creates an account and mails its confirmation link; an email
+// that has an account already gets a note saying so instead. Both answer
+// the same page, so that the form tells no one which addresses have
+// accounts.
 func (d *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	email := strings.TrimSpace(r.PostFormValue("email"))
@@ -185,54 +207,39 @@ func (d *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 	refuse := func(status int, field, msg string) {
 		d.render(w, r, status, "signup", page{Title: "Create your account", Error: msg, Field: field, Data: form})
 	}
-	if ok, wait := d.signupIP.allow(d.cfg.ClientIP(r), d.cfg.Now()); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+	if ok, wait := d.allow(r, "signup-ip:"+d.clientKey(r), d.signupLimit()); !ok {
+		retryAfter(w, wait)
 		refuse(http.StatusTooManyRequests, "", "Too many accounts were created from your network. Try again in "+humanWait(wait)+".")
 		return
 	}
-	if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email || len(email) > 254 {
+	if !plainAddress(email) {
 		refuse(http.StatusUnprocessableEntity, "email", "Enter an email address like jane@example.com.")
 		return
 	}
-	if err := d.hasher.check(password); err != nil {
-		msg := "Choose a password of 8 to 128 characters."
-		if errors.Is(err, ErrPasswordCommon) {
-			msg = "That password is one of the most common ones; choose another."
-		}
+	if msg := d.passwordProblem(password); msg != "" {
 		refuse(http.StatusUnprocessableEntity, "password", msg)
 		return
 	}
+	// The hash is computed either way: both answers take as long.
 	hash, err := d.hasher.hash(ctx, password)
 	if err != nil {
 		d.backendError(w, r, "hash password", err)
 		return
 	}
-	a, err := d.cfg.Accounts.CreateAccount(ctx, store.CreateAccountParams{Email: email, PasswordHash: hash})
+	a, err := d.cfg.Accounts.CreateAccount(ctx, store.CreateAccountParams{Email: email, PasswordHash: hash, Unconfirmed: d.confirm})
 	switch {
 	case errors.Is(err, store.ErrEmailTaken):
-		refuse(http.StatusConflict, "email", "An account with this email exists already. Sign in instead.")
-		return
+		d.mailExisting(ctx, r, email)
 	case err != nil:
 		d.backendError(w, r, "create account", err)
 		return
+	default:
+		if err := d.mailConfirmation(ctx, r, a); err != nil {
+			// The account exists: its owner can sign in and ask again.
+			d.cfg.Logger.ErrorContext(ctx, "dashboard: confirmation link", "account_id", a.ID, "err", err)
+		}
 	}
-	_, secret, err := d.cfg.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: a.ID, Name: "First key"})
-	if err != nil {
-		d.backendError(w, r, "create key", err)
-		return
-	}
-	if err := d.sessions.RenewToken(ctx); err != nil {
-		d.backendError(w, r, "renew session", err)
-		return
-	}
-	d.sessions.Put(ctx, sessAccount, a.ID)
-	bal, _ := d.cfg.Ledger.Balance(ctx, a.ID)
-	w.Header().Set("Cache-Control", "no-store")
-	base := "https://" + r.Host
-	if r.TLS == nil && d.cfg.InsecureCookies {
-		base = "http://" + r.Host
-	}
-	d.render(w, r, http.StatusCreated, "welcome", page{Title: "Welcome", Email: a.Email, Nav: "overview", Data: welcome{Credits: bal, Key: secret, Base: base}})
+	d.render(w, r, http.StatusOK, "sent", page{Title: "Check your inbox", Data: sentPage{Email: email, Confirm: d.confirm}})
 }
 
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
@@ -243,12 +250,9 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	refuse := func(status int, msg string) {
 		d.render(w, r, status, "login", page{Title: "Sign in", Error: msg, Field: "password", Data: form})
 	}
-	now := d.cfg.Now()
-	okIP, waitIP := d.loginIP.allow(d.cfg.ClientIP(r), now)
-	okEmail, waitEmail := d.loginEmail.allow(strings.ToLower(email), now)
-	if !okIP || !okEmail {
-		wait := max(waitIP, waitEmail)
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+	allowed, wait, succeeded := d.signinAllowed(r, email)
+	if !allowed {
+		retryAfter(w, wait)
 		refuse(http.StatusTooManyRequests, "Too many sign-in attempts. Try again in "+humanWait(wait)+".")
 		return
 	}
@@ -281,26 +285,56 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusUnauthorized, "The email or the password is wrong.")
 		return
 	}
+	succeeded()
 	if err := d.sessions.RenewToken(ctx); err != nil {
 		d.backendError(w, r, "renew session", err)
 		return
 	}
 	d.sessions.Put(ctx, sessAccount, a.ID)
+	if !a.Unconfirmed {
+		// The first sign-in of a confirmed account shows its first key.
+		keys, err := d.cfg.Accounts.ListKeys(ctx, a.ID)
+		if err != nil {
+			d.backendError(w, r, "list keys", err)
+			return
+		}
+		if len(keys) == 0 {
+			d.welcome(w, r, a)
+			return
+		}
+	}
 	http.Redirect(w, r, cmpOr(form.Next, d.path("/")), http.StatusSeeOther)
 }
 
+// welcome creates the account's first key and shows it, once.
+func (d *Dashboard) welcome(w http.ResponseWriter, r *http.Request, a store.Account) {
+	ctx := r.Context()
+	_, secret, err := d.cfg.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: a.ID, Name: "First key"})
+	if err != nil {
+		d.backendError(w, r, "create key", err)
+		return
+	}
+	bal, _ := d.cfg.Ledger.Balance(ctx, a.ID)
+	w.Header().Set("Cache-Control", "no-store")
+	base := "https://" + r.Host
+	if r.TLS == nil && d.cfg.InsecureCookies {
+		base = "http://" + r.Host
+	}
+	d.render(w, r, http.StatusOK, "welcome", page{Title: "Welcome", Email: a.Email, Nav: "overview", Data: welcome{Credits: bal, Key: secret, Base: base}})
+}
+
+// logout ends the session. It keeps none: the note on the sign-in page
+// comes from the address, so that a sign-out without a session (or by a
+// stranger) writes nothing.
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	if err := d.sessions.Destroy(ctx); err != nil {
-		d.backendError(w, r, "sign out", err)
-		return
+	if d.sessions.Token(ctx) != "" {
+		if err := d.sessions.Destroy(ctx); err != nil {
+			d.backendError(w, r, "sign out", err)
+			return
+		}
 	}
-	if err := d.sessions.RenewToken(ctx); err != nil {
-		d.backendError(w, r, "sign out", err)
-		return
-	}
-	d.flash(ctx, "You are signed out.")
-	d.redirect(w, r, "/login")
+	http.Redirect(w, r, d.path("/login")+"?done=signed-out", http.StatusSeeOther)
 }
 
 // safeNext returns next when it is a path inside the dashboard, else "".

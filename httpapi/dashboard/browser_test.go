@@ -64,7 +64,10 @@ type site struct {
 	hooks    []string
 }
 
-func startSite(t *testing.T, b *store.Backend) *site {
+// startSite starts the service on b (a new memory backend if nil); each
+// option may change the dashboard's configuration, given the site's
+// address.
+func startSite(t *testing.T, b *store.Backend, options ...func(dc *dashboard.Config, base string)) *site {
 	t.Helper()
 	dns := dnstest.Start(t, dnstest.Zone{
 		"good.com":  {MX: []dnstest.MX{{Pref: 10, Host: "mx.good.com"}}},
@@ -82,18 +85,24 @@ func startSite(t *testing.T, b *store.Backend) *site {
 	if b == nil {
 		b = memstore.NewBackend()
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.base = "http://" + ln.Addr().String()
+	dc := &dashboard.Config{InsecureCookies: true, SignupsPerHour: 1000}
+	for _, o := range options {
+		o(dc, s.base)
+	}
 	svc, err := service.New(service.Config{
 		Backend:       b,
 		Checks:        &emailcheck.Config{Nameservers: []string{dns.Addr()}, AllowPrivateMX: true},
 		WebhookClient: webhook.ClientOptions{Allow: []string{"127.0.0.1"}},
-		Dashboard:     &dashboard.Config{InsecureCookies: true, SignupsPerHour: 1000},
+		Dashboard:     dc,
 		Workers:       4,
 	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+		ln.Close()
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -105,7 +114,6 @@ func startSite(t *testing.T, b *store.Backend) *site {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	s.base = "http://" + ln.Addr().String()
 	return s
 }
 
@@ -238,7 +246,14 @@ func TestConsoleInBrowser(t *testing.T) {
 			check("signup")
 			shoot(t, ctx, "signup-"+tag)
 			var key, welcome string
+			// Without a mailer the account is ready at once: sign in.
 			run(t, ctx, "sign up",
+				chromedp.SendKeys("#email", email, chromedp.ByID),
+				chromedp.SendKeys("#password", "a long enough passphrase", chromedp.ByID),
+				chromedp.Submit("#password", chromedp.ByID),
+				chromedp.WaitVisible(`//h1[normalize-space()="Check your inbox"]`),
+				chromedp.Navigate(s.base+"/dashboard/login"),
+				chromedp.WaitVisible("#password", chromedp.ByID),
 				chromedp.SendKeys("#email", email, chromedp.ByID),
 				chromedp.SendKeys("#password", "a long enough passphrase", chromedp.ByID),
 				chromedp.Submit("#password", chromedp.ByID),

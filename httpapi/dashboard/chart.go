@@ -10,27 +10,27 @@ import (
 	"github.com/validmail/validmail/credits"
 )
 
+// chartDays is how many days the overview's chart shows.
+const chartDays = 30
+
 // usageChart draws the credits used per day (charges less refunds) over
 // the last days as an SVG bar chart, with a title per bar for screen
-// readers and tooltips.
-func usageChart(hist []credits.Entry, now time.Time, days int) template.HTML {
+// readers and tooltips, from the ledger's per-day totals.
+func usageChart(totals []credits.DayTotal, now time.Time, days int) template.HTML {
 	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 	start := today.AddDate(0, 0, -(days - 1))
 	used := make([]int64, days)
-	for _, e := range hist {
-		t := e.Time.UTC()
-		if t.Before(start) {
+	for _, t := range totals {
+		if t.Day.Before(start) {
 			continue
 		}
-		i := int(t.Sub(start) / (24 * time.Hour))
+		i := int(t.Day.Sub(start) / (24 * time.Hour))
 		if i < 0 || i >= days {
 			continue
 		}
-		switch e.Reason {
-		case credits.ReasonCharge:
-			used[i] -= e.Delta
-		case credits.ReasonRefund:
-			used[i] -= e.Delta
+		switch t.Reason {
+		case credits.ReasonCharge, credits.ReasonRefund:
+			used[i] -= t.Sum
 		}
 	}
 	var peak int64 = 1

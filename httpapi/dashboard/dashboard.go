@@ -18,6 +18,12 @@
 //	GET, POST /signup          fields email, password
 //	GET, POST /login           fields email, password
 //	POST      /logout
+//	GET, POST /confirm         field token (the link in the confirmation mail)
+//	POST      /confirm/resend
+//	GET, POST /forgot          field email
+//	GET, POST /reset           fields token, password (the link in the reset mail)
+//	GET       /account
+//	POST      /account/password fields current, password
 //	GET       /                overview
 //	GET, POST /keys            fields name, permissions (one value each)
 //	GET, POST /keys/{id}/revoke
@@ -29,11 +35,36 @@
 // and [Dashboard.Demo] serves GET /demo?email= (HTML, or the result as
 // JSON for Accept: application/json).
 //
-// The free bulk tool's quota (300 addresses per 10 minutes per account by
-// default) is counted from the account's dashboard batches in the
-// backend, so it holds across instances; submissions are ordered within
-// one process, and two arriving at the same instant on two instances may
-// both pass.
+// Every limit lives in [Config.Limiter], the deployment's backend, so it
+// holds across instances: sign-in attempts per client address, failed
+// sign-ins per email (only attempts the address limit let through count,
+// so no one is locked out by requests refused elsewhere), sign-ups and
+// demo validations per client address, test events per account (shared
+// with the API's), and the free bulk tool's quota per account (300
+// addresses per 10 minutes by default): a counter per account and fixed
+// window, checked and taken in one step, all or nothing, and given back
+// when the submission fails. A client address counts as its IPv4 address
+// or its IPv6 /64 ([ratelimit.ClientKey]).
+//
+// Every POST body is read under a limit (64 KB; the bulk tool's, 1 MB
+// and its framing) and answered 413 beyond it; only the bulk tool takes
+// multipart, parsed in memory. Paths, queries and form fields holding a
+// NUL or bytes that are not UTF-8 are refused (400, naming the field)
+// before a handler runs. Uploaded lists are decoded as spreadsheets write
+// them (UTF-8, UTF-16 with a byte order mark, else Windows-1252), and the
+// lines left out are listed, with their reason, on the batch's page.
+//
+// Accounts: with a [Config.Mailer], sign-up creates an unconfirmed account
+// and mails a single-use link (48 h) whose form confirms the address and
+// grants the signup credits ([store.Accounts.ConfirmAccount]); until then
+// the account may sign in but has no credits and cannot create keys or
+// use the bulk tool. Sign-up and "forgot password" answer the same
+// whether or not an account has the email; the reset link (1 h, single
+// use) sets a new password and ends every session of the account, and a
+// password change ends every other. Tokens reach the backend only as
+// their SHA-256 ([store.Tokens], [store.SessionStore]); a session is
+// written only at sign-in, never for an anonymous request. Without a
+// Mailer, mail goes to the log and accounts start confirmed.
 package dashboard
 
 import (
@@ -47,15 +78,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
-	"golang.org/x/time/rate"
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/dashboard/mail"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
@@ -83,6 +116,14 @@ const (
 	DefaultSignupsPerHour = 20
 )
 
+// DefaultSignInLimit bounds the sign-in attempts of one client address:
+// 20 at once, then one every 3 s.
+var DefaultSignInLimit = ratelimit.Limit{PerSecond: 1.0 / 3, Burst: 20}
+
+// DefaultSignInFailures is how many failed sign-ins an email may have: 5
+// a minute.
+var DefaultSignInFailures = ratelimit.Quota{Limit: 5, Window: time.Minute}
+
 // ErrConfig reports a Config that cannot work.
 var ErrConfig = errors.New("dashboard: invalid configuration")
 
@@ -105,6 +146,9 @@ type Config struct {
 	Sessions  store.SessionStore
 	Ledger    *credits.Ledger
 	Queue     *jobs.Queue
+	// Tokens keeps the single-use links the console mails (email
+	// confirmation, password reset).
+	Tokens store.Tokens
 	// Usage, when set, gives the overview's validations this month by
 	// status; without it the overview counts batch results only.
 	Usage store.Usage
@@ -119,6 +163,19 @@ type Config struct {
 	// changes (a *jobevents.Source's Forget).
 	EndpointChanged func(accountID string)
 
+	// Mailer sends the console's mail: the confirmation link at sign-up
+	// (the signup credits arrive when it is followed), the password
+	// reset link, and the note to an address that has an account
+	// already. Nil writes each message to Logger instead ([mail.Log])
+	// and creates accounts confirmed, their credits granted at once, as
+	// no address can be proven without mail.
+	Mailer mail.Mailer
+	// BaseURL is the console's public origin for the links in mail, such
+	// as "https://validmail.example.com"; required with a Mailer, so that
+	// no request's Host header chooses where a link points. Without a
+	// Mailer the default is the request's own origin.
+	BaseURL string
+
 	// Prefix is the path the dashboard is mounted at, without a trailing
 	// slash. Default [DefaultPrefix].
 	Prefix string
@@ -126,6 +183,9 @@ type Config struct {
 	// the API's OpenAPI document, for the pages' links. Defaults "/demo"
 	// and "/openapi.json"; "-" leaves the link out.
 	DemoPath, OpenAPIPath string
+	// BillingURL, when set, is linked from the overview as "Get credits":
+	// the operator's own checkout, an absolute http or https URL.
+	BillingURL string
 	// InsecureCookies drops the Secure attribute and the __Host- prefix
 	// of the session cookie, for plain-HTTP development on loopback only.
 	InsecureCookies bool
@@ -138,7 +198,8 @@ type Config struct {
 	KeyPermissions []store.Permission
 	// MaxKeys is the most active keys an account may hold; 0 means 100.
 	MaxKeys int
-	// BulkLimit addresses per BulkWindow per account. Defaults
+	// BulkLimit addresses per BulkWindow per account, counted in fixed
+	// windows of the Limiter's clock ([ratelimit.Quota]). Defaults
 	// [DefaultBulkLimit], [DefaultBulkWindow].
 	BulkLimit  int
 	BulkWindow time.Duration
@@ -148,12 +209,30 @@ type Config struct {
 	// SignupsPerHour is how many accounts one client address may create
 	// per hour, in bursts of 5 (or a twelfth of the hour's, if more).
 	// Default [DefaultSignupsPerHour].
-	// Sign-ins are limited per client address (20 at once, then one
-	// every 3 s) and per email (5 at once, then one every 12 s).
 	SignupsPerHour int
-	// ClientIP returns a request's client address, for the demo's and the
-	// sign-in throttles. Default: the connection's address (behind a
-	// proxy, set it to read the header the proxy sets, and only that).
+	// SignInLimit bounds the sign-in attempts of one client address.
+	// Default [DefaultSignInLimit].
+	SignInLimit ratelimit.Limit
+	// SignInFailures is how many failed sign-ins an email may have per
+	// window; only the attempts that SignInLimit let through count, and
+	// a success costs nothing. Default [DefaultSignInFailures].
+	SignInFailures ratelimit.Quota
+	// WebhookTestLimit bounds an account's test events, in the bucket
+	// the API's POST /api/v1/webhook/test takes from too. Default
+	// [httpapi.DefaultWebhookTestLimit]; a negative PerSecond turns it
+	// off.
+	WebhookTestLimit ratelimit.Limit
+	// Limiter keeps every limit above. Give the deployment's shared
+	// limiter (the store.Backend's Limiter) so that the limits hold
+	// across instances; quotas need a [ratelimit.Counter] (every backend
+	// here has one), else they count in this process. Default: a
+	// [ratelimit.Memory], which limits this process only.
+	Limiter ratelimit.Limiter
+	// ClientIP returns a request's client address, for the limits per
+	// client address, which count an IPv4 address alone and an IPv6
+	// address with the rest of its /64. Default: the connection's
+	// address (behind a proxy, set it to read the header the proxy sets,
+	// and only that).
 	ClientIP func(*http.Request) string
 	// HashConcurrency bounds the password hashes computed at once
 	// (each takes 19 MiB). Default 2.
@@ -172,19 +251,29 @@ type Dashboard struct {
 	hasher   *hasher
 	handler  http.Handler
 	demo     http.Handler
-
-	loginIP, loginEmail, signupIP, demoIP *throttle
-	bulkMu                                sync.Mutex // orders this process's quota checks
+	limits   limiters
+	mailer   mail.Mailer
+	confirm  bool          // accounts start unconfirmed; a Mailer proves addresses
+	sending  chan struct{} // a slot per message on its way
 }
 
 // New returns a Dashboard over cfg's objects.
 func New(cfg Config) (*Dashboard, error) {
-	if cfg.Accounts == nil || cfg.Passwords == nil || cfg.Sessions == nil || cfg.Ledger == nil || cfg.Queue == nil {
-		return nil, fmt.Errorf("%w: Accounts, Passwords, Sessions, Ledger and Queue are required", ErrConfig)
+	if cfg.Accounts == nil || cfg.Passwords == nil || cfg.Sessions == nil || cfg.Tokens == nil || cfg.Ledger == nil || cfg.Queue == nil {
+		return nil, fmt.Errorf("%w: Accounts, Passwords, Sessions, Tokens, Ledger and Queue are required", ErrConfig)
+	}
+	cfg.BaseURL = strings.TrimSuffix(cfg.BaseURL, "/")
+	if cfg.Mailer != nil && !validBaseURL(cfg.BaseURL) {
+		return nil, fmt.Errorf("%w: a Mailer needs BaseURL, the console's public origin such as https://validmail.example.com (got %q)", ErrConfig, cfg.BaseURL)
 	}
 	cfg.Prefix = strings.TrimSuffix(cmp.Or(cfg.Prefix, DefaultPrefix), "/")
 	if !strings.HasPrefix(cfg.Prefix, "/") {
 		return nil, fmt.Errorf("%w: Prefix %q must start with /", ErrConfig, cfg.Prefix)
+	}
+	if cfg.BillingURL != "" {
+		if u, err := url.Parse(cfg.BillingURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, fmt.Errorf("%w: BillingURL %q must be an http or https URL", ErrConfig, cfg.BillingURL)
+		}
 	}
 	cfg.DemoPath = linkPath(cfg.DemoPath, "/demo")
 	cfg.OpenAPIPath = linkPath(cfg.OpenAPIPath, "/openapi.json")
@@ -201,6 +290,27 @@ func New(cfg Config) (*Dashboard, error) {
 	cfg.BulkWindow = cmp.Or(cfg.BulkWindow, DefaultBulkWindow)
 	cfg.DemoRate = cmp.Or(cfg.DemoRate, DefaultDemoRate)
 	cfg.SignupsPerHour = cmp.Or(cfg.SignupsPerHour, DefaultSignupsPerHour)
+	if cfg.SignInLimit == (ratelimit.Limit{}) {
+		cfg.SignInLimit = DefaultSignInLimit
+	}
+	if err := cfg.SignInLimit.Check(); err != nil {
+		return nil, fmt.Errorf("%w: SignInLimit: %w", ErrConfig, err)
+	}
+	if cfg.SignInFailures == (ratelimit.Quota{}) {
+		cfg.SignInFailures = DefaultSignInFailures
+	}
+	if err := cfg.SignInFailures.Check(); err != nil {
+		return nil, fmt.Errorf("%w: SignInFailures: %w", ErrConfig, err)
+	}
+	if cfg.WebhookTestLimit == (ratelimit.Limit{}) {
+		cfg.WebhookTestLimit = httpapi.DefaultWebhookTestLimit
+	}
+	if err := cfg.WebhookTestLimit.Check(); err != nil {
+		return nil, fmt.Errorf("%w: WebhookTestLimit: %w", ErrConfig, err)
+	}
+	if cfg.BulkLimit < 0 || cfg.BulkWindow < time.Millisecond || cfg.DemoRate < 0 || cfg.SignupsPerHour < 0 {
+		return nil, fmt.Errorf("%w: BulkLimit, BulkWindow, DemoRate and SignupsPerHour must be positive", ErrConfig)
+	}
 	if cfg.ClientIP == nil {
 		cfg.ClientIP = remoteIP
 	}
@@ -211,19 +321,23 @@ func New(cfg Config) (*Dashboard, error) {
 	}
 
 	d := &Dashboard{
-		cfg:        cfg,
-		hasher:     newHasher(cfg.HashConcurrency),
-		loginIP:    newThrottle(rate.Every(3*time.Second), 20),
-		loginEmail: newThrottle(rate.Every(12*time.Second), 5),
-		signupIP:   newThrottle(rate.Every(time.Hour/time.Duration(cfg.SignupsPerHour)), max(min(cfg.SignupsPerHour, 5), cfg.SignupsPerHour/12)),
-		demoIP:     newThrottle(rate.Every(time.Minute/time.Duration(cfg.DemoRate)), cfg.DemoRate),
+		cfg:     cfg,
+		hasher:  newHasher(cfg.HashConcurrency),
+		limits:  newLimiters(cfg.Limiter, cfg.Now),
+		mailer:  cfg.Mailer,
+		confirm: cfg.Mailer != nil,
+		sending: make(chan struct{}, mailsInFlight),
 	}
 	if err := d.parseTemplates(); err != nil {
 		return nil, err
 	}
+	if d.mailer == nil {
+		d.mailer = mail.Log{Logger: cfg.Logger}
+		cfg.Logger.Warn("dashboard: no mailer: mail is written to this log, links included, and new accounts get their signup credits at once, unconfirmed")
+	}
 
 	sm := scs.New()
-	sm.Store = cfg.Sessions
+	sm.Store = sessionStore{s: cfg.Sessions, codec: sm.Codec}
 	sm.IdleTimeout = cfg.IdleTimeout
 	sm.Lifetime = cfg.Lifetime
 	sm.Cookie.Name = "__Host-vm_session"
@@ -251,8 +365,9 @@ func New(cfg Config) (*Dashboard, error) {
 		d.fail(w, r, http.StatusForbidden, "This form was sent from another site, so it was refused.")
 	}))
 	// The session is loaded outside the cross-origin check, so that its
-	// refusal page knows who is signed in.
-	d.handler = securityHeaders(sm.LoadAndSave(cop.Handler(mux)))
+	// refusal page knows who is signed in; a body is read only after the
+	// check, and under the route's limit.
+	d.handler = securityHeaders(trackSessionLoads(sm.LoadAndSave(cop.Handler(d.bounded(mux)))))
 	d.demo = securityHeaders(http.HandlerFunc(d.demoPage))
 	return d, nil
 }
@@ -276,9 +391,18 @@ func (d *Dashboard) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+p+"/login", d.loginPage)
 	mux.HandleFunc("POST "+p+"/login", d.login)
 	mux.HandleFunc("POST "+p+"/logout", d.logout)
+	mux.HandleFunc("GET "+p+"/confirm", d.confirmPage)
+	mux.HandleFunc("POST "+p+"/confirm", d.confirmEmail)
+	mux.HandleFunc("POST "+p+"/confirm/resend", d.authed(d.resendConfirmation))
+	mux.HandleFunc("GET "+p+"/forgot", d.forgotPage)
+	mux.HandleFunc("POST "+p+"/forgot", d.forgot)
+	mux.HandleFunc("GET "+p+"/reset", d.resetPage)
+	mux.HandleFunc("POST "+p+"/reset", d.reset)
+	mux.HandleFunc("GET "+p+"/account", d.authed(d.accountPage))
+	mux.HandleFunc("POST "+p+"/account/password", d.authed(d.changePassword))
 	mux.HandleFunc("GET "+p+"/{$}", d.authed(d.overview))
 	mux.HandleFunc("GET "+p+"/keys", d.authed(d.keysPage))
-	mux.HandleFunc("POST "+p+"/keys", d.authed(d.createKey))
+	mux.HandleFunc("POST "+p+"/keys", d.authed(d.confirmed(d.createKey)))
 	mux.HandleFunc("GET "+p+"/keys/{id}/revoke", d.authed(d.revokePage))
 	mux.HandleFunc("POST "+p+"/keys/{id}/revoke", d.authed(d.revokeKey))
 	mux.HandleFunc("GET "+p+"/webhook", d.authed(d.webhookPage))
@@ -286,7 +410,7 @@ func (d *Dashboard) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+p+"/webhook/rotate", d.authed(d.rotateWebhook))
 	mux.HandleFunc("POST "+p+"/webhook/test", d.authed(d.testWebhook))
 	mux.HandleFunc("GET "+p+"/bulk", d.authed(d.bulkPage))
-	mux.HandleFunc("POST "+p+"/bulk", d.authed(d.submitBulk))
+	mux.HandleFunc("POST "+p+"/bulk", d.authed(d.confirmed(d.submitBulk)))
 	mux.HandleFunc("GET "+p+"/batches", d.authed(d.batchesPage))
 	mux.HandleFunc("GET "+p+"/batches/{id}", d.authed(d.batchPage))
 	mux.HandleFunc("GET "+p+"/batches/{id}/progress", d.authed(d.batchProgress))
@@ -337,44 +461,4 @@ func remoteIP(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
-}
-
-// throttle is a token bucket per key (a client address, an email), kept in
-// this process; buckets idle long enough to be full again are dropped.
-type throttle struct {
-	mu      sync.Mutex
-	every   rate.Limit
-	burst   int
-	buckets map[string]*rate.Limiter
-	swept   time.Time
-}
-
-func newThrottle(every rate.Limit, burst int) *throttle {
-	return &throttle{every: every, burst: burst, buckets: map[string]*rate.Limiter{}}
-}
-
-// allow takes a token for key and reports whether there was one, and if
-// not, how long until there is.
-func (t *throttle) allow(key string, now time.Time) (bool, time.Duration) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if now.Sub(t.swept) > time.Minute {
-		for k, l := range t.buckets {
-			if l.TokensAt(now) >= float64(t.burst) {
-				delete(t.buckets, k)
-			}
-		}
-		t.swept = now
-	}
-	l := t.buckets[key]
-	if l == nil {
-		l = rate.NewLimiter(t.every, t.burst)
-		t.buckets[key] = l
-	}
-	res := l.ReserveN(now, 1)
-	if d := res.DelayFrom(now); d > 0 {
-		res.CancelAt(now)
-		return false, d
-	}
-	return true, 0
 }

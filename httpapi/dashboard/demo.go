@@ -16,7 +16,8 @@ type demoData struct {
 }
 
 // demoPage serves the public demo: one address at a time, no account, not
-// charged, limited per client address.
+// charged, limited per client address, and never a mailbox probe: a
+// stranger does not get to point the prober anywhere.
 func (d *Dashboard) demoPage(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
@@ -51,12 +52,12 @@ func (d *Dashboard) demoPage(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "That address is longer than 1 KB.")
 		return
 	}
-	if ok, wait := d.demoIP.allow(d.cfg.ClientIP(r), d.cfg.Now()); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+	if ok, wait := d.allow(r, "demo-ip:"+d.clientKey(r), d.demoLimit()); !ok {
+		retryAfter(w, wait)
 		fail(http.StatusTooManyRequests, "The demo takes "+strconv.Itoa(d.cfg.DemoRate)+" addresses a minute from one network. Try again in "+humanWait(wait)+", or sign up for an API key.")
 		return
 	}
-	res, err := d.cfg.Validator.Validate(r.Context(), email, emailcheck.WithSource(emailcheck.SourceDemo))
+	res, err := d.cfg.Validator.Validate(r.Context(), email, emailcheck.WithSource(emailcheck.SourceDemo), emailcheck.WithoutProbe())
 	if err != nil {
 		d.cfg.Logger.ErrorContext(r.Context(), "dashboard: demo", "err", err)
 		fail(http.StatusServiceUnavailable, "The validator is not answering. Try again in a moment.")

@@ -6,12 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/alexedwards/scs/v2"
 	"golang.org/x/crypto/argon2"
 
 	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/httpapi/dashboard/mail"
+	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/memstore"
 )
 
 func TestPasswordHash(t *testing.T) {
@@ -83,44 +89,6 @@ func TestSafeNext(t *testing.T) {
 	}
 }
 
-func TestReadList(t *testing.T) {
-	got, err := readList(strings.NewReader("\ufeffa@x.com\r\n\n  b@x.com  \n"), false)
-	if err != nil || strings.Join(got, ",") != "a@x.com,b@x.com" {
-		t.Fatalf("text: %v, %v", got, err)
-	}
-	got, err = readList(strings.NewReader("name,E-mail\nJane,jane@x.com\nJoe,\"joe@x.com\"\n"), true)
-	if err != nil || strings.Join(got, ",") != "jane@x.com,joe@x.com" {
-		t.Fatalf("csv with a header: %v, %v", got, err)
-	}
-	got, err = readList(strings.NewReader("jane@x.com,Jane\njoe@x.com,Joe\n"), true)
-	if err != nil || strings.Join(got, ",") != "jane@x.com,joe@x.com" {
-		t.Fatalf("csv without a header: %v, %v", got, err)
-	}
-	if _, err := readList(strings.NewReader(strings.Repeat("a@x.com\n", maxList+1)), false); !errors.Is(err, errListTooLong) {
-		t.Fatalf("a list over the limit: %v", err)
-	}
-}
-
-func FuzzReadList(f *testing.F) {
-	f.Add("a@x.com\nb@x.com", false)
-	f.Add("email,name\n\"a@x.com\",A\n", true)
-	f.Add("\ufeffE-Mail\n\"unterminated", true)
-	f.Fuzz(func(t *testing.T, in string, isCSV bool) {
-		got, err := readList(strings.NewReader(in), isCSV)
-		if err != nil {
-			return
-		}
-		if len(got) > maxList {
-			t.Fatalf("%d addresses, more than %d", len(got), maxList)
-		}
-		for _, s := range got {
-			if s == "" || s != strings.TrimSpace(s) {
-				t.Fatalf("address %q is empty or untrimmed", s)
-			}
-		}
-	})
-}
-
 func FuzzVerify(f *testing.F) {
 	h := newHasher(1)
 	// A fixed salt, so that every fuzzing process has the same hash.
@@ -155,7 +123,10 @@ func TestUsageChart(t *testing.T) {
 		{Delta: -5, Reason: credits.ReasonCharge, Time: now},
 		{Delta: -99, Reason: credits.ReasonCharge, Time: now.AddDate(0, 0, -31)}, // outside the window
 	}
-	svg := string(usageChart(hist, now, 30))
+	totals := func(hist []credits.Entry) []credits.DayTotal {
+		return credits.TotalsOf(hist, credits.TotalsParams{From: now.AddDate(0, 0, -60), To: now.AddDate(0, 0, 1)})
+	}
+	svg := string(usageChart(totals(hist), now, 30))
 	for _, want := range []string{"13 credits used in the last 30 days", "<title>Nov 21: 8</title>", "<title>Nov 24: 5</title>", `role="img"`} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("chart lacks %q:\n%s", want, svg)
@@ -164,8 +135,102 @@ func TestUsageChart(t *testing.T) {
 	if strings.Count(svg, "<rect") != 30 {
 		t.Errorf("%d bars, want 30", strings.Count(svg, "<rect"))
 	}
-	one := string(usageChart([]credits.Entry{{Delta: -1, Reason: credits.ReasonCharge, Time: now}}, now, 30))
+	one := string(usageChart(totals([]credits.Entry{{Delta: -1, Reason: credits.ReasonCharge, Time: now}}), now, 30))
 	if !strings.Contains(one, "1 credit used in the last 30 days") {
 		t.Errorf("one credit: %s", one)
+	}
+}
+
+// TestSessionNotRevived: a request that loaded a session before the
+// account's sessions ended cannot save it back at its end, while a new
+// session (a new token) is saved.
+func TestSessionNotRevived(t *testing.T) {
+	ss := memstore.NewSessions()
+	a := sessionStore{s: ss, codec: scs.GobCodec{}}
+	data, err := scs.GobCodec{}.Encode(time.Now().Add(time.Hour), map[string]any{sessAccount: "acct-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := time.Now().Add(time.Hour)
+	if err := a.Commit("old-token", data, exp); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := ss.FindSession(context.Background(), store.HashSecret("old-token")); !found {
+		t.Fatal("the session was not saved under the hash of its token")
+	}
+	// A request loads the session; meanwhile the password changes.
+	ctx := context.WithValue(context.Background(), sessionLoadKey{}, &sessionLoad{})
+	if _, found, err := a.FindCtx(ctx, "old-token"); !found || err != nil {
+		t.Fatalf("load: %v, %v", found, err)
+	}
+	if err := ss.DeleteAccountSessions(ctx, "acct-1", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CommitCtx(ctx, "old-token", data, exp); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := a.Find("old-token"); found {
+		t.Fatal("the request's end brought an ended session back")
+	}
+	// The same request renewing its token saves the new session.
+	if err := a.CommitCtx(ctx, "new-token", data, exp); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := a.Find("new-token"); !found {
+		t.Fatal("a new session was not saved")
+	}
+	if ss.Len() != 1 {
+		t.Fatalf("%d sessions, want 1", ss.Len())
+	}
+}
+
+// countingMailer counts the messages it is given.
+type countingMailer struct {
+	mu sync.Mutex
+	to map[string]int
+}
+
+func (c *countingMailer) Send(_ context.Context, m mail.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.to[m.To]++
+	return nil
+}
+
+// TestMailPerAddressBounded: asking again and again mails an address a
+// few times only; other addresses are not held back by it.
+func TestMailPerAddressBounded(t *testing.T) {
+	b := memstore.NewBackend()
+	ledger := credits.New(b.Credits, nil)
+	q, err := jobs.NewQueue(b.Jobs, ledger, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &countingMailer{to: map[string]int{}}
+	d, err := New(Config{Accounts: b.Accounts, Passwords: b.Passwords, Sessions: b.Sessions, Tokens: b.Tokens, Ledger: ledger, Queue: q,
+		Mailer: m, BaseURL: "https://console.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		d.mailExisting(context.Background(), nil, "Flood@example.com")
+	}
+	d.mailExisting(context.Background(), nil, "other@example.com")
+	// A confirmation of the flooded address is held back too.
+	a, err := b.Accounts.CreateAccount(context.Background(), store.CreateAccountParams{Email: "flood@EXAMPLE.com", Unconfirmed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if err := d.mailConfirmation(context.Background(), nil, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every slot taken back means every message is sent.
+	for range cap(d.sending) {
+		d.sending <- struct{}{}
+	}
+	if m.to["Flood@example.com"] != mailBurst || m.to["other@example.com"] != 1 || m.to["flood@EXAMPLE.com"] != 0 {
+		t.Fatalf("messages sent: %v, want %d to the flooded address and 1 to the other", m.to, mailBurst)
 	}
 }

@@ -1,12 +1,10 @@
 package dashboard
 
 import (
-	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"html/template"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -56,8 +54,12 @@ type overviewData struct {
 	AllValidations   bool // the counts include single validations
 	Charged          int64
 	Refunded         int64
-	Chart            template.HTML
-	Batches          []batchRow
+	// Where the balance came from since the account's creation, and the
+	// operator's checkout, if any.
+	Sources    credits.Summary
+	BillingURL string
+	Chart      template.HTML
+	Batches    []batchRow
 }
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, a store.Account) {
@@ -67,26 +69,41 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, a store.Acc
 		d.backendError(w, r, "balance", err)
 		return
 	}
-	hist, err := d.cfg.Ledger.History(ctx, a.ID)
-	if err != nil {
-		d.backendError(w, r, "history", err)
-		return
-	}
 	now := d.cfg.Now().UTC()
 	monthStart := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	data := overviewData{Balance: bal, Plan: a.Plan, Month: now.Format("January 2006")}
-	for _, e := range hist {
-		if e.Time.Before(monthStart) {
+	data := overviewData{Balance: bal, Plan: a.Plan, Month: now.Format("January 2006"), BillingURL: d.cfg.BillingURL}
+	// A read per 400 days of the account's life, whatever its history.
+	if data.Sources, err = d.cfg.Ledger.Summary(ctx, credits.SummaryParams{AccountID: a.ID, From: a.CreatedAt, To: now.AddDate(0, 0, 1)}); err != nil {
+		d.backendError(w, r, "credit summary", err)
+		return
+	}
+	// The month's figures and the chart's days come from the ledger's
+	// per-day totals: the same few rows at ten entries or ten million.
+	from := credits.Day(now).AddDate(0, 0, -(chartDays - 1))
+	if monthStart.Before(from) {
+		from = monthStart
+	}
+	totals, err := d.cfg.Ledger.Totals(ctx, credits.TotalsParams{
+		AccountID: a.ID,
+		From:      from,
+		To:        monthStart.AddDate(0, 1, 0),
+	})
+	if err != nil {
+		d.backendError(w, r, "credit totals", err)
+		return
+	}
+	for _, t := range totals {
+		if t.Day.Before(monthStart) {
 			continue
 		}
-		switch e.Reason {
+		switch t.Reason {
 		case credits.ReasonCharge:
-			data.Charged -= e.Delta
+			data.Charged -= t.Sum
 		case credits.ReasonRefund:
-			data.Refunded += e.Delta
+			data.Refunded += t.Sum
 		}
 	}
-	data.Chart = usageChart(hist, now, 30)
+	data.Chart = usageChart(totals, now, chartDays)
 	counts := map[emailcheck.Status]int{}
 	before := ""
 	for range 20 { // at most 20 pages of 100 batches this month
@@ -211,17 +228,25 @@ func (d *Dashboard) createKey(w http.ResponseWriter, r *http.Request, a store.Ac
 		refuse(http.StatusUnprocessableEntity, "permissions", "Choose at least one permission.")
 		return
 	}
-	active := 0
-	for _, k := range data.Keys {
-		if !k.Revoked() {
-			active++
+	_, secret, err := d.cfg.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: a.ID, Name: name, Permissions: perms, MaxActive: d.cfg.MaxKeys})
+	if errors.Is(err, store.ErrKeyLimit) {
+		// The page shows the keys as they are now, and counts them.
+		fresh, err := d.keysData(r, a)
+		if err != nil {
+			d.backendError(w, r, "list keys", err)
+			return
 		}
-	}
-	if active >= d.cfg.MaxKeys {
+		fresh.Name, fresh.Checked = data.Name, data.Checked
+		data = fresh
+		active := 0
+		for _, k := range data.Keys {
+			if !k.Revoked() {
+				active++
+			}
+		}
 		refuse(http.StatusConflict, "name", fmt.Sprintf("The account holds %d active keys, the most allowed; revoke one first.", active))
 		return
 	}
-	_, secret, err := d.cfg.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: a.ID, Name: name, Permissions: perms})
 	if err != nil {
 		d.backendError(w, r, "create key", err)
 		return
@@ -436,6 +461,17 @@ func (d *Dashboard) testWebhook(w http.ResponseWriter, r *http.Request, a store.
 		d.backendError(w, r, "webhook", err)
 		return
 	}
+	if ok, wait := d.allow(r, httpapi.WebhookTestKey(a.ID), d.cfg.WebhookTestLimit); !ok {
+		data, err := d.webhookData(r, a)
+		if err != nil {
+			d.backendError(w, r, "webhook", err)
+			return
+		}
+		retryAfter(w, wait)
+		d.render(w, r, http.StatusTooManyRequests, "webhook", page{Title: "Webhook", Nav: "webhook", Email: a.Email, Data: data,
+			Error: "Too many test events were sent for this account. Try again in " + humanWait(wait) + "."})
+		return
+	}
 	att := d.cfg.Sender.Send(r.Context(), ep, webhook.NewTestEvent(a.ID, d.cfg.Now()))
 	data, err := d.webhookData(r, a)
 	if err != nil {
@@ -453,38 +489,14 @@ type bulkData struct {
 	Limit     int
 	Window    string
 	Remaining int
+	Report    *list // the lines of a refused list that were left out
 }
 
-// bulkUsed returns how many addresses the account submitted through the
-// bulk tool since, and when the oldest of them leaves the window.
-func (d *Dashboard) bulkUsed(r *http.Request, account string, since time.Time) (int, time.Time, error) {
-	used, oldest := 0, time.Time{}
-	before := ""
-	for range 50 {
-		bs, err := d.cfg.Queue.Batches(r.Context(), jobs.BatchesParams{AccountID: account, Limit: 100, Before: before})
-		if err != nil {
-			return 0, time.Time{}, err
-		}
-		for _, b := range bs {
-			if b.CreatedAt.Before(since) {
-				return used, oldest, nil
-			}
-			if b.Source == jobs.SourceDashboard {
-				used += b.Total
-				oldest = b.CreatedAt
-			}
-		}
-		if len(bs) < 100 {
-			break
-		}
-		before = bs[len(bs)-1].ID
-	}
-	return used, oldest, nil
-}
-
+// bulkData is the bulk page's data: the quota and what the account has
+// left of it now.
 func (d *Dashboard) bulkData(r *http.Request, a store.Account) (bulkData, error) {
-	used, _, err := d.bulkUsed(r, a.ID, d.cfg.Now().Add(-d.cfg.BulkWindow))
-	return bulkData{Limit: d.cfg.BulkLimit, Window: humanWait(d.cfg.BulkWindow), Remaining: max(d.cfg.BulkLimit-used, 0)}, err
+	dec, err := d.limits.quotas.Take(r.Context(), bulkKey(a.ID), 0, d.bulkQuota())
+	return bulkData{Limit: d.cfg.BulkLimit, Window: humanWait(d.cfg.BulkWindow), Remaining: dec.Remaining}, err
 }
 
 func (d *Dashboard) bulkPage(w http.ResponseWriter, r *http.Request, a store.Account) {
@@ -509,13 +521,10 @@ func (d *Dashboard) submitBulk(w http.ResponseWriter, r *http.Request, a store.A
 	refuse := func(status int, field, msg string) {
 		d.render(w, r, status, "bulk", page{Title: "Bulk validation", Nav: "bulk", Email: a.Email, Error: msg, Field: field, Data: data})
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxUpload+64<<10)
-	var emails []string
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
-		if err := r.ParseMultipartForm(maxUpload); err != nil {
-			refuse(http.StatusRequestEntityTooLarge, "file", "The file is larger than 1 MB.")
-			return
-		}
+	// The body was read under maxBulkBody (see bounded).
+	var lst list
+	field := "emails"
+	if r.MultipartForm != nil {
 		if f, hdr, err := r.FormFile("file"); err == nil {
 			defer f.Close()
 			name := strings.ToLower(hdr.Filename)
@@ -523,120 +532,57 @@ func (d *Dashboard) submitBulk(w http.ResponseWriter, r *http.Request, a store.A
 				refuse(http.StatusUnprocessableEntity, "file", "Upload a .txt file with one address per line, or a .csv file with an email column.")
 				return
 			}
-			if emails, err = readList(f, strings.HasSuffix(name, ".csv")); err != nil {
+			field = "file"
+			if lst, err = readList(f, strings.HasSuffix(name, ".csv")); err != nil {
 				refuse(http.StatusUnprocessableEntity, "file", listMessage(err))
 				return
 			}
 		}
 	}
-	if len(emails) == 0 {
-		data.Emails = r.FormValue("emails")
-		if emails, err = readList(strings.NewReader(data.Emails), false); err != nil {
+	if len(lst.Emails) == 0 && lst.NSkipped == 0 {
+		field = "emails"
+		pasted := r.FormValue("emails")
+		data.Emails = strings.ReplaceAll(strings.ToValidUTF8(pasted, "\uFFFD"), "\x00", "\uFFFD")
+		if lst, err = readPasted(pasted); err != nil {
 			refuse(http.StatusUnprocessableEntity, "emails", listMessage(err))
 			return
 		}
 	}
+	emails := lst.Emails
 	if len(emails) == 0 {
+		if lst.NSkipped > 0 {
+			data.Report = &lst
+			refuse(http.StatusUnprocessableEntity, field, "No line of the list holds an address we can read; nothing was submitted. The lines left out are listed below.")
+			return
+		}
 		refuse(http.StatusUnprocessableEntity, "emails", "Paste at least one address, one per line, or choose a file.")
 		return
 	}
-	d.bulkMu.Lock()
-	defer d.bulkMu.Unlock()
-	now := d.cfg.Now()
-	used, oldest, err := d.bulkUsed(r, a.ID, now.Add(-d.cfg.BulkWindow))
+	dec, err := d.limits.quotas.Take(ctx, bulkKey(a.ID), len(emails), d.bulkQuota())
 	if err != nil {
 		d.backendError(w, r, "bulk", err)
 		return
 	}
-	if used+len(emails) > d.cfg.BulkLimit {
-		left := max(d.cfg.BulkLimit-used, 0)
-		when := "now"
-		if !oldest.IsZero() {
-			when = "in " + humanWait(oldest.Add(d.cfg.BulkWindow).Sub(now))
+	if !dec.Allowed {
+		data.Remaining = dec.Remaining
+		more := "More are allowed in " + humanWait(dec.Reset) + "."
+		if len(emails) > d.cfg.BulkLimit {
+			more = fmt.Sprintf("Split the list into parts of at most %d.", d.cfg.BulkLimit)
 		}
-		data.Remaining = left
+		retryAfter(w, dec.Reset)
 		refuse(http.StatusTooManyRequests, "emails", fmt.Sprintf(
-			"The free bulk tool takes %d addresses per %s; this list has %d and %d remain. Nothing was submitted. More are allowed %s.",
-			d.cfg.BulkLimit, humanWait(d.cfg.BulkWindow), len(emails), left, when))
+			"The free bulk tool takes %d addresses per %s; this list has %d and %d remain. Nothing was submitted. %s",
+			d.cfg.BulkLimit, humanWait(d.cfg.BulkWindow), len(emails), dec.Remaining, more))
 		return
 	}
 	ids, err := d.cfg.Queue.EnqueueWith(ctx, jobs.EnqueueParams{AccountID: a.ID, Emails: emails, Source: jobs.SourceDashboard})
 	if err != nil {
+		d.refundBulk(ctx, a.ID, len(emails), dec.Window) // nothing was submitted
 		d.backendError(w, r, "bulk", err)
 		return
 	}
+	d.keepReport(ctx, ids[0], lst)
 	d.redirect(w, r, "/batches/"+ids[0])
-}
-
-// maxList bounds the addresses one submission reads.
-const maxList = 1000
-
-// Why a list cannot be read.
-var (
-	errListTooLong = fmt.Errorf("dashboard: a list has at most %d addresses", maxList)
-	errBadCSV      = errors.New("dashboard: the CSV file cannot be read")
-)
-
-// listMessage is what the bulk page says about a list that cannot be read.
-func listMessage(err error) string {
-	if errors.Is(err, errListTooLong) {
-		return fmt.Sprintf("A list has at most %d addresses.", maxList)
-	}
-	return "The file could not be read as CSV."
-}
-
-// readList reads addresses, one per line, or from the email column of a
-// CSV file (found by its header, else the first column).
-func readList(rd io.Reader, isCSV bool) ([]string, error) {
-	var out []string
-	if !isCSV {
-		sc := bufio.NewScanner(rd)
-		for sc.Scan() {
-			if s := strings.TrimSpace(strings.TrimPrefix(sc.Text(), "\ufeff")); s != "" {
-				if len(out) == maxList {
-					return nil, errListTooLong
-				}
-				out = append(out, s)
-			}
-		}
-		return out, sc.Err()
-	}
-	cr := csv.NewReader(rd)
-	cr.FieldsPerRecord = -1
-	cr.LazyQuotes = true
-	col, first := 0, true
-	for {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, errBadCSV
-		}
-		if first {
-			first = false
-			found := false
-			for i, h := range rec {
-				h = strings.ToLower(strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")))
-				if h == "email" || h == "e-mail" || h == "email address" || h == "mail" {
-					col, found = i, true
-					break
-				}
-			}
-			if found {
-				continue
-			}
-		}
-		if col < len(rec) {
-			if s := strings.TrimSpace(rec[col]); s != "" {
-				if len(out) == maxList {
-					return nil, errListTooLong
-				}
-				out = append(out, s)
-			}
-		}
-	}
-	return out, nil
 }
 
 // Batches.
@@ -676,6 +622,7 @@ type batchData struct {
 	Results  []resultRow
 	More     bool
 	After    string
+	Report   *list // the lines of the submitted list that were left out
 }
 
 const resultsPerPage = 100
@@ -698,7 +645,7 @@ func (d *Dashboard) batchPage(w http.ResponseWriter, r *http.Request, a store.Ac
 	if !ok {
 		return
 	}
-	data := batchData{batchRow: d.row(b), Filter: r.URL.Query().Get("status")}
+	data := batchData{batchRow: d.row(b), Filter: r.URL.Query().Get("status"), Report: d.report(r.Context(), b.ID)}
 	for _, c := range data.Counts {
 		data.Statuses = append(data.Statuses, c.Status)
 	}

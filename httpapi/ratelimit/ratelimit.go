@@ -1,8 +1,11 @@
-// Package ratelimit defines the per-key request limits of the HTTP API:
-// the [Limit] of a token bucket, the [Decision] a [Limiter] takes, and
-// [Memory], a limiter for one process. It depends on nothing else in the
-// module, so that shared limiters in storage backends can implement
-// [Limiter] without importing the HTTP layer.
+// Package ratelimit defines the abuse limits of the service: the [Limit]
+// of a token bucket and the [Decision] a [Limiter] takes on it; the
+// [Quota] of a fixed window and the [QuotaDecision] a [Counter] takes on
+// it; [ClientKey], which groups client addresses (IPv6 by /64); and
+// [Memory], a limiter and counter for one process. It depends on nothing
+// else in the module, so that shared limiters in storage backends
+// (PostgreSQL, Redis) can implement them without importing the HTTP
+// layer; package ratelimittest is the conformance suite they pass.
 package ratelimit
 
 import (
@@ -12,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -139,19 +143,24 @@ func AllowAll(ctx context.Context, l Limiter, reqs []Request) ([]Decision, error
 	return out, nil
 }
 
-// Memory is a [Limiter] holding one token bucket per key in
-// memory (golang.org/x/time/rate). It limits one process only. Buckets are
-// kept for the life of the limiter: keys are API key ids, a bounded set.
-// It is safe for concurrent use.
+// Memory is a [Limiter] and a [Counter] holding one token bucket and one
+// quota counter per key in memory (golang.org/x/time/rate). It limits one
+// process only. Keys may be many (client addresses, emails): a bucket
+// full again and a counter whose window ended are dropped, at most once a
+// minute, so memory follows the keys in use. It is safe for concurrent
+// use.
 type Memory struct {
 	now     func() time.Time
 	buckets sync.Map // key → *bucket
+	swept   atomic.Int64
+	q       quotas
 }
 
 type bucket struct {
 	mu    sync.Mutex
 	lim   *rate.Limiter
 	limit Limit
+	gone  bool // dropped from buckets by a sweep; mu is held to set it
 }
 
 // NewMemory returns an empty limiter. now is its clock; nil
@@ -170,9 +179,12 @@ func (m *Memory) Allow(_ context.Context, key string, limit Limit) (Decision, er
 	if limit.Unlimited() {
 		return unlimited(limit), nil
 	}
-	b := m.bucket(key, limit)
+	if err := limit.Check(); err != nil {
+		return Decision{}, err
+	}
 	now := m.now()
-	b.mu.Lock()
+	m.sweep(now)
+	b := m.lock(key, limit)
 	defer b.mu.Unlock()
 	b.shape(now, limit)
 	return decide(b.lim.AllowN(now, 1), b.lim.TokensAt(now), limit), nil
@@ -188,9 +200,9 @@ func (m *Memory) AllowAll(_ context.Context, reqs []Request) ([]Decision, error)
 	slices.SortFunc(order, func(a, b int) int { return strings.Compare(reqs[a].Key, reqs[b].Key) })
 	buckets := make([]*bucket, len(reqs))
 	now := m.now()
+	m.sweep(now)
 	for _, i := range order {
-		b := m.bucket(reqs[i].Key, reqs[i].Limit)
-		b.mu.Lock()
+		b := m.lock(reqs[i].Key, reqs[i].Limit)
 		defer b.mu.Unlock()
 		b.shape(now, reqs[i].Limit)
 		buckets[i] = b
@@ -212,12 +224,39 @@ func (m *Memory) AllowAll(_ context.Context, reqs []Request) ([]Decision, error)
 	return out, nil
 }
 
-func (m *Memory) bucket(key string, limit Limit) *bucket {
-	v, ok := m.buckets.Load(key)
-	if !ok {
-		v, _ = m.buckets.LoadOrStore(key, &bucket{lim: rate.NewLimiter(rate.Limit(limit.PerSecond), limit.Burst), limit: limit})
+// lock returns key's bucket, locked, making it if needed.
+func (m *Memory) lock(key string, limit Limit) *bucket {
+	for {
+		v, ok := m.buckets.Load(key)
+		if !ok {
+			v, _ = m.buckets.LoadOrStore(key, &bucket{lim: rate.NewLimiter(rate.Limit(limit.PerSecond), limit.Burst), limit: limit})
+		}
+		b := v.(*bucket)
+		b.mu.Lock()
+		if !b.gone {
+			return b
+		}
+		b.mu.Unlock()
 	}
-	return v.(*bucket)
+}
+
+// sweep drops, at most once a minute, the buckets that are full again:
+// a new one would decide the same. It holds one bucket's lock at a time.
+func (m *Memory) sweep(now time.Time) {
+	last := m.swept.Load()
+	if now.UnixNano()-last < int64(time.Minute) || !m.swept.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	m.buckets.Range(func(k, v any) bool {
+		b := v.(*bucket)
+		b.mu.Lock()
+		if b.lim.TokensAt(now) >= float64(b.limit.Burst) {
+			b.gone = true
+			m.buckets.CompareAndDelete(k, v)
+		}
+		b.mu.Unlock()
+		return true
+	})
 }
 
 // shape gives the bucket limit's shape, should it have changed; b.mu is
@@ -255,4 +294,13 @@ func secondsFor(tokens, perSecond float64) time.Duration {
 		return 0
 	}
 	return time.Duration(tokens / perSecond * float64(time.Second))
+}
+
+// Len returns how many buckets and quota counters the limiter holds.
+func (m *Memory) Len() int {
+	n := 0
+	m.buckets.Range(func(any, any) bool { n++; return true })
+	m.q.mu.Lock()
+	defer m.q.mu.Unlock()
+	return n + len(m.q.counts)
 }

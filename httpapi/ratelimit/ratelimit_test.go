@@ -1,17 +1,16 @@
 package ratelimit_test
 
 import (
+	"context"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/httpapi/ratelimit/ratelimittest"
 )
-
-func TestMemoryMulti(t *testing.T) {
-	ratelimittest.RunMulti(t, func(*testing.T) ratelimit.MultiLimiter { return ratelimit.NewMemory(nil) })
-}
 
 func TestLimitCheckAndInterval(t *testing.T) {
 	for _, tc := range []struct {
@@ -35,5 +34,80 @@ func TestLimitCheckAndInterval(t *testing.T) {
 		if tc.ok && !tc.l.Unlimited() && tc.l.Interval() != tc.interval {
 			t.Errorf("%+v: Interval() = %v, want %v", tc.l, tc.l.Interval(), tc.interval)
 		}
+	}
+}
+
+func TestMemory(t *testing.T) {
+	ratelimittest.Run(t, ratelimittest.Harness{New: func(*testing.T) (ratelimit.Limiter, ratelimit.Limiter) {
+		l := ratelimit.NewMemory(nil)
+		return l, l
+	}})
+}
+
+func TestClientKey(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"192.0.2.7", "192.0.2.7"},
+		{" 192.0.2.7 ", "192.0.2.7"},
+		{"::ffff:192.0.2.7", "192.0.2.7"},
+		{"2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2::ffff", "2001:db8:1:2::/64"},
+		{"[2001:db8:1:2::1]", "2001:db8:1:2::/64"},
+		{"fe80::1%eth0", "fe80::/64"},
+		{"2001:db8:1:3::1", "2001:db8:1:3::/64"},
+		{"::1", "::/64"},
+		{"", ""},
+		{"unknown", "unknown"},
+		{strings.Repeat("x", 100), strings.Repeat("x", 64)},
+	} {
+		if got := ratelimit.ClientKey(tc.in); got != tc.want {
+			t.Errorf("ClientKey(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzClientKey(f *testing.F) {
+	for _, s := range []string{"192.0.2.7", "2001:db8::1", "[::1]", "fe80::1%zone", "::ffff:1.2.3.4", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		k := ratelimit.ClientKey(s)
+		if len(k) > 64 {
+			t.Fatalf("ClientKey(%q) = %q: longer than 64 bytes", s, k)
+		}
+		if (k == "") != (s == "") {
+			t.Fatalf("ClientKey(%q) = %q", s, k)
+		}
+	})
+}
+
+// The memory limiter forgets buckets full again and counters of ended
+// windows, so keys that stop coming cost nothing.
+func TestMemorySweeps(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
+	l := ratelimit.NewMemory(clock)
+	ctx := context.Background()
+	limit := ratelimit.Limit{PerSecond: 1, Burst: 2}
+	q := ratelimit.Quota{Limit: 5, Window: time.Minute}
+	for i := range 1000 {
+		if d, err := l.Allow(ctx, fmt.Sprint("ip-", i), limit); err != nil || !d.Allowed {
+			t.Fatal(d, err)
+		}
+		if d, err := l.Take(ctx, fmt.Sprint("acct-", i), 5, q); err != nil || !d.Allowed {
+			t.Fatal(d, err)
+		}
+	}
+	if got := l.Len(); got != 2000 {
+		t.Fatalf("%d buckets and counters, want 2000", got)
+	}
+	now = now.Add(2 * time.Minute)
+	if d, err := l.Allow(ctx, "ip-1", limit); err != nil || !d.Allowed || d.Remaining != 1 {
+		t.Fatalf("a swept key: %+v, %v; want a full bucket", d, err)
+	}
+	if d, err := l.Take(ctx, "acct-1", 5, q); err != nil || !d.Allowed {
+		t.Fatalf("a swept counter: %+v, %v", d, err)
+	}
+	if got := l.Len(); got != 2 {
+		t.Fatalf("%d buckets and counters after the sweep, want the 2 just used", got)
 	}
 }

@@ -16,11 +16,18 @@ type statsValidator interface {
 	Stats() emailcheck.Stats
 }
 
-// opsCollector reads, at each scrape, the validator's DNS statistics, the
-// queue's depth and the worker pool's utilisation: the numbers an
+// pacingValidator is a validator that reports how it paces its queries to
+// each nameserver; an *emailcheck.Validator is one.
+type pacingValidator interface {
+	ResolverStats() []emailcheck.NameserverStats
+}
+
+// opsCollector reads, at each scrape, the validator's DNS statistics and
+// pacing per nameserver, the queue's depth and the worker pool's utilisation: the numbers an
 // operator watches that no request path counts.
 type opsCollector struct {
 	validator statsValidator   // nil when the validator keeps no statistics
+	pacing    pacingValidator  // nil when the validator does not pace queries
 	queue     jobs.StatsDriver // nil when the driver cannot tell
 	pool      *jobs.Pool       // nil without workers
 	now       func() time.Time
@@ -28,6 +35,7 @@ type opsCollector struct {
 	cacheHits, cacheMisses, cacheEvictions, cacheEntries, inFlight, queries, queryLatency *prometheus.Desc
 	queueJobs, oldestActive, queueUp                                                      *prometheus.Desc
 	workers, workersBusy, jobRefunds                                                      *prometheus.Desc
+	nsWindow, nsInFlight, nsWaiting, nsSRTT, nsRTO                                        *prometheus.Desc
 }
 
 func newOpsCollector(v Validator, d jobs.Driver, pool *jobs.Pool) *opsCollector {
@@ -60,9 +68,22 @@ func newOpsCollector(v Validator, d jobs.Driver, pool *jobs.Pool) *opsCollector 
 			"Workers validating a job now; divided by validmail_workers, the utilisation.", nil, nil),
 		jobRefunds: prometheus.NewDesc("validmail_job_credits_refunded_total",
 			"Credits refunded by this instance's workers for jobs that ended UNKNOWN.", nil, nil),
+		nsWindow: prometheus.NewDesc("validmail_dns_window",
+			"DNS queries the validator lets be in flight to a nameserver at once: grown by answers, halved when answers go missing.", []string{"nameserver"}, nil),
+		nsInFlight: prometheus.NewDesc("validmail_dns_queries_in_flight",
+			"DNS queries in flight to a nameserver, within its window.", []string{"nameserver"}, nil),
+		nsWaiting: prometheus.NewDesc("validmail_dns_queries_waiting",
+			"DNS queries waiting for room in a nameserver's window.", []string{"nameserver"}, nil),
+		nsSRTT: prometheus.NewDesc("validmail_dns_srtt_seconds",
+			"Smoothed round-trip time of a nameserver's answers; 0 before the first.", []string{"nameserver"}, nil),
+		nsRTO: prometheus.NewDesc("validmail_dns_rto_seconds",
+			"Retransmission timeout of a nameserver: how long a query waits for its answer before it is sent again.", []string{"nameserver"}, nil),
 	}
 	if sv, ok := v.(statsValidator); ok {
 		c.validator = sv
+	}
+	if pv, ok := v.(pacingValidator); ok {
+		c.pacing = pv
 	}
 	if sd, ok := d.(jobs.StatsDriver); ok {
 		c.queue = sd
@@ -73,7 +94,8 @@ func newOpsCollector(v Validator, d jobs.Driver, pool *jobs.Pool) *opsCollector 
 // Describe implements [prometheus.Collector].
 func (c *opsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.cacheHits, c.cacheMisses, c.cacheEvictions, c.cacheEntries, c.inFlight, c.queries,
-		c.queryLatency, c.queueJobs, c.oldestActive, c.queueUp, c.workers, c.workersBusy, c.jobRefunds} {
+		c.queryLatency, c.queueJobs, c.oldestActive, c.queueUp, c.workers, c.workersBusy, c.jobRefunds,
+		c.nsWindow, c.nsInFlight, c.nsWaiting, c.nsSRTT, c.nsRTO} {
 		ch <- d
 	}
 }
@@ -101,6 +123,15 @@ func (c *opsCollector) Collect(ch chan<- prometheus.Metric) {
 			buckets[b] = cum
 		}
 		ch <- prometheus.MustNewConstHistogram(c.queryLatency, h.Count, h.Sum, buckets)
+	}
+	if c.pacing != nil {
+		for _, ns := range c.pacing.ResolverStats() {
+			ch <- prometheus.MustNewConstMetric(c.nsWindow, prometheus.GaugeValue, float64(ns.Window), ns.Addr)
+			ch <- prometheus.MustNewConstMetric(c.nsInFlight, prometheus.GaugeValue, float64(ns.InFlight), ns.Addr)
+			ch <- prometheus.MustNewConstMetric(c.nsWaiting, prometheus.GaugeValue, float64(ns.Waiting), ns.Addr)
+			ch <- prometheus.MustNewConstMetric(c.nsSRTT, prometheus.GaugeValue, ns.SRTT.Seconds(), ns.Addr)
+			ch <- prometheus.MustNewConstMetric(c.nsRTO, prometheus.GaugeValue, ns.RTO.Seconds(), ns.Addr)
+		}
 	}
 	if c.queue != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)

@@ -77,6 +77,13 @@ const (
 	DefaultDispatchStopTimeout = webhook.DefaultTimeout + 5*time.Second
 )
 
+// Each account's default budget of mailbox probes ([Config.ProbeLimit]):
+// DefaultProbeBurst at once, then DefaultProbesPerSecond.
+const (
+	DefaultProbesPerSecond = 2
+	DefaultProbeBurst      = 200
+)
+
 // ErrConfig reports an invalid [Config]; the error [New] returns wraps it.
 var ErrConfig = errors.New("service: invalid config")
 
@@ -98,8 +105,18 @@ type Config struct {
 	// built from Checks (with Logger), which the service closes.
 	Validator Validator
 	// Checks configures the default validator; ignored when Validator is
-	// set. Nil means emailcheck's defaults.
+	// set. Nil means emailcheck's defaults. When it has a Prober and no
+	// ProbeBudget, the service gives it one: ProbeLimit per account.
 	Checks *emailcheck.Config
+	// ProbeLimit is each account's budget of mailbox probes when Checks
+	// has a Prober: a token bucket per account in the backend's shared
+	// limiter (in memory when the backend has none), so that it holds
+	// across instances. An address over budget keeps its DNS verdict,
+	// unprobed, as does every address when the limiter fails. Calls that
+	// name no account ([emailcheck.WithAccount]) share one bucket. Zero
+	// means [DefaultProbesPerSecond] with bursts of [DefaultProbeBurst];
+	// a negative PerSecond means no budget.
+	ProbeLimit httpapi.RateLimit
 
 	// Logger receives the records of every part. Default: discard.
 	Logger *slog.Logger
@@ -116,7 +133,9 @@ type Config struct {
 	Workers int
 	// Pool tunes the worker pool beyond Workers: leases, retries,
 	// intervals. Its Workers, NewEvent, OnComplete and Logger are set by
-	// the service (OnComplete is called after the service's own hook).
+	// the service (OnComplete is called after the service's own hook);
+	// its Canary defaults to the validator's PingNameservers, when it has
+	// one.
 	Pool jobs.PoolConfig
 	// Retention is how long completed jobs are kept. Default
 	// [jobs.DefaultRetention].
@@ -143,9 +162,11 @@ type Config struct {
 	// Dashboard, when set, serves the customer's console at its Prefix
 	// (default /dashboard/), the public demo at /demo, and redirects / to
 	// the console. Its domain objects (accounts, passwords, sessions,
-	// ledger, queue, validator, webhook parts) and Logger are set by the
-	// service from the backend; ClientIP defaults to the API's. The
-	// backend must keep passwords and sessions.
+	// tokens, ledger, queue, validator, webhook parts) and Logger are set
+	// by the service from the backend; ClientIP, Limiter (the backend's
+	// shared one) and WebhookTestLimit default to the API's; the host sets
+	// Mailer and BaseURL. The backend must keep passwords, sessions and
+	// tokens.
 	Dashboard *dashboard.Config
 
 	// UsageFlushInterval is how often the validations counted by account,
@@ -222,6 +243,13 @@ func (s *Service) build() error {
 			ec = *cfg.Checks
 		}
 		ec.Logger = cmp.Or(ec.Logger, s.logger)
+		if ec.Prober != nil && ec.ProbeBudget == nil {
+			budget, err := newProbeBudget(b.Limiter, cfg.ProbeLimit, s.logger)
+			if err != nil {
+				return fmt.Errorf("%w: %w", ErrConfig, err)
+			}
+			ec.ProbeBudget = budget
+		}
 		v, err := emailcheck.New(&ec)
 		if err != nil {
 			return fmt.Errorf("%w: validator: %w", ErrConfig, err)
@@ -268,6 +296,14 @@ func (s *Service) build() error {
 		pcfg.Logger = s.logger
 		pcfg.NewEvent = s.events.NewEvent
 		pcfg.NewBatchEvent = s.events.NewBatchEvent
+		if pcfg.Canary == nil {
+			// The workers tell a DNS outage from a domain of its own that
+			// does not answer by asking the nameservers the readiness
+			// question.
+			if p, ok := s.validator.(interface{ PingNameservers(context.Context) error }); ok {
+				pcfg.Canary = p.PingNameservers
+			}
+		}
 		hostHook := cfg.Pool.OnComplete
 		// The event is in the outbox once the job completes: deliver it
 		// now rather than at the dispatcher's next poll.
@@ -299,8 +335,13 @@ func (s *Service) build() error {
 	acfg.WebhookOutbox = b.Outbox
 	acfg.WebhookSender = s.disp
 	acfg.WebhookEvents = s.events
-	if acfg.RateLimiter == nil && b.Limiter != nil {
+	if acfg.RateLimiter == nil {
+		// The backend's, shared by every instance; else one for this
+		// process, shared by the API and the console.
 		acfg.RateLimiter = b.Limiter
+		if acfg.RateLimiter == nil {
+			acfg.RateLimiter = httpapi.NewMemoryRateLimiter(acfg.Now)
+		}
 	}
 	if s.api, err = httpapi.NewHandler(acfg); err != nil {
 		return err
@@ -321,7 +362,7 @@ func (s *Service) build() error {
 	s.mux = http.NewServeMux()
 	s.mux.Handle("/", h)
 	if cfg.Dashboard != nil {
-		if err := s.mountDashboard(*cfg.Dashboard, acfg.ClientIP); err != nil {
+		if err := s.mountDashboard(*cfg.Dashboard, acfg); err != nil {
 			return err
 		}
 	}
@@ -335,18 +376,24 @@ func (s *Service) build() error {
 
 // mountDashboard builds the console over the service's parts and serves
 // it, the demo, and a redirect from /.
-func (s *Service) mountDashboard(dc dashboard.Config, clientIP func(*http.Request) string) error {
+func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error {
 	b := s.backend
-	if b.Passwords == nil || b.Sessions == nil {
-		return fmt.Errorf("%w: the dashboard needs a backend that keeps passwords and sessions", ErrConfig)
+	if b.Passwords == nil || b.Sessions == nil || b.Tokens == nil {
+		return fmt.Errorf("%w: the dashboard needs a backend that keeps passwords, sessions and tokens", ErrConfig)
 	}
-	dc.Accounts, dc.Passwords, dc.Sessions = b.Accounts, b.Passwords, b.Sessions
+	dc.Accounts, dc.Passwords, dc.Sessions, dc.Tokens = b.Accounts, b.Passwords, b.Sessions, b.Tokens
 	dc.Ledger, dc.Queue, dc.Validator, dc.Usage = s.ledger, s.queue, s.validator, s.usage
 	dc.Endpoints, dc.Outbox, dc.Sender = b.Endpoints, b.Outbox, s.disp
 	dc.EndpointChanged = s.events.Forget
 	dc.Logger = s.logger
 	if dc.ClientIP == nil {
-		dc.ClientIP = clientIP
+		dc.ClientIP = api.ClientIP
+	}
+	if dc.Limiter == nil {
+		dc.Limiter = api.RateLimiter
+	}
+	if dc.WebhookTestLimit == (httpapi.RateLimit{}) {
+		dc.WebhookTestLimit = api.WebhookTestLimit
 	}
 	d, err := dashboard.New(dc)
 	if err != nil {
@@ -370,9 +417,12 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 // readyTimeout bounds each check of GET /readyz.
 const readyTimeout = 2 * time.Second
 
-// readyz serves GET /readyz: 200 when the backend answers and, for a
-// validator that can tell (emailcheck's), a nameserver answers; 503
-// naming what does not otherwise. /healthz stays a liveness probe.
+// readyz serves GET /readyz: 200 when the backend answers (and, for one
+// that can tell, has not lost its data) and, for a validator that can
+// tell (emailcheck's), a nameserver answers; 503 naming what does not
+// otherwise. Lines starting "warning:" name what an operator should fix
+// without failing readiness (a Redis server without persistence).
+// /healthz stays a liveness probe.
 func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
@@ -381,12 +431,27 @@ func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
 		problems = append(problems, "backend: unavailable")
 		s.logger.WarnContext(ctx, "readyz: backend", "err", err)
 	}
+	var notes []string
+	if hc := s.backend.Health; hc != nil && len(problems) == 0 {
+		n, err := hc.CheckHealth(ctx)
+		switch {
+		case errors.Is(err, store.ErrDataLost):
+			problems = append(problems, "backend: store lost its data")
+			s.logger.ErrorContext(ctx, "readyz: backend", "err", err)
+		case err != nil:
+			problems = append(problems, "backend: unavailable")
+			s.logger.WarnContext(ctx, "readyz: backend", "err", err)
+		}
+		notes = n
+	}
 	if p, ok := s.validator.(interface{ PingNameservers(context.Context) error }); ok {
 		if err := p.PingNameservers(ctx); err != nil {
 			problems = append(problems, "dns: no nameserver answers")
 			s.logger.WarnContext(ctx, "readyz: dns", "err", err)
 		}
 	}
+	// Paused only when no nameserver answers the canary's question: an
+	// address whose own domain does not answer never makes it so.
 	if s.pool != nil && s.pool.DNSDown() {
 		problems = append(problems, "workers: paused, no nameserver answers their validations")
 	}
@@ -397,9 +462,13 @@ func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
 		for _, p := range problems {
 			io.WriteString(w, p+"\n")
 		}
-		return
+	} else {
+		io.WriteString(w, "ready\n")
 	}
-	io.WriteString(w, "ready\n")
+	// Conditions to know about that do not stop the service serving.
+	for _, n := range notes {
+		io.WriteString(w, "warning: "+n+"\n")
+	}
 }
 
 // Mux is the service's root handler: the API (wrapped in the middleware)

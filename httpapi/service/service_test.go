@@ -266,6 +266,9 @@ func TestOperatorMetrics(t *testing.T) {
 		`validmail_queue_jobs{state="available"} 0`, "validmail_queue_oldest_active_job_age_seconds 0", "validmail_queue_stats_up 1",
 		"validmail_workers 2", "validmail_workers_busy 0", "validmail_job_credits_refunded_total 0",
 		"validmail_credits_charged_total 3",
+		`validmail_dns_window{nameserver="` + srv.Addr() + `"}`, `validmail_dns_queries_in_flight{nameserver="` + srv.Addr() + `"} 0`,
+		`validmail_dns_queries_waiting{nameserver="` + srv.Addr() + `"} 0`, `validmail_dns_srtt_seconds{nameserver="` + srv.Addr() + `"}`,
+		`validmail_dns_rto_seconds{nameserver="` + srv.Addr() + `"}`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)

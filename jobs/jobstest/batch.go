@@ -370,7 +370,7 @@ func testBatchPagingWhileCompleting(t *testing.T, b *bundle) {
 		t.Fatalf("batch after every completion: %+v, %v", got, err)
 	}
 	// Past the retention, the batch goes with its jobs.
-	if _, err := b.Driver.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: time.Now().Add(time.Hour)}); err != nil {
+	if _, err := b.Driver.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: time.Now().Add(time.Hour + cleanupGranularity(b.Driver))}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := bd.Batch(ctx, acct, ids[0]); !errors.Is(err, jobs.ErrNotFound) {

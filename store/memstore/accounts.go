@@ -32,7 +32,10 @@ func (s *Store) CreateAccount(ctx context.Context, p store.CreateAccountParams) 
 	// The grant is written under the same lock as the account: no one sees
 	// an account without its signup credits. Its fixed idempotency key
 	// makes a second grant impossible.
-	if n := p.Credits(); n > 0 {
+	if p.Unconfirmed {
+		a.Unconfirmed = true
+		s.console.hold(a.ID, p.Credits())
+	} else if n := p.Credits(); n > 0 {
 		c := credits.Change{AccountID: a.ID, Delta: n, Reason: credits.ReasonSignup, Reference: "signup", IdempotencyKey: "signup"}
 		if _, err := s.applyLocked(c); err != nil {
 			return store.Account{}, err
@@ -121,6 +124,17 @@ func (s *Store) CreateKey(ctx context.Context, p store.CreateKeyParams) (store.K
 	}
 	if _, ok := s.keyByHash[hash]; ok {
 		return store.Key{}, "", store.ErrKeyExists
+	}
+	if p.MaxActive > 0 {
+		active := 0
+		for _, id := range s.keysByAccount[p.AccountID] {
+			if !s.keys[id].Revoked() {
+				active++
+			}
+		}
+		if active >= p.MaxActive {
+			return store.Key{}, "", store.ErrKeyLimit
+		}
 	}
 	k := &store.Key{
 		ID:          uuid.NewString(),

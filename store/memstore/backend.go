@@ -6,7 +6,7 @@ import "github.com/validmail/validmail/store"
 func NewBackend() *store.Backend { return New().Backend() }
 
 // Backend returns the store as a [store.Backend]: the Store itself as
-// accounts, credits, passwords and job queue, its [Webhooks] as outbox and
+// accounts, credits, passwords, tokens and job queue, its [Webhooks] as outbox and
 // endpoints, and a new [Sessions]. The backend is not shared and has no rate limiter; closing it
 // does nothing.
 func (s *Store) Backend() *store.Backend {
@@ -20,6 +20,7 @@ func (s *Store) Backend() *store.Backend {
 		Endpoints: w,
 		Passwords: s,
 		Sessions:  NewSessions(),
+		Tokens:    s,
 		Usage:     s,
 	}
 }

@@ -37,6 +37,32 @@ func (s *Store) History(ctx context.Context, p credits.HistoryParams) ([]credits
 	return s.ledgers[p.AccountID].entries(p.AccountID), nil
 }
 
+// HistoryPage implements [credits.PageStore].
+func (s *Store) HistoryPage(ctx context.Context, p credits.PageParams) (credits.Page, error) {
+	if err := ctxErr(ctx); err != nil {
+		return credits.Page{}, err
+	}
+	if p.Before != "" {
+		if _, err := credits.ParseID(p.Before); err != nil {
+			return credits.Page{}, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ledgers[p.AccountID].page(p.AccountID, p), nil
+}
+
+// Totals implements [credits.TotalsStore] from the totals each account's
+// ledger keeps as entries are appended.
+func (s *Store) Totals(ctx context.Context, p credits.TotalsParams) ([]credits.DayTotal, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ledgers[p.AccountID].dayTotals(credits.Day(p.From), credits.Day(p.To)), nil
+}
+
 // checkLocked reports what applying c would do without writing: a replayed
 // entry, or an error. Multi-part changes (a charged batch, a completion
 // with its refund) call it before their first write, so that a refused

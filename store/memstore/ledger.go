@@ -1,6 +1,8 @@
 package memstore
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -15,7 +17,13 @@ import (
 type ledger struct {
 	chunks [][]entry
 	idem   map[string]entryRef // idempotency key → its entry
+	// totals holds per day (days since the epoch, UTC) and reason the
+	// sum and count of the entries, kept as they are appended.
+	totals map[int64]map[credits.Reason]*sumCount
 }
+
+// sumCount is a [credits.DayTotal]'s figures.
+type sumCount struct{ sum, count int64 }
 
 // ledgerChunk is the largest chunk of a ledger.
 const ledgerChunk = 4096
@@ -45,6 +53,25 @@ func (l *ledger) append(e entry) entryRef {
 		n++
 	}
 	l.chunks[n-1] = append(l.chunks[n-1], e)
+	day := e.at.Unix() / secondsPerDay
+	if e.at.Unix() < 0 && e.at.Unix()%secondsPerDay != 0 {
+		day--
+	}
+	if l.totals == nil {
+		l.totals = make(map[int64]map[credits.Reason]*sumCount)
+	}
+	byReason := l.totals[day]
+	if byReason == nil {
+		byReason = make(map[credits.Reason]*sumCount)
+		l.totals[day] = byReason
+	}
+	sc := byReason[e.reason]
+	if sc == nil {
+		sc = &sumCount{}
+		byReason[e.reason] = sc
+	}
+	sc.sum += e.delta
+	sc.count++
 	return entryRef{int32(n - 1), int32(len(l.chunks[n-1]) - 1)}
 }
 
@@ -68,6 +95,66 @@ func (l *ledger) entries(account string) []credits.Entry {
 			out = append(out, e.public(account))
 		}
 	}
+	return out
+}
+
+// secondsPerDay is the length of a UTC day.
+const secondsPerDay = 24 * 60 * 60
+
+// page returns the entries p selects, newest first: a binary search for
+// p.Before, then the page, so the cost does not grow with the history.
+func (l *ledger) page(account string, p credits.PageParams) credits.Page {
+	if l == nil {
+		return credits.Page{Entries: []credits.Entry{}}
+	}
+	// Entries' seqs increase through the chunks; find the first chunk and
+	// offset at or after before.
+	chunk, off := len(l.chunks), 0
+	if p.Before != "" {
+		before, _ := credits.ParseID(p.Before)
+		chunk, _ = slices.BinarySearchFunc(l.chunks, before, func(c []entry, id uint64) int {
+			return cmp.Compare(c[len(c)-1].seq, id)
+		})
+		if chunk < len(l.chunks) {
+			off, _ = slices.BinarySearchFunc(l.chunks[chunk], before, func(e entry, id uint64) int {
+				return cmp.Compare(e.seq, id)
+			})
+		}
+	}
+	if chunk == len(l.chunks) {
+		chunk, off = len(l.chunks)-1, len(l.chunks[len(l.chunks)-1])
+	}
+	out := credits.Page{Entries: make([]credits.Entry, 0, min(p.Limit, 64))}
+	for chunk >= 0 {
+		if off == 0 {
+			chunk--
+			if chunk >= 0 {
+				off = len(l.chunks[chunk])
+			}
+			continue
+		}
+		if len(out.Entries) == p.Limit {
+			out.More = true
+			break
+		}
+		off--
+		out.Entries = append(out.Entries, l.chunks[chunk][off].public(account))
+	}
+	return out
+}
+
+// dayTotals returns the totals of days [from, to), UTC midnights.
+func (l *ledger) dayTotals(from, to time.Time) []credits.DayTotal {
+	out := []credits.DayTotal{}
+	if l == nil {
+		return out
+	}
+	for d := from; d.Before(to); d = d.AddDate(0, 0, 1) {
+		for reason, sc := range l.totals[d.Unix()/secondsPerDay] {
+			out = append(out, credits.DayTotal{Day: d, Reason: reason, Sum: sc.sum, Count: sc.count})
+		}
+	}
+	credits.SortTotals(out)
 	return out
 }
 

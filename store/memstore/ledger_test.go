@@ -1,8 +1,11 @@
 package memstore
 
 import (
+	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/validmail/validmail/credits"
 )
 
 // Entries come back in order across chunk boundaries, each where append
@@ -32,4 +35,41 @@ func TestLedgerChunks(t *testing.T) {
 			t.Fatalf("chunk %d has capacity %d", i, cap(c))
 		}
 	}
+}
+
+// A page starts and ends anywhere: at chunk boundaries, inside chunks,
+// before the first entry and after the last.
+func TestLedgerPage(t *testing.T) {
+	var l ledger
+	const n = 2*ledgerChunk + 40
+	for i := range n {
+		l.append(entry{seq: uint64(2*i + 2)}) // even seqs: ids between entries name none
+	}
+	for _, before := range []int{1, 2, 3, 9, 10, 16, 17, 2 * 24, 2*24 + 1, 2 * ledgerChunk, 2*ledgerChunk + 3, 2 * n, 2*n + 1, 2*n + 2, 5 * n} {
+		for _, limit := range []int{1, 7, 100, 5000} {
+			p := l.page("acct", credits.PageParams{Before: strconv.Itoa(before), Limit: limit})
+			var want []string
+			for s := 2 * n; s >= 2; s -= 2 {
+				if s < before && len(want) < limit {
+					want = append(want, strconv.Itoa(s))
+				}
+			}
+			more := len(want) == limit && want[limit-1] != "2"
+			var got []string
+			for _, e := range p.Entries {
+				got = append(got, e.ID)
+			}
+			if !slices.Equal(got, want) || p.More != more {
+				t.Fatalf("before %d, limit %d: %d entries from %v, more %v; want %d from %v, more %v",
+					before, limit, len(got), first(got), p.More, len(want), first(want), more)
+			}
+		}
+	}
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return s[0]
 }

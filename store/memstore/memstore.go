@@ -18,6 +18,8 @@ import (
 var (
 	_ store.Accounts      = (*Store)(nil)
 	_ credits.Store       = (*Store)(nil)
+	_ credits.PageStore   = (*Store)(nil)
+	_ credits.TotalsStore = (*Store)(nil)
 	_ jobs.Driver         = (*Store)(nil)
 	_ jobs.ChargingDriver = (*Store)(nil)
 	_ jobs.Notifier       = (*Store)(nil)
@@ -37,6 +39,7 @@ type Store struct {
 	keysByAccount map[string][]string       // account id → key ids, oldest first
 	passwords     map[string]string         // account id → password hash
 	usage         map[string]map[string]int // "account month" → status → count
+	console       consoleState              // confirmations and mailed tokens
 
 	// credits
 	balances map[string]int64

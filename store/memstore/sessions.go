@@ -10,83 +10,138 @@ import (
 
 // Sessions is an in-memory [store.SessionStore]. Expired sessions are
 // dropped as they are found and, at most once a minute, in a sweep during
-// a commit; nothing runs in the background.
+// a save; nothing runs in the background.
 type Sessions struct {
 	mu        sync.Mutex
-	m         map[string]session
+	m         map[string]session             // id → session
+	byAccount map[string]map[string]struct{} // account id → session ids
 	nextSweep time.Time
 }
 
 type session struct {
-	data   []byte
-	expiry time.Time
+	account string
+	data    []byte
+	expiry  time.Time
 }
 
 var _ store.SessionStore = (*Sessions)(nil)
 
 // NewSessions returns an empty session store.
-func NewSessions() *Sessions { return &Sessions{m: make(map[string]session)} }
+func NewSessions() *Sessions {
+	return &Sessions{m: make(map[string]session), byAccount: make(map[string]map[string]struct{})}
+}
 
-// FindCtx implements [store.SessionStore].
-func (s *Sessions) FindCtx(ctx context.Context, token string) ([]byte, bool, error) {
+// FindSession implements [store.SessionStore].
+func (s *Sessions) FindSession(ctx context.Context, id string) ([]byte, bool, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, ok := s.m[token]
+	v, ok := s.m[id]
 	if !ok {
 		return nil, false, nil
 	}
 	if !time.Now().Before(v.expiry) {
-		delete(s.m, token)
+		s.deleteLocked(id)
 		return nil, false, nil
 	}
 	return append([]byte(nil), v.data...), true, nil
 }
 
-// CommitCtx implements [store.SessionStore].
-func (s *Sessions) CommitCtx(ctx context.Context, token string, b []byte, expiry time.Time) error {
+// SaveSession implements [store.SessionStore].
+func (s *Sessions) SaveSession(ctx context.Context, ss store.Session) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.saveLocked(ss)
+	return nil
+}
+
+func (s *Sessions) saveLocked(ss store.Session) {
 	now := time.Now()
 	if now.After(s.nextSweep) {
-		for t, v := range s.m {
+		for id, v := range s.m {
 			if !now.Before(v.expiry) {
-				delete(s.m, t)
+				s.deleteLocked(id)
 			}
 		}
 		s.nextSweep = now.Add(time.Minute)
 	}
-	s.m[token] = session{data: append([]byte(nil), b...), expiry: expiry}
-	return nil
+	s.deleteLocked(ss.ID)
+	if !now.Before(ss.Expiry) {
+		return
+	}
+	s.m[ss.ID] = session{account: ss.AccountID, data: append([]byte(nil), ss.Data...), expiry: ss.Expiry}
+	if ss.AccountID != "" {
+		ids := s.byAccount[ss.AccountID]
+		if ids == nil {
+			ids = make(map[string]struct{})
+			s.byAccount[ss.AccountID] = ids
+		}
+		ids[ss.ID] = struct{}{}
+	}
 }
 
-// DeleteCtx implements [store.SessionStore].
-func (s *Sessions) DeleteCtx(ctx context.Context, token string) error {
+// UpdateSession implements [store.SessionStore].
+func (s *Sessions) UpdateSession(ctx context.Context, ss store.Session) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.m, token)
+	if v, ok := s.m[ss.ID]; ok && time.Now().Before(v.expiry) {
+		s.saveLocked(ss)
+	}
 	return nil
 }
 
-// Find implements [store.SessionStore].
-func (s *Sessions) Find(token string) ([]byte, bool, error) {
-	return s.FindCtx(context.Background(), token)
+// DeleteSession implements [store.SessionStore].
+func (s *Sessions) DeleteSession(ctx context.Context, id string) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deleteLocked(id)
+	return nil
 }
 
-// Commit implements [store.SessionStore].
-func (s *Sessions) Commit(token string, b []byte, expiry time.Time) error {
-	return s.CommitCtx(context.Background(), token, b, expiry)
+// DeleteAccountSessions implements [store.SessionStore].
+func (s *Sessions) DeleteAccountSessions(ctx context.Context, accountID, keepID string) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range s.byAccount[accountID] {
+		if id != keepID {
+			s.deleteLocked(id)
+		}
+	}
+	return nil
 }
 
-// Delete implements [store.SessionStore].
-func (s *Sessions) Delete(token string) error {
-	return s.DeleteCtx(context.Background(), token)
+func (s *Sessions) deleteLocked(id string) {
+	v, ok := s.m[id]
+	if !ok {
+		return
+	}
+	delete(s.m, id)
+	if ids := s.byAccount[v.account]; ids != nil {
+		delete(ids, id)
+		if len(ids) == 0 {
+			delete(s.byAccount, v.account)
+		}
+	}
+}
+
+// Len returns how many sessions the store holds, expired ones not yet
+// dropped included.
+func (s *Sessions) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
 }

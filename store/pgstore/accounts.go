@@ -29,16 +29,21 @@ func (s *Store) CreateAccount(ctx context.Context, p store.CreateAccountParams) 
 	if p.PasswordHash != "" {
 		hash = &p.PasswordHash
 	}
+	var held *int64
+	if p.Unconfirmed {
+		n := p.Credits()
+		held, a.Unconfirmed = &n, true
+	}
 	err = tx.QueryRow(ctx, s.sql(`
-		INSERT INTO {schema}.accounts (id, email, email_norm, plan, password_hash) VALUES ($1, $2, $3, $4, $5)
-		RETURNING created_at`), a.ID, a.Email, store.NormalizeEmail(a.Email), a.Plan, hash).Scan(&a.CreatedAt)
+		INSERT INTO {schema}.accounts (id, email, email_norm, plan, password_hash, held_credits) VALUES ($1, $2, $3, $4, $5, $6)
+		RETURNING created_at`), a.ID, a.Email, store.NormalizeEmail(a.Email), a.Plan, hash, held).Scan(&a.CreatedAt)
 	if isUniqueViolation(err, "accounts_email_norm_key") {
 		return store.Account{}, store.ErrEmailTaken
 	}
 	if err != nil {
 		return store.Account{}, fail(ctx, "create account", err)
 	}
-	if n := p.Credits(); n > 0 {
+	if n := p.Credits(); n > 0 && !p.Unconfirmed {
 		c := credits.Change{AccountID: a.ID, Delta: n, Reason: credits.ReasonSignup, Reference: "signup", IdempotencyKey: "signup"}
 		if _, _, err := s.applyTx(ctx, tx, c); err != nil {
 			return store.Account{}, err
@@ -103,8 +108,8 @@ func (s *Store) GetAccountByEmail(ctx context.Context, email string) (store.Acco
 
 func (s *Store) getAccount(ctx context.Context, where string, arg string) (store.Account, error) {
 	var a store.Account
-	err := s.pool.QueryRow(ctx, s.sql(`SELECT id::text, email, plan, created_at FROM {schema}.accounts WHERE `+where), arg).
-		Scan(&a.ID, &a.Email, &a.Plan, &a.CreatedAt)
+	err := s.pool.QueryRow(ctx, s.sql(`SELECT id::text, email, plan, created_at, held_credits IS NOT NULL FROM {schema}.accounts WHERE `+where), arg).
+		Scan(&a.ID, &a.Email, &a.Plan, &a.CreatedAt, &a.Unconfirmed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Account{}, store.ErrNotFound
 	}
@@ -138,7 +143,9 @@ func scanKey(row pgx.Row) (store.Key, error) {
 }
 
 // CreateKey implements [store.Accounts]. Only the SHA-256 of the secret and
-// its display prefix reach the database.
+// its display prefix reach the database. With a bound on active keys, the
+// account's row is locked for the transaction, so the count and the insert
+// of concurrent calls, in any process, take turns.
 func (s *Store) CreateKey(ctx context.Context, p store.CreateKeyParams) (store.Key, string, error) {
 	secret, hash, prefix, perms, err := store.NewKeyMaterial(p)
 	if err != nil {
@@ -155,7 +162,35 @@ func (s *Store) CreateKey(ctx context.Context, p store.CreateKeyParams) (store.K
 	for i, p := range perms {
 		names[i] = string(p)
 	}
-	k, err := scanKey(s.pool.QueryRow(ctx, s.sql(`
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return store.Key{}, "", fail(ctx, "create key", err)
+	}
+	defer rollback(tx)
+	if p.MaxActive > 0 {
+		// FOR NO KEY UPDATE serializes key creations of the account without
+		// blocking the inserts elsewhere that only reference the account.
+		// The count is a statement of its own: under READ COMMITTED its
+		// snapshot is taken once the lock is held, so it sees the keys of
+		// the transaction that held the lock before.
+		err := tx.QueryRow(ctx, s.sql(`SELECT 1 FROM {schema}.accounts WHERE id = $1 FOR NO KEY UPDATE`), p.AccountID).Scan(new(int))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.Key{}, "", store.ErrNotFound
+		}
+		if err != nil {
+			return store.Key{}, "", fail(ctx, "create key", err)
+		}
+		var active int
+		err = tx.QueryRow(ctx, s.sql(`
+			SELECT count(*) FROM {schema}.api_keys WHERE account_id = $1 AND revoked_at IS NULL`), p.AccountID).Scan(&active)
+		if err != nil {
+			return store.Key{}, "", fail(ctx, "create key", err)
+		}
+		if active >= p.MaxActive {
+			return store.Key{}, "", store.ErrKeyLimit
+		}
+	}
+	k, err := scanKey(tx.QueryRow(ctx, s.sql(`
 		INSERT INTO {schema}.api_keys (id, account_id, name, prefix, hash, permissions)
 		VALUES ($1, $2, $3, $4, $5, $6)
 		RETURNING `+keyColumns), uuid.NewString(), p.AccountID, p.Name, prefix, sum, names))
@@ -166,6 +201,9 @@ func (s *Store) CreateKey(ctx context.Context, p store.CreateKeyParams) (store.K
 		return store.Key{}, "", store.ErrNotFound
 	case err != nil:
 		return store.Key{}, "", fail(ctx, "create key", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return store.Key{}, "", fail(ctx, "create key: commit", err)
 	}
 	return k, secret, nil
 }

@@ -36,6 +36,7 @@ func (s *Store) Backend() *store.Backend {
 		Limiter:   &RateLimiter{s: s},
 		Passwords: s,
 		Sessions:  &Sessions{s: s},
+		Tokens:    s,
 		Usage:     s,
 	}
 }

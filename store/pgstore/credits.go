@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -225,6 +226,67 @@ func (s *Store) History(ctx context.Context, p credits.HistoryParams) ([]credits
 	})
 	if err != nil {
 		return nil, fail(ctx, "history", err)
+	}
+	return out, nil
+}
+
+// HistoryPage implements [credits.PageStore]: a backward range scan of the
+// entries' (account, id) index, the page and one entry more.
+func (s *Store) HistoryPage(ctx context.Context, p credits.PageParams) (credits.Page, error) {
+	before := uint64(math.MaxInt64)
+	if p.Before != "" {
+		var err error
+		if before, err = credits.ParseID(p.Before); err != nil {
+			return credits.Page{}, err
+		}
+	}
+	rows, err := s.pool.Query(ctx, s.sql(`
+		SELECT id, delta, reason, reference, coalesce(idempotency_key, ''), created_at
+		FROM {schema}.credit_entries WHERE account = $1 AND id < $2
+		ORDER BY id DESC LIMIT $3`), p.AccountID, int64(before), p.Limit+1)
+	if err != nil {
+		return credits.Page{}, fail(ctx, "history page", err)
+	}
+	page := credits.Page{Entries: make([]credits.Entry, 0, min(p.Limit+1, 64))}
+	var id int64
+	var reason string
+	e := credits.Entry{AccountID: p.AccountID}
+	_, err = pgx.ForEachRow(rows, []any{&id, &e.Delta, &reason, &e.Reference, &e.IdempotencyKey, &e.Time}, func() error {
+		e.ID = strconv.FormatInt(id, 10)
+		e.Reason = credits.Reason(reason)
+		page.Entries = append(page.Entries, e)
+		return nil
+	})
+	if err != nil {
+		return credits.Page{}, fail(ctx, "history page", err)
+	}
+	if len(page.Entries) > p.Limit {
+		page.Entries, page.More = page.Entries[:p.Limit], true
+	}
+	return page, nil
+}
+
+// Totals implements [credits.TotalsStore] from the credit_totals table,
+// which a trigger on the entries keeps in the statement writing them.
+func (s *Store) Totals(ctx context.Context, p credits.TotalsParams) ([]credits.DayTotal, error) {
+	rows, err := s.pool.Query(ctx, s.sql(`
+		SELECT day, reason, total, entries FROM {schema}.credit_totals
+		WHERE account = $1 AND day >= $2::date AND day < $3::date
+		ORDER BY day, reason`), p.AccountID, p.From.UTC().Format(time.DateOnly), p.To.UTC().Format(time.DateOnly))
+	if err != nil {
+		return nil, fail(ctx, "totals", err)
+	}
+	out := []credits.DayTotal{}
+	var t credits.DayTotal
+	var reason string
+	_, err = pgx.ForEachRow(rows, []any{&t.Day, &reason, &t.Sum, &t.Count}, func() error {
+		t.Day = credits.Day(t.Day)
+		t.Reason = credits.Reason(reason)
+		out = append(out, t)
+		return nil
+	})
+	if err != nil {
+		return nil, fail(ctx, "totals", err)
 	}
 	return out, nil
 }

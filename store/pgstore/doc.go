@@ -13,11 +13,22 @@
 //   - Credits ([Store.Apply]): a balances table with CHECK (balance >= 0)
 //     beside an append-only entries table; a charge is a conditional
 //     UPDATE ... WHERE balance >= n in the transaction that appends its
-//     entry, and idempotency keys are a unique index.
+//     entry, and idempotency keys are a unique index. A page of history
+//     ([Store.HistoryPage]) is a backward scan of the (account, id) index;
+//     per-day totals ([Store.Totals]) are rows of credit_totals that a
+//     statement trigger on the entries updates in the statement writing
+//     them, whichever path wrote them.
 //   - Accounts: an account and its signup grant are one transaction
 //     ([Store.CreateAccount]). Keys are stored as their SHA-256 (bytea,
 //     unique index) and display prefix; [Store.Authenticate] is a hash
 //     lookup.
+//   - Console: sessions are rows under the SHA-256 of their token with
+//     their account, indexed by account, so [Sessions.DeleteAccountSessions]
+//     is one DELETE and [Sessions.UpdateSession] an UPDATE that finds no
+//     row once a session has ended; a mailed token is a row under its
+//     SHA-256, used once by a DELETE ... RETURNING ([Store.TakeToken]); an
+//     unconfirmed account holds its signup grant in a column that
+//     [Store.ConfirmAccount] clears in the transaction writing the grant.
 //   - Jobs: ids come from a bigserial. A batch is one INSERT over unnest
 //     ([Store.Enqueue]); leasing is UPDATE ... WHERE id IN (SELECT ... FOR
 //     UPDATE SKIP LOCKED) ([Store.Lease], [Store.RescueExpired]); lease
@@ -37,11 +48,25 @@
 //     random tokens, compare-and-set on the token: [Webhooks.Lease],
 //     [Webhooks.MarkDelivered]), but every time in the outbox is the
 //     caller's clock, never the database's.
+//   - Retention: jobs and batches are partitioned by the UTC day their
+//     ids carry, with a default partition for days that have none.
+//     [Store.Cleanup] drops a day's partition once everything in it
+//     finished before the cutoff's day, so retention writes no dead rows;
+//     a day still holding an active job keeps its partition and loses
+//     only its finished rows. [Store.EnsurePartitions] makes the days
+//     ahead at New and at every Cleanup. Making and dropping partitions
+//     share one advisory lock per schema: one process at a time changes
+//     them, and the others leave it to that one.
 //   - Wake-up: a statement trigger on the jobs table sends NOTIFY, and
 //     [Store.Subscribe] LISTENs on a dedicated connection taken from the
 //     pool, reconnecting when it fails.
 //   - Rate limits: [RateLimiter], one call of a stored GCRA function per
 //     decision, on a row per bucket locked for that decision only.
+//   - Quotas: [RateLimiter.Take], one call of a stored function that
+//     creates or locks the key's row, starts it again in a new window and
+//     takes the units only if the window has them all;
+//     [RateLimiter.Refund] is one UPDATE of that row, in the same window
+//     only.
 //
 // Errors: the domain sentinels ([jobs.ErrNotFound], [store.ErrInvalidKey],
 // ...) as the interfaces promise; a cancelled context gives an error

@@ -9,7 +9,10 @@ import (
 // object mapping table names to arrays of rows (bytea columns appear as
 // hex). It reads the whole schema: it is meant for tests and debugging.
 func (s *Store) Dump(ctx context.Context) ([]byte, error) {
-	rows, err := s.pool.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY tablename`, s.schema)
+	rows, err := s.pool.Query(ctx, `
+		SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+		ORDER BY c.relname`, s.schema)
 	if err != nil {
 		return nil, fail(ctx, "dump", err)
 	}

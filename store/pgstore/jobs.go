@@ -90,7 +90,7 @@ func formatIDs(ids []int64) []string {
 // first job.
 const enqueueSQL = `
 	WITH t AS MATERIALIZED (
-		SELECT nextval(pg_get_serial_sequence('{schema}.jobs', 'id')) AS id, u.email, u.n
+		SELECT {schema}.next_job_id() AS id, u.email, u.n
 		FROM unnest($2::text[]) WITH ORDINALITY AS u(email, n)
 	), ins AS (
 		INSERT INTO {schema}.jobs (id, account, email, cost, batch_id, source)
@@ -323,6 +323,9 @@ const completeSQL = `
 		    counts = jsonb_set(b.counts, ARRAY[$11::text], to_jsonb(coalesce((b.counts->>$11::text)::int, 0) + 1)),
 		    completed_at = CASE WHEN b.completed + 1 = b.total THEN done.completed_at END
 		FROM done WHERE b.id = done.batch_id
+		  -- A batch's id is its first job's, of the same day: the bounds
+		  -- let the planner touch that day's partition alone.
+		  AND b.id BETWEEN ($1::bigint >> 32) << 32 AND $1::bigint
 		RETURNING b.id, b.total, b.completed, b.counts
 	), refund AS (
 		INSERT INTO {schema}.credit_entries (account, delta, reason, reference, idempotency_key)
@@ -427,6 +430,9 @@ const completeManySQL = `
 		    completed_at = now(), token = NULL, lease_expires_at = NULL
 		FROM input u
 		WHERE j.id = u.id AND j.state = 'running' AND j.token = u.token
+		  -- The group's lowest and highest ids: the planner touches only
+		  -- the partitions of their days.
+		  AND j.id BETWEEN $15::bigint AND $16::bigint
 		RETURNING j.id, j.account, j.completed_at, j.batch_id
 	), per_status AS (
 		SELECT d.batch_id, u.status, count(*)::int AS n FROM done d JOIN input u ON u.id = d.id GROUP BY 1, 2
@@ -442,6 +448,7 @@ const completeManySQL = `
 		                 GROUP BY c.k) AS x),
 		    completed_at = CASE WHEN b.completed + p.n = b.total THEN now() END
 		FROM per_batch p WHERE b.id = p.batch_id
+		  AND b.id BETWEEN ($15::bigint >> 32) << 32 AND $16::bigint
 		RETURNING b.id, b.total, b.completed, b.counts
 	), refund AS (
 		INSERT INTO {schema}.credit_entries (account, delta, reason, reference, idempotency_key)
@@ -472,7 +479,7 @@ const completeManySQL = `
 		WHERE t.completed = t.total AND u.bev_id IS NOT NULL
 		ORDER BY t.id, d.id
 	)
-	SELECT u.id, d.id IS NOT NULL, EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = u.id)
+	SELECT u.id, d.id IS NOT NULL, EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = u.id AND id BETWEEN $15::bigint AND $16::bigint)
 	FROM input u LEFT JOIN done d ON d.id = u.id`
 
 // CompleteMany implements [jobs.BatchCompleter] with completeManySQL: one
@@ -536,7 +543,7 @@ func (s *Store) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []er
 		return errs
 	}
 	rows, err := s.pool.Query(ctx, s.sql(completeManySQL), ids, tokens, results, mxs, refunds, statuses,
-		evIDs, evTypes, evCreated, evPayloads, bevIDs, bevTypes, bevCreated, bevHead)
+		evIDs, evTypes, evCreated, evPayloads, bevIDs, bevTypes, bevCreated, bevHead, slices.Min(ids), slices.Max(ids))
 	answered := make(map[int64]bool, len(ids))
 	if err == nil {
 		var id int64
@@ -656,31 +663,50 @@ func (s *Store) Get(ctx context.Context, account, id string) (jobs.Job, error) {
 	return l.Job, nil
 }
 
-// Cleanup implements [jobs.Driver].
+// Cleanup implements [jobs.Driver]. Jobs and batches go by whole days:
+// those finished before the start of p.CompletedBefore's day (UTC) are
+// removed, most of them by dropping their day's partition (see
+// [Store.EnsurePartitions]); a completed job is kept at most a day longer
+// than asked ([Store.CleanupGranularity]). p.Limit bounds the rows deleted
+// one by one, not the partitions dropped. Cleanup also makes the
+// partitions of the days ahead and removes expired idempotency records,
+// dashboard sessions and mailed tokens.
 func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) {
-	var limit *int64
-	if p.Limit > 0 {
-		l := int64(p.Limit)
-		limit = &l
-	}
-	tag, err := s.pool.Exec(ctx, s.sql(`
-		DELETE FROM {schema}.jobs WHERE id IN (
-			SELECT id FROM {schema}.jobs
-			WHERE state = 'completed' AND completed_at < $1
-			ORDER BY completed_at LIMIT $2::bigint
-			FOR UPDATE SKIP LOCKED
-		)`), p.CompletedBefore, limit)
+	// One process at a time makes and drops partitions; another
+	// cleaning up meanwhile leaves it to the one holding the lock.
+	n := 0
+	_, err := s.withPartitionLock(ctx, func(conn *pgx.Conn) error {
+		if err := s.ensurePartitions(ctx, conn, time.Now()); err != nil {
+			s.logger.WarnContext(ctx, "pgstore: partitions of the days ahead", "err", err)
+		}
+		for _, t := range partitionedTables {
+			limit := p.Limit
+			if t.name != "jobs" {
+				limit = 0
+			}
+			removed, err := s.dropExpired(ctx, conn, t, p.CompletedBefore, limit)
+			if t.name == "jobs" {
+				n = removed
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return 0, fail(ctx, "cleanup", err)
+		return n, err
 	}
-	// A batch goes with its jobs: its completion time is its last job's.
-	// Expired idempotency records and dashboard sessions go too.
 	_, err = s.pool.Exec(ctx, s.sql(`
-		WITH b AS (DELETE FROM {schema}.batches WHERE completed_at < $1),
-		     sessions AS (DELETE FROM {schema}.sessions WHERE expiry < now())
-		DELETE FROM {schema}.job_batches WHERE expires_at <= now()`), p.CompletedBefore)
+		WITH sessions AS (DELETE FROM {schema}.sessions WHERE expiry < now()),
+		     tokens AS (DELETE FROM {schema}.account_tokens WHERE expiry < now())
+		DELETE FROM {schema}.job_batches WHERE expires_at <= now()`))
 	if err != nil {
-		return 0, fail(ctx, "cleanup", err)
+		return n, fail(ctx, "cleanup", err)
 	}
-	return int(tag.RowsAffected()), nil
+	return n, nil
 }
+
+// CleanupGranularity implements [jobs.GranularCleanup]: jobs leave by
+// whole days.
+func (s *Store) CleanupGranularity() time.Duration { return 24 * time.Hour }

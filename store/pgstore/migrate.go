@@ -68,6 +68,11 @@ const lockClass = 0x766d // "vm"
 // table. Running it again changes nothing. A schema at a newer version than
 // the code knows fails with [ErrSchemaTooNew] and is left untouched.
 func (s *Store) Migrate(ctx context.Context) error {
+	return s.migrateTo(ctx, latestVersion())
+}
+
+// migrateTo applies the migrations up to version target.
+func (s *Store) migrateTo(ctx context.Context, target int) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fail(ctx, "migrate", err)
@@ -101,7 +106,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return fmt.Errorf("%w: schema %q is at version %d, code knows %d", ErrSchemaTooNew, s.schema, current, latest)
 	}
 	for _, m := range ms {
-		if m.version <= current {
+		if m.version <= current || m.version > target {
 			continue
 		}
 		if _, err := tx.Exec(ctx, s.sql(m.sql)); err != nil {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -23,6 +24,8 @@ import (
 var (
 	_ store.Accounts      = (*Store)(nil)
 	_ credits.Store       = (*Store)(nil)
+	_ credits.PageStore   = (*Store)(nil)
+	_ credits.TotalsStore = (*Store)(nil)
 	_ jobs.Driver         = (*Store)(nil)
 	_ jobs.ChargingDriver = (*Store)(nil)
 	_ jobs.Notifier       = (*Store)(nil)
@@ -104,12 +107,24 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		case v < latest:
 			return nil, fmt.Errorf("%w: schema %q is at version %d, code needs %d", ErrSchemaOutdated, schema, v, latest)
 		}
+		s.ensurePartitionsAtStart(ctx)
 		return s, nil
 	}
 	if err := s.Migrate(ctx); err != nil {
 		return nil, err
 	}
+	s.ensurePartitionsAtStart(ctx)
 	return s, nil
+}
+
+// ensurePartitionsAtStart makes the partitions of the days ahead as the
+// store opens. A failure (a lock other sessions held too long) does not
+// keep the store from opening: the default partition takes the rows of a
+// day without its own until the next [Store.Cleanup] makes it.
+func (s *Store) ensurePartitionsAtStart(ctx context.Context) {
+	if err := s.EnsurePartitions(ctx, time.Now()); err != nil {
+		s.logger.WarnContext(ctx, "pgstore: partitions of the days ahead not made at start; the next cleanup makes them", "err", err)
+	}
 }
 
 // Schema returns the schema the store's tables live in.

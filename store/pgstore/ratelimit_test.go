@@ -1,8 +1,6 @@
 package pgstore_test
 
 import (
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,57 +8,38 @@ import (
 	"github.com/validmail/validmail/httpapi/ratelimit/ratelimittest"
 )
 
-func TestRateLimiterBucket(t *testing.T) {
+// TestRateLimiter runs the limiters' conformance suite with two stores
+// over one schema: two instances of a deployment.
+func TestRateLimiter(t *testing.T) {
 	t.Parallel()
-	l := newStore(t).Backend().Limiter
-	ctx := t.Context()
-	limit := ratelimit.Limit{PerSecond: 1, Burst: 3}
-	for i := range 3 {
-		d, err := l.Allow(ctx, "k", limit)
-		if err != nil || !d.Allowed || d.Remaining != 2-i || d.Limit != 3 {
-			t.Fatalf("request %d: %+v, %v", i, d, err)
-		}
-	}
-	d, err := l.Allow(ctx, "k", limit)
-	if err != nil || d.Allowed || d.Remaining != 0 {
-		t.Fatalf("4th request: %+v, %v", d, err)
-	}
-	if d.RetryAfter <= 800*time.Millisecond || d.RetryAfter > time.Second {
-		t.Fatalf("RetryAfter %v, want just under 1s", d.RetryAfter)
-	}
-	if d, _ := l.Allow(ctx, "other", limit); !d.Allowed {
-		t.Fatal("keys share a bucket")
-	}
+	testPool(t)
+	ratelimittest.Run(t, ratelimittest.Harness{New: func(t *testing.T) (ratelimit.Limiter, ratelimit.Limiter) {
+		schema := testSchema(t, testPool(t))
+		return openSchema(t, schema).Backend().Limiter, openSchema(t, schema).Backend().Limiter
+	}})
 }
 
-// Two processes on one schema share each key's limit: 100 concurrent
-// requests through two limiters against a burst of 10 allow 10.
-func TestRateLimiterShared(t *testing.T) {
+// Keys a text column cannot hold (NUL, invalid UTF-8) are limited like
+// any other.
+func TestRateLimiterOddKeys(t *testing.T) {
 	t.Parallel()
-	schema := testSchema(t, testPool(t))
-	a, b := openSchema(t, schema).Backend().Limiter, openSchema(t, schema).Backend().Limiter
-	limit := ratelimit.Limit{PerSecond: 0.01, Burst: 10}
-	var allowed atomic.Int32
-	var wg sync.WaitGroup
-	for i := range 100 {
-		l := a
-		if i%2 == 1 {
-			l = b
+	l := newStore(t).Backend().Limiter
+	c := l.(ratelimit.Counter)
+	for _, key := range []string{"a\x00b", "jos\xe9@example.com"} {
+		if d, err := l.Allow(t.Context(), key, ratelimit.Limit{PerSecond: 0.001, Burst: 1}); err != nil || !d.Allowed {
+			t.Fatalf("Allow(%q): %+v, %v", key, d, err)
 		}
-		wg.Go(func() {
-			d, err := l.Allow(t.Context(), "shared", limit)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if d.Allowed {
-				allowed.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	if n := allowed.Load(); n != 10 {
-		t.Fatalf("%d of 100 allowed across two limiters, want 10", n)
+		if d, err := l.Allow(t.Context(), key, ratelimit.Limit{PerSecond: 0.001, Burst: 1}); err != nil || d.Allowed {
+			t.Fatalf("Allow(%q) again: %+v, %v", key, d, err)
+		}
+		q := ratelimit.Quota{Limit: 1, Window: 1000 * time.Hour}
+		d, err := c.Take(t.Context(), key, 1, q)
+		if err != nil || !d.Allowed {
+			t.Fatalf("Take(%q): %+v, %v", key, d, err)
+		}
+		if err := c.Refund(t.Context(), key, 1, q, d.Window); err != nil {
+			t.Fatalf("Refund(%q): %v", key, err)
+		}
 	}
 }
 
@@ -76,9 +55,14 @@ func BenchmarkRateLimiter(b *testing.B) {
 	}
 }
 
-func TestRateLimiterMulti(t *testing.T) {
-	t.Parallel()
-	ratelimittest.RunMulti(t, func(t *testing.T) ratelimit.MultiLimiter {
-		return newStore(t).Backend().Limiter.(ratelimit.MultiLimiter)
-	})
+// BenchmarkQuota is the cost of one take: one round trip.
+func BenchmarkQuota(b *testing.B) {
+	c := newStore(b).Backend().Limiter.(ratelimit.Counter)
+	q := ratelimit.Quota{Limit: 1 << 30, Window: time.Hour}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Take(b.Context(), "bench", 1, q); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

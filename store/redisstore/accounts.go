@@ -12,8 +12,12 @@ import (
 	"github.com/validmail/validmail/store"
 )
 
-// CreateAccount implements [store.Accounts]: the account, its email index
-// entry and its signup grant are written by one script.
+// CreateAccount implements [store.Accounts]. The account lives in the
+// global slot with the email index, its ledger in its shard: the signup
+// grant is written first, under the fresh id, then the account and its
+// email index entry by one script. An account is never seen without its
+// grant; a signup that loses a race for its email, or dies between the
+// two, leaves the grant on an id no account has.
 func (s *Store) CreateAccount(ctx context.Context, p store.CreateAccountParams) (store.Account, error) {
 	if err := checkCtx(ctx, "create account"); err != nil {
 		return store.Account{}, err
@@ -21,10 +25,32 @@ func (s *Store) CreateAccount(ctx context.Context, p store.CreateAccountParams) 
 	if p.Email == "" {
 		return store.Account{}, store.ErrInvalidEmail
 	}
-	a := store.Account{ID: uuid.NewString(), Email: p.Email, Plan: p.PlanOrDefault()}
-	keys := append([]string{s.key("acct:" + a.ID), s.key("emails")}, s.creditKeys(a.ID)...)
-	t, err := s.run(ctx, scriptCreateAccount, keys, a.ID, a.Email, store.NormalizeEmail(a.Email), a.Plan,
-		strconv.FormatInt(p.Credits(), 10), p.PasswordHash).Text()
+	// A server that lost the store's data takes no new accounts: a
+	// sign-up could take a lost customer's email until the data is back.
+	if err := s.checkMarker(ctx); err != nil {
+		return store.Account{}, err
+	}
+	a := store.Account{ID: newAccountID(), Email: p.Email, Plan: p.PlanOrDefault()}
+	norm := store.NormalizeEmail(a.Email)
+	taken, err := s.rdb.HExists(ctx, s.key("emails"), norm).Result()
+	if err != nil {
+		return store.Account{}, s.wrap(ctx, "create account", err)
+	}
+	if taken {
+		return store.Account{}, store.ErrEmailTaken
+	}
+	// The signup grant is written first, in the account's shard; an
+	// unconfirmed account holds it back until its email is confirmed.
+	held := ""
+	if grant := p.Credits(); grant > 0 {
+		if p.Unconfirmed {
+			held = strconv.FormatInt(grant, 10)
+		} else if err := s.run(ctx, scriptApply, s.creditKeys(a.ID), a.ID, strconv.FormatInt(grant, 10), "signup", "signup", "signup").Err(); err != nil {
+			return store.Account{}, s.wrap(ctx, "create account", err)
+		}
+	}
+	keys := []string{s.key("acct:" + a.ID), s.key("emails")}
+	t, err := s.run(ctx, scriptCreateAccount, keys, a.ID, a.Email, norm, a.Plan, p.PasswordHash, held).Text()
 	if err != nil {
 		if c, _ := code(err); c == "EMAILTAKEN" {
 			return store.Account{}, store.ErrEmailTaken
@@ -34,6 +60,7 @@ func (s *Store) CreateAccount(ctx context.Context, p store.CreateAccountParams) 
 	if a.CreatedAt, err = micros(t); err != nil {
 		return store.Account{}, err
 	}
+	a.Unconfirmed = p.Unconfirmed
 	return a, nil
 }
 
@@ -85,7 +112,8 @@ func (s *Store) GetAccount(ctx context.Context, id string) (store.Account, error
 	if err != nil {
 		return store.Account{}, err
 	}
-	return store.Account{ID: m["id"], Email: m["email"], Plan: m["plan"], CreatedAt: t}, nil
+	_, held := m["held"]
+	return store.Account{ID: m["id"], Email: m["email"], Plan: m["plan"], CreatedAt: t, Unconfirmed: held}, nil
 }
 
 // GetAccountByEmail implements [store.Accounts].
@@ -95,6 +123,11 @@ func (s *Store) GetAccountByEmail(ctx context.Context, email string) (store.Acco
 	}
 	id, err := s.rdb.HGet(ctx, s.key("emails"), store.NormalizeEmail(email)).Result()
 	if errors.Is(err, redis.Nil) {
+		// No such email, or a server that lost every account: a sign-in
+		// must not be told "wrong password" then.
+		if err := s.checkMarker(ctx); err != nil {
+			return store.Account{}, err
+		}
 		return store.Account{}, store.ErrNotFound
 	}
 	if err != nil {
@@ -122,13 +155,18 @@ func (s *Store) CreateKey(ctx context.Context, p store.CreateKeyParams) (store.K
 		Permissions: perms,
 	}
 	keys := []string{s.key("acct:" + p.AccountID), s.key("key:" + k.ID), s.key("keyhash"), s.key("keys:" + p.AccountID)}
-	t, err := s.run(ctx, scriptCreateKey, keys, k.ID, k.AccountID, k.Name, k.Prefix, k.Hash, joinPerms(perms)).Text()
+	// The script counts the account's active keys by their hashes, named
+	// like this key's hash with another id.
+	t, err := s.run(ctx, scriptCreateKey, keys, k.ID, k.AccountID, k.Name, k.Prefix, k.Hash, joinPerms(perms),
+		max(p.MaxActive, 0), strings.TrimSuffix(keys[1], k.ID)).Text()
 	if err != nil {
 		switch c, _ := code(err); c {
 		case "NOTFOUND":
 			return store.Key{}, "", store.ErrNotFound
 		case "KEYEXISTS":
 			return store.Key{}, "", store.ErrKeyExists
+		case "KEYLIMIT":
+			return store.Key{}, "", store.ErrKeyLimit
 		}
 		return store.Key{}, "", s.wrap(ctx, "create key", err)
 	}
@@ -236,9 +274,15 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (store.Key, err
 	if store.CheckSecret(secret) != nil {
 		return store.Key{}, store.ErrInvalidKey
 	}
-	f, err := s.run(ctx, scriptAuthenticate, []string{s.key("keyhash")}, s.base, store.HashSecret(secret)).StringSlice()
+	if err := s.Setup(ctx); err != nil {
+		return store.Key{}, err
+	}
+	f, err := s.run(ctx, scriptAuthenticate, []string{s.key("keyhash"), s.key(markerName)}, s.base, store.HashSecret(secret), s.markerValue()).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		return store.Key{}, store.ErrInvalidKey
+	}
+	if c, _ := code(err); c == "LOST" {
+		return store.Key{}, s.dataLost(ctx)
 	}
 	if err != nil {
 		return store.Key{}, s.wrap(ctx, "authenticate", err)

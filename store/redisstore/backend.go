@@ -34,7 +34,9 @@ func (s *Store) Backend() *store.Backend {
 		Limiter:   NewRateLimiter(s.rdb, s.base),
 		Passwords: s,
 		Sessions:  &Sessions{s: s},
+		Tokens:    s,
 		Usage:     s,
+		Health:    s,
 	}
 }
 

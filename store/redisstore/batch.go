@@ -58,7 +58,7 @@ func (s *Store) batchJobs(ctx context.Context, account, batchID string, after in
 	if !validID(batchID) {
 		return nil, jobs.ErrNotFound
 	}
-	m, err := s.rdb.HGetAll(ctx, s.key("bt:"+batchID)).Result()
+	m, err := s.rdb.HGetAll(ctx, s.idBase(batchID)+"bt:"+batchID).Result()
 	if err != nil {
 		return nil, s.wrap(ctx, "batch", err)
 	}
@@ -80,7 +80,7 @@ func (s *Store) batchJobs(ctx context.Context, account, batchID string, after in
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, 0, to-from+1)
 	for id := from; id <= to; id++ {
-		cmds = append(cmds, pipe.HGetAll(ctx, s.key("job:"+strconv.FormatInt(id, 10))))
+		cmds = append(cmds, pipe.HGetAll(ctx, s.idBase(batchID)+"job:"+strconv.FormatInt(id, 10)))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, s.wrap(ctx, "batch jobs", err)
@@ -109,7 +109,7 @@ func (s *Store) Batch(ctx context.Context, accountID, batchID string) (jobs.Batc
 	if !validID(batchID) {
 		return jobs.Batch{}, jobs.ErrNotFound
 	}
-	m, err := s.rdb.HGetAll(ctx, s.key("bt:"+batchID)).Result()
+	m, err := s.rdb.HGetAll(ctx, s.idBase(batchID)+"bt:"+batchID).Result()
 	if err != nil {
 		return jobs.Batch{}, s.wrap(ctx, "batch", err)
 	}
@@ -129,7 +129,7 @@ func (s *Store) Batches(ctx context.Context, p jobs.BatchesParams) ([]jobs.Batch
 		}
 		maxScore = "(" + p.Before
 	}
-	list := s.key("batches:" + p.AccountID)
+	list := s.acctKey(p.AccountID, "batches:"+p.AccountID)
 	out := make([]jobs.Batch, 0, p.Limit)
 	for len(out) < p.Limit {
 		// Batches past their retention are skipped and forgotten, so a
@@ -144,7 +144,7 @@ func (s *Store) Batches(ctx context.Context, p jobs.BatchesParams) ([]jobs.Batch
 		pipe := s.rdb.Pipeline()
 		cmds := make([]*redis.MapStringStringCmd, len(ids))
 		for i, id := range ids {
-			cmds[i] = pipe.HGetAll(ctx, s.key("bt:"+id))
+			cmds[i] = pipe.HGetAll(ctx, s.idBase(id)+"bt:"+id)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return nil, s.wrap(ctx, "batches", err)

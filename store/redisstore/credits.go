@@ -16,7 +16,7 @@ func (s *Store) Balance(ctx context.Context, account string) (int64, error) {
 	if err := checkCtx(ctx, "balance"); err != nil {
 		return 0, err
 	}
-	v, err := s.rdb.Get(ctx, s.key("bal:"+account)).Result()
+	v, err := s.rdb.Get(ctx, s.acctKey(account, "bal:"+account)).Result()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -57,9 +57,11 @@ func (s *Store) Apply(ctx context.Context, c credits.Change) (credits.Entry, err
 }
 
 // creditKeys returns the ledger keys of account, in the order the scripts
-// take them: balance, history, idempotency index, entry counter.
+// take them: balance, history, idempotency index, entry counter, totals.
 func (s *Store) creditKeys(account string) []string {
-	return []string{s.key("bal:" + account), s.key("hist:" + account), s.key("idem:" + account), s.key("seq:entry")}
+	b := s.acctBase(account)
+	return []string{b + "bal:" + account, b + "hist:" + account, b + "idem:" + account, b + "seq:entry",
+		b + "ctot:" + account}
 }
 
 // creditErr translates a script's failure to the credits sentinels;
@@ -84,7 +86,7 @@ func (s *Store) History(ctx context.Context, p credits.HistoryParams) ([]credits
 	if err := checkCtx(ctx, "history"); err != nil {
 		return nil, err
 	}
-	raw, err := s.rdb.LRange(ctx, s.key("hist:"+p.AccountID), 0, -1).Result()
+	raw, err := s.rdb.LRange(ctx, s.acctKey(p.AccountID, "hist:"+p.AccountID), 0, -1).Result()
 	if err != nil {
 		return nil, s.wrap(ctx, "history", err)
 	}

@@ -14,20 +14,39 @@
 //
 // # Keys
 //
-// Every key is "{" + [Config.Prefix] + "}" followed by a name, so tenants
-// and tests can share a server under different prefixes. The braces make
-// the prefix a hash tag: all keys of one Store live in one cluster slot, so
-// a script may touch any of them. Scripts receive the keys they know in
-// advance through KEYS; the keys of individual jobs, accounts and API keys,
-// found only while a script runs, are built from the same prefix.
+// Every key starts with a hash tag built from [Config.Prefix], so tenants
+// and tests can share a server under different prefixes, and the keys of
+// one store spread over 16 shards, each a cluster slot of its own: an
+// account's keys (balance, ledger, totals, usage, jobs, batches,
+// idempotency records, webhook endpoint and deliveries) are all in its
+// shard, with the shard's queues and sequences, so every script touches
+// one slot while the accounts, and the work, spread over a cluster's
+// masters. Shard 0's tag is "{prefix}", which also holds what is global:
+// accounts, API keys, the email and key-hash indexes, sessions, rate
+// limits, quotas and the marker. Shard k's tag is "{prefix:sk.j}", j chosen
+// so that the 16 shards fall in the 16 sixteenths of the slot space. The
+// shard is read off the ids: a new account id is a version 8 UUID whose
+// last byte is its shard, a job or batch id carries its shard from bit 40
+// up, a webhook lease token starts with it. Version 4 account ids and
+// small job ids (those of the layout where every key carried "{prefix}")
+// are shard 0's, so that layout's data is read where it lies. Scripts
+// receive the keys they know in advance through KEYS; the keys of
+// individual jobs, found only while a script runs, are built from the
+// shard's base. Workers lease from the shards round-robin, among those
+// that hold work. The names below follow the tag.
 //
-//   - seq:job, seq:entry: counters behind job ids and ledger entry ids
+//   - seq:job, seq:entry: a shard's counters behind job ids and ledger
+//     entry ids (unique within the shard, so within an account)
 //   - job:ID: a hash per job; completed jobs expire after
 //     [Config.Retention]
 //   - ready (by id), delayed (by run-at), leases (by lease expiry), done (by
 //     completion time): sorted sets of job ids
 //   - bal:ACCOUNT, hist:ACCOUNT, idem:ACCOUNT: the balance, the entries as
-//     a list of JSON objects, and the entries by idempotency key
+//     a list of JSON objects in id order, and the entries by idempotency key
+//   - ctot:ACCOUNT: the account's per-day totals (sum and count of the
+//     deltas per day and reason) and how many entries of hist they hold;
+//     a history older than the totals is counted on its first read, a
+//     thousand entries a script ([Store.Totals])
 //   - idk:ACCOUNT:KEY: the batch an idempotency key names (first id, size,
 //     fingerprint), expiring after the key's TTL
 //   - bt:FIRST: a batch's record (account, source, total, and the counters
@@ -41,9 +60,18 @@
 //   - wh:ep:ACCOUNT: an account's webhook endpoint
 //   - acct:ID, emails, key:ID, keyhash, keys:ACCOUNT: accounts, the email
 //     index, API keys, the index by SHA-256 hash, an account's key ids
+//   - marker: a random value [Store.Setup] writes once; gone or replaced
+//     while the store runs, it means the server lost the store's data
+//     ([store.ErrDataLost])
+//   - sess:ID: a console session under the SHA-256 of its token, expiring
+//     with it; acctsess:ACCOUNT: the account's session ids, so that a
+//     password change ends them ([Sessions])
+//   - tok:HASH: a mailed single-use token under its SHA-256 (purpose,
+//     account, expiry), expiring with it; an account's "held" field is the
+//     signup grant its email's confirmation will write
 //
-// API key secrets are never stored: only their SHA-256 hash and display
-// prefix are.
+// API key secrets, session tokens and mailed tokens are never stored:
+// only their SHA-256 hash (and a key's display prefix) are.
 //
 // Idle workers are woken by a PUBLISH on the channel "{prefix}notify" that
 // the enqueueing script sends; [Store.Subscribe] listens on it.
@@ -52,7 +80,10 @@
 //
 //   - No overdraft, idempotent changes: the credit_check and credit_write
 //     functions of the script library, used by [Store.Apply] and by every
-//     script that charges or refunds.
+//     script that charges or refunds; credit_total adds each entry to the
+//     per-day totals in the same script. A page of history
+//     ([Store.HistoryPage]) is a binary search of the list by id, then one
+//     LRANGE.
 //   - A charged batch is both or neither: [Store.EnqueueCharged] checks the
 //     charge and the job keys, then writes both, in one script.
 //   - Leases: [Store.Lease] hands out ids from the ready set with a random
@@ -66,4 +97,8 @@
 //     the ready set and counts a failure.
 //   - Shared rate limits: [RateLimiter], one GCRA script per decision on the
 //     server's clock.
+//   - Quotas: [RateLimiter.Take], one script over a key per quota and
+//     window (by the server's clock) that expires when the window ends;
+//     [RateLimiter.Refund], one script on that key, which does nothing once
+//     it is gone.
 package redisstore

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
@@ -24,15 +25,18 @@ func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) ([]string, er
 	if len(p.Emails) == 0 {
 		return nil, jobs.ErrEmptyBatch
 	}
-	args := make([]any, 0, 5+len(p.Emails))
-	args = append(args, s.key("job:"), p.AccountID, strconv.FormatInt(p.Cost, 10), s.channel(), cmp.Or(p.Source, jobs.SourceAPI))
+	k := accountShard(p.AccountID)
+	base := s.shardBase(k)
+	args := make([]any, 0, 6+len(p.Emails))
+	args = append(args, base+"job:", p.AccountID, strconv.FormatInt(p.Cost, 10), s.channel(), cmp.Or(p.Source, jobs.SourceAPI), idOffset(k))
 	for _, e := range p.Emails {
 		args = append(args, e)
 	}
-	first, err := s.run(ctx, scriptEnqueue, []string{s.key("seq:job"), s.key("ready")}, args...).Text()
+	first, err := s.run(ctx, scriptEnqueue, []string{base + "seq:job", base + "ready"}, args...).Text()
 	if err != nil {
 		return nil, s.wrap(ctx, "enqueue", err)
 	}
+	s.busy.Or(1 << k)
 	return idRange(first, len(p.Emails))
 }
 
@@ -50,17 +54,20 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 		return nil, fmt.Errorf("%w: empty account", credits.ErrInvalidAmount)
 	}
 	ttl := cmp.Or(p.IdempotencyTTL, jobs.DefaultIdempotencyTTL)
-	args := make([]any, 0, 7+len(p.Emails))
-	args = append(args, s.base, p.AccountID, s.channel(), p.IdempotencyKey, p.Fingerprint,
-		max(ttl.Milliseconds(), 1), cmp.Or(p.Source, jobs.SourceAPI))
+	k := accountShard(p.AccountID)
+	base := s.shardBase(k)
+	args := make([]any, 0, 8+len(p.Emails))
+	args = append(args, base, p.AccountID, s.channel(), p.IdempotencyKey, p.Fingerprint,
+		max(ttl.Milliseconds(), 1), cmp.Or(p.Source, jobs.SourceAPI), idOffset(k))
 	for _, e := range p.Emails {
 		args = append(args, e)
 	}
-	keys := append([]string{s.key("seq:job"), s.key("ready"), s.key("idk:" + p.AccountID + ":" + p.IdempotencyKey)}, s.creditKeys(p.AccountID)...)
+	keys := append([]string{base + "seq:job", base + "ready", base + "idk:" + p.AccountID + ":" + p.IdempotencyKey}, s.creditKeys(p.AccountID)...)
 	first, err := s.run(ctx, scriptEnqueueCharged, keys, args...).Text()
 	if err != nil {
 		return nil, s.creditErr(ctx, "enqueue", int64(len(p.Emails)), err)
 	}
+	s.busy.Or(1 << k)
 	return idRange(first, len(p.Emails))
 }
 
@@ -91,13 +98,97 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	if p.Max < 1 || p.Duration <= 0 {
 		return nil, fmt.Errorf("jobs: invalid lease request (max %d, duration %v)", p.Max, p.Duration)
 	}
+	// The shards are leased from round-robin, each call starting one
+	// shard further, among those known to hold work, until Max jobs are
+	// leased; which shards hold work is looked up again when none of them
+	// does, and every probeEvery.
+	var out []jobs.Lease
+	for probed := false; ; {
+		mask := s.busy.Load()
+		if mask == 0 || time.Since(time.UnixMicro(s.probedAt.Load())) > probeEvery {
+			var err error
+			if mask, err = s.probe(ctx); err != nil {
+				return nil, err
+			}
+			probed = true
+		}
+		if mask == 0 {
+			return nil, nil
+		}
+		start := int(s.next.Add(1))
+		for i := range shardCount {
+			k := (start + i) % shardCount
+			if mask&(1<<k) == 0 {
+				continue
+			}
+			ls, err := s.leaseShard(ctx, k, p.Max-len(out), p.Duration)
+			if err != nil {
+				if len(out) > 0 {
+					return out, nil // the leased ones; the next call meets the error
+				}
+				return nil, err
+			}
+			if len(ls) == 0 {
+				s.busy.And(^uint32(1 << k))
+			}
+			if out == nil {
+				out = ls // the common case, one shard: no copy
+			} else {
+				out = append(out, ls...)
+			}
+			if len(out) >= p.Max {
+				return out, nil
+			}
+		}
+		if len(out) > 0 || probed {
+			return out, nil
+		}
+		// The shards thought busy were empty: look which are, once.
+		s.probedAt.Store(0)
+	}
+}
+
+// probeEvery is how often Lease looks again which shards hold work while
+// some do, so that a shard whose work arrived from another process is
+// found while others are busy.
+const probeEvery = 100 * time.Millisecond
+
+// probe looks up which shards have ready or due jobs, records it, and
+// returns it as a bit mask.
+func (s *Store) probe(ctx context.Context) (uint32, error) {
+	now := strconv.FormatInt(time.Now().UnixMicro(), 10)
+	pipe := s.rdb.Pipeline()
+	ready := make([]*redis.IntCmd, shardCount)
+	due := make([]*redis.IntCmd, shardCount)
+	for k := range shardCount {
+		base := s.shardBase(k)
+		ready[k] = pipe.ZCard(ctx, base+"ready")
+		due[k] = pipe.ZCount(ctx, base+"delayed", "-inf", now)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, s.wrap(ctx, "lease", err)
+	}
+	var mask uint32
+	for k := range shardCount {
+		if ready[k].Val() > 0 || due[k].Val() > 0 {
+			mask |= 1 << k
+		}
+	}
+	s.busy.Store(mask)
+	s.probedAt.Store(time.Now().UnixMicro())
+	return mask, nil
+}
+
+// leaseShard leases at most limit jobs of shard k for d.
+func (s *Store) leaseShard(ctx context.Context, k, limit int, d time.Duration) ([]jobs.Lease, error) {
 	// One script moves due retries to the ready set and leases from it, so
 	// two workers never see the same job as available; the token is made
 	// here, at random, and only its holder can change the job afterwards.
 	// Leases are capped per call to keep each script short: Redis runs one
 	// script at a time.
-	keys := []string{s.key("ready"), s.key("delayed"), s.key("leases")}
-	f, err := s.run(ctx, scriptLease, keys, s.key("job:"), min(p.Max, maxLease), max(p.Duration.Microseconds(), 1), token()).StringSlice()
+	base := s.shardBase(k)
+	keys := []string{base + "ready", base + "delayed", base + "leases"}
+	f, err := s.run(ctx, scriptLease, keys, base+"job:", min(limit, maxLease), max(d.Microseconds(), 1), token()).StringSlice()
 	if err != nil {
 		return nil, s.wrap(ctx, "lease", err)
 	}
@@ -162,7 +253,8 @@ func (s *Store) Heartbeat(ctx context.Context, p jobs.HeartbeatParams) (time.Tim
 	if !validID(p.ID) {
 		return time.Time{}, jobs.ErrNotFound
 	}
-	keys := []string{s.key("job:" + p.ID), s.key("leases")}
+	base := s.idBase(p.ID)
+	keys := []string{base + "job:" + p.ID, base + "leases"}
 	t, err := s.run(ctx, scriptHeartbeat, keys, p.ID, p.Token, max(p.Duration.Microseconds(), 1)).Text()
 	if err != nil {
 		return time.Time{}, s.leaseErr(ctx, "heartbeat", err)
@@ -190,8 +282,9 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 	if err != nil {
 		return err
 	}
-	args := append([]any{s.base, retention}, fields...)
-	keys := []string{s.key("job:" + p.ID), s.key("leases"), s.key("done")}
+	base := s.idBase(p.ID)
+	args := append([]any{base, retention}, fields...)
+	keys := []string{base + "job:" + p.ID, base + "leases", base + "done"}
 	return s.completeErr(ctx, p, s.run(ctx, scriptComplete, keys, args...).Err())
 }
 
@@ -270,9 +363,10 @@ func (s *Store) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []er
 			continue
 		}
 		if len(sent) == 0 {
-			args[0], args[1] = s.base, retention
-		} else if retention != args[1] {
-			// A group is one queue's, with one retention; if not, alone.
+			args[0], args[1] = s.idBase(p.ID), retention
+		} else if retention != args[1] || s.idBase(p.ID) != args[0] {
+			// A group is one queue's, with one retention, and one shard's
+			// (as a lease is); if not, alone.
 			errs[i] = s.Complete(ctx, p)
 			continue
 		}
@@ -282,7 +376,8 @@ func (s *Store) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []er
 	if len(sent) == 0 {
 		return errs
 	}
-	codes, err := s.run(ctx, scriptCompleteMany, []string{s.key("leases"), s.key("done")}, args...).StringSlice()
+	base := args[0].(string)
+	codes, err := s.run(ctx, scriptCompleteMany, []string{base + "leases", base + "done"}, args...).StringSlice()
 	if err == nil && len(codes) != len(sent) {
 		err = fmt.Errorf("%w: %d answers for %d completions", ErrBadData, len(codes), len(sent))
 	}
@@ -327,7 +422,8 @@ func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
 	if !p.RunAt.IsZero() {
 		at = p.RunAt.UnixMicro()
 	}
-	keys := []string{s.key("job:" + p.ID), s.key("leases"), s.key("delayed"), s.key("ready")}
+	base := s.idBase(p.ID)
+	keys := []string{base + "job:" + p.ID, base + "leases", base + "delayed", base + "ready"}
 	err := s.run(ctx, scriptRetry, keys, p.ID, p.Token, at, p.Error, s.channel()).Err()
 	return s.leaseErr(ctx, "retry", err)
 }
@@ -343,11 +439,24 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) (int, er
 	if limit <= 0 {
 		limit = -1
 	}
-	n, err := s.run(ctx, scriptRescue, []string{s.key("leases"), s.key("ready")}, s.key("job:"), limit, s.channel()).Int()
-	if err != nil {
-		return 0, s.wrap(ctx, "rescue", err)
+	total := 0
+	for k := range shardCount {
+		base := s.shardBase(k)
+		n, err := s.run(ctx, scriptRescue, []string{base + "leases", base + "ready"}, base+"job:", limit, s.channel()).Int()
+		if err != nil {
+			return total, s.wrap(ctx, "rescue", err)
+		}
+		if n > 0 {
+			s.busy.Or(1 << k)
+		}
+		total += n
+		if limit > 0 {
+			if limit -= n; limit == 0 {
+				break
+			}
+		}
 	}
-	return n, nil
+	return total, nil
 }
 
 // Get implements [jobs.Driver].
@@ -358,7 +467,7 @@ func (s *Store) Get(ctx context.Context, account, id string) (jobs.Job, error) {
 	if !validID(id) {
 		return jobs.Job{}, jobs.ErrNotFound
 	}
-	m, err := s.rdb.HGetAll(ctx, s.key("job:"+id)).Result()
+	m, err := s.rdb.HGetAll(ctx, s.idBase(id)+"job:"+id).Result()
 	if err != nil {
 		return jobs.Job{}, s.wrap(ctx, "get job", err)
 	}
@@ -401,11 +510,21 @@ func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) 
 	if limit <= 0 {
 		limit = -1
 	}
-	n, err := s.run(ctx, scriptCleanup, []string{s.key("done")}, s.key("job:"), p.CompletedBefore.UnixMicro(), limit).Int()
-	if err != nil {
-		return 0, s.wrap(ctx, "cleanup", err)
+	total := 0
+	for k := range shardCount {
+		base := s.shardBase(k)
+		n, err := s.run(ctx, scriptCleanup, []string{base + "done"}, base+"job:", p.CompletedBefore.UnixMicro(), limit).Int()
+		if err != nil {
+			return total, s.wrap(ctx, "cleanup", err)
+		}
+		total += n
+		if limit > 0 {
+			if limit -= n; limit == 0 {
+				break
+			}
+		}
 	}
-	return n, nil
+	return total, nil
 }
 
 // Subscribe implements [jobs.Notifier] with a Pub/Sub subscription to the

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -76,23 +77,32 @@ end
 return out
 `
 
-// RateLimiter is a [ratelimit.Limiter] whose buckets live in Redis, so
-// that every instance of a deployment shares one limit per key. Each
-// decision is one Lua script run (GCRA), atomic on the server and timed by
-// the server's clock, so instances' clocks need not agree. It is safe for
+// RateLimiter is a [ratelimit.Limiter], [ratelimit.MultiLimiter] and
+// [ratelimit.Counter] whose buckets and quotas live in Redis, so that
+// every instance of a deployment shares one limit per key. Each decision
+// is one Lua script run (GCRA for buckets, a counter per window for
+// quotas), atomic on the server and timed by the server's clock, so
+// instances' clocks need not agree. It is safe for
 // concurrent use; the client is the host's and is not closed.
 type RateLimiter struct {
-	client    redis.UniversalClient
-	prefix    string
-	script    *redis.Script
-	allScript *redis.Script
+	client       redis.UniversalClient
+	prefix       string
+	script       *redis.Script
+	allScript    *redis.Script
+	takeScript   *redis.Script
+	refundScript *redis.Script
 }
 
 // NewRateLimiter returns a limiter storing its buckets in client under keys
 // that start with prefix (for example "validmail:"), followed by
-// "ratelimit:" and the limited key.
+// "ratelimit:" and the limited key, and its quotas under prefix, "quota:",
+// the key, ":" and the window's number.
 func NewRateLimiter(client redis.UniversalClient, prefix string) *RateLimiter {
-	return &RateLimiter{client: client, prefix: prefix, script: redis.NewScript(gcraScript), allScript: redis.NewScript(gcraAllScript)}
+	return &RateLimiter{
+		client: client, prefix: prefix,
+		script: redis.NewScript(gcraScript), allScript: redis.NewScript(gcraAllScript),
+		takeScript: redis.NewScript(quotaTakeScript), refundScript: redis.NewScript(quotaRefundScript),
+	}
 }
 
 // Allow implements [ratelimit.Limiter]. An unlimited limit (negative
@@ -167,4 +177,87 @@ func gcraDecision(res []int64, limit ratelimit.Limit) (ratelimit.Decision, error
 		RetryAfter: time.Duration(res[2]) * time.Microsecond,
 		Reset:      time.Duration(res[3]) * time.Microsecond,
 	}, nil
+}
+
+var _ ratelimit.Counter = (*RateLimiter)(nil)
+
+// quotaTakeScript takes units from a fixed-window quota: one key per key
+// and window, holding the units taken, expiring when the window ends.
+// The window is numbered by the server's clock.
+//
+// KEYS[1]: the quota's key, without its window. ARGV[1]: units to take
+// (0 reads). ARGV[2]: the limit. ARGV[3]: the window (µs).
+// Returns {allowed (0|1), remaining, reset (µs), window}.
+const quotaTakeScript = `
+local n = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+local size = tonumber(ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local win = math.floor(now / size)
+local reset = (win + 1) * size - now
+local key = KEYS[1] .. ':' .. string.format('%.0f', win)
+local used = tonumber(redis.call('GET', key) or 0)
+if n == 0 or used + n > limit then
+  return {n == 0 and 1 or 0, math.max(0, limit - used), reset, win}
+end
+redis.call('SET', key, used + n, 'PX', math.max(1, math.ceil(reset / 1000)))
+return {1, limit - used - n, reset, win}
+`
+
+// quotaRefundScript gives units back to a window that has not ended.
+//
+// KEYS[1]: the quota's key with its window. ARGV[1]: units.
+const quotaRefundScript = `
+local used = tonumber(redis.call('GET', KEYS[1]))
+if used == nil then return 0 end
+local left = math.max(0, used - tonumber(ARGV[1]))
+redis.call('SET', KEYS[1], left, 'KEEPTTL')
+return left
+`
+
+// quotaKey is the name of key's quota counters, before the window.
+func (l *RateLimiter) quotaKey(key string) string { return l.prefix + "quota:" + key }
+
+// Take implements [ratelimit.Counter]: one script run, atomic on the
+// server, over a key per window that expires when the window ends.
+// Taking 0 units reads without writing. An unlimited quota is allowed
+// without a round trip.
+func (l *RateLimiter) Take(ctx context.Context, key string, n int, q ratelimit.Quota) (ratelimit.QuotaDecision, error) {
+	if err := ratelimit.CheckTake(n, q); err != nil {
+		return ratelimit.QuotaDecision{}, fmt.Errorf("redisstore: %w", err)
+	}
+	if q.Unlimited() {
+		return ratelimit.QuotaDecision{Allowed: true, Limit: q.Limit}, nil
+	}
+	res, err := l.takeScript.Run(ctx, l.client, []string{l.quotaKey(key)}, n, q.Limit, q.Window.Microseconds()).Int64Slice()
+	if err != nil {
+		return ratelimit.QuotaDecision{}, fmt.Errorf("redisstore: quota: %w", err)
+	}
+	if len(res) != 4 {
+		return ratelimit.QuotaDecision{}, fmt.Errorf("redisstore: quota: unexpected reply %v", res)
+	}
+	return ratelimit.QuotaDecision{
+		Allowed:   res[0] == 1,
+		Limit:     q.Limit,
+		Remaining: int(res[1]),
+		Reset:     time.Duration(res[2]) * time.Microsecond,
+		Window:    res[3],
+	}, nil
+}
+
+// Refund implements [ratelimit.Counter]: one script run on the window's
+// key, which is gone once the window ended.
+func (l *RateLimiter) Refund(ctx context.Context, key string, n int, q ratelimit.Quota, window int64) error {
+	if err := ratelimit.CheckTake(n, q); err != nil {
+		return fmt.Errorf("redisstore: %w", err)
+	}
+	if q.Unlimited() || n == 0 {
+		return nil
+	}
+	k := l.quotaKey(key) + ":" + strconv.FormatInt(window, 10)
+	if err := l.refundScript.Run(ctx, l.client, []string{k}, n).Err(); err != nil {
+		return fmt.Errorf("redisstore: quota refund: %w", err)
+	}
+	return nil
 }

@@ -3,8 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"os"
-	"sync"
-	"sync/atomic"
+	"strconv"
 	"testing"
 	"time"
 
@@ -48,92 +47,50 @@ func newTestLimiter(t *testing.T) (*redisstore.RateLimiter, *redis.Client, strin
 	return redisstore.NewRateLimiter(c, prefix), c, prefix
 }
 
-func TestRateLimiterBucket(t *testing.T) {
+// TestRateLimiter runs the limiters' conformance suite with two limiters
+// over one prefix: two instances of a deployment.
+func TestRateLimiter(t *testing.T) {
+	t.Parallel()
+	rateLimitClient(t)
+	ratelimittest.Run(t, ratelimittest.Harness{New: func(t *testing.T) (ratelimit.Limiter, ratelimit.Limiter) {
+		a, c, prefix := newTestLimiter(t)
+		return a, redisstore.NewRateLimiter(c, prefix)
+	}})
+}
+
+// Buckets and quota windows expire when they no longer matter.
+func TestRateLimiterExpiry(t *testing.T) {
 	t.Parallel()
 	l, c, prefix := newTestLimiter(t)
 	ctx := t.Context()
-	limit := ratelimit.Limit{PerSecond: 1, Burst: 3}
-	for i := range 3 {
-		d, err := l.Allow(ctx, "k", limit)
-		if err != nil || !d.Allowed || d.Remaining != 2-i || d.Limit != 3 {
-			t.Fatalf("request %d: %+v, %v", i, d, err)
-		}
-	}
-	d, err := l.Allow(ctx, "k", limit)
-	if err != nil || d.Allowed || d.Remaining != 0 {
-		t.Fatalf("4th request: %+v, %v", d, err)
-	}
-	if d.RetryAfter <= 900*time.Millisecond || d.RetryAfter > time.Second {
-		t.Fatalf("RetryAfter %v, want just under 1s", d.RetryAfter)
-	}
-	if d.Reset <= 2900*time.Millisecond || d.Reset > 3*time.Second {
-		t.Fatalf("Reset %v, want just under 3s", d.Reset)
-	}
-	if d, _ := l.Allow(ctx, "other", limit); !d.Allowed {
-		t.Fatal("keys share a bucket")
+	if _, err := l.Allow(ctx, "k", ratelimit.Limit{PerSecond: 1, Burst: 3}); err != nil {
+		t.Fatal(err)
 	}
 	ttl, err := c.PTTL(ctx, prefix+"ratelimit:k").Result()
-	if err != nil || ttl <= 0 || ttl > 3*time.Second {
+	if err != nil || ttl <= 0 || ttl > time.Second {
 		t.Fatalf("bucket TTL %v, %v: the key must expire when the bucket is full", ttl, err)
 	}
-}
-
-func TestRateLimiterRefills(t *testing.T) {
-	t.Parallel()
-	l, _, _ := newTestLimiter(t)
-	ctx := t.Context()
-	limit := ratelimit.Limit{PerSecond: 20, Burst: 1}
-	if d, _ := l.Allow(ctx, "k", limit); !d.Allowed {
-		t.Fatal("first request refused")
+	q := ratelimit.Quota{Limit: 5, Window: time.Hour}
+	d, err := l.Take(ctx, "q", 2, q)
+	if err != nil || !d.Allowed {
+		t.Fatal(d, err)
 	}
-	d, _ := l.Allow(ctx, "k", limit)
-	if d.Allowed {
-		t.Fatal("second request allowed at once")
+	key := prefix + "quota:q:" + strconv.FormatInt(d.Window, 10)
+	ttl, err = c.PTTL(ctx, key).Result()
+	if err != nil || ttl <= 0 || ttl > d.Reset+time.Millisecond {
+		t.Fatalf("quota TTL %v, %v: the key must expire when its window ends, in %v", ttl, err, d.Reset)
 	}
-	time.Sleep(d.RetryAfter + 5*time.Millisecond)
-	if d, _ := l.Allow(ctx, "k", limit); !d.Allowed {
-		t.Fatalf("refused after RetryAfter: %+v", d)
+	if err := l.Refund(ctx, "q", 1, q, d.Window); err != nil {
+		t.Fatal(err)
 	}
-}
-
-// Limiters over one server (two instances) share the bucket, and
-// concurrent requests never exceed it.
-func TestRateLimiterShared(t *testing.T) {
-	t.Parallel()
-	a, c, prefix := newTestLimiter(t)
-	b := redisstore.NewRateLimiter(c, prefix)
-	limit := ratelimit.Limit{PerSecond: 0.001, Burst: 50}
-	var allowed atomic.Int64
-	var wg sync.WaitGroup
-	for i := range 200 {
-		l := a
-		if i%2 == 1 {
-			l = b
-		}
-		wg.Go(func() {
-			d, err := l.Allow(context.Background(), "k", limit)
-			if err != nil {
-				t.Error(err)
-			}
-			if d.Allowed {
-				allowed.Add(1)
-			}
-		})
+	if ttl2, err := c.PTTL(ctx, key).Result(); err != nil || ttl2 <= 0 || ttl2 > ttl {
+		t.Fatalf("quota TTL after a refund %v, %v", ttl2, err)
 	}
-	wg.Wait()
-	if n := allowed.Load(); n != 50 {
-		t.Fatalf("%d requests allowed across two limiters, want 50", n)
+	if err := l.Refund(ctx, "q", 1, q, d.Window-1); err != nil {
+		t.Fatal(err)
 	}
-}
-
-func TestRateLimiterLimits(t *testing.T) {
-	t.Parallel()
-	l, _, _ := newTestLimiter(t)
-	if d, err := l.Allow(t.Context(), "k", ratelimit.Limit{PerSecond: -1}); err != nil || !d.Allowed {
-		t.Fatalf("unlimited: %+v, %v", d, err)
-	}
-	if _, err := l.Allow(t.Context(), "k", ratelimit.Limit{PerSecond: 1}); err == nil {
-		t.Fatal("burst 0 accepted")
+	if n, _ := c.Exists(ctx, prefix+"quota:q:"+strconv.FormatInt(d.Window-1, 10)).Result(); n != 0 {
+		t.Fatal("a refund to an ended window made a key")
 	}
 }
 
@@ -147,10 +104,15 @@ func TestRateLimiterServerDown(t *testing.T) {
 	}
 }
 
-func TestRateLimiterMulti(t *testing.T) {
-	t.Parallel()
-	ratelimittest.RunMulti(t, func(t *testing.T) ratelimit.MultiLimiter {
-		l, _, _ := newTestLimiter(t)
-		return l
-	})
+// BenchmarkQuota is the cost of one take: one script run.
+func BenchmarkQuota(b *testing.B) {
+	s, _, _ := setup(b, nil)
+	c := s.Backend().Limiter.(ratelimit.Counter)
+	q := ratelimit.Quota{Limit: 1 << 30, Window: time.Hour}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Take(b.Context(), "bench", 1, q); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -8,8 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,6 +24,8 @@ import (
 var (
 	_ store.Accounts      = (*Store)(nil)
 	_ credits.Store       = (*Store)(nil)
+	_ credits.PageStore   = (*Store)(nil)
+	_ credits.TotalsStore = (*Store)(nil)
 	_ jobs.Driver         = (*Store)(nil)
 	_ jobs.ChargingDriver = (*Store)(nil)
 	_ jobs.Notifier       = (*Store)(nil)
@@ -44,10 +49,11 @@ const DefaultPrefix = "validmail"
 
 // Config configures a [Store]. The zero value gives the defaults.
 type Config struct {
-	// Prefix starts every key, inside braces ("{validmail}job:1"), so
-	// that several stores can share a server and each store's keys share
-	// one cluster slot. It must not contain braces. Default
-	// [DefaultPrefix].
+	// Prefix starts every key's hash tag ("{validmail}acct:ID",
+	// "{validmail:s3.17}job:ID"), so that several stores can share a
+	// server; see the package documentation for how a store's keys spread
+	// over cluster slots. It must not contain braces nor end like a
+	// shard's tag (":s" and digits). Default [DefaultPrefix].
 	Prefix string
 	// Retention is how long a completed job stays readable when its
 	// completion does not say (jobs.CompleteParams.Retention, which a
@@ -55,14 +61,29 @@ type Config struct {
 	// has one setting): its key expires that long after completion.
 	// Default [jobs.DefaultRetention].
 	Retention time.Duration
+	// Logger receives the store's records: the server's persistence at
+	// [Store.Setup], and a loss of its data. Default: discard.
+	Logger *slog.Logger
 }
 
 // Store is a Redis backend. It is safe for concurrent use, also from many
 // processes sharing one server and prefix. Create it with [New].
 type Store struct {
 	rdb       redis.UniversalClient
-	base      string // "{prefix}"
+	prefix    string
+	base      string             // "{prefix}": shard 0 and what is global
+	bases     [shardCount]string // of each shard
 	retention time.Duration
+	logger    *slog.Logger
+
+	setupMu     sync.Mutex                  // orders Setup
+	marker      atomic.Pointer[string]      // the marker's value, from Setup
+	persistence atomic.Pointer[Persistence] // as Setup read it
+	lostLogged  atomic.Bool
+
+	busy     atomic.Uint32 // bit k: shard k held jobs at the last look
+	next     atomic.Uint32 // where the next Lease starts
+	probedAt atomic.Int64  // µs: when busy was last looked up
 }
 
 // New returns a Store over client, which stays the caller's to configure
@@ -79,6 +100,9 @@ func New(client redis.UniversalClient, cfg *Config) (*Store, error) {
 	if strings.ContainsAny(c.Prefix, "{}") {
 		return nil, fmt.Errorf("redisstore: prefix %q contains a brace", c.Prefix)
 	}
+	if shardPrefix(c.Prefix) {
+		return nil, fmt.Errorf("redisstore: prefix %q ends like a shard's tag (\":s\" and digits)", c.Prefix)
+	}
 	if c.Retention < 0 {
 		return nil, fmt.Errorf("redisstore: negative retention %v", c.Retention)
 	}
@@ -87,8 +111,11 @@ func New(client redis.UniversalClient, cfg *Config) (*Store, error) {
 	}
 	return &Store{
 		rdb:       client,
+		prefix:    c.Prefix,
+		bases:     shardBases(c.Prefix),
 		base:      "{" + c.Prefix + "}",
 		retention: cmp.Or(c.Retention, jobs.DefaultRetention),
+		logger:    cmp.Or(c.Logger, slog.New(slog.DiscardHandler)),
 	}, nil
 }
 
@@ -100,7 +127,10 @@ func (s *Store) channel() string { return s.base + "notify" }
 
 // wrap turns an error from go-redis into the store's errors: the context's
 // error when ctx ended, [ErrBadData] for a wrong key type or a script
-// failure, [ErrUnavailable] for anything that is not a server reply.
+// failure, [ErrUnavailable] for anything that is not a server reply and
+// for the replies of a cluster whose slots are moving (MOVED, ASK,
+// TRYAGAIN, CLUSTERDOWN, ...), which the cluster client follows and
+// reports only when it ran out of redirects.
 func (s *Store) wrap(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
@@ -112,7 +142,7 @@ func (s *Store) wrap(ctx context.Context, op string, err error) error {
 		return fmt.Errorf("redisstore: %s: %w", op, err)
 	}
 	var re redis.Error
-	if errors.As(err, &re) {
+	if errors.As(err, &re) && !clusterTransient(re) {
 		return fmt.Errorf("redisstore: %s: %w: %w", op, ErrBadData, err)
 	}
 	return fmt.Errorf("redisstore: %s: %w: %w", op, ErrUnavailable, err)
@@ -183,12 +213,10 @@ func (s *Store) Dump(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	out := make(map[string]any)
-	iter := s.rdb.Scan(ctx, 0, globEscape(s.base)+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		k := iter.Val()
+	dump := func(k string) error {
 		typ, err := s.rdb.Type(ctx, k).Result()
 		if err != nil {
-			return nil, s.wrap(ctx, "dump", err)
+			return s.wrap(ctx, "dump", err)
 		}
 		var v any
 		switch typ {
@@ -203,22 +231,51 @@ func (s *Store) Dump(ctx context.Context) ([]byte, error) {
 		case "zset":
 			v, err = s.rdb.ZRangeWithScores(ctx, k, 0, -1).Result()
 		case "none":
-			continue // expired meanwhile
+			return nil // expired meanwhile
 		default:
 			v = "(" + typ + ")"
 		}
 		if errors.Is(err, redis.Nil) {
-			continue
+			return nil
 		}
 		if err != nil {
-			return nil, s.wrap(ctx, "dump", err)
+			return s.wrap(ctx, "dump", err)
 		}
 		out[k] = v
+		return nil
 	}
-	if err := iter.Err(); err != nil {
-		return nil, s.wrap(ctx, "dump", err)
+	for k := range shardCount {
+		if err := s.scan(ctx, globEscape(s.shardBase(k))+"*", dump); err != nil {
+			return nil, err
+		}
 	}
 	return json.Marshal(out)
+}
+
+// scan calls f with every key that matches pattern: on each master of a
+// cluster, on the server otherwise.
+func (s *Store) scan(ctx context.Context, pattern string, f func(key string) error) error {
+	one := func(ctx context.Context, c redis.Cmdable) error {
+		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			if err := f(iter.Val()); err != nil {
+				return err
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return s.wrap(ctx, "scan", err)
+		}
+		return nil
+	}
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		var mu sync.Mutex // ForEachMaster runs masters concurrently
+		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return one(ctx, m)
+		})
+	}
+	return one(ctx, s.rdb)
 }
 
 // globEscape escapes the characters SCAN's MATCH treats specially.

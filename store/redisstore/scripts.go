@@ -27,12 +27,36 @@ end
 -- credit_keys returns the ledger keys of account a, for scripts that learn
 -- the account only as they run.
 local function credit_keys(base, a)
-  return {bal = base .. 'bal:' .. a, hist = base .. 'hist:' .. a, idem = base .. 'idem:' .. a, seq = base .. 'seq:entry'}
+  return {bal = base .. 'bal:' .. a, hist = base .. 'hist:' .. a, idem = base .. 'idem:' .. a, seq = base .. 'seq:entry',
+    tot = base .. 'ctot:' .. a}
 end
 
--- credit_keys_at returns the ledger keys passed in KEYS[i] .. KEYS[i+3].
+-- credit_keys_at returns the ledger keys passed in KEYS[i] .. KEYS[i+4].
 local function credit_keys_at(i)
-  return {bal = KEYS[i], hist = KEYS[i + 1], idem = KEYS[i + 2], seq = KEYS[i + 3]}
+  return {bal = KEYS[i], hist = KEYS[i + 1], idem = KEYS[i + 2], seq = KEYS[i + 3], tot = KEYS[i + 4]}
+end
+
+-- credit_total adds an entry just appended to the history, which is now n
+-- long, to the account's per-day totals: in hash k.tot, fields
+-- s:DAY:REASON (the sum of deltas) and n:DAY:REASON (the count), DAY
+-- being days since the epoch; 'reasons' lists (JSON) the reasons seen, and
+-- 'upto' how many entries of the history the totals hold. When 'upto'
+-- lags (a history older than the totals, being backfilled), the entry is
+-- left to the backfill, which counts the history in order.
+local function credit_total(k, n, delta, reason, t)
+  if tonumber(redis.call('HGET', k.tot, 'upto') or '0') ~= n - 1 then return end
+  local f = str(math.floor(t / 86400000000)) .. ':' .. reason
+  redis.call('HINCRBY', k.tot, 's:' .. f, delta)
+  if redis.call('HINCRBY', k.tot, 'n:' .. f, 1) == 1 then
+    local rs = cjson.decode(redis.call('HGET', k.tot, 'reasons') or '[]')
+    local known = false
+    for _, r in ipairs(rs) do if r == reason then known = true end end
+    if not known then
+      rs[#rs + 1] = reason
+      redis.call('HSET', k.tot, 'reasons', cjson.encode(rs))
+    end
+  end
+  redis.call('HSET', k.tot, 'upto', n)
 end
 
 -- credit_check decides a change without writing: it returns the stored
@@ -40,6 +64,7 @@ end
 -- be written, and fails on a conflict or a short balance.
 local function credit_check(k, delta, reason, ikey)
   expect(k.bal, 'string'); expect(k.hist, 'list'); expect(k.idem, 'hash'); expect(k.seq, 'string')
+  expect(k.tot, 'hash')
   if ikey ~= '' then
     local prev = redis.call('HGET', k.idem, ikey)
     if prev then
@@ -62,19 +87,20 @@ local function credit_write(k, account, delta, reason, ref, ikey, t)
   local id = redis.call('INCR', k.seq)
   local e = cjson.encode({id = str(id), account = account, delta = delta, reason = reason, ref = ref, key = ikey, t = str(t)})
   redis.call('INCRBY', k.bal, delta)
-  redis.call('RPUSH', k.hist, e)
+  credit_total(k, redis.call('RPUSH', k.hist, e), delta, reason, t)
   if ikey ~= '' then redis.call('HSET', k.idem, ikey, e) end
   return e
 end
 
--- enqueue_check returns the id before the first new job, failing if a key
--- of a new job is taken.
-local function enqueue_check(kseq, kready, jobbase, n)
+-- enqueue_check returns the shard's sequence before the first new job,
+-- failing if a key of a new job is taken. The shard's ids are off plus its
+-- sequence.
+local function enqueue_check(kseq, kready, jobbase, n, off)
   expect(kseq, 'string'); expect(kready, 'zset')
   local last = tonumber(redis.call('GET', kseq) or '0')
   local names = {}
   for i = 1, n do
-    names[#names + 1] = jobbase .. str(last + i)
+    names[#names + 1] = jobbase .. str(off + last + i)
     if #names == 500 or i == n then
       if redis.call('EXISTS', unpack(names)) > 0 then fail('BADTYPE a new job key exists') end
       names = {}
@@ -83,22 +109,22 @@ local function enqueue_check(kseq, kready, jobbase, n)
   return last
 end
 
--- enqueue_write creates jobs last+1 .. last+#emails, ready to run, and
--- their batch, named after its first job: bt:FIRST holds its size,
--- account, source and counters (done, and c:STATUS per status),
+-- enqueue_write creates jobs off+last+1 .. off+last+#emails, ready to
+-- run, and their batch, named after its first job: bt:FIRST holds its
+-- size, account, source and counters (done, and c:STATUS per status),
 -- batches:ACCOUNT lists the account's batches.
-local function enqueue_write(kseq, kready, jobbase, last, account, cost, emails, t, channel, source)
+local function enqueue_write(kseq, kready, jobbase, last, account, cost, emails, t, channel, source, off)
   local n = #emails
   redis.call('SET', kseq, str(last + n))
   local ts = str(t)
-  local batch = str(last + 1)
+  local batch = str(off + last + 1)
   local base = string.sub(jobbase, 1, -5)
   redis.call('HSET', base .. 'bt:' .. batch, 'account', account, 'total', n, 'created', ts,
     'source', source, 'done', 0)
-  redis.call('ZADD', base .. 'batches:' .. account, last + 1, batch)
+  redis.call('ZADD', base .. 'batches:' .. account, off + last + 1, batch)
   local z = {}
   for i = 1, n do
-    local id = str(last + i)
+    local id = str(off + last + i)
     redis.call('HSET', jobbase .. id, 'account', account, 'email', emails[i], 'cost', cost,
       'state', 'a', 'created', ts, 'batch', batch)
     if source ~= 'api' then redis.call('HSET', jobbase .. id, 'source', source) end
@@ -126,22 +152,21 @@ if prev then return {1, prev} end
 return {0, credit_write(k, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], now_us())}
 `)
 
-// scriptCreateAccount creates an account with its signup grant.
-// KEYS: acct:ID, emails, the ledger keys of the account. ARGV: id, email,
-// normalized email, plan, signup credits, password hash ("" for none).
+// scriptCreateAccount creates an account (its signup grant is already
+// written, in its shard, unless it is held back). KEYS: acct:ID, emails.
+// ARGV: id, email, normalized email, plan, password hash ("" for none),
+// the signup credits held back until the email is confirmed ("" for
+// none).
 // Returns the creation time.
 var scriptCreateAccount = script(`
 expect(KEYS[1], 'hash'); expect(KEYS[2], 'hash')
 if redis.call('HEXISTS', KEYS[2], ARGV[3]) == 1 then fail('EMAILTAKEN') end
 if redis.call('EXISTS', KEYS[1]) == 1 then fail('BADTYPE account id in use') end
-local k = credit_keys_at(3)
-local grant = ARGV[5] ~= '0'
-if grant and credit_check(k, ARGV[5], 'signup', 'signup') then fail('BADTYPE signup grant exists') end
 local t = now_us()
 redis.call('HSET', KEYS[1], 'id', ARGV[1], 'email', ARGV[2], 'plan', ARGV[4], 'created', str(t))
-if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'pw', ARGV[6]) end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'pw', ARGV[5]) end
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'held', ARGV[6]) end
 redis.call('HSET', KEYS[2], ARGV[3], ARGV[1])
-if grant then credit_write(k, ARGV[1], ARGV[5], 'signup', 'signup', 'signup', t) end
 return str(t)
 `)
 
@@ -156,13 +181,24 @@ return 1
 
 // scriptCreateKey stores an API key.
 // KEYS: acct:ACCOUNT, key:ID, keyhash, keys:ACCOUNT. ARGV: key id, account,
-// name, display prefix, hash, permissions (comma-separated).
-// Returns the creation time.
+// name, display prefix, hash, permissions (comma-separated), the most
+// active keys ("0" for no bound), the name of a key's hash without its id.
+// Returns the creation time; fails with KEYLIMIT when the account's
+// unrevoked keys reach the bound.
 var scriptCreateKey = script(`
 expect(KEYS[2], 'hash'); expect(KEYS[3], 'hash'); expect(KEYS[4], 'list')
 if redis.call('EXISTS', KEYS[1]) == 0 then fail('NOTFOUND') end
 if redis.call('HEXISTS', KEYS[3], ARGV[5]) == 1 then fail('KEYEXISTS') end
 if redis.call('EXISTS', KEYS[2]) == 1 then fail('BADTYPE key id in use') end
+local max = tonumber(ARGV[7])
+if max > 0 then
+  local active = 0
+  for _, id in ipairs(redis.call('LRANGE', KEYS[4], 0, -1)) do
+    local f = redis.call('HMGET', ARGV[8] .. id, 'id', 'revoked')
+    if f[1] and (not f[2] or f[2] == '') then active = active + 1 end
+  end
+  if active >= max then fail('KEYLIMIT') end
+end
 local t = str(now_us())
 redis.call('HSET', KEYS[2], 'id', ARGV[1], 'account', ARGV[2], 'name', ARGV[3], 'prefix', ARGV[4],
   'hash', ARGV[5], 'perms', ARGV[6], 'created', t)
@@ -181,15 +217,21 @@ return 1
 `)
 
 // scriptAuthenticate finds a key by hash and records its use at most once a
-// minute.
-// KEYS: keyhash. ARGV: base, hash. Returns the key's hash fields, or nil
-// when no valid key has the hash.
+// minute. When no key has the hash, it checks that the marker still holds
+// the value the store read at setup: a server that lost its data fails
+// with LOST rather than refusing every key.
+// KEYS: keyhash, marker. ARGV: base, hash, marker value. Returns the key's
+// hash fields, or nil when no valid key has the hash.
 var scriptAuthenticate = script(`
+local function missing()
+  if ARGV[3] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[3] then fail('LOST') end
+  return false
+end
 local id = redis.call('HGET', KEYS[1], ARGV[2])
-if not id then return false end
+if not id then return missing() end
 local kk = ARGV[1] .. 'key:' .. id
 local f = redis.call('HGETALL', kk)
-if #f == 0 then return false end
+if #f == 0 then return missing() end
 local m = {}
 for i = 1, #f, 2 do m[f[i]] = f[i + 1] end
 if m.revoked and m.revoked ~= '' then return false end
@@ -203,28 +245,32 @@ return f
 `)
 
 // scriptEnqueue creates a batch of jobs.
-// KEYS: seq:job, ready. ARGV: job key base, account, cost, channel,
-// source, emails... Returns the first id.
+// KEYS: seq:job, ready (of the account's shard). ARGV: job key base,
+// account, cost, channel, source, id offset of the shard, emails...
+// Returns the first id.
 var scriptEnqueue = script(`
 local emails = {}
-for i = 6, #ARGV do emails[#emails + 1] = ARGV[i] end
-local last = enqueue_check(KEYS[1], KEYS[2], ARGV[1], #emails)
-enqueue_write(KEYS[1], KEYS[2], ARGV[1], last, ARGV[2], ARGV[3], emails, now_us(), ARGV[4], ARGV[5])
-return str(last + 1)
+for i = 7, #ARGV do emails[#emails + 1] = ARGV[i] end
+local off = tonumber(ARGV[6])
+local last = enqueue_check(KEYS[1], KEYS[2], ARGV[1], #emails, off)
+enqueue_write(KEYS[1], KEYS[2], ARGV[1], last, ARGV[2], ARGV[3], emails, now_us(), ARGV[4], ARGV[5], off)
+return str(off + last + 1)
 `)
 
 // scriptEnqueueCharged charges one credit per job and creates the jobs.
 // KEYS: seq:job, ready, idk:ACCOUNT:KEY (the batch's idempotency record),
-// the ledger keys of the account. ARGV: base, account, channel,
-// idempotency key, fingerprint, TTL of the record (ms), source, emails...
+// the ledger keys of the account, all in its shard. ARGV: the shard's
+// base, account, channel, idempotency key, fingerprint, TTL of the record
+// (ms), source, id offset of the shard, emails...
 // The record is "FIRST:COUNT:FINGERPRINT" and expires after the TTL; the
 // charge's ledger entry carries no idempotency key, so an expired key can
 // start a new batch. Returns the first id, or fails with INSUFFICIENT or
 // CONFLICT (the key named a batch of another size or fingerprint).
 var scriptEnqueueCharged = script(`
 local base, account, ikey, fp, source = ARGV[1], ARGV[2], ARGV[4], ARGV[5], ARGV[7]
+local off = tonumber(ARGV[8])
 local emails = {}
-for i = 8, #ARGV do emails[#emails + 1] = ARGV[i] end
+for i = 9, #ARGV do emails[#emails + 1] = ARGV[i] end
 local n = #emails
 if ikey ~= '' then
   expect(KEYS[3], 'string')
@@ -239,12 +285,12 @@ end
 local k = credit_keys_at(4)
 credit_check(k, str(-n), 'charge', '')
 local jobbase = base .. 'job:'
-local last = enqueue_check(KEYS[1], KEYS[2], jobbase, n)
+local last = enqueue_check(KEYS[1], KEYS[2], jobbase, n, off)
 local t = now_us()
-enqueue_write(KEYS[1], KEYS[2], jobbase, last, account, '1', emails, t, ARGV[3], source)
-local first = str(last + 1)
+enqueue_write(KEYS[1], KEYS[2], jobbase, last, account, '1', emails, t, ARGV[3], source, off)
+local first = str(off + last + 1)
 local ref = ikey
-if ref == '' then ref = 'jobs:' .. first .. '-' .. str(last + n) end
+if ref == '' then ref = 'jobs:' .. first .. '-' .. str(off + last + n) end
 credit_write(k, account, str(-n), 'charge', ref, '', t)
 if ikey ~= '' then redis.call('SET', KEYS[3], first .. ':' .. str(n) .. ':' .. fp, 'PX', ARGV[6]) end
 return first

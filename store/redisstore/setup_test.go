@@ -2,7 +2,9 @@ package redisstore_test
 
 import (
 	"context"
+	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,6 +53,14 @@ func client(t testing.TB) *redis.Client {
 func setup(t testing.TB, cfg *redisstore.Config) (*redisstore.Store, *redis.Client, string) {
 	t.Helper()
 	c := client(t)
+	s, prefix := setupOn(t, c, cfg)
+	return s, c, prefix
+}
+
+// setupOn returns a Store over c under a fresh prefix whose keys are
+// deleted when t ends.
+func setupOn(t testing.TB, c redis.UniversalClient, cfg *redisstore.Config) (*redisstore.Store, string) {
+	t.Helper()
 	var conf redisstore.Config
 	if cfg != nil {
 		conf = *cfg
@@ -61,25 +71,95 @@ func setup(t testing.TB, cfg *redisstore.Config) (*redisstore.Store, *redis.Clie
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { deleteKeys(t, c, conf.Prefix) })
-	return s, c, conf.Prefix
+	return s, conf.Prefix
 }
 
 // deleteKeys removes every key of the store with the prefix.
-func deleteKeys(t testing.TB, c *redis.Client, prefix string) {
+func deleteKeys(t testing.TB, c redis.UniversalClient, prefix string) {
 	ctx := context.Background()
-	iter := c.Scan(ctx, 0, "{"+prefix+"}*", 1000).Iterator()
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			deleteKeys(t, m, prefix)
+			return nil
+		})
+		if err != nil {
+			t.Errorf("deleting test keys: %v", err)
+		}
+		return
+	}
+	iter := c.Scan(ctx, 0, "{"+prefix+"[}:]*", 1000).Iterator()
 	var batch []string
 	for iter.Next(ctx) {
 		batch = append(batch, iter.Val())
 		if len(batch) == 500 {
-			c.Unlink(ctx, batch...)
+			unlink(ctx, c, batch)
 			batch = batch[:0]
 		}
 	}
-	if len(batch) > 0 {
-		c.Unlink(ctx, batch...)
-	}
+	unlink(ctx, c, batch)
 	if err := iter.Err(); err != nil {
 		t.Errorf("deleting test keys: %v", err)
 	}
+}
+
+// unlink deletes keys one by one: on a cluster node they may sit in
+// several slots, which one UNLINK cannot take.
+func unlink(ctx context.Context, c redis.UniversalClient, keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	p := c.Pipeline()
+	for _, k := range keys {
+		p.Unlink(ctx, k)
+	}
+	p.Exec(ctx)
+}
+
+// envRedisCluster names the variable holding the URL of the Redis Cluster
+// tests use, in storeurl's form: redis+cluster://host:port,host:port/.
+const envRedisCluster = "VALIDMAIL_TEST_REDIS_CLUSTER"
+
+// sharedCluster is the one cluster client of the test binary.
+var sharedCluster = sync.OnceValues(func() (*redis.ClusterClient, error) {
+	return dialCluster(os.Getenv(envRedisCluster))
+})
+
+// dialCluster connects to the cluster named by a redis+cluster:// URL.
+func dialCluster(raw string) (*redis.ClusterClient, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	c := redisstore.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(u.Host, ","), PoolSize: 64})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// clusterClient returns the test cluster's client: it skips t when
+// envRedisCluster is unset and fails it when the cluster cannot be
+// reached.
+func clusterClient(t testing.TB) *redis.ClusterClient {
+	t.Helper()
+	if os.Getenv(envRedisCluster) == "" {
+		t.Skip(envRedisCluster + " is not set: skipping the Redis Cluster tests")
+	}
+	c, err := sharedCluster()
+	if err != nil {
+		t.Fatalf("%s=%s: %v", envRedisCluster, os.Getenv(envRedisCluster), err)
+	}
+	return c
+}
+
+// setupCluster returns a Store on the test cluster under a fresh prefix
+// whose keys are deleted when t ends.
+func setupCluster(t testing.TB, cfg *redisstore.Config) (*redisstore.Store, *redis.ClusterClient, string) {
+	t.Helper()
+	c := clusterClient(t)
+	s, prefix := setupOn(t, c, cfg)
+	return s, c, prefix
 }

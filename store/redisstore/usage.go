@@ -16,7 +16,7 @@ const usageTTL = 400 * 24 * time.Hour
 // AddUsage implements [store.Usage]: usage:ACCOUNT:MONTH is a hash of
 // counts by status.
 func (s *Store) AddUsage(ctx context.Context, accountID string, at time.Time, status string, n int) error {
-	k := s.key("usage:" + accountID + ":" + store.MonthKey(at))
+	k := s.acctKey(accountID, "usage:"+accountID+":"+store.MonthKey(at))
 	pipe := s.rdb.TxPipeline()
 	pipe.HIncrBy(ctx, k, status, int64(n))
 	pipe.Expire(ctx, k, usageTTL)
@@ -28,7 +28,7 @@ func (s *Store) AddUsage(ctx context.Context, accountID string, at time.Time, st
 
 // MonthUsage implements [store.Usage].
 func (s *Store) MonthUsage(ctx context.Context, accountID string, at time.Time) (map[string]int, error) {
-	m, err := s.rdb.HGetAll(ctx, s.key("usage:"+accountID+":"+store.MonthKey(at))).Result()
+	m, err := s.rdb.HGetAll(ctx, s.acctKey(accountID, "usage:"+accountID+":"+store.MonthKey(at))).Result()
 	if err != nil {
 		return nil, s.wrap(ctx, "usage", err)
 	}

@@ -1,14 +1,17 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/validmail/validmail/webhook"
 )
 
@@ -64,8 +67,9 @@ func (w *Webhooks) Enqueue(ctx context.Context, ev webhook.Event) error {
 		return fmt.Errorf("%w: empty event id", webhook.ErrInvalidEvent)
 	}
 	s := w.s
-	keys := []string{s.key("wh:ev:" + ev.ID), s.key("wh:due"), s.key("wh:acct:" + ev.AccountID)}
-	err := s.run(ctx, scriptWebhookEnqueue, keys, s.base, ev.ID, ev.AccountID, ev.Type, ev.JobID, us(ev.CreatedAt), ev.Payload).Err()
+	base := s.acctBase(ev.AccountID)
+	keys := []string{base + "wh:ev:" + ev.ID, base + "wh:due", base + "wh:acct:" + ev.AccountID}
+	err := s.run(ctx, scriptWebhookEnqueue, keys, base, ev.ID, ev.AccountID, ev.Type, ev.JobID, us(ev.CreatedAt), ev.Payload).Err()
 	if err != nil {
 		return w.whErr(ctx, "webhook enqueue", err)
 	}
@@ -136,9 +140,80 @@ func (w *Webhooks) Lease(ctx context.Context, p webhook.LeaseParams) ([]webhook.
 		return nil, fmt.Errorf("webhook: lease limit %d is not positive", p.Limit)
 	}
 	s := w.s
+	// The front of every shard's due set, in one pipeline, merged by due
+	// time: each shard is then leased as many as it has among the first
+	// p.Limit, and the deliveries are returned in due order.
+	now := strconv.FormatInt(p.Now.UnixMicro(), 10)
+	pipe := s.rdb.Pipeline()
+	fronts := make([]*redis.ZSliceCmd, shardCount)
+	for k := range fronts {
+		fronts[k] = pipe.ZRangeByScoreWithScores(ctx, s.shardBase(k)+"wh:due",
+			&redis.ZRangeBy{Min: "-inf", Max: now, Count: int64(min(p.Limit, maxLease))})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, w.whErr(ctx, "webhook lease", err)
+	}
+	type due struct {
+		score float64
+		id    string
+		shard int
+	}
+	var all []due
+	for k, c := range fronts {
+		for _, z := range c.Val() {
+			id, _ := z.Member.(string)
+			all = append(all, due{z.Score, id, k})
+		}
+	}
+	order := func(a, b due) int {
+		if c := cmp.Compare(a.score, b.score); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	}
+	slices.SortFunc(all, order)
+	all = all[:min(len(all), p.Limit)]
+	var quota [shardCount]int
+	rank := make(map[string]due, len(all))
+	for _, d := range all {
+		quota[d.shard]++
+		rank[d.id] = d
+	}
+	var out []webhook.Delivery
+	for k, n := range quota {
+		if n == 0 {
+			continue
+		}
+		ds, err := w.leaseShard(ctx, k, p, n)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ds...)
+	}
+	slices.SortStableFunc(out, func(a, b webhook.Delivery) int {
+		ra, oka := rank[a.ID]
+		rb, okb := rank[b.ID]
+		switch {
+		case oka && okb:
+			return order(ra, rb)
+		case oka:
+			return -1
+		case okb:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// leaseShard leases at most limit deliveries of shard k. Their tokens
+// start with the shard ("K-"), which is how [Webhooks.change] finds it.
+func (w *Webhooks) leaseShard(ctx context.Context, k int, p webhook.LeaseParams, limit int) ([]webhook.Delivery, error) {
+	s := w.s
+	base := s.shardBase(k)
 	exp := p.Now.Add(p.Duration)
-	f, err := s.run(ctx, scriptWebhookLease, []string{s.key("wh:due")}, s.key("wh:ev:"),
-		p.Now.UnixMicro(), min(p.Limit, maxLease), exp.UnixMicro(), token()).StringSlice()
+	f, err := s.run(ctx, scriptWebhookLease, []string{base + "wh:due"}, base+"wh:ev:",
+		p.Now.UnixMicro(), min(limit, maxLease), exp.UnixMicro(), strconv.Itoa(k)+"-"+token()).StringSlice()
 	if err != nil {
 		return nil, w.whErr(ctx, "webhook lease", err)
 	}
@@ -164,12 +239,44 @@ func (w *Webhooks) change(ctx context.Context, op string, l webhook.Lease, args 
 		return err
 	}
 	s := w.s
-	keys := []string{s.key("wh:ev:" + l.EventID), s.key("wh:due"), s.key("wh:finished")}
+	// The token names the shard; a token without one is shard 0's.
+	k := 0
+	if sh, _, ok := strings.Cut(l.Token, "-"); ok {
+		if n, err := strconv.Atoi(sh); err == nil && n >= 0 && n < shardCount {
+			k = n
+		}
+	}
+	base := s.shardBase(k)
+	keys := []string{base + "wh:ev:" + l.EventID, base + "wh:due", base + "wh:finished"}
 	err := s.run(ctx, scriptWebhookChange, keys, append([]any{l.EventID, l.Token, op}, args...)...).Err()
 	if err != nil {
-		return w.whErr(ctx, "webhook "+op, err)
+		err = w.whErr(ctx, "webhook "+op, err)
+		if errors.Is(err, webhook.ErrNotFound) && w.existsElsewhere(ctx, l.EventID, k) {
+			// A token that names the wrong shard holds no lease.
+			return webhook.ErrLeaseLost
+		}
+		return err
 	}
 	return nil
+}
+
+// existsElsewhere reports whether delivery id exists in a shard other
+// than k.
+func (w *Webhooks) existsElsewhere(ctx context.Context, id string, k int) bool {
+	pipe := w.s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, 0, shardCount-1)
+	for j := range shardCount {
+		if j != k {
+			cmds = append(cmds, pipe.Exists(ctx, w.s.shardBase(j)+"wh:ev:"+id))
+		}
+	}
+	pipe.Exec(ctx)
+	for _, c := range cmds {
+		if c.Val() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // RecordAttempt implements [webhook.Outbox].
@@ -211,7 +318,8 @@ func (w *Webhooks) Deliveries(ctx context.Context, p webhook.ListParams) ([]webh
 	if p.Before != nil {
 		before, beforeID = strconv.FormatInt(p.Before.CreatedAt.UnixMicro(), 10), p.Before.ID
 	}
-	f, err := s.run(ctx, scriptWebhookList, []string{s.key("wh:acct:" + p.AccountID)}, s.key("wh:ev:"), limit, before, beforeID).StringSlice()
+	base := s.acctBase(p.AccountID)
+	f, err := s.run(ctx, scriptWebhookList, []string{base + "wh:acct:" + p.AccountID}, base+"wh:ev:", limit, before, beforeID).StringSlice()
 	if err != nil {
 		return nil, w.whErr(ctx, "webhook deliveries", err)
 	}
@@ -236,11 +344,19 @@ func (w *Webhooks) Pending(ctx context.Context) (int, error) {
 	if err := checkCtx(ctx, "webhook pending"); err != nil {
 		return 0, err
 	}
-	n, err := w.s.rdb.ZCard(ctx, w.s.key("wh:due")).Result()
-	if err != nil {
+	pipe := w.s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, shardCount)
+	for k := range cmds {
+		cmds[k] = pipe.ZCard(ctx, w.s.shardBase(k)+"wh:due")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, w.s.wrap(ctx, "webhook pending", err)
 	}
-	return int(n), nil
+	n := 0
+	for _, c := range cmds {
+		n += int(c.Val())
+	}
+	return n, nil
 }
 
 // OldestPending implements [webhook.OldestPender]: the lowest score of
@@ -250,14 +366,23 @@ func (w *Webhooks) OldestPending(ctx context.Context) (time.Time, error) {
 	if err := checkCtx(ctx, "webhook oldest pending"); err != nil {
 		return time.Time{}, err
 	}
-	zs, err := w.s.rdb.ZRangeWithScores(ctx, w.s.key("wh:due"), 0, 0).Result()
-	if err != nil {
+	pipe := w.s.rdb.Pipeline()
+	cmds := make([]*redis.ZSliceCmd, shardCount)
+	for k := range cmds {
+		cmds[k] = pipe.ZRangeWithScores(ctx, w.s.shardBase(k)+"wh:due", 0, 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
 		return time.Time{}, w.s.wrap(ctx, "webhook oldest pending", err)
 	}
-	if len(zs) == 0 {
-		return time.Time{}, nil
+	var oldest time.Time
+	for _, c := range cmds {
+		if zs := c.Val(); len(zs) > 0 {
+			if t := time.UnixMicro(int64(zs[0].Score)).UTC(); oldest.IsZero() || t.Before(oldest) {
+				oldest = t
+			}
+		}
 	}
-	return time.UnixMicro(int64(zs[0].Score)).UTC(), nil
+	return oldest, nil
 }
 
 // pruneBatch bounds the deliveries one prune script looks at.
@@ -268,22 +393,26 @@ const pruneBatch = 500
 func (w *Webhooks) Prune(ctx context.Context, before time.Time) (int, error) {
 	s := w.s
 	total := 0
-	for {
-		if err := checkCtx(ctx, "webhook prune"); err != nil {
-			return total, err
-		}
-		r, err := s.run(ctx, scriptWebhookPrune, []string{s.key("wh:finished")}, s.base, before.UnixMicro(), pruneBatch).Int64Slice()
-		if err != nil {
-			return total, w.whErr(ctx, "webhook prune", err)
-		}
-		if len(r) != 2 {
-			return total, fmt.Errorf("%w: prune reply %v", ErrBadData, r)
-		}
-		total += int(r[0])
-		if r[1] < pruneBatch {
-			return total, nil
+	for k := range shardCount {
+		base := s.shardBase(k)
+		for {
+			if err := checkCtx(ctx, "webhook prune"); err != nil {
+				return total, err
+			}
+			r, err := s.run(ctx, scriptWebhookPrune, []string{base + "wh:finished"}, base, before.UnixMicro(), pruneBatch).Int64Slice()
+			if err != nil {
+				return total, w.whErr(ctx, "webhook prune", err)
+			}
+			if len(r) != 2 {
+				return total, fmt.Errorf("%w: prune reply %v", ErrBadData, r)
+			}
+			total += int(r[0])
+			if r[1] < pruneBatch {
+				break
+			}
 		}
 	}
+	return total, nil
 }
 
 // endpointFrom reads an endpoint hash.
@@ -332,7 +461,7 @@ func (w *Webhooks) GetEndpoint(ctx context.Context, accountID string) (webhook.E
 	if err := checkCtx(ctx, "get endpoint"); err != nil {
 		return webhook.Endpoint{}, err
 	}
-	m, err := w.s.rdb.HGetAll(ctx, w.s.key("wh:ep:"+accountID)).Result()
+	m, err := w.s.rdb.HGetAll(ctx, w.s.acctKey(accountID, "wh:ep:"+accountID)).Result()
 	if err != nil {
 		return webhook.Endpoint{}, w.s.wrap(ctx, "get endpoint", err)
 	}
@@ -355,7 +484,7 @@ func (w *Webhooks) PutEndpoint(ctx context.Context, p webhook.PutEndpointParams)
 	if p.Enabled {
 		enabled = "1"
 	}
-	f, err := w.s.run(ctx, scriptEndpointPut, []string{w.s.key("wh:ep:" + p.AccountID)},
+	f, err := w.s.run(ctx, scriptEndpointPut, []string{w.s.acctKey(p.AccountID, "wh:ep:"+p.AccountID)},
 		p.URL, enabled, p.Secret, valid, us(p.Now), strings.Join(webhook.NormalizeEvents(p.Events), ",")).Slice()
 	if err != nil {
 		if c, _ := code(err); c == "INVALIDSECRET" {
@@ -388,7 +517,7 @@ func (w *Webhooks) DeleteEndpoint(ctx context.Context, accountID string) error {
 	if err := checkCtx(ctx, "delete endpoint"); err != nil {
 		return err
 	}
-	n, err := w.s.rdb.Del(ctx, w.s.key("wh:ep:"+accountID)).Result()
+	n, err := w.s.rdb.Del(ctx, w.s.acctKey(accountID, "wh:ep:"+accountID)).Result()
 	if err != nil {
 		return w.s.wrap(ctx, "delete endpoint", err)
 	}
@@ -406,7 +535,7 @@ func (w *Webhooks) RotateSecret(ctx context.Context, p webhook.RotateSecretParam
 	if _, err := webhook.ParseSecret(p.Secret); err != nil {
 		return webhook.Endpoint{}, err
 	}
-	f, err := w.s.run(ctx, scriptEndpointRotate, []string{w.s.key("wh:ep:" + p.AccountID)},
+	f, err := w.s.run(ctx, scriptEndpointRotate, []string{w.s.acctKey(p.AccountID, "wh:ep:"+p.AccountID)},
 		p.Secret, p.Now.UnixMicro(), p.PreviousExpiresAt.UnixMicro()).StringSlice()
 	if err != nil {
 		return webhook.Endpoint{}, w.whErr(ctx, "rotate secret", err)
@@ -423,7 +552,7 @@ func (w *Webhooks) DisableEndpoint(ctx context.Context, p webhook.DisableEndpoin
 	if err := checkCtx(ctx, "disable endpoint"); err != nil {
 		return err
 	}
-	err := w.s.run(ctx, scriptEndpointDisable, []string{w.s.key("wh:ep:" + p.AccountID)}, p.URL, p.Reason, us(p.Now)).Err()
+	err := w.s.run(ctx, scriptEndpointDisable, []string{w.s.acctKey(p.AccountID, "wh:ep:"+p.AccountID)}, p.URL, p.Reason, us(p.Now)).Err()
 	if err != nil {
 		return w.whErr(ctx, "disable endpoint", err)
 	}

@@ -48,44 +48,279 @@ func testPasswords(t *testing.T, b *store.Backend) {
 	}
 }
 
-// testSessions: commit, find, replace, delete, expiry.
+// testSessions: save, find, replace, delete, expiry; ending an
+// account's sessions but one leaves other accounts' and anonymous ones.
 func testSessions(t *testing.T, b *store.Backend) {
 	if b.Sessions == nil {
 		t.Skip("backend keeps no sessions")
 	}
 	ctx := context.Background()
-	tok := "tok-" + uuid.NewString()
-	if _, found, err := b.Sessions.FindCtx(ctx, tok); found || err != nil {
-		t.Fatalf("unknown token: found %v, %v", found, err)
+	ss := b.Sessions
+	id := func() string { return store.HashSecret("tok-" + uuid.NewString()) }
+	hour := time.Now().Add(time.Hour)
+	acct := uuid.NewString()
+	s1 := id()
+	if _, found, err := ss.FindSession(ctx, s1); found || err != nil {
+		t.Fatalf("unknown id: found %v, %v", found, err)
 	}
-	if err := b.Sessions.CommitCtx(ctx, tok, []byte("one"), time.Now().Add(time.Hour)); err != nil {
+	if err := ss.SaveSession(ctx, store.Session{ID: s1, AccountID: acct, Data: []byte("one"), Expiry: hour}); err != nil {
 		t.Fatal(err)
 	}
-	if got, found, err := b.Sessions.FindCtx(ctx, tok); !found || err != nil || string(got) != "one" {
-		t.Fatalf("after commit: %q, %v, %v", got, found, err)
+	if got, found, err := ss.FindSession(ctx, s1); !found || err != nil || string(got) != "one" {
+		t.Fatalf("after save: %q, %v, %v", got, found, err)
 	}
-	if err := b.Sessions.Commit(tok, []byte("two"), time.Now().Add(time.Hour)); err != nil {
+	if err := ss.SaveSession(ctx, store.Session{ID: s1, AccountID: acct, Data: []byte("two"), Expiry: hour}); err != nil {
 		t.Fatal(err)
 	}
-	if got, found, err := b.Sessions.Find(tok); !found || err != nil || string(got) != "two" {
+	if got, found, err := ss.FindSession(ctx, s1); !found || err != nil || string(got) != "two" {
 		t.Fatalf("after replace: %q, %v, %v", got, found, err)
 	}
-	if err := b.Sessions.Delete(tok); err != nil {
+	if err := ss.UpdateSession(ctx, store.Session{ID: s1, AccountID: acct, Data: []byte("three"), Expiry: hour}); err != nil {
 		t.Fatal(err)
 	}
-	if _, found, err := b.Sessions.FindCtx(ctx, tok); found || err != nil {
+	if got, found, err := ss.FindSession(ctx, s1); !found || err != nil || string(got) != "three" {
+		t.Fatalf("after update: %q, %v, %v", got, found, err)
+	}
+	if err := ss.DeleteSession(ctx, s1); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := ss.FindSession(ctx, s1); found || err != nil {
 		t.Fatalf("after delete: found %v, %v", found, err)
 	}
-	if err := b.Sessions.DeleteCtx(ctx, tok); err != nil {
-		t.Fatalf("deleting a deleted token: %v", err)
+	if err := ss.DeleteSession(ctx, s1); err != nil {
+		t.Fatalf("deleting a deleted session: %v", err)
 	}
-	short := "tok-" + uuid.NewString()
-	if err := b.Sessions.CommitCtx(ctx, short, []byte("x"), time.Now().Add(300*time.Millisecond)); err != nil {
+	// An update cannot bring an ended session back.
+	if err := ss.UpdateSession(ctx, store.Session{ID: s1, AccountID: acct, Data: []byte("back"), Expiry: hour}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(600 * time.Millisecond)
-	if _, found, err := b.Sessions.FindCtx(ctx, short); found || err != nil {
-		t.Fatalf("expired session: found %v, %v", found, err)
+	if _, found, err := ss.FindSession(ctx, s1); found || err != nil {
+		t.Fatalf("an ended session after an update: found %v, %v", found, err)
+	}
+	if _, found, err := ss.FindSession(ctx, "not a hash"); found || err != nil {
+		t.Fatalf("a malformed id: found %v, %v", found, err)
+	}
+
+	// A save with an expiry past deletes; a short session ends by itself.
+	past := id()
+	if err := ss.SaveSession(ctx, store.Session{ID: past, AccountID: acct, Data: []byte("x"), Expiry: hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ss.SaveSession(ctx, store.Session{ID: past, AccountID: acct, Data: []byte("x"), Expiry: time.Now().Add(-time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := ss.FindSession(ctx, past); found || err != nil {
+		t.Fatalf("saved with a past expiry: found %v, %v", found, err)
+	}
+	short := id()
+	if err := ss.SaveSession(ctx, store.Session{ID: short, Data: []byte("x"), Expiry: time.Now().Add(200 * time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		_, found, err := ss.FindSession(ctx, short)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a session past its expiry is still found after 30 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// Ending an account's sessions but one.
+	var mine []string
+	for range maxSessionsChecked {
+		s := id()
+		mine = append(mine, s)
+		if err := ss.SaveSession(ctx, store.Session{ID: s, AccountID: acct, Data: []byte("m"), Expiry: hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, anon := id(), id()
+	if err := ss.SaveSession(ctx, store.Session{ID: other, AccountID: uuid.NewString(), Data: []byte("o"), Expiry: hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ss.SaveSession(ctx, store.Session{ID: anon, Data: []byte("a"), Expiry: hour}); err != nil {
+		t.Fatal(err)
+	}
+	keep := mine[len(mine)/2]
+	if err := ss.DeleteAccountSessions(ctx, acct, keep); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range mine {
+		_, found, err := ss.FindSession(ctx, s)
+		if err != nil || found != (s == keep) {
+			t.Fatalf("after ending the account's other sessions: %s found %v (kept %v), %v", s, found, s == keep, err)
+		}
+	}
+	for _, s := range []string{other, anon} {
+		if _, found, err := ss.FindSession(ctx, s); !found || err != nil {
+			t.Fatalf("another account's or an anonymous session: found %v, %v", found, err)
+		}
+	}
+	if err := ss.DeleteAccountSessions(ctx, acct, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := ss.FindSession(ctx, keep); found || err != nil {
+		t.Fatalf("after ending every session of the account: found %v, %v", found, err)
+	}
+	for _, s := range mine {
+		if err := ss.UpdateSession(ctx, store.Session{ID: s, AccountID: acct, Data: []byte("again"), Expiry: hour}); err != nil {
+			t.Fatal(err)
+		}
+		if _, found, err := ss.FindSession(ctx, s); found || err != nil {
+			t.Fatalf("an ended session of the account after an update: found %v, %v", found, err)
+		}
+	}
+	if err := ss.DeleteAccountSessions(ctx, uuid.NewString(), ""); err != nil {
+		t.Fatalf("an account without sessions: %v", err)
+	}
+	// "" is no account: anonymous sessions are never ended by account.
+	if err := ss.DeleteAccountSessions(ctx, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := ss.FindSession(ctx, anon); !found || err != nil {
+		t.Fatalf("an anonymous session after ending account \"\": found %v, %v", found, err)
+	}
+}
+
+// maxSessionsChecked is how many sessions of one account testSessions
+// ends at once: more than a backend's set is allowed before pruning.
+const maxSessionsChecked = 40
+
+// testTokens: a token is taken once, by its purpose only, never after
+// its expiry; an unknown account has none.
+func testTokens(t *testing.T, b *store.Backend) {
+	if b.Tokens == nil {
+		t.Skip("backend keeps no tokens")
+	}
+	ctx := context.Background()
+	a := mustAccount(t, b, store.CreateAccountParams{})
+	hash := store.HashSecret("tok-" + uuid.NewString())
+	exp := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	if _, err := b.Tokens.TakeToken(ctx, store.TokenReset, hash); !errors.Is(err, store.ErrTokenInvalid) {
+		t.Fatalf("an unknown token: %v", err)
+	}
+	if err := b.Tokens.CreateToken(ctx, store.Token{Hash: hash, Purpose: store.TokenReset, AccountID: a.ID, Expiry: exp}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Tokens.TakeToken(ctx, store.TokenConfirm, hash); !errors.Is(err, store.ErrTokenInvalid) {
+		t.Fatalf("a token of another purpose: %v", err)
+	}
+	got, err := b.Tokens.TakeToken(ctx, store.TokenReset, hash)
+	if err != nil || got.AccountID != a.ID || got.Purpose != store.TokenReset || got.Hash != hash || !got.Expiry.Equal(exp) {
+		t.Fatalf("TakeToken: %+v, %v; want account %s, expiry %v", got, err, a.ID, exp)
+	}
+	if _, err := b.Tokens.TakeToken(ctx, store.TokenReset, hash); !errors.Is(err, store.ErrTokenInvalid) {
+		t.Fatalf("a used token: %v", err)
+	}
+
+	expired := store.HashSecret("tok-" + uuid.NewString())
+	if err := b.Tokens.CreateToken(ctx, store.Token{Hash: expired, Purpose: store.TokenConfirm, AccountID: a.ID, Expiry: time.Now().Add(-time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Tokens.TakeToken(ctx, store.TokenConfirm, expired); !errors.Is(err, store.ErrTokenInvalid) {
+		t.Fatalf("an expired token: %v", err)
+	}
+	if err := b.Tokens.CreateToken(ctx, store.Token{Hash: store.HashSecret("x" + uuid.NewString()), Purpose: store.TokenConfirm, AccountID: uuid.NewString(), Expiry: exp}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a token of an unknown account: %v", err)
+	}
+	if _, err := b.Tokens.TakeToken(ctx, store.TokenConfirm, "short"); !errors.Is(err, store.ErrTokenInvalid) {
+		t.Fatalf("a malformed hash: %v", err)
+	}
+
+	// Taken at once by many: exactly one wins.
+	race := store.HashSecret("tok-" + uuid.NewString())
+	if err := b.Tokens.CreateToken(ctx, store.Token{Hash: race, Purpose: store.TokenConfirm, AccountID: a.ID, Expiry: exp}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := b.Tokens.TakeToken(ctx, store.TokenConfirm, race)
+			errs <- err
+		}()
+	}
+	won := 0
+	for range n {
+		switch err := <-errs; {
+		case err == nil:
+			won++
+		case !errors.Is(err, store.ErrTokenInvalid):
+			t.Fatal(err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d of %d concurrent takes got the token, want 1", won, n)
+	}
+}
+
+// testConfirm: an unconfirmed account holds its grant until confirmed,
+// once; a confirmed account is left alone.
+func testConfirm(t *testing.T, b *store.Backend) {
+	ctx := context.Background()
+	a := mustAccount(t, b, store.CreateAccountParams{Unconfirmed: true, SignupCredits: 120})
+	if !a.Unconfirmed {
+		t.Fatal("CreateAccount(Unconfirmed) returned a confirmed account")
+	}
+	if got, err := b.Accounts.GetAccount(ctx, a.ID); err != nil || !got.Unconfirmed {
+		t.Fatalf("GetAccount: %+v, %v; want unconfirmed", got, err)
+	}
+	if got, err := b.Accounts.GetAccountByEmail(ctx, a.Email); err != nil || !got.Unconfirmed {
+		t.Fatalf("GetAccountByEmail: %+v, %v; want unconfirmed", got, err)
+	}
+	if bal, err := b.Credits.Balance(ctx, a.ID); err != nil || bal != 0 {
+		t.Fatalf("balance before confirmation: %d, %v", bal, err)
+	}
+	// Confirmed by several at once: the grant is written once.
+	const n = 4
+	granted := make(chan int64, n)
+	for range n {
+		go func() {
+			g, err := b.Accounts.ConfirmAccount(ctx, a.ID)
+			if err != nil {
+				t.Error(err)
+			}
+			granted <- g
+		}()
+	}
+	var total int64
+	for range n {
+		total += <-granted
+	}
+	if total != 120 {
+		t.Fatalf("concurrent confirmations granted %d in all, want 120", total)
+	}
+	if bal, err := b.Credits.Balance(ctx, a.ID); err != nil || bal != 120 {
+		t.Fatalf("balance after confirmation: %d, %v", bal, err)
+	}
+	if got, err := b.Accounts.GetAccount(ctx, a.ID); err != nil || got.Unconfirmed {
+		t.Fatalf("after confirmation: %+v, %v", got, err)
+	}
+
+	c := mustAccount(t, b, store.CreateAccountParams{})
+	if c.Unconfirmed {
+		t.Fatal("an account created confirmed reports Unconfirmed")
+	}
+	if g, err := b.Accounts.ConfirmAccount(ctx, c.ID); err != nil || g != 0 {
+		t.Fatalf("confirming a confirmed account: %d, %v", g, err)
+	}
+	if bal, _ := b.Credits.Balance(ctx, c.ID); bal != store.DefaultSignupCredits {
+		t.Fatalf("a confirmed account's balance: %d", bal)
+	}
+	none := mustAccount(t, b, store.CreateAccountParams{Unconfirmed: true, SignupCredits: -1})
+	if g, err := b.Accounts.ConfirmAccount(ctx, none.ID); err != nil || g != 0 {
+		t.Fatalf("confirming an account without a grant: %d, %v", g, err)
+	}
+	if got, err := b.Accounts.GetAccount(ctx, none.ID); err != nil || got.Unconfirmed {
+		t.Fatalf("an account without a grant after confirmation: %+v, %v", got, err)
+	}
+	if _, err := b.Accounts.ConfirmAccount(ctx, uuid.NewString()); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("confirming an unknown account: %v", err)
 	}
 }
 

@@ -58,11 +58,14 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 		{"SecretNeverStored", testSecretNotStored},
 		{"KeyPermissions", testKeyPermissions},
 		{"GivenSecret", testGivenSecret},
+		{"KeyLimit", testKeyLimit},
 		{"AuthenticateRejects", testAuthenticateRejects},
 		{"RevokeOtherAccount", testRevokeOther},
 		{"ContextCanceled", testCanceled},
 		{"Passwords", testPasswords},
 		{"Sessions", testSessions},
+		{"Tokens", testTokens},
+		{"Confirm", testConfirm},
 		{"Usage", testUsage},
 	}
 	for _, tt := range tests {
@@ -183,6 +186,85 @@ func testEmailUniqueConcurrent(t *testing.T, b *store.Backend) {
 	wg.Wait()
 	if ok.Load() != 1 || taken.Load() != 19 {
 		t.Fatalf("%d created, %d refused; want 1 and 19", ok.Load(), taken.Load())
+	}
+}
+
+// activeKeys counts the account's unrevoked keys and all of its keys.
+func activeKeys(t *testing.T, b *store.Backend, accountID string) (active, all int) {
+	t.Helper()
+	ks, err := b.Accounts.ListKeys(context.Background(), accountID)
+	if err != nil {
+		t.Fatalf("ListKeys: %v", err)
+	}
+	for _, k := range ks {
+		if !k.Revoked() {
+			active++
+		}
+	}
+	return active, len(ks)
+}
+
+func testKeyLimit(t *testing.T, b *store.Backend) {
+	ctx := context.Background()
+	a := mustAccount(t, b, store.CreateAccountParams{})
+	const tries, limit = 50, 10
+	var ok, refused atomic.Int64
+	var wg sync.WaitGroup
+	for range tries {
+		wg.Go(func() {
+			_, _, err := b.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: a.ID, MaxActive: limit})
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case errors.Is(err, store.ErrKeyLimit):
+				refused.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if ok.Load() != limit || refused.Load() != tries-limit {
+		t.Fatalf("%d created, %d refused; want %d and %d", ok.Load(), refused.Load(), limit, tries-limit)
+	}
+	if active, all := activeKeys(t, b, a.ID); active != limit || all != limit {
+		t.Fatalf("%d active keys of %d after the race, want %d of %d", active, all, limit, limit)
+	}
+
+	// Revoked keys do not count: revoking three makes room for three.
+	ks, err := b.Accounts.ListKeys(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range ks[:3] {
+		if err := b.Accounts.RevokeKey(ctx, a.ID, k.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		if _, _, err := b.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: a.ID, MaxActive: limit}); err != nil {
+			t.Fatalf("key %d after revoking three: %v", i+1, err)
+		}
+	}
+	if _, _, err := b.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: a.ID, MaxActive: limit}); !errors.Is(err, store.ErrKeyLimit) {
+		t.Fatalf("key beyond the bound after revoking three: %v, want ErrKeyLimit", err)
+	}
+	if active, all := activeKeys(t, b, a.ID); active != limit || all != limit+3 {
+		t.Fatalf("%d active keys of %d, want %d of %d", active, all, limit, limit+3)
+	}
+
+	// Zero is no bound; a lower bound than the keys held refuses; another
+	// account's keys do not count; an unknown account is not found.
+	if _, _, err := b.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: a.ID}); err != nil {
+		t.Fatalf("key without a bound: %v", err)
+	}
+	if _, _, err := b.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: a.ID, MaxActive: 1}); !errors.Is(err, store.ErrKeyLimit) {
+		t.Fatalf("key with a bound below the keys held: %v, want ErrKeyLimit", err)
+	}
+	other := mustAccount(t, b, store.CreateAccountParams{})
+	mustKey(t, b, store.CreateKeyParams{AccountID: other.ID, MaxActive: 1})
+	if _, _, err := b.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: uuid.NewString(), MaxActive: limit}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("key of an unknown account: %v, want ErrNotFound", err)
 	}
 }
 

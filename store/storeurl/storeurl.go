@@ -5,6 +5,8 @@
 //	memory                                    process memory (store/memstore)
 //	postgres://user@host:5432/db?schema=NAME  PostgreSQL (store/pgstore)
 //	redis://host:6379/0?prefix=NAME           Redis (store/redisstore)
+//	redis+cluster://host1:6379,host2:6379/?prefix=NAME
+//	                                          Redis Cluster (store/redisstore)
 //
 // It imports all three backends, and so the PostgreSQL and Redis client
 // libraries; a host that wants one backend only calls that package's
@@ -17,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -51,8 +54,14 @@ type Options struct {
 // A PostgreSQL URL may carry schema=NAME, the schema that holds the tables
 // (default public); every other parameter goes to pgx (pool_max_conns, …).
 // A Redis URL may carry prefix=NAME, the key prefix (default validmail);
-// every other parameter goes to go-redis. The pool or client that Open
-// creates is closed by the Backend's Close. opts may be nil.
+// every other parameter goes to go-redis. A Redis Cluster URL,
+// redis+cluster:// (rediss+cluster:// for TLS), lists one or more nodes
+// separated by commas, host:port each, and takes no database number; its
+// parameters are those of go-redis's cluster URLs (max_redirects,
+// dial_timeout, pool_size, …; see redis.ParseClusterURL) besides prefix.
+// The cluster client follows failovers quickly: see
+// [redisstore.FollowFailover]. The pool or client that Open creates is
+// closed by the Backend's Close. opts may be nil.
 func Open(ctx context.Context, rawURL string, opts *Options) (*store.Backend, error) {
 	var o Options
 	if opts != nil {
@@ -72,10 +81,13 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*store.Backend, er
 		b, err := openPostgres(ctx, u, o)
 		return b, scrub(err, &orig)
 	case "redis", "rediss":
-		b, err := openRedis(ctx, u)
+		b, err := openRedis(ctx, u, o)
+		return b, scrub(err, &orig)
+	case "redis+cluster", "rediss+cluster":
+		b, err := openRedisCluster(ctx, u, o)
 		return b, scrub(err, &orig)
 	}
-	return nil, fmt.Errorf("%w: want memory, postgres://… or redis://…, not %q", ErrBadURL, u.Scheme+"://…")
+	return nil, fmt.Errorf("%w: want memory, postgres://…, redis://… or redis+cluster://…, not %q", ErrBadURL, u.Scheme+"://…")
 }
 
 // secretParams are the query parameters of PostgreSQL and Redis URLs that
@@ -197,7 +209,7 @@ func openPostgres(ctx context.Context, u *url.URL, o Options) (*store.Backend, e
 	return b, nil
 }
 
-func openRedis(ctx context.Context, u *url.URL) (*store.Backend, error) {
+func openRedis(ctx context.Context, u *url.URL, o Options) (*store.Backend, error) {
 	prefix := takeParam(u, "prefix")
 	if strings.ContainsAny(prefix, "{}") {
 		return nil, fmt.Errorf("%w: the Redis prefix must not contain braces", ErrBadURL)
@@ -211,11 +223,69 @@ func openRedis(ctx context.Context, u *url.URL) (*store.Backend, error) {
 		client.Close()
 		return nil, fmt.Errorf("redis %s: %w", redactURL(u), err)
 	}
-	b, err := redisstore.NewBackend(client, &redisstore.Config{Prefix: prefix})
+	return newRedisBackend(ctx, client, prefix, o)
+}
+
+// maxClusterNodes bounds the node list of a cluster URL.
+const maxClusterNodes = 64
+
+func openRedisCluster(ctx context.Context, u *url.URL, o Options) (*store.Backend, error) {
+	prefix := takeParam(u, "prefix")
+	if strings.ContainsAny(prefix, "{}") {
+		return nil, fmt.Errorf("%w: the Redis prefix must not contain braces", ErrBadURL)
+	}
+	if p := strings.Trim(u.Path, "/"); p != "" {
+		return nil, fmt.Errorf("%w: a Redis Cluster has no database %q", ErrBadURL, p)
+	}
+	if u.Query().Has("addr") {
+		return nil, fmt.Errorf("%w: list the cluster's nodes in the host, separated by commas", ErrBadURL)
+	}
+	hosts := strings.Split(u.Host, ",")
+	if len(hosts) > maxClusterNodes {
+		return nil, fmt.Errorf("%w: more than %d cluster nodes", ErrBadURL, maxClusterNodes)
+	}
+	for _, h := range hosts {
+		if _, port, err := net.SplitHostPort(h); err != nil || port == "" {
+			return nil, fmt.Errorf("%w: cluster node %q is not host:port", ErrBadURL, h)
+		}
+	}
+	// go-redis's form: the first node as the host, the others as addr
+	// parameters.
+	g := *u
+	g.Scheme = strings.TrimSuffix(u.Scheme, "+cluster")
+	g.Host = hosts[0]
+	g.Path = ""
+	q := g.Query()
+	for _, h := range hosts[1:] {
+		q.Add("addr", h)
+	}
+	g.RawQuery = q.Encode()
+	opts, err := redis.ParseClusterURL(g.String())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadURL, err)
+	}
+	client := redisstore.NewClusterClient(opts)
+	if err := client.Ping(ctx).Err(); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("redis cluster %s: %w", redactURL(u), err)
+	}
+	return newRedisBackend(ctx, client, prefix, o)
+}
+
+// newRedisBackend sets up a Redis store over client and returns it as a
+// backend that closes client.
+func newRedisBackend(ctx context.Context, client redis.UniversalClient, prefix string, o Options) (*store.Backend, error) {
+	rs, err := redisstore.New(client, &redisstore.Config{Prefix: prefix, Logger: o.Logger})
+	if err == nil {
+		// Persistence read and logged, marker written, before the first
+		// request.
+		err = rs.Setup(ctx)
+	}
 	if err != nil {
 		client.Close()
 		return nil, fmt.Errorf("redis: %w", err)
 	}
+	b := rs.Backend()
 	b.OnClose(client.Close)
 	return b, nil
 }

@@ -1,6 +1,10 @@
-// Package ratelimittest is the conformance suite of
-// [ratelimit.MultiLimiter]: what every limiter that decides several
-// buckets at once (in memory, on PostgreSQL, on Redis) must do.
+// Package ratelimittest is the conformance suite of the limiters in
+// package ratelimit: what every [ratelimit.Limiter] (token buckets), every
+// [ratelimit.MultiLimiter] (several buckets at once) and every
+// [ratelimit.Counter] (fixed-window quotas) must do, in memory, on
+// PostgreSQL and on Redis. [Run] checks all that a limiter implements,
+// with two instances of a deployment sharing one store racing for the
+// same bucket or quota: exactly the limit goes through, never more.
 package ratelimittest
 
 import (

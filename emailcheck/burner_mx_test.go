@@ -1,0 +1,141 @@
+package emailcheck_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/emailcheck/dnstest"
+)
+
+// A domain on no list whose MX host has the address of listed burners' MX
+// hosts is disposable, once the validator has resolved two listed burner
+// domains there and they outnumber the other domains seen there; a known
+// domain, a domain hosted by a provider, and one elsewhere are not.
+func TestDisposableByMXAddress(t *testing.T) {
+	t.Parallel()
+	const burnerAddr = "185.199.1.10" // the burner service's server
+	mx := func(host string, addr string) []dnstest.MX {
+		return []dnstest.MX{{Pref: 10, Host: host, Addrs: []string{addr}}}
+	}
+	zone := dnstest.Zone{
+		// Listed burners, each with an MX host of its own name.
+		"guerrillamail.com": {MX: mx("mx.guerrillamail.com", burnerAddr)},
+		"sharklasers.com":   {MX: mx("mx.sharklasers.com", burnerAddr)},
+		// Unlisted domains of the same service.
+		"early-burner.xyz": {MX: mx("mx.early-burner.xyz", burnerAddr)},
+		"fresh-burner.xyz": {MX: mx("mx.fresh-burner.xyz", burnerAddr)},
+		"other-burner.xyz": {MX: mx("mail.other-burner.xyz", burnerAddr)},
+		// A known provider and a domain hosted by a provider whose hosts
+		// would share that address.
+		"keemail.me":       {MX: mx("mx.keemail.me", burnerAddr)},
+		"hosted-corp.com":  {MX: mx("hosted-corp-com.mail.protection.outlook.com", burnerAddr)},
+		"acme-corp.com":    {MX: mx("mx.acme-corp.com", "185.199.2.20")},
+		"private-mx.xyz":   {MX: mx("mx.private-mx.xyz", "10.0.0.5")},
+		"private-peer.xyz": {MX: mx("mx.private-peer.xyz", "10.0.0.5")},
+	}
+	srv := dnstest.Start(t, zone, nil)
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, QueryTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	check := func(email string, want emailcheck.Status) {
+		t.Helper()
+		res, err := v.Validate(context.Background(), email)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Confidence.Status != want || res.Validations.IsDisposable != (want == emailcheck.StatusDisposable) {
+			t.Errorf("%s: status %s, is_disposable %v; want %s", email, res.Confidence.Status, res.Validations.IsDisposable, want)
+		}
+	}
+	// Nothing learned yet: the address means nothing.
+	check("a@fresh-burner.xyz", emailcheck.StatusLikely)
+	// One listed burner at the address is not enough: it might share a
+	// web host with anyone.
+	check("a@guerrillamail.com", emailcheck.StatusDisposable)
+	check("a@early-burner.xyz", emailcheck.StatusLikely)
+	// A second listed burner there: the address is a burner service's.
+	check("a@sharklasers.com", emailcheck.StatusDisposable)
+	check("a@other-burner.xyz", emailcheck.StatusDisposable)
+	check("a@keemail.me", emailcheck.StatusLikely)      // the allowlist wins
+	check("a@hosted-corp.com", emailcheck.StatusLikely) // a provider's host says nothing
+	check("a@acme-corp.com", emailcheck.StatusLikely)   // elsewhere
+	// Verdicts are cached with the domain: learned later, applied to
+	// lookups made later.
+	check("a@fresh-burner.xyz", emailcheck.StatusLikely)
+
+	// Private addresses are never learned: the same one means different
+	// hosts on different networks.
+	vp, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, AllowPrivateMX: true, QueryTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vp.Close()
+	for _, d := range []string{"guerrillamail.com", "sharklasers.com"} {
+		srv.Set(d, dnstest.Domain{MX: mx("mx."+d, "10.0.0.5")})
+	}
+	for _, email := range []string{"a@guerrillamail.com", "a@sharklasers.com", "a@private-peer.xyz"} {
+		res, err := vp.Validate(context.Background(), email)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := email != "a@private-peer.xyz"; res.Validations.IsDisposable != want {
+			t.Errorf("private MX, %s: is_disposable %v, want %v", email, res.Validations.IsDisposable, want)
+		}
+	}
+}
+
+// Two listed domains on a shared web host, among more domains that are
+// not listed, condemn none of their neighbours.
+func TestDisposableByMXAddressSharedHost(t *testing.T) {
+	t.Parallel()
+	const shared = "185.199.3.30"
+	zone := dnstest.Zone{}
+	for _, d := range []string{"guerrillamail.com", "sharklasers.com", "shop-a.com", "shop-b.com", "shop-c.com", "shop-d.com"} {
+		zone[d] = dnstest.Domain{MX: []dnstest.MX{{Pref: 10, Host: "mail." + d, Addrs: []string{shared}}}}
+	}
+	srv := dnstest.Start(t, zone, nil)
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, QueryTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	for _, email := range []string{"a@guerrillamail.com", "a@shop-a.com", "a@shop-b.com", "a@shop-c.com", "a@sharklasers.com", "a@shop-d.com"} {
+		res, err := v.Validate(context.Background(), email)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := email == "a@guerrillamail.com" || email == "a@sharklasers.com"
+		if res.Validations.IsDisposable != want {
+			t.Errorf("%s: is_disposable %v, want %v", email, res.Validations.IsDisposable, want)
+		}
+	}
+}
+
+// Without a cache nothing is learned.
+func TestDisposableByMXAddressNoCache(t *testing.T) {
+	t.Parallel()
+	zone := dnstest.Zone{
+		"guerrillamail.com": {MX: []dnstest.MX{{Pref: 10, Host: "mx.guerrillamail.com", Addrs: []string{"185.199.1.10"}}}},
+		"sharklasers.com":   {MX: []dnstest.MX{{Pref: 10, Host: "mx.sharklasers.com", Addrs: []string{"185.199.1.10"}}}},
+		"fresh-burner.xyz":  {MX: []dnstest.MX{{Pref: 10, Host: "mx.fresh-burner.xyz", Addrs: []string{"185.199.1.10"}}}},
+	}
+	srv := dnstest.Start(t, zone, nil)
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, CacheSize: -1, QueryTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	for _, email := range []string{"a@guerrillamail.com", "a@sharklasers.com", "a@fresh-burner.xyz"} {
+		res, err := v.Validate(context.Background(), email)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := email != "a@fresh-burner.xyz"; res.Validations.IsDisposable != want {
+			t.Errorf("%s: is_disposable %v, want %v", email, res.Validations.IsDisposable, want)
+		}
+	}
+}

@@ -1,0 +1,317 @@
+package emailcheck
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+func TestRTOFromRoundTrips(t *testing.T) {
+	ns := newNameserver("127.0.0.1:53", 2*time.Second, 1024)
+	if ns.rto != initialRTO {
+		t.Fatalf("RTO before any answer %v; want %v", ns.rto, initialRTO)
+	}
+	if short := newNameserver("127.0.0.1:53", 100*time.Millisecond, 1024); short.rto != 100*time.Millisecond {
+		t.Fatalf("RTO before any answer with QueryTimeout 100ms: %v", short.rto)
+	}
+	// RFC 6298 §2.2: the first sample sets SRTT to R and RTTVAR to R/2.
+	ns.sample(100 * time.Millisecond)
+	if ns.srtt != 100*time.Millisecond || ns.rttvar != 50*time.Millisecond || ns.rto != 300*time.Millisecond {
+		t.Fatalf("after one 100ms sample: srtt %v rttvar %v rto %v; want 100ms 50ms 300ms", ns.srtt, ns.rttvar, ns.rto)
+	}
+	// §2.3: RTTVAR = 3/4 RTTVAR + 1/4 |SRTT - R|, SRTT = 7/8 SRTT + 1/8 R.
+	ns.sample(20 * time.Millisecond)
+	if ns.srtt != 90*time.Millisecond || ns.rttvar != 57500*time.Microsecond {
+		t.Fatalf("after a 20ms sample: srtt %v rttvar %v; want 90ms 57.5ms", ns.srtt, ns.rttvar)
+	}
+	// Steady fast answers bring the RTO down to its floor, never below.
+	for range 100 {
+		ns.sample(time.Millisecond)
+	}
+	if ns.rto != minRTO {
+		t.Fatalf("RTO after steady 1ms answers %v; want the floor %v", ns.rto, minRTO)
+	}
+	// A timeout doubles it, once for the queries sent under it.
+	sent := time.Now()
+	ns.inFlight = 2
+	ns.timedOut(sent)
+	ns.timedOut(sent)
+	if ns.rto != 2*minRTO {
+		t.Fatalf("RTO after two timeouts of queries sent together %v; want %v", ns.rto, 2*minRTO)
+	}
+	// Doubling stops at QueryTimeout.
+	for range 10 {
+		ns.inFlight++
+		ns.timedOut(time.Now())
+	}
+	if ns.rto != 2*time.Second {
+		t.Fatalf("RTO after many timeouts %v; want QueryTimeout", ns.rto)
+	}
+	// A fresh measurement ends the doubling.
+	ns.sample(time.Millisecond)
+	if ns.rto >= time.Second {
+		t.Fatalf("RTO after an answer %v; want it from the measurements again", ns.rto)
+	}
+	if ns.inFlight != 0 {
+		t.Fatalf("%d in flight after every query timed out", ns.inFlight)
+	}
+}
+
+func TestWindow(t *testing.T) {
+	ctx := context.Background()
+	ns := newNameserver("127.0.0.1:53", 2*time.Second, 1024)
+	if got := ns.stats().Window; got != initialWindow {
+		t.Fatalf("first window %d; want %d", got, initialWindow)
+	}
+	// Answers grow the window by one each (slow start).
+	for range 10 {
+		if err := ns.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		ns.answered(time.Now())
+	}
+	if got := ns.stats().Window; got != initialWindow+10 {
+		t.Fatalf("window after 10 answers %d; want %d", got, initialWindow+10)
+	}
+
+	// A timeout alone shrinks nothing (a dead name is never answered), but
+	// gives the query's place back and doubles the RTO.
+	lost := time.Now()
+	for range 3 {
+		if err := ns.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns.answered(time.Now())
+	win, rto := ns.limit(), ns.currentRTO()
+	ns.timedOut(lost)
+	ns.timedOut(lost)
+	if ns.limit() != win || ns.inFlight != 0 {
+		t.Fatalf("after two timeouts: window %d, %d in flight; want %d and 0", ns.limit(), ns.inFlight, win)
+	}
+	if got := ns.currentRTO(); got != min(2*rto, ns.maxRTO) {
+		t.Fatalf("RTO after two timeouts of queries sent together: %v; want %v (doubled once)", got, 2*rto)
+	}
+	// A question answered to a retransmission was dropped: the window
+	// halves, once for the queries sent under the same window.
+	cut := ns.lost(lost, win)
+	if cut == 0 || ns.limit() != win/2 {
+		t.Fatalf("loss: cut %d, window %d; want %d", cut, ns.limit(), win/2)
+	}
+	if again := ns.lost(lost, win); again != 0 || ns.limit() != win/2 {
+		t.Fatalf("second loss of the same window: cut %d, window %d; want 0 and %d", again, ns.limit(), win/2)
+	}
+	// Its late answer shows it was not lost: the halving is undone.
+	ns.late(10*time.Millisecond, cut)
+	if ns.limit() != win {
+		t.Fatalf("after the late answer: window %d; want %d back", ns.limit(), win)
+	}
+	if ns.inFlight != 0 {
+		t.Fatalf("%d in flight once every query ended", ns.inFlight)
+	}
+
+	// Past the threshold the window grows by one per window of answers.
+	win = ns.limit()
+	ns.ssthresh = float64(win)
+	for range win {
+		if err := ns.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		ns.answered(time.Now())
+	}
+	if got := ns.limit(); got < win || got > win+1 {
+		t.Fatalf("window after a window of answers past the threshold: %d; want %d or %d", got, win, win+1)
+	}
+
+	// Never below the floor, never above MaxInFlight.
+	small := newNameserver("127.0.0.1:53", 2*time.Second, 8)
+	if small.limit() != 8 {
+		t.Fatalf("first window %d with MaxInFlight 8", small.limit())
+	}
+	for range 20 {
+		sent := time.Now()
+		if err := small.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := small.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		small.answered(time.Now())
+		small.cut = time.Time{}
+		small.timedOut(sent)
+		small.lost(sent, small.limit())
+	}
+	if small.limit() != minWindow {
+		t.Fatalf("window after many losses %d; want the floor %d", small.limit(), minWindow)
+	}
+	for range 100 {
+		if err := small.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		small.answered(time.Now())
+	}
+	if small.limit() > 8 {
+		t.Fatalf("window %d above MaxInFlight 8", small.limit())
+	}
+}
+
+// Queries beyond the window wait, retries ahead of first attempts, and a
+// waiter whose context ends leaves the line.
+func TestWindowWaits(t *testing.T) {
+	ns := newNameserver("127.0.0.1:53", 2*time.Second, 2)
+	ctx := context.Background()
+	for range 2 {
+		if err := ns.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	start := func(name string, retry bool) {
+		wg.Go(func() {
+			if err := ns.acquire(ctx, retry); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+		})
+		waitCond(t, func() bool { return ns.stats().Waiting == len(name) })
+	}
+	// Names of growing length, so each waits for the one before to queue.
+	start("f", false)
+	start("ff", false)
+	cctx, cancel := context.WithCancel(ctx)
+	gone := make(chan error, 1)
+	go func() { gone <- ns.acquire(cctx, false) }()
+	waitCond(t, func() bool { return ns.stats().Waiting == 3 })
+	cancel()
+	if err := <-gone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled waiter: %v", err)
+	}
+	if w := ns.stats().Waiting; w != 2 {
+		t.Fatalf("%d waiting after one left; want 2", w)
+	}
+	start("rrr", true)
+	// Places come free one by one: the retry first, then the others in
+	// turn.
+	for i, want := range []string{"rrr", "f", "ff"} {
+		ns.release()
+		waitCond(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == i+1 })
+		mu.Lock()
+		got := order[i]
+		mu.Unlock()
+		if got != want {
+			t.Fatalf("grant %d went to %s; want %s", i, got, want)
+		}
+	}
+	wg.Wait()
+	if st := ns.stats(); st.InFlight != 2 || st.Waiting != 0 {
+		t.Fatalf("stats %+v; want 2 in flight, none waiting", st)
+	}
+}
+
+// waitCond polls cond until it holds, failing after a minute.
+func waitCond(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met after a minute")
+		}
+	}
+}
+
+// A ping whose first datagram is lost is sent again after the RTO, and
+// the second is answered: one lost datagram is no outage.
+func TestPingRetransmits(t *testing.T) {
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var mu sync.Mutex
+	got := 0
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, from, err := conn.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			got++
+			first := got == 1
+			mu.Unlock()
+			if first {
+				continue // lost
+			}
+			q := new(dns.Msg)
+			if q.Unpack(buf[:n]) != nil {
+				continue
+			}
+			wire, _ := new(dns.Msg).SetRcode(q, dns.RcodeRefused).Pack()
+			_, _ = conn.WriteToUDP(wire, from)
+		}
+	}()
+	v, err := New(&Config{Nameservers: []string{conn.LocalAddr().String()}, QueryTimeout: time.Hour, MaxInFlight: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	// The window is full and a lookup waits: the ping goes past them.
+	if err := v.resolver.servers[0].acquire(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := v.PingNameservers(ctx); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got != 2 {
+		t.Fatalf("the server saw %d pings; want 2", got)
+	}
+}
+
+// Past limitedSlowStart the window grows by at most half of it per
+// window's worth of answers; after a halving, answers to the queries sent
+// before it grow nothing.
+func TestWindowGrowthLimited(t *testing.T) {
+	ctx := context.Background()
+	ns := newNameserver("127.0.0.1:53", 2*time.Second, 4096)
+	ns.cwnd = 400
+	for range 400 {
+		if err := ns.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		ns.answered(time.Now())
+	}
+	if got := ns.limit(); got < 440 || got > 460 {
+		t.Fatalf("window 400 after 400 answers: %d; want about %d", got, 400+limitedSlowStart/2)
+	}
+
+	before := time.Now()
+	for range 3 {
+		if err := ns.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns.answered(time.Now()) // sent later than the lost one
+	win := ns.limit()
+	ns.timedOut(before)
+	if ns.lost(before, win) == 0 {
+		t.Fatal("no halving")
+	}
+	ns.answered(before)
+	if got := ns.limit(); got != win/2 {
+		t.Fatalf("window after an answer sent before the halving: %d; want %d", got, win/2)
+	}
+}

@@ -1,0 +1,377 @@
+package dashboard_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/emailcheck/dnstest"
+	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/dashboard"
+	"github.com/validmail/validmail/httpapi/ratelimit"
+	"github.com/validmail/validmail/httpapi/service"
+	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/memstore"
+	"github.com/validmail/validmail/store/storeurl"
+	"github.com/validmail/validmail/webhook"
+)
+
+// clientHeader carries a test request's client address, as a trusted
+// proxy's header would.
+const clientHeader = "X-Test-Client"
+
+// eachBackend runs f on memory and on every shared backend the
+// environment names; open returns a new handle on the test's one store
+// (another instance's), and shared reports whether handles share data.
+func eachBackend(t *testing.T, f func(t *testing.T, open func() *store.Backend, shared bool)) {
+	t.Run("memory", func(t *testing.T) {
+		t.Parallel()
+		b := memstore.NewBackend()
+		f(t, func() *store.Backend { return b }, false)
+	})
+	urls := map[string]string{"postgres": os.Getenv("VALIDMAIL_TEST_POSTGRES"), "redis": os.Getenv("VALIDMAIL_TEST_REDIS")}
+	for name, raw := range urls {
+		t.Run(name, func(t *testing.T) {
+			if raw == "" {
+				t.Skipf("VALIDMAIL_TEST_%s is not set", strings.ToUpper(name))
+			}
+			t.Parallel()
+			ns := "lim_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+			u := raw
+			sep := "?"
+			if strings.Contains(u, "?") {
+				sep = "&"
+			}
+			if name == "postgres" {
+				u += sep + "schema=" + ns
+				t.Cleanup(func() { dropSchema(t, raw, ns) })
+			} else {
+				u += sep + "prefix=" + ns
+			}
+			f(t, func() *store.Backend {
+				b, err := storeurl.Open(context.Background(), u, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { b.Close() })
+				return b
+			}, true)
+		})
+	}
+}
+
+// limitSite is one instance of the service over b, with the console
+// configured by dc and client addresses read from clientHeader.
+type limitSite struct {
+	base     string
+	mu       sync.Mutex
+	received int
+	hook     string // the webhook receiver's URL
+}
+
+func startLimitSite(t *testing.T, b *store.Backend, dc dashboard.Config) *limitSite {
+	t.Helper()
+	dns := dnstest.Start(t, dnstest.Zone{"good.com": {MX: []dnstest.MX{{Pref: 10, Host: "mx.good.com"}}}}, nil)
+	s := &limitSite{}
+	recv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.received++
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})}
+	rl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go recv.Serve(rl)
+	t.Cleanup(func() { recv.Close() })
+	s.hook = "http://" + rl.Addr().String() + "/hook"
+	dc.InsecureCookies = true
+	svc, err := service.New(service.Config{
+		Backend:       b,
+		Checks:        &emailcheck.Config{Nameservers: []string{dns.Addr()}, AllowPrivateMX: true},
+		WebhookClient: webhook.ClientOptions{Allow: []string{"127.0.0.1"}},
+		API: httpapi.Config{ClientIP: func(r *http.Request) string {
+			if v := r.Header.Get(clientHeader); v != "" {
+				return v
+			}
+			host, _, _ := net.SplitHostPort(r.RemoteAddr)
+			return host
+		}},
+		Dashboard: &dc,
+		Workers:   -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	s.base = "http://" + ln.Addr().String()
+	return s
+}
+
+func (s *limitSite) hooks() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.received
+}
+
+// from is the header pair that sends a request from addr.
+func from(addr string) []string { return []string{clientHeader, addr} }
+
+const password = "a long enough passphrase"
+
+// Sign-in attempts refused by the limit of their client address take
+// nothing from the email's limit: a client that used up its own limit
+// cannot lock alice out, while failures that got through still count.
+func TestSignInLockout(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, open func() *store.Backend, _ bool) {
+		s := startLimitSite(t, open(), dashboard.Config{
+			SignInLimit:    ratelimit.Limit{PerSecond: 0.0001, Burst: 3},
+			SignInFailures: ratelimit.Quota{Limit: 5, Window: 1000 * time.Hour},
+		})
+		alice := newUser(t, s.base)
+		alice.do("POST", "/dashboard/signup", url.Values{"email": {"alice@example.com"}, "password": {password}}, from("203.0.113.5")...)
+		alice.do("POST", "/dashboard/logout", nil)
+
+		// The attacker uses up its address's 3 attempts on other
+		// emails, then tries alice's.
+		attacker := newUser(t, s.base)
+		const evil = "198.51.100.66"
+		for i := range 3 {
+			a := attacker.do("POST", "/dashboard/login", url.Values{"email": {fmt.Sprintf("x%d@example.com", i)}, "password": {"wrong password!"}}, from(evil)...)
+			if a.code != http.StatusUnauthorized {
+				t.Fatalf("attempt %d from the attacker: %d", i, a.code)
+			}
+		}
+		for i := range 10 {
+			a := attacker.do("POST", "/dashboard/login", url.Values{"email": {"alice@example.com"}, "password": {"wrong password!"}}, from(evil)...)
+			if a.code != http.StatusTooManyRequests || a.hdr.Get("Retry-After") == "" {
+				t.Fatalf("attempt %d on alice from the limited address: %d", i, a.code)
+			}
+		}
+		// Her first sign-in shows her first key (200); later ones redirect.
+		if a := alice.do("POST", "/dashboard/login", url.Values{"email": {"alice@example.com"}, "password": {password}}, from("203.0.113.5")...); a.code != http.StatusOK && a.code != http.StatusSeeOther {
+			t.Fatalf("alice's own sign-in after the refused attempts: %d, want 200 or 303", a.code)
+		}
+		alice.do("POST", "/dashboard/logout", nil)
+
+		// Failures that pass the address limit count, from any address;
+		// a success gives its unit back.
+		login := func(pw, addr string) int {
+			return newUser(t, s.base).do("POST", "/dashboard/login", url.Values{"email": {"ALICE@example.com"}, "password": {pw}}, from(addr)...).code
+		}
+		for i := range 4 {
+			if code := login("wrong password!", fmt.Sprintf("192.0.2.%d", i+1)); code != http.StatusUnauthorized {
+				t.Fatalf("failure %d: %d", i+1, code)
+			}
+		}
+		if code := login(password, "192.0.2.10"); code != http.StatusSeeOther {
+			t.Fatalf("right password after 4 failures: %d", code)
+		}
+		if code := login("wrong password!", "192.0.2.11"); code != http.StatusUnauthorized {
+			t.Fatalf("5th failure: %d", code)
+		}
+		if code := login(password, "192.0.2.12"); code != http.StatusTooManyRequests {
+			t.Fatalf("right password after 5 failures: %d, want 429", code)
+		}
+	})
+}
+
+// The bulk quota is one counter per account in the backend: twenty
+// submissions of 30 addresses at once, half on each of two instances,
+// let exactly 300 addresses through.
+func TestBulkQuotaTwoInstances(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, open func() *store.Backend, shared bool) {
+		dc := dashboard.Config{BulkWindow: 1000 * time.Hour}
+		a := startLimitSite(t, open(), dc)
+		b := a
+		if shared {
+			b = startLimitSite(t, open(), dc)
+		}
+		owner := newUser(t, a.base)
+		owner.signup("bulk-owner@example.com")
+		other := newUser(t, b.base)
+		other.c.Jar.SetCookies(mustURL(b.base), []*http.Cookie{{Name: "vm_session", Value: owner.session(), Path: "/"}})
+
+		var accepted, refused atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range 20 {
+			u := owner
+			if i%2 == 1 {
+				u = other
+			}
+			var list strings.Builder
+			for j := range 30 {
+				fmt.Fprintf(&list, "u%d-%d@good.com\n", i, j)
+			}
+			wg.Go(func() {
+				<-start
+				switch r := u.do("POST", "/dashboard/bulk", url.Values{"emails": {list.String()}}); r.code {
+				case http.StatusSeeOther:
+					accepted.Add(1)
+				case http.StatusTooManyRequests:
+					refused.Add(1)
+					if !strings.Contains(r.body, "Nothing was submitted") || r.hdr.Get("Retry-After") == "" {
+						t.Errorf("a refused submission: %s", r.body)
+					}
+				default:
+					t.Errorf("a submission: %d", r.code)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if accepted.Load() != 10 || refused.Load() != 10 {
+			t.Fatalf("%d submissions of 30 accepted and %d refused; want 10 and 10 (300 addresses)", accepted.Load(), refused.Load())
+		}
+		page := other.do("GET", "/dashboard/batches", nil).body
+		if n := strings.Count(page, "/results.csv\""); n != 10 {
+			t.Fatalf("%d batches listed, want 10", n)
+		}
+		if page := owner.do("GET", "/dashboard/bulk", nil).body; !strings.Contains(page, `<strong id="remaining">0</strong>`) {
+			t.Fatalf("the bulk page does not say 0 remain:\n%s", page)
+		}
+	})
+}
+
+// Sign-ups count per IPv6 /64: ten addresses of one network are one
+// client.
+func TestSignupPerNetwork(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, open func() *store.Backend, _ bool) {
+		s := startLimitSite(t, open(), dashboard.Config{SignupsPerHour: 5})
+		codes := map[int]int{}
+		for i := range 10 {
+			a := newUser(t, s.base).do("POST", "/dashboard/signup",
+				url.Values{"email": {fmt.Sprintf("net%d@example.com", i)}, "password": {password}},
+				from(fmt.Sprintf("2001:db8:1:2:%x::%x", i*977+1, i+1))...)
+			codes[a.code]++
+		}
+		// A sign-up answers 200 with the page saying what comes next.
+		if codes[http.StatusOK] != 5 || codes[http.StatusTooManyRequests] != 5 {
+			t.Fatalf("10 sign-ups from one /64: %v; want 5 accepted and 5 refused", codes)
+		}
+		if a := newUser(t, s.base).do("POST", "/dashboard/signup", url.Values{"email": {"next@example.com"}, "password": {password}},
+			from("2001:db8:1:3::1")...); a.code != http.StatusOK {
+			t.Fatalf("a sign-up from the next /64: %d", a.code)
+		}
+		// The demo counts the same way: its burst, then a refusal (its
+		// bucket refills far slower than these requests come).
+		if n := untilRefused(t, 30, func(i int) answer {
+			return newUser(t, s.base).do("GET", "/demo?email=jane@good.com", nil, "Accept", "application/json", clientHeader, fmt.Sprintf("2001:db8:9:9::%x", i+1))
+		}); n < dashboard.DefaultDemoRate {
+			t.Fatalf("the demo refused one /64 after %d validations, want its burst of %d first", n, dashboard.DefaultDemoRate)
+		}
+	})
+}
+
+// untilRefused calls f until it answers 429, at most max times, and
+// returns how many it let through before.
+func untilRefused(t *testing.T, most int, f func(i int) answer) int {
+	t.Helper()
+	for i := range most {
+		a := f(i)
+		switch a.code {
+		case http.StatusTooManyRequests:
+			if a.hdr.Get("Retry-After") == "" {
+				t.Fatalf("a 429 without Retry-After:\n%s", a.body)
+			}
+			return i
+		case http.StatusOK:
+		default:
+			t.Fatalf("request %d: %d\n%s", i, a.code, a.body)
+		}
+	}
+	t.Fatalf("%d requests and no refusal", most)
+	return 0
+}
+
+// "Send test event" is limited per account, in the bucket the API's test
+// events use.
+func TestTestEventsLimited(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, open func() *store.Backend, _ bool) {
+		s := startLimitSite(t, open(), dashboard.Config{})
+		u := newUser(t, s.base)
+		u.signup("hooks@example.com")
+		if a := u.do("POST", "/dashboard/webhook", url.Values{"url": {s.hook}, "events": {"validation.completed"}, "enabled": {"1"}}); a.code/100 != 2 {
+			t.Fatalf("save the webhook: %d\n%s", a.code, a.body)
+		}
+		var last answer
+		sent := untilRefused(t, 30, func(int) answer {
+			last = u.do("POST", "/dashboard/webhook/test", url.Values{})
+			return last
+		})
+		burst := httpapi.DefaultWebhookTestBurst
+		if sent < burst || !strings.Contains(last.body, "Too many test events") {
+			t.Fatalf("refused after %d test events, want %d first; the refusal:\n%s", sent, burst, last.body)
+		}
+		if n := s.hooks(); n != sent {
+			t.Fatalf("the receiver got %d test events, want the %d sent", n, sent)
+		}
+	})
+}
+
+// failingJobs is a job driver whose enqueues fail while fail is set.
+type failingJobs struct {
+	jobs.Driver
+	fail atomic.Bool
+}
+
+func (f *failingJobs) Enqueue(ctx context.Context, p jobs.EnqueueParams) ([]string, error) {
+	if f.fail.Load() {
+		return nil, errors.New("the queue is down")
+	}
+	return f.Driver.Enqueue(ctx, p)
+}
+
+// A submission that fails after taking its quota gives it back.
+func TestBulkQuotaRefunded(t *testing.T) {
+	t.Parallel()
+	b := memstore.NewBackend()
+	fj := &failingJobs{Driver: b.Jobs}
+	b.Jobs = fj
+	s := startLimitSite(t, b, dashboard.Config{BulkWindow: 1000 * time.Hour})
+	u := newUser(t, s.base)
+	u.signup("refund@example.com")
+	var list strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&list, "r%d@good.com\n", i)
+	}
+	fj.fail.Store(true)
+	if a := u.do("POST", "/dashboard/bulk", url.Values{"emails": {list.String()}}); a.code != http.StatusServiceUnavailable {
+		t.Fatalf("a submission the queue refused: %d", a.code)
+	}
+	fj.fail.Store(false)
+	if a := u.do("POST", "/dashboard/bulk", url.Values{"emails": {list.String()}}); a.code != http.StatusSeeOther {
+		t.Fatalf("the same 300 addresses once the queue is back: %d, want 303", a.code)
+	}
+}

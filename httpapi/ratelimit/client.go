@@ -1,0 +1,35 @@
+package ratelimit
+
+import (
+	"net/netip"
+	"strings"
+)
+
+// maxClientKey bounds the key of a client address that is not an IP
+// address (what a misconfigured proxy header may hold).
+const maxClientKey = 64
+
+// ClientKey returns the key under which every limit per client address
+// counts the address addr (as a ClientIP function returns it): an IPv4
+// address (also one written as IPv4-mapped IPv6) stands for itself, and
+// an IPv6 address for its /64 network, the least a single subscriber is
+// given, so that one client cannot step around a limit by walking its
+// own network's addresses. A zone and surrounding brackets are dropped. A
+// value that is not an IP address is kept as it is, cut to 64 bytes; an
+// empty one stays empty (no client to limit).
+func ClientKey(addr string) string {
+	s := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(addr), "["), "]")
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		if len(addr) > maxClientKey {
+			addr = addr[:maxClientKey]
+		}
+		return addr
+	}
+	ip = ip.WithZone("").Unmap()
+	if ip.Is4() {
+		return ip.String()
+	}
+	p, _ := ip.Prefix(64) // a 16-byte address always has a /64
+	return p.String()
+}

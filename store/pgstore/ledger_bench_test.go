@@ -1,0 +1,48 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/store/pgstore"
+)
+
+// BenchmarkCharge measures a charge of one credit, as each validation
+// makes, with the per-day totals the entries' trigger keeps and, for
+// comparison, without them (the trigger dropped).
+func BenchmarkCharge(b *testing.B) {
+	for _, totals := range []bool{true, false} {
+		b.Run(fmt.Sprintf("totals=%v", totals), func(b *testing.B) {
+			ctx := context.Background()
+			pool := testPool(b)
+			schema := testSchema(b, pool)
+			s, err := pgstore.New(ctx, pool, &pgstore.Config{Schema: schema})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !totals {
+				if _, err := pool.Exec(ctx, `DROP TRIGGER credit_totals_add ON "`+schema+`".credit_entries`); err != nil {
+					b.Fatal(err)
+				}
+			}
+			l := credits.New(s, nil)
+			var next atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				acct := fmt.Sprint("acct-", next.Add(1))
+				if _, err := l.Grant(ctx, acct, 1<<40, ""); err != nil {
+					b.Error(err)
+					return
+				}
+				for pb.Next() {
+					if _, err := l.Charge(ctx, acct, 1, ""); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

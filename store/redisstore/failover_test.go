@@ -1,0 +1,263 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/redisstore"
+)
+
+// envFailoverPort names the variable holding the first of six free
+// loopback ports (their cluster bus ports, 10000 above, must be free too)
+// on which the failover test starts a Redis Cluster of its own: three
+// masters, each with a replica.
+const envFailoverPort = "VALIDMAIL_TEST_REDIS_FAILOVER_PORT"
+
+// failoverCluster is a cluster the test started and may break.
+type failoverCluster struct {
+	addrs []string
+	procs map[string]*exec.Cmd // by address
+}
+
+// startFailoverCluster starts the six servers, creates the cluster and
+// waits until every master has a replica in sync.
+func startFailoverCluster(t *testing.T) *failoverCluster {
+	t.Helper()
+	raw := os.Getenv(envFailoverPort)
+	if raw == "" {
+		t.Skip(envFailoverPort + " is not set: skipping the failover test")
+	}
+	first, err := strconv.Atoi(raw)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", envFailoverPort, raw, err)
+	}
+	for _, bin := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Fatalf("%s=%s but %v", envFailoverPort, raw, err)
+		}
+	}
+	fc := &failoverCluster{procs: make(map[string]*exec.Cmd)}
+	dir := t.TempDir()
+	for i := range 6 {
+		port := strconv.Itoa(first + i)
+		d := filepath.Join(dir, port)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("redis-server", "--bind", "127.0.0.1", "--port", port, "--dir", d,
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no",
+			"--logfile", filepath.Join(d, "redis.log"))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		addr := "127.0.0.1:" + port
+		fc.addrs = append(fc.addrs, addr)
+		fc.procs[addr] = cmd
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	}
+	for _, a := range fc.addrs {
+		c := redis.NewClient(&redis.Options{Addr: a})
+		waitFor(t, 60*time.Second, "server "+a+" answers", func() bool { return c.Ping(t.Context()).Err() == nil })
+		c.Close()
+	}
+	args := append([]string{"--cluster", "create"}, fc.addrs...)
+	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
+	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	for _, a := range fc.addrs {
+		c := redis.NewClient(&redis.Options{Addr: a})
+		waitFor(t, 120*time.Second, "node "+a+" in a healthy cluster", func() bool {
+			info, err := c.ClusterInfo(t.Context()).Result()
+			if err != nil || !strings.Contains(info, "cluster_state:ok") {
+				return false
+			}
+			repl, err := c.Info(t.Context(), "replication").Result()
+			if err != nil {
+				return false
+			}
+			return strings.Contains(repl, "connected_slaves:1") || strings.Contains(repl, "master_link_status:up")
+		})
+		c.Close()
+	}
+	return fc
+}
+
+// waitFor polls cond until it holds, failing t after limit.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for: %s", limit, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The master that holds an account's jobs is killed in the middle of a
+// batch: its replica takes over, the workers follow it, every job is
+// completed once and the balance is exact.
+func TestClusterFailoverMidBatch(t *testing.T) {
+	fc := startFailoverCluster(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cc := redisstore.NewClusterClient(&redis.ClusterOptions{Addrs: fc.addrs, PoolSize: 32})
+	defer cc.Close()
+	s, err := redisstore.New(cc, &redisstore.Config{Prefix: "failover"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, grant = 3000, 10000
+	acct, err := s.CreateAccount(ctx, store.CreateAccountParams{Email: "f@example.com", SignupCredits: grant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emails := make([]string, n)
+	for i := range emails {
+		emails[i] = fmt.Sprintf("u%d@example.com", i)
+	}
+	ids, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct.ID, Emails: emails})
+	if err != nil {
+		t.Fatal(err)
+	}
+	master, err := cc.MasterForKey(ctx, redisstore.KeyOf(s, acct.ID, "ready"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The batch and its charge are on the replica before the kill.
+	if err := master.Do(ctx, "WAIT", 1, 10000).Err(); err != nil {
+		t.Fatal(err)
+	}
+	victim := master.Options().Addr
+	refund := func(id string) int64 {
+		if id[len(id)-1]%2 == 1 {
+			return 1
+		}
+		return 0
+	}
+
+	var (
+		completed atomic.Int64
+		killedAt  atomic.Int64 // unix ns
+		failedAt  atomic.Int64 // unix ns: the first failure after the kill
+		resumedAt atomic.Int64 // unix ns: the end of the first completion started after the kill
+		errs      sync.Map     // error text → true
+	)
+	work, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for work.Err() == nil {
+				ls, err := s.Lease(work, jobs.LeaseParams{Max: 20, Duration: 3 * time.Second})
+				if err != nil {
+					if killedAt.Load() != 0 {
+						failedAt.CompareAndSwap(0, time.Now().UnixNano())
+					}
+					errs.Store(err.Error(), true)
+					time.Sleep(20 * time.Millisecond) // back off while the cluster fails over
+					continue
+				}
+				if len(ls) == 0 {
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+				for _, l := range ls {
+					start := time.Now().UnixNano()
+					err := s.Complete(work, jobs.CompleteParams{ID: l.ID, Token: l.Token, Refund: refund(l.ID),
+						Result: emailcheck.Result{Email: l.Email, Confidence: emailcheck.Confidence{Status: emailcheck.StatusLikely}}, Retention: time.Hour})
+					switch {
+					case err == nil:
+						completed.Add(1)
+						// Every key of the account is on the killed
+						// master: a completion started after the kill
+						// ends once the cluster has failed over.
+						if k := killedAt.Load(); k != 0 && start > k {
+							resumedAt.CompareAndSwap(0, time.Now().UnixNano())
+						}
+					case errors.Is(err, jobs.ErrLeaseLost), errors.Is(err, jobs.ErrNotFound):
+					default:
+						if killedAt.Load() != 0 {
+							failedAt.CompareAndSwap(0, time.Now().UnixNano())
+						}
+						errs.Store(err.Error(), true)
+					}
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for work.Err() == nil {
+			s.RescueExpired(work, jobs.RescueParams{})
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+	defer func() { stop(); wg.Wait() }()
+
+	waitFor(t, 3*time.Minute, "a fifth of the batch completed", func() bool { return completed.Load() >= n/5 })
+	killedAt.Store(time.Now().UnixNano())
+	if err := fc.procs[victim].Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed master %s after %d completions", victim, completed.Load())
+
+	waitFor(t, 3*time.Minute, "every job completed", func() bool {
+		b, err := s.Batch(ctx, acct.ID, ids[0])
+		return err == nil && b.Completed == n
+	})
+	stop()
+	wg.Wait()
+	resume := time.Duration(resumedAt.Load() - killedAt.Load())
+	t.Logf("work resumed %v after the kill", resume.Round(10*time.Millisecond))
+	errs.Range(func(k, _ any) bool { t.Logf("error seen: %v", k); return true })
+	if f := failedAt.Load(); f != 0 {
+		t.Logf("the first failure came %v after the kill", time.Duration(f-killedAt.Load()).Round(10*time.Millisecond))
+	} else {
+		t.Log("no call failed: the client rode out the failover")
+	}
+	if resume <= 0 || resume > 30*time.Second {
+		t.Errorf("work resumed %v after the kill, want within 10 s (30 s allowed on a loaded machine)", resume)
+	}
+
+	var refunds int64
+	for _, id := range ids {
+		j, err := s.Get(ctx, acct.ID, id)
+		if err != nil {
+			t.Fatalf("job %s: %v", id, err)
+		}
+		if j.State != jobs.StateCompleted {
+			t.Fatalf("job %s is %s", id, j.State)
+		}
+		refunds += refund(id)
+	}
+	b, err := s.Batch(ctx, acct.ID, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Total != n || b.Completed != n || b.Counts[emailcheck.StatusLikely] != n {
+		t.Errorf("batch: total %d, completed %d, counts %v; want %d each", b.Total, b.Completed, b.Counts, n)
+	}
+	bal, err := s.Balance(ctx, acct.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := grant - n + refunds; bal != want {
+		t.Errorf("balance %d, want %d", bal, want)
+	}
+}
