@@ -2,7 +2,10 @@ package emailcheck_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -166,6 +169,44 @@ func TestProbeReasons(t *testing.T) {
 		}
 		if res.Confidence.Status != want.status || res.Reason != want.reason {
 			t.Errorf("%s: %s %s, want %s %s", local, res.Confidence.Status, res.Reason, want.status, want.reason)
+		}
+	}
+}
+
+// A lookup whose time runs out while it waits for a place in the
+// nameserver's window, because nothing answers the queries ahead of it, is
+// as unanswered as one whose own queries went unanswered: dns_timeout and
+// ErrResolverUnreachable, never a server failure (which the job queue
+// would take as final).
+func TestLookupOutOfTimeInTheWindowIsUnanswered(t *testing.T) {
+	t.Parallel()
+	srv := dnstest.Start(t, nil, &dnstest.Options{Fallback: func(string) (dnstest.Domain, bool) {
+		return dnstest.Domain{Drop: true}, true
+	}})
+	v, err := emailcheck.New(&emailcheck.Config{
+		Nameservers:  []string{srv.Addr()},
+		QueryTimeout: 50 * time.Millisecond,
+		Retries:      -1,
+		MaxInFlight:  1, // one query at a time: the others wait their turn
+		CacheSize:    -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Close() })
+	const n = 30
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	results := make([]emailcheck.Result, n)
+	for i := range n {
+		wg.Go(func() {
+			results[i], errs[i] = v.Validate(context.Background(), fmt.Sprintf("jane@d%d.dropped.io", i), emailcheck.WithUnreachableError())
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		if !errors.Is(errs[i], emailcheck.ErrResolverUnreachable) || results[i].Reason != emailcheck.ReasonDNSTimeout {
+			t.Errorf("d%d: %v, reason %q; want ErrResolverUnreachable and %q", i, errs[i], results[i].Reason, emailcheck.ReasonDNSTimeout)
 		}
 	}
 }

@@ -211,7 +211,7 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 			tries[i]++
 			ns := seq[i]
 			if err := ns.acquire(ctx, len(atts) > 0); err != nil {
-				return nil, err
+				return nil, r.failure(ctx, fmt.Errorf("%w: %s %s: waiting for %s: %w", errNoAnswer, name, dns.TypeToString[qtype], ns.addr, err), answered)
 			}
 			a := &attempt{ns: ns, holding: true, sent: time.Now()}
 			a.rto, a.window = ns.pace()
@@ -320,7 +320,7 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 			lastErr = fmt.Errorf("%w: %s %s: %w", errNoAnswer, name, dns.TypeToString[qtype], errUDPTimeout)
 			return nil, r.failure(ctx, lastErr, answered)
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, r.failure(ctx, fmt.Errorf("%w: %s %s: %w", errNoAnswer, name, dns.TypeToString[qtype], ctx.Err()), answered)
 		}
 	}
 	if lastErr == nil {
@@ -330,9 +330,12 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 }
 
 // failure is the error of a query that got no usable answer: it matches
-// errUnreachable when no server answered at all.
+// errUnreachable when no server answered at all, including when the
+// lookup's own time ran out first (waiting for a place in a window or for
+// an answer: a deadline on ctx), but not when ctx was canceled, which says
+// nothing of the servers.
 func (r *resolver) failure(ctx context.Context, err error, answered bool) error {
-	if !answered && ctx.Err() == nil {
+	if !answered && !errors.Is(ctx.Err(), context.Canceled) {
 		return fmt.Errorf("%w: %w", errUnreachable, err)
 	}
 	return err
