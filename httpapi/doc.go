@@ -37,7 +37,7 @@
 // and a refused request gets 429 with Retry-After. Failed authentications
 // are limited per client address (an IPv6 address with its /64), and
 // webhook test events per account. The default limiter counts per
-// process; pass a shared one (a store.Backend's Limiter) to limit a
+// process; pass a shared one (the Limiter of a store/backend.Backend) to limit a
 // deployment of several instances.
 //
 // The webhook routes exist only when [Config].Webhooks is set (with

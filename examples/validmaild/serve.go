@@ -24,7 +24,7 @@ import (
 	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
 	"github.com/validmail/validmail/httpapi/service"
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/storeurl"
 	"github.com/validmail/validmail/webhook"
 )
@@ -172,7 +172,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 // demo account on a memory store, and prints a new key to stdout with a
 // curl command line for the service listening at addr. Keys are
 // never logged.
-func announceAccount(ctx context.Context, cfg config, b *store.Backend, addr string, logger *slog.Logger, stdout io.Writer) error {
+func announceAccount(ctx context.Context, cfg config, b *backend.Backend, addr string, logger *slog.Logger, stdout io.Writer) error {
 	email := cfg.BootstrapEmail
 	if email == "" {
 		if b.Shared {

@@ -223,7 +223,7 @@ type Config struct {
 	// off.
 	WebhookTestLimit ratelimit.Limit
 	// Limiter keeps every limit above. Give the deployment's shared
-	// limiter (the store.Backend's Limiter) so that the limits hold
+	// limiter (the backend.Backend's Limiter) so that the limits hold
 	// across instances; quotas need a [ratelimit.Counter] (every backend
 	// here has one), else they count in this process. Default: a
 	// [ratelimit.Memory], which limits this process only.

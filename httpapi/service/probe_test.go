@@ -19,7 +19,7 @@ import (
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/httpapi/service"
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/store/storeurl"
 )
@@ -36,7 +36,7 @@ func (p *countingProber) ProbeMailbox(context.Context, emailcheck.ProbeRequest) 
 
 // probingService returns a service on b whose validator probes with p, a
 // domain shop.io that is LIKELY, and a dashboard.
-func probingService(t *testing.T, b *store.Backend, p emailcheck.MailboxProber, limit httpapi.RateLimit) *service.Service {
+func probingService(t *testing.T, b *backend.Backend, p emailcheck.MailboxProber, limit httpapi.RateLimit) *service.Service {
 	t.Helper()
 	dns := dnstest.Start(t, dnstest.Zone{"shop.io": {MX: []dnstest.MX{{Pref: 10, Host: "mx.shop.io", Addrs: []string{"192.0.2.25"}}}}}, nil)
 	svc, err := service.New(service.Config{

@@ -1,5 +1,5 @@
 // Package service assembles the whole validmail service from one
-// [store.Backend]: the validator, the credit ledger, the job queue and its
+// [backend.Backend]: the validator, the credit ledger, the job queue and its
 // worker pool, the webhook dispatcher and the HTTP API, started and stopped
 // in the right order. It is what examples/validmaild runs, so that a host
 // building its own service binary gets the same composition without
@@ -56,6 +56,7 @@ import (
 	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/webhook"
 	"github.com/validmail/validmail/webhook/jobevents"
 	"github.com/validmail/validmail/webhook/webhookmetrics"
@@ -99,7 +100,7 @@ type Config struct {
 	// Backend is the deployment's storage. The service closes it when
 	// [Service.Run] or [Service.Serve] returns, after the workers and the
 	// dispatcher have stopped, or in [Service.Close].
-	Backend *store.Backend
+	Backend *backend.Backend
 
 	// Validator validates addresses. Default: an [emailcheck.Validator]
 	// built from Checks (with Logger), which the service closes.
@@ -191,7 +192,7 @@ type Config struct {
 type Service struct {
 	cfg       Config
 	logger    *slog.Logger
-	backend   *store.Backend
+	backend   *backend.Backend
 	validator Validator
 	ownsV     io.Closer // the validator New built, closed with the service
 
@@ -482,7 +483,7 @@ func (s *Service) Mux() *http.ServeMux { return s.mux }
 func (s *Service) Handler() *httpapi.Handler { return s.api }
 
 // Backend returns the storage the service runs on.
-func (s *Service) Backend() *store.Backend { return s.backend }
+func (s *Service) Backend() *backend.Backend { return s.backend }
 
 // Validator returns the validator of the API and the workers.
 func (s *Service) Validator() Validator { return s.validator }

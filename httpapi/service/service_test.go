@@ -19,7 +19,7 @@ import (
 	"github.com/validmail/validmail/emailcheck/dnstest"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/jobs"
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
 )
 
@@ -174,7 +174,7 @@ func TestNewChecksTheBackend(t *testing.T) {
 	t.Parallel()
 	b := memstore.NewBackend()
 	b.Outbox = nil
-	if _, err := service.New(service.Config{Backend: b}); !errors.Is(err, service.ErrConfig) || !errors.Is(err, store.ErrIncompleteBackend) {
+	if _, err := service.New(service.Config{Backend: b}); !errors.Is(err, service.ErrConfig) || !errors.Is(err, backend.ErrIncomplete) {
 		t.Fatalf("New with no Outbox: %v", err)
 	}
 	if _, err := service.New(service.Config{}); !errors.Is(err, service.ErrConfig) {

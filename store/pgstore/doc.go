@@ -2,7 +2,7 @@
 // PostgreSQL (13 or later) with github.com/jackc/pgx/v5: [store.Accounts],
 // [credits.Store], [jobs.Driver], [jobs.ChargingDriver] and [jobs.Notifier]
 // on [Store], and [webhook.Outbox] and [webhook.Endpoints] on [Webhooks].
-// [NewBackend] returns them all as one [store.Backend].
+// [NewBackend] returns them all as one [backend.Backend].
 //
 // A [Store] runs over the host's *pgxpool.Pool and never closes it. All its
 // tables live in one schema ([Config.Schema], "public" by default), created
