@@ -31,7 +31,7 @@
 // remembered for the queue's IdempotencyTTL (24 hours by default); after
 // that it may start a new batch.
 //
-// Each API key has a token bucket ([RateLimit], default
+// Each API key has a token bucket ([ratelimit.Limit], default
 // [DefaultRatePerSecond] per second with bursts of [DefaultRateBurst]);
 // responses carry RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset
 // and a refused request gets 429 with Retry-After. Failed authentications

@@ -20,7 +20,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,20 +39,20 @@ const unavailableRetryAfter = "5"
 // Handler serves the HTTP API. It is safe for concurrent use. Mount it at
 // any prefix with http.StripPrefix.
 type Handler struct {
-	v        Validator
+	v        jobs.Validator
 	ledger   *credits.Ledger
 	queue    *jobs.Queue
 	accounts store.Accounts
 	usage    store.Usage
 	logger   *slog.Logger
-	limiter  RateLimiter
+	limiter  ratelimit.Limiter
 	keys     *keyCache // nil: every request asks accounts
 	buffers  sync.Pool // *bytes.Buffer for writeJSON
-	limit    RateLimit
-	readLim  RateLimit
-	acctLim  RateLimit
-	authLim  RateLimit
-	testLim  RateLimit
+	limit    ratelimit.Limit
+	readLim  ratelimit.Limit
+	acctLim  ratelimit.Limit
+	authLim  ratelimit.Limit
+	testLim  ratelimit.Limit
 	clientIP func(*http.Request) string
 	blocked  sync.Map // client key → time its failed authentications are answered 429 until
 	swept    atomic.Int64
@@ -137,34 +136,34 @@ func NewHandler(cfg Config) (*Handler, error) {
 		h.maxBody = DefaultMaxBodyBytes
 	}
 	switch {
-	case h.limit == RateLimit{}:
-		h.limit = RateLimit{PerSecond: DefaultRatePerSecond, Burst: DefaultRateBurst}
+	case h.limit == ratelimit.Limit{}:
+		h.limit = ratelimit.Limit{PerSecond: DefaultRatePerSecond, Burst: DefaultRateBurst}
 	case h.limit.PerSecond > 0 && h.limit.Burst == 0:
 		h.limit.Burst = max(1, int(math.Ceil(h.limit.PerSecond)))
 	}
 	if h.limiter == nil {
-		h.limiter = NewMemoryRateLimiter(h.now)
+		h.limiter = ratelimit.NewMemory(h.now)
 	}
 	h.readLim = cfg.ReadRateLimit
-	if h.readLim == (RateLimit{}) {
+	if h.readLim == (ratelimit.Limit{}) {
 		h.readLim = scaleLimit(h.limit, 10)
 	}
 	h.acctLim = cfg.AccountRateLimit
-	if h.acctLim == (RateLimit{}) {
-		h.acctLim = RateLimit{PerSecond: DefaultAccountRatePerSecond, Burst: DefaultAccountRateBurst}
+	if h.acctLim == (ratelimit.Limit{}) {
+		h.acctLim = ratelimit.Limit{PerSecond: DefaultAccountRatePerSecond, Burst: DefaultAccountRateBurst}
 		if h.limit.Unlimited() {
-			h.acctLim = RateLimit{PerSecond: -1}
+			h.acctLim = ratelimit.Limit{PerSecond: -1}
 		}
 	}
 	h.authLim = cfg.AuthFailureLimit
-	if h.authLim == (RateLimit{}) {
-		h.authLim = RateLimit{PerSecond: DefaultAuthFailureRatePerSecond, Burst: DefaultAuthFailureBurst}
+	if h.authLim == (ratelimit.Limit{}) {
+		h.authLim = ratelimit.Limit{PerSecond: DefaultAuthFailureRatePerSecond, Burst: DefaultAuthFailureBurst}
 	}
 	h.testLim = cfg.WebhookTestLimit
-	if h.testLim == (RateLimit{}) {
+	if h.testLim == (ratelimit.Limit{}) {
 		h.testLim = DefaultWebhookTestLimit
 	}
-	for _, l := range []*RateLimit{&h.acctLim, &h.authLim, &h.testLim} {
+	for _, l := range []*ratelimit.Limit{&h.acctLim, &h.authLim, &h.testLim} {
 		if l.PerSecond > 0 && l.Burst == 0 {
 			l.Burst = max(1, int(math.Ceil(l.PerSecond)))
 		}
@@ -480,7 +479,7 @@ func (h *Handler) authenticate(r *http.Request, secret string) (store.Key, error
 // neither, in one call of the limiter, and answers 429 when either is
 // empty. A limiter that fails lets the request through: a limiter outage
 // must not take the API down.
-func (h *Handler) allowed(w http.ResponseWriter, r *http.Request, c *call, prefix string, keyLimit, acctLimit RateLimit) bool {
+func (h *Handler) allowed(w http.ResponseWriter, r *http.Request, c *call, prefix string, keyLimit, acctLimit ratelimit.Limit) bool {
 	var reqs [2]ratelimit.Request
 	n := 0
 	if !keyLimit.Unlimited() {
@@ -525,11 +524,11 @@ func (h *Handler) allowed(w http.ResponseWriter, r *http.Request, c *call, prefi
 
 // scaleLimit returns l with k times the rate and the burst; unlimited
 // stays unlimited.
-func scaleLimit(l RateLimit, k int) RateLimit {
+func scaleLimit(l ratelimit.Limit, k int) ratelimit.Limit {
 	if l.Unlimited() {
 		return l
 	}
-	return RateLimit{PerSecond: l.PerSecond * float64(k), Burst: l.Burst * k}
+	return ratelimit.Limit{PerSecond: l.PerSecond * float64(k), Burst: l.Burst * k}
 }
 
 // remoteHost is the default ClientIP: the peer's address.
@@ -605,8 +604,7 @@ func ceilSeconds(d time.Duration) int64 {
 }
 
 // backendError answers an error of a backend: 503 when it is unavailable
-// (a timeout, a refused or broken connection, a closed validator), 500
-// otherwise. The cause is logged, never sent.
+// (see [unavailable]), 500 otherwise. The cause is logged, never sent.
 func (h *Handler) backendError(w http.ResponseWriter, c *call, op string, err error) {
 	c.errText = op + ": " + err.Error()
 	if errors.Is(err, store.ErrDataLost) {
@@ -623,14 +621,16 @@ func (h *Handler) backendError(w http.ResponseWriter, c *call, op string, err er
 }
 
 // unavailable reports whether err means that a backend could not be
-// reached in time, rather than that it failed.
+// reached in time, rather than that it failed: the store contract's
+// [store.ErrUnavailable], which every backend here wraps, a deadline or
+// cancellation, a closed validator, and a network error from a host's
+// own backend that does not wrap ErrUnavailable.
 func unavailable(err error) bool {
 	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) ||
+	return errors.Is(err, store.ErrUnavailable) ||
+		errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, context.Canceled) ||
 		errors.Is(err, emailcheck.ErrClosed) ||
-		errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, net.ErrClosed) ||
 		errors.As(err, &ne)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
 )
@@ -129,8 +130,8 @@ func TestAccountLimitAcrossKeys(t *testing.T) {
 	f := setup(t, nil)
 	h, err := httpapi.NewHandler(httpapi.Config{
 		Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: f.st,
-		RateLimit:        httpapi.RateLimit{PerSecond: 1000, Burst: 1000},
-		AccountRateLimit: httpapi.RateLimit{PerSecond: 0.001, Burst: 20},
+		RateLimit:        ratelimit.Limit{PerSecond: 1000, Burst: 1000},
+		AccountRateLimit: ratelimit.Limit{PerSecond: 0.001, Burst: 20},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +176,7 @@ func TestAuthFailuresLimitedPerAddress(t *testing.T) {
 	ca := &countingAccounts{Accounts: f.st}
 	h, err := httpapi.NewHandler(httpapi.Config{
 		Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: ca,
-		AuthFailureLimit: httpapi.RateLimit{PerSecond: 0.001, Burst: 10},
+		AuthFailureLimit: ratelimit.Limit{PerSecond: 0.001, Burst: 10},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/store"
 )
 
@@ -40,7 +41,7 @@ func TestKeyCache(t *testing.T) {
 	ca := &countingAccounts{Accounts: f.st}
 	h, err := httpapi.NewHandler(httpapi.Config{
 		Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: ca,
-		RateLimit: httpapi.RateLimit{PerSecond: -1}, Now: clock.Now,
+		RateLimit: ratelimit.Limit{PerSecond: -1}, Now: clock.Now,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +118,7 @@ func TestKeyCacheOff(t *testing.T) {
 	ca := &countingAccounts{Accounts: f.st}
 	h, err := httpapi.NewHandler(httpapi.Config{
 		Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: ca,
-		RateLimit: httpapi.RateLimit{PerSecond: -1}, KeyCacheTTL: -1,
+		RateLimit: ratelimit.Limit{PerSecond: -1}, KeyCacheTTL: -1,
 	})
 	if err != nil {
 		t.Fatal(err)

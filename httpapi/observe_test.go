@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store/memstore"
 )
@@ -94,7 +95,7 @@ func TestNewHandlerConfig(t *testing.T) {
 		"no queue":     func(c *httpapi.Config) { c.Queue = nil },
 		"no accounts":  func(c *httpapi.Config) { c.Accounts = nil },
 		"negative max": func(c *httpapi.Config) { c.MaxBodyBytes = -1 },
-		"bad burst":    func(c *httpapi.Config) { c.RateLimit = httpapi.RateLimit{PerSecond: 1, Burst: -1} },
+		"bad burst":    func(c *httpapi.Config) { c.RateLimit = ratelimit.Limit{PerSecond: 1, Burst: -1} },
 	} {
 		c := full
 		mod(&c)
@@ -116,8 +117,8 @@ func TestNewHandlerConfig(t *testing.T) {
 func TestMemoryRateLimiter(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)
-	l := httpapi.NewMemoryRateLimiter(func() time.Time { return now })
-	limit := httpapi.RateLimit{PerSecond: 2, Burst: 3}
+	l := ratelimit.NewMemory(func() time.Time { return now })
+	limit := ratelimit.Limit{PerSecond: 2, Burst: 3}
 	for i := range 3 {
 		d, err := l.Allow(t.Context(), "k", limit)
 		if err != nil || !d.Allowed || d.Remaining != 2-i || d.Limit != 3 {

@@ -104,7 +104,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 	svc, err := service.New(scfg)
 	if err != nil {
 		b.Close()
-		if errors.Is(err, service.ErrConfig) {
+		if errors.Is(err, httpapi.ErrConfig) {
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}
 		return err

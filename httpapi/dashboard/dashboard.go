@@ -69,9 +69,7 @@ package dashboard
 
 import (
 	"cmp"
-	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -85,7 +83,6 @@ import (
 	"github.com/alexedwards/scs/v2"
 
 	"github.com/validmail/validmail/credits"
-	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
 	"github.com/validmail/validmail/httpapi/ratelimit"
@@ -124,20 +121,6 @@ var DefaultSignInLimit = ratelimit.Limit{PerSecond: 1.0 / 3, Burst: 20}
 // a minute.
 var DefaultSignInFailures = ratelimit.Quota{Limit: 5, Window: time.Minute}
 
-// ErrConfig reports a Config that cannot work.
-var ErrConfig = errors.New("dashboard: invalid configuration")
-
-// Validator validates one address; an *emailcheck.Validator is one.
-type Validator interface {
-	Validate(ctx context.Context, email string, opts ...emailcheck.CallOption) (emailcheck.Result, error)
-}
-
-// WebhookSender makes one signed attempt, for "Send test event"; a
-// *webhook.Dispatcher is one.
-type WebhookSender interface {
-	Send(ctx context.Context, ep webhook.Endpoint, ev webhook.Event) webhook.Attempt
-}
-
 // Config configures a [Dashboard]: the same domain objects as the API's,
 // plus session settings.
 type Config struct {
@@ -153,12 +136,12 @@ type Config struct {
 	// status; without it the overview counts batch results only.
 	Usage store.Usage
 	// Validator answers the demo; nil turns the demo off.
-	Validator Validator
+	Validator jobs.Validator
 	// Endpoints, Outbox and Sender serve the webhook page; without
 	// Endpoints the page says webhooks are not available.
 	Endpoints webhook.Endpoints
 	Outbox    webhook.Outbox
-	Sender    WebhookSender
+	Sender    httpapi.WebhookSender
 	// EndpointChanged, when set, is told after an account's endpoint
 	// changes (a *jobevents.Source's Forget).
 	EndpointChanged func(accountID string)
@@ -260,19 +243,19 @@ type Dashboard struct {
 // New returns a Dashboard over cfg's objects.
 func New(cfg Config) (*Dashboard, error) {
 	if cfg.Accounts == nil || cfg.Passwords == nil || cfg.Sessions == nil || cfg.Tokens == nil || cfg.Ledger == nil || cfg.Queue == nil {
-		return nil, fmt.Errorf("%w: Accounts, Passwords, Sessions, Tokens, Ledger and Queue are required", ErrConfig)
+		return nil, fmt.Errorf("dashboard: %w: Accounts, Passwords, Sessions, Tokens, Ledger and Queue are required", httpapi.ErrConfig)
 	}
 	cfg.BaseURL = strings.TrimSuffix(cfg.BaseURL, "/")
 	if cfg.Mailer != nil && !validBaseURL(cfg.BaseURL) {
-		return nil, fmt.Errorf("%w: a Mailer needs BaseURL, the console's public origin such as https://validmail.example.com (got %q)", ErrConfig, cfg.BaseURL)
+		return nil, fmt.Errorf("dashboard: %w: a Mailer needs BaseURL, the console's public origin such as https://validmail.example.com (got %q)", httpapi.ErrConfig, cfg.BaseURL)
 	}
 	cfg.Prefix = strings.TrimSuffix(cmp.Or(cfg.Prefix, DefaultPrefix), "/")
 	if !strings.HasPrefix(cfg.Prefix, "/") {
-		return nil, fmt.Errorf("%w: Prefix %q must start with /", ErrConfig, cfg.Prefix)
+		return nil, fmt.Errorf("dashboard: %w: Prefix %q must start with /", httpapi.ErrConfig, cfg.Prefix)
 	}
 	if cfg.BillingURL != "" {
 		if u, err := url.Parse(cfg.BillingURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, fmt.Errorf("%w: BillingURL %q must be an http or https URL", ErrConfig, cfg.BillingURL)
+			return nil, fmt.Errorf("dashboard: %w: BillingURL %q must be an http or https URL", httpapi.ErrConfig, cfg.BillingURL)
 		}
 	}
 	cfg.DemoPath = linkPath(cfg.DemoPath, "/demo")
@@ -283,7 +266,7 @@ func New(cfg Config) (*Dashboard, error) {
 		cfg.KeyPermissions = store.AllPermissions()
 	}
 	if err := store.CheckPermissions(cfg.KeyPermissions); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("dashboard: %w: %w", httpapi.ErrConfig, err)
 	}
 	cfg.MaxKeys = cmp.Or(cfg.MaxKeys, 100)
 	cfg.BulkLimit = cmp.Or(cfg.BulkLimit, DefaultBulkLimit)
@@ -294,22 +277,22 @@ func New(cfg Config) (*Dashboard, error) {
 		cfg.SignInLimit = DefaultSignInLimit
 	}
 	if err := cfg.SignInLimit.Check(); err != nil {
-		return nil, fmt.Errorf("%w: SignInLimit: %w", ErrConfig, err)
+		return nil, fmt.Errorf("dashboard: %w: SignInLimit: %w", httpapi.ErrConfig, err)
 	}
 	if cfg.SignInFailures == (ratelimit.Quota{}) {
 		cfg.SignInFailures = DefaultSignInFailures
 	}
 	if err := cfg.SignInFailures.Check(); err != nil {
-		return nil, fmt.Errorf("%w: SignInFailures: %w", ErrConfig, err)
+		return nil, fmt.Errorf("dashboard: %w: SignInFailures: %w", httpapi.ErrConfig, err)
 	}
 	if cfg.WebhookTestLimit == (ratelimit.Limit{}) {
 		cfg.WebhookTestLimit = httpapi.DefaultWebhookTestLimit
 	}
 	if err := cfg.WebhookTestLimit.Check(); err != nil {
-		return nil, fmt.Errorf("%w: WebhookTestLimit: %w", ErrConfig, err)
+		return nil, fmt.Errorf("dashboard: %w: WebhookTestLimit: %w", httpapi.ErrConfig, err)
 	}
 	if cfg.BulkLimit < 0 || cfg.BulkWindow < time.Millisecond || cfg.DemoRate < 0 || cfg.SignupsPerHour < 0 {
-		return nil, fmt.Errorf("%w: BulkLimit, BulkWindow, DemoRate and SignupsPerHour must be positive", ErrConfig)
+		return nil, fmt.Errorf("dashboard: %w: BulkLimit, BulkWindow, DemoRate and SignupsPerHour must be positive", httpapi.ErrConfig)
 	}
 	if cfg.ClientIP == nil {
 		cfg.ClientIP = remoteIP

@@ -79,7 +79,7 @@ func TestBillingURLChecked(t *testing.T) {
 			Dashboard: &dashboard.Config{BillingURL: u},
 			Workers:   -1,
 		})
-		if !errors.Is(err, dashboard.ErrConfig) && !errors.Is(err, service.ErrConfig) {
+		if !errors.Is(err, httpapi.ErrConfig) {
 			t.Errorf("BillingURL %q: %v", u, err)
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/dnstest"
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store/backend"
@@ -117,7 +118,7 @@ func startRig(t *testing.T, b *backend.Backend, nameserver string, pool jobs.Poo
 		Checks:  &emailcheck.Config{Nameservers: []string{nameserver}, QueryTimeout: time.Second},
 		Workers: 8,
 		Pool:    pool,
-		API:     httpapi.Config{RateLimit: httpapi.RateLimit{PerSecond: 10000, Burst: 10000}},
+		API:     httpapi.Config{RateLimit: ratelimit.Limit{PerSecond: 10000, Burst: 10000}},
 	})
 	if err != nil {
 		t.Fatal(err)

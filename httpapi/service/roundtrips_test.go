@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/pgstore"
@@ -117,7 +118,7 @@ func TestValidateRoundTrips(t *testing.T) {
 			b, count := tg.open(t)
 			svc, err := service.New(service.Config{
 				Backend: b, Validator: instant{}, Workers: -1, UsageFlushInterval: time.Hour,
-				API: httpapi.Config{RateLimit: httpapi.RateLimit{PerSecond: 1000, Burst: 1000}, KeyCacheTTL: time.Hour},
+				API: httpapi.Config{RateLimit: ratelimit.Limit{PerSecond: 1000, Burst: 1000}, KeyCacheTTL: time.Hour},
 			})
 			if err != nil {
 				t.Fatal(err)

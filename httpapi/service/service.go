@@ -54,6 +54,7 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/dashboard"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/backend"
@@ -85,15 +86,6 @@ const (
 	DefaultProbeBurst      = 200
 )
 
-// ErrConfig reports an invalid [Config]; the error [New] returns wraps it.
-var ErrConfig = errors.New("service: invalid config")
-
-// Validator validates one address, for the API and the workers alike.
-// [*emailcheck.Validator] satisfies it. It may be called concurrently.
-type Validator interface {
-	Validate(ctx context.Context, email string, opts ...emailcheck.CallOption) (emailcheck.Result, error)
-}
-
 // Config configures a [Service]. Backend is required; every other field
 // has a documented default.
 type Config struct {
@@ -104,7 +96,7 @@ type Config struct {
 
 	// Validator validates addresses. Default: an [emailcheck.Validator]
 	// built from Checks (with Logger), which the service closes.
-	Validator Validator
+	Validator jobs.Validator
 	// Checks configures the default validator; ignored when Validator is
 	// set. Nil means emailcheck's defaults. When it has a Prober and no
 	// ProbeBudget, the service gives it one: ProbeLimit per account.
@@ -117,7 +109,7 @@ type Config struct {
 	// name no account ([emailcheck.WithAccount]) share one bucket. Zero
 	// means [DefaultProbesPerSecond] with bursts of [DefaultProbeBurst];
 	// a negative PerSecond means no budget.
-	ProbeLimit httpapi.RateLimit
+	ProbeLimit ratelimit.Limit
 
 	// Logger receives the records of every part. Default: discard.
 	Logger *slog.Logger
@@ -193,7 +185,7 @@ type Service struct {
 	cfg       Config
 	logger    *slog.Logger
 	backend   *backend.Backend
-	validator Validator
+	validator jobs.Validator
 	ownsV     io.Closer // the validator New built, closed with the service
 
 	ledger *credits.Ledger
@@ -215,7 +207,7 @@ type Service struct {
 // connection. On error, nothing cfg passed in is closed.
 func New(cfg Config) (*Service, error) {
 	if err := cfg.Backend.Check(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
 	}
 	s := &Service{
 		cfg:     cfg,
@@ -247,13 +239,13 @@ func (s *Service) build() error {
 		if ec.Prober != nil && ec.ProbeBudget == nil {
 			budget, err := newProbeBudget(b.Limiter, cfg.ProbeLimit, s.logger)
 			if err != nil {
-				return fmt.Errorf("%w: %w", ErrConfig, err)
+				return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
 			}
 			ec.ProbeBudget = budget
 		}
 		v, err := emailcheck.New(&ec)
 		if err != nil {
-			return fmt.Errorf("%w: validator: %w", ErrConfig, err)
+			return fmt.Errorf("service: %w: validator: %w", httpapi.ErrConfig, err)
 		}
 		s.validator, s.ownsV = v, v
 	}
@@ -267,13 +259,13 @@ func (s *Service) build() error {
 	s.ledger = credits.New(b.Credits, &credits.Config{Logger: s.logger})
 	q, err := jobs.NewQueue(b.Jobs, s.ledger, &jobs.Config{Retention: cfg.Retention, Logger: s.logger})
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
+		return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
 	}
 	s.queue = q
 
 	client, err := webhook.NewClient(cfg.WebhookClient)
 	if err != nil {
-		return fmt.Errorf("%w: webhook client: %w", ErrConfig, err)
+		return fmt.Errorf("service: %w: webhook client: %w", httpapi.ErrConfig, err)
 	}
 	wcfg := cfg.Webhook
 	wcfg.Logger = s.logger
@@ -285,7 +277,7 @@ func (s *Service) build() error {
 		wcfg.Observer = obs
 	}
 	if s.disp, err = webhook.NewDispatcher(b.Outbox, b.Endpoints, client, &wcfg); err != nil {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
+		return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
 	}
 	if s.events, err = jobevents.New(b.Endpoints, nil); err != nil {
 		return err
@@ -320,7 +312,7 @@ func (s *Service) build() error {
 			}
 		}
 		if s.pool, err = jobs.NewPool(q, s.validator, &pcfg); err != nil {
-			return fmt.Errorf("%w: %w", ErrConfig, err)
+			return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
 		}
 	}
 
@@ -341,7 +333,7 @@ func (s *Service) build() error {
 		// process, shared by the API and the console.
 		acfg.RateLimiter = b.Limiter
 		if acfg.RateLimiter == nil {
-			acfg.RateLimiter = httpapi.NewMemoryRateLimiter(acfg.Now)
+			acfg.RateLimiter = ratelimit.NewMemory(acfg.Now)
 		}
 	}
 	if s.api, err = httpapi.NewHandler(acfg); err != nil {
@@ -380,7 +372,7 @@ func (s *Service) build() error {
 func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error {
 	b := s.backend
 	if b.Passwords == nil || b.Sessions == nil || b.Tokens == nil {
-		return fmt.Errorf("%w: the dashboard needs a backend that keeps passwords, sessions and tokens", ErrConfig)
+		return fmt.Errorf("service: %w: the dashboard needs a backend that keeps passwords, sessions and tokens", httpapi.ErrConfig)
 	}
 	dc.Accounts, dc.Passwords, dc.Sessions, dc.Tokens = b.Accounts, b.Passwords, b.Sessions, b.Tokens
 	dc.Ledger, dc.Queue, dc.Validator, dc.Usage = s.ledger, s.queue, s.validator, s.usage
@@ -393,12 +385,12 @@ func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error 
 	if dc.Limiter == nil {
 		dc.Limiter = api.RateLimiter
 	}
-	if dc.WebhookTestLimit == (httpapi.RateLimit{}) {
+	if dc.WebhookTestLimit == (ratelimit.Limit{}) {
 		dc.WebhookTestLimit = api.WebhookTestLimit
 	}
 	d, err := dashboard.New(dc)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
+		return fmt.Errorf("service: %w", err)
 	}
 	s.dash = d
 	prefix := strings.TrimSuffix(cmp.Or(dc.Prefix, dashboard.DefaultPrefix), "/")
@@ -486,7 +478,7 @@ func (s *Service) Handler() *httpapi.Handler { return s.api }
 func (s *Service) Backend() *backend.Backend { return s.backend }
 
 // Validator returns the validator of the API and the workers.
-func (s *Service) Validator() Validator { return s.validator }
+func (s *Service) Validator() jobs.Validator { return s.validator }
 
 // Ledger returns the credit ledger.
 func (s *Service) Ledger() *credits.Ledger { return s.ledger }

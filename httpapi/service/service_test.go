@@ -17,6 +17,7 @@ import (
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/dnstest"
+	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store/backend"
@@ -174,10 +175,10 @@ func TestNewChecksTheBackend(t *testing.T) {
 	t.Parallel()
 	b := memstore.NewBackend()
 	b.Outbox = nil
-	if _, err := service.New(service.Config{Backend: b}); !errors.Is(err, service.ErrConfig) || !errors.Is(err, backend.ErrIncomplete) {
+	if _, err := service.New(service.Config{Backend: b}); !errors.Is(err, httpapi.ErrConfig) || !errors.Is(err, backend.ErrIncomplete) {
 		t.Fatalf("New with no Outbox: %v", err)
 	}
-	if _, err := service.New(service.Config{}); !errors.Is(err, service.ErrConfig) {
+	if _, err := service.New(service.Config{}); !errors.Is(err, httpapi.ErrConfig) {
 		t.Fatalf("New with no Backend: %v", err)
 	}
 }

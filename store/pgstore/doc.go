@@ -71,5 +71,5 @@
 // Errors: the domain sentinels ([jobs.ErrNotFound], [store.ErrInvalidKey],
 // ...) as the interfaces promise; a cancelled context gives an error
 // wrapping ctx.Err(); a lost or refused connection gives an error matching
-// [ErrUnavailable]. A change whose commit was acknowledged is durable.
+// [store.ErrUnavailable]. A change whose commit was acknowledged is durable.
 package pgstore

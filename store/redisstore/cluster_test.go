@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/validmail/validmail/jobs/jobstest"
+	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/redisstore"
 	"github.com/validmail/validmail/store/storetest"
@@ -93,7 +94,7 @@ func TestClusterMovedIsNotBadData(t *testing.T) {
 	if err == nil {
 		t.Fatal("a read on the wrong master succeeded")
 	}
-	if errors.Is(err, redisstore.ErrBadData) || !errors.Is(err, redisstore.ErrUnavailable) {
+	if errors.Is(err, redisstore.ErrBadData) || !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("MOVED reported as %v, want ErrUnavailable and not ErrBadData", err)
 	}
 }
