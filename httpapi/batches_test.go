@@ -137,8 +137,7 @@ func TestBatchResource(t *testing.T) {
 func TestReadsHaveTheirOwnLimit(t *testing.T) {
 	t.Parallel()
 	f := setup(t, nil)
-	h, err := httpapi.NewHandler(httpapi.Config{Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: f.st,
-		RateLimit: ratelimit.Limit{PerSecond: 0.01, Burst: 2}})
+	h, err := httpapi.NewHandler(f.v, f.ledger, f.queue, f.st, &httpapi.Config{RateLimit: ratelimit.Limit{PerSecond: 0.01, Burst: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi/ratelimit"
-	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
 )
@@ -51,17 +49,9 @@ const (
 // emailcheck.ErrConfig when that is the cause).
 var ErrConfig = errors.New("httpapi: invalid configuration")
 
-// Config configures a [Handler]. Validator, Ledger, Queue and Accounts are
-// required; every other field has a documented default.
+// Config configures a [Handler] beyond the values [NewHandler] requires.
+// Every field has a documented default: a nil *Config is the zero Config.
 type Config struct {
-	// Validator validates the addresses of GET /validate.
-	Validator jobs.Validator
-	// Ledger charges and refunds credits.
-	Ledger *credits.Ledger
-	// Queue accepts batches and answers job status.
-	Queue *jobs.Queue
-	// Accounts authenticates API keys and stores accounts and keys.
-	Accounts store.Accounts
 	// Usage, when set, counts GET /validate results by account, month and
 	// status, and GET /api/v1/account reports the month's counts.
 	Usage store.Usage

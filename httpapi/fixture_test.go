@@ -121,10 +121,6 @@ func setup(t testing.TB, o *options) *fixture {
 		hv = o.validator
 	}
 	cfg := httpapi.Config{
-		Validator:    hv,
-		Ledger:       ledger,
-		Queue:        q,
-		Accounts:     accts,
 		Usage:        st,
 		Registerer:   f.reg,
 		RateLimit:    limit,
@@ -139,7 +135,7 @@ func setup(t testing.TB, o *options) *fixture {
 		f.setupWebhooks(t, o.loopback)
 		cfg.Webhooks, cfg.WebhookOutbox, cfg.WebhookSender, cfg.WebhookEvents = f.hooks, f.hooks, f.disp, f.events
 	}
-	f.h, err = httpapi.NewHandler(cfg)
+	f.h, err = httpapi.NewHandler(hv, ledger, q, accts, &cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,18 +68,24 @@ type Handler struct {
 	adminOn   bool
 }
 
-// NewHandler checks cfg once and returns the handler. It starts no
-// goroutines. The error wraps [ErrConfig], or reports a metric that
-// cannot be registered.
-func NewHandler(cfg Config) (*Handler, error) {
+// NewHandler returns the API over its four required parts: v validates
+// the addresses of GET /validate, ledger charges and refunds credits,
+// queue accepts batches and answers job status, and accounts
+// authenticates API keys and stores accounts and keys. cfg (nil means
+// every default) is checked once. It starts no goroutines. The error
+// wraps [ErrConfig], or reports a metric that cannot be registered.
+func NewHandler(v jobs.Validator, ledger *credits.Ledger, queue *jobs.Queue, accounts store.Accounts, cfg *Config) (*Handler, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
 	switch {
-	case cfg.Validator == nil:
-		return nil, fmt.Errorf("%w: Validator is required", ErrConfig)
-	case cfg.Ledger == nil:
-		return nil, fmt.Errorf("%w: Ledger is required", ErrConfig)
-	case cfg.Queue == nil:
-		return nil, fmt.Errorf("%w: Queue is required", ErrConfig)
-	case cfg.Accounts == nil:
+	case v == nil:
+		return nil, fmt.Errorf("%w: a Validator is required", ErrConfig)
+	case ledger == nil:
+		return nil, fmt.Errorf("%w: a Ledger is required", ErrConfig)
+	case queue == nil:
+		return nil, fmt.Errorf("%w: a Queue is required", ErrConfig)
+	case accounts == nil:
 		return nil, fmt.Errorf("%w: Accounts is required", ErrConfig)
 	case cfg.MaxBodyBytes < 0:
 		return nil, fmt.Errorf("%w: negative MaxBodyBytes", ErrConfig)
@@ -94,10 +100,10 @@ func NewHandler(cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("%w: WebhookOutbox, WebhookSender and WebhookEvents need Webhooks", ErrConfig)
 	}
 	h := &Handler{
-		v:        cfg.Validator,
-		ledger:   cfg.Ledger,
-		queue:    cfg.Queue,
-		accounts: cfg.Accounts,
+		v:        v,
+		ledger:   ledger,
+		queue:    queue,
+		accounts: accounts,
 		usage:    cfg.Usage,
 		logger:   cfg.Logger,
 		limiter:  cfg.RateLimiter,

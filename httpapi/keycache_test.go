@@ -39,8 +39,7 @@ func TestKeyCache(t *testing.T) {
 	f := setup(t, nil)
 	clock := &fakeClock{now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
 	ca := &countingAccounts{Accounts: f.st}
-	h, err := httpapi.NewHandler(httpapi.Config{
-		Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: ca,
+	h, err := httpapi.NewHandler(f.v, f.ledger, f.queue, ca, &httpapi.Config{
 		RateLimit: ratelimit.Limit{PerSecond: -1}, Now: clock.Now,
 	})
 	if err != nil {
@@ -116,8 +115,7 @@ func TestKeyCacheOff(t *testing.T) {
 	t.Parallel()
 	f := setup(t, nil)
 	ca := &countingAccounts{Accounts: f.st}
-	h, err := httpapi.NewHandler(httpapi.Config{
-		Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: ca,
+	h, err := httpapi.NewHandler(f.v, f.ledger, f.queue, ca, &httpapi.Config{
 		RateLimit: ratelimit.Limit{PerSecond: -1}, KeyCacheTTL: -1,
 	})
 	if err != nil {

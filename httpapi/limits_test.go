@@ -16,8 +16,7 @@ import (
 func TestAuthFailuresLimitedPerNetwork(t *testing.T) {
 	t.Parallel()
 	f := setup(t, nil)
-	h, err := httpapi.NewHandler(httpapi.Config{
-		Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: f.st,
+	h, err := httpapi.NewHandler(f.v, f.ledger, f.queue, f.st, &httpapi.Config{
 		AuthFailureLimit: ratelimit.Limit{PerSecond: 0.001, Burst: 10},
 	})
 	if err != nil {

@@ -61,7 +61,6 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 	logger.Info("store opened", "store", storeurl.Redact(cfg.Store), "kind", b.Name)
 
 	scfg := service.Config{
-		Backend:       b,
 		Checks:        &emailcheck.Config{Nameservers: cfg.DNS, AllowPrivateMX: cfg.AllowPrivateMX},
 		Logger:        logger,
 		Workers:       cmp.Or(cfg.Workers, -1), // -workers 0 runs none here
@@ -101,7 +100,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 		)
 		scfg.Registerer = reg
 	}
-	svc, err := service.New(scfg)
+	svc, err := service.New(b, &scfg)
 	if err != nil {
 		b.Close()
 		if errors.Is(err, httpapi.ErrConfig) {

@@ -94,8 +94,7 @@ func startSite(t *testing.T, b *backend.Backend, options ...func(dc *dashboard.C
 	for _, o := range options {
 		o(dc, s.base)
 	}
-	svc, err := service.New(service.Config{
-		Backend:       b,
+	svc, err := service.New(b, &service.Config{
 		Checks:        &emailcheck.Config{Nameservers: []string{dns.Addr()}, AllowPrivateMX: true},
 		WebhookClient: webhook.ClientOptions{Allow: []string{"127.0.0.1"}},
 		Dashboard:     dc,

@@ -80,8 +80,7 @@ func startRecorded(t *testing.T, b *backend.Backend) *recorded {
 	if b == nil {
 		b = memstore.NewBackend()
 	}
-	svc, err := service.New(service.Config{
-		Backend:   b,
+	svc, err := service.New(b, &service.Config{
 		Checks:    &emailcheck.Config{Nameservers: []string{dns.Addr()}, AllowPrivateMX: true},
 		Dashboard: &dashboard.Config{InsecureCookies: true, SignupsPerHour: 1000},
 		Workers:   -1,

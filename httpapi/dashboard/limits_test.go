@@ -100,8 +100,7 @@ func startLimitSite(t *testing.T, b *backend.Backend, dc dashboard.Config) *limi
 	t.Cleanup(func() { recv.Close() })
 	s.hook = "http://" + rl.Addr().String() + "/hook"
 	dc.InsecureCookies = true
-	svc, err := service.New(service.Config{
-		Backend:       b,
+	svc, err := service.New(b, &service.Config{
 		Checks:        &emailcheck.Config{Nameservers: []string{dns.Addr()}, AllowPrivateMX: true},
 		WebhookClient: webhook.ClientOptions{Allow: []string{"127.0.0.1"}},
 		API: httpapi.Config{ClientIP: func(r *http.Request) string {

@@ -112,9 +112,8 @@ func startRig(t *testing.T, b *backend.Backend, nameserver string, pool jobs.Poo
 		rig.mu.Unlock()
 		rig.done.Add(1)
 	}
-	svc, err := service.New(service.Config{
+	svc, err := service.New(b, &service.Config{
 		Logger:  slog.New(slog.NewTextHandler(tLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Backend: b,
 		Checks:  &emailcheck.Config{Nameservers: []string{nameserver}, QueryTimeout: time.Second},
 		Workers: 8,
 		Pool:    pool,

@@ -40,8 +40,7 @@ func (p *countingProber) ProbeMailbox(context.Context, emailcheck.ProbeRequest) 
 func probingService(t *testing.T, b *backend.Backend, p emailcheck.MailboxProber, limit ratelimit.Limit) *service.Service {
 	t.Helper()
 	dns := dnstest.Start(t, dnstest.Zone{"shop.io": {MX: []dnstest.MX{{Pref: 10, Host: "mx.shop.io", Addrs: []string{"192.0.2.25"}}}}}, nil)
-	svc, err := service.New(service.Config{
-		Backend: b,
+	svc, err := service.New(b, &service.Config{
 		// 192.0.2.25 is a documentation address: the prober here dials
 		// nothing.
 		Checks:     &emailcheck.Config{Nameservers: []string{dns.Addr()}, AllowPrivateMX: true, Prober: p},
@@ -164,8 +163,7 @@ func TestProbeBudgetPerAccount(t *testing.T) {
 
 func TestProbeLimitChecked(t *testing.T) {
 	t.Parallel()
-	_, err := service.New(service.Config{
-		Backend:    memstore.NewBackend(),
+	_, err := service.New(memstore.NewBackend(), &service.Config{
 		Checks:     &emailcheck.Config{Prober: &countingProber{}},
 		Workers:    -1,
 		ProbeLimit: ratelimit.Limit{PerSecond: 1, Burst: 0},

@@ -116,8 +116,8 @@ func TestValidateRoundTrips(t *testing.T) {
 		t.Run(tg.name, func(t *testing.T) {
 			ctx := context.Background()
 			b, count := tg.open(t)
-			svc, err := service.New(service.Config{
-				Backend: b, Validator: instant{}, Workers: -1, UsageFlushInterval: time.Hour,
+			svc, err := service.New(b, &service.Config{
+				Validator: instant{}, Workers: -1, UsageFlushInterval: time.Hour,
 				API: httpapi.Config{RateLimit: ratelimit.Limit{PerSecond: 1000, Burst: 1000}, KeyCacheTTL: time.Hour},
 			})
 			if err != nil {

@@ -7,7 +7,7 @@
 //
 //	b, err := storeurl.Open(ctx, "memory", nil)
 //	...
-//	svc, err := service.New(service.Config{Backend: b, Logger: logger})
+//	svc, err := service.New(b, &service.Config{Logger: logger})
 //	...
 //	svc.Mux().HandleFunc("GET /hello", hello)  // the host's own routes
 //	err = svc.Serve(ctx, ln)                   // until ctx ends, then drains
@@ -86,14 +86,9 @@ const (
 	DefaultProbeBurst      = 200
 )
 
-// Config configures a [Service]. Backend is required; every other field
-// has a documented default.
+// Config configures a [Service] beyond the backend [New] requires. Every
+// field has a documented default: a nil *Config is the zero Config.
 type Config struct {
-	// Backend is the deployment's storage. The service closes it when
-	// [Service.Run] or [Service.Serve] returns, after the workers and the
-	// dispatcher have stopped, or in [Service.Close].
-	Backend *backend.Backend
-
 	// Validator validates addresses. Default: an [emailcheck.Validator]
 	// built from Checks (with Logger), which the service closes.
 	Validator jobs.Validator
@@ -135,8 +130,9 @@ type Config struct {
 	Retention time.Duration
 
 	// API tunes the HTTP API: its rate limit, body limit and clock. Its
-	// Validator, Ledger, Queue, Accounts, Logger, Registerer and webhook
-	// fields are set by the service; RateLimiter defaults to the backend's
+	// Usage, Logger, Registerer and webhook fields are set by the service
+	// (which passes the validator, ledger, queue and the backend's
+	// Accounts to [httpapi.NewHandler]); RateLimiter defaults to the backend's
 	// shared limiter when it has one.
 	API httpapi.Config
 	// Middleware wraps the API handler, the first element outermost. It
@@ -203,16 +199,23 @@ type Service struct {
 	closeErr  error
 }
 
-// New assembles a Service from cfg. It starts nothing: no goroutine, no
-// connection. On error, nothing cfg passed in is closed.
-func New(cfg Config) (*Service, error) {
-	if err := cfg.Backend.Check(); err != nil {
+// New assembles a Service over b, the deployment's storage, configured
+// by cfg (nil means every default). It starts nothing: no goroutine, no
+// connection. On error, nothing passed in is closed; after it, the
+// service owns b and closes it when [Service.Run] or [Service.Serve]
+// returns, after the workers and the dispatcher have stopped, or in
+// [Service.Close].
+func New(b *backend.Backend, cfg *Config) (*Service, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	if err := b.Check(); err != nil {
 		return nil, fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
 	}
 	s := &Service{
-		cfg:     cfg,
+		cfg:     *cfg,
 		logger:  cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		backend: cfg.Backend,
+		backend: b,
 	}
 	s.cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, DefaultShutdownTimeout)
 	s.cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, DefaultDrainTimeout)
@@ -317,10 +320,6 @@ func (s *Service) build() error {
 	}
 
 	acfg := cfg.API
-	acfg.Validator = s.validator
-	acfg.Ledger = s.ledger
-	acfg.Queue = q
-	acfg.Accounts = b.Accounts
 	acfg.Usage = s.usage
 	acfg.Logger = s.logger
 	acfg.Registerer = cfg.Registerer
@@ -336,7 +335,7 @@ func (s *Service) build() error {
 			acfg.RateLimiter = ratelimit.NewMemory(acfg.Now)
 		}
 	}
-	if s.api, err = httpapi.NewHandler(acfg); err != nil {
+	if s.api, err = httpapi.NewHandler(s.validator, s.ledger, q, b.Accounts, &acfg); err != nil {
 		return err
 	}
 	if cfg.Registerer != nil {
