@@ -121,17 +121,24 @@ var DefaultSignInLimit = ratelimit.Limit{PerSecond: 1.0 / 3, Burst: 20}
 // a minute.
 var DefaultSignInFailures = ratelimit.Quota{Limit: 5, Window: time.Minute}
 
-// Config configures a [Dashboard]: the same domain objects as the API's,
-// plus session settings.
-type Config struct {
-	Accounts  store.Accounts
+// Storage is where the console keeps its data: all four are required,
+// the fields of the same names of a deployment's backend (store/backend).
+type Storage struct {
+	// Accounts stores accounts and API keys.
+	Accounts store.Accounts
+	// Passwords keeps each account's password hash.
 	Passwords store.Passwords
-	Sessions  store.SessionStore
-	Ledger    *credits.Ledger
-	Queue     *jobs.Queue
+	// Sessions keeps the sessions, shared by every instance.
+	Sessions store.SessionStore
 	// Tokens keeps the single-use links the console mails (email
 	// confirmation, password reset).
 	Tokens store.Tokens
+}
+
+// Config configures a [Dashboard] beyond what [New] requires: the
+// optional domain objects and the session, mail and limit settings.
+// Every field has a documented default: a nil *Config is the zero Config.
+type Config struct {
 	// Usage, when set, gives the overview's validations this month by
 	// status; without it the overview counts batch results only.
 	Usage store.Usage
@@ -226,9 +233,18 @@ type Config struct {
 	Now func() time.Time
 }
 
+// settings is a Dashboard's configuration: what New was given, with the
+// defaults applied.
+type settings struct {
+	Config
+	Storage
+	Ledger *credits.Ledger
+	Queue  *jobs.Queue
+}
+
 // Dashboard is the console's handler set. Create it with [New].
 type Dashboard struct {
-	cfg      Config
+	cfg      settings
 	sessions *scs.SessionManager
 	pages    map[string]*template.Template
 	hasher   *hasher
@@ -240,10 +256,17 @@ type Dashboard struct {
 	sending  chan struct{} // a slot per message on its way
 }
 
-// New returns a Dashboard over cfg's objects.
-func New(cfg Config) (*Dashboard, error) {
-	if cfg.Accounts == nil || cfg.Passwords == nil || cfg.Sessions == nil || cfg.Tokens == nil || cfg.Ledger == nil || cfg.Queue == nil {
-		return nil, fmt.Errorf("dashboard: %w: Accounts, Passwords, Sessions, Tokens, Ledger and Queue are required", httpapi.ErrConfig)
+// New returns the console over its storage st, the ledger that grants
+// and shows credits and the queue of its bulk tool, configured by c (nil
+// means every default). It checks c once and starts no goroutines; an
+// invalid configuration is an error wrapping [httpapi.ErrConfig].
+func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Dashboard, error) {
+	if st.Accounts == nil || st.Passwords == nil || st.Sessions == nil || st.Tokens == nil || ledger == nil || queue == nil {
+		return nil, fmt.Errorf("dashboard: %w: Accounts, Passwords, Sessions, Tokens, a Ledger and a Queue are required", httpapi.ErrConfig)
+	}
+	cfg := settings{Storage: st, Ledger: ledger, Queue: queue}
+	if c != nil {
+		cfg.Config = *c
 	}
 	cfg.BaseURL = strings.TrimSuffix(cfg.BaseURL, "/")
 	if cfg.Mailer != nil && !validBaseURL(cfg.BaseURL) {

@@ -373,8 +373,7 @@ func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error 
 	if b.Passwords == nil || b.Sessions == nil || b.Tokens == nil {
 		return fmt.Errorf("service: %w: the dashboard needs a backend that keeps passwords, sessions and tokens", httpapi.ErrConfig)
 	}
-	dc.Accounts, dc.Passwords, dc.Sessions, dc.Tokens = b.Accounts, b.Passwords, b.Sessions, b.Tokens
-	dc.Ledger, dc.Queue, dc.Validator, dc.Usage = s.ledger, s.queue, s.validator, s.usage
+	dc.Validator, dc.Usage = s.validator, s.usage
 	dc.Endpoints, dc.Outbox, dc.Sender = b.Endpoints, b.Outbox, s.disp
 	dc.EndpointChanged = s.events.Forget
 	dc.Logger = s.logger
@@ -387,7 +386,7 @@ func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error 
 	if dc.WebhookTestLimit == (ratelimit.Limit{}) {
 		dc.WebhookTestLimit = api.WebhookTestLimit
 	}
-	d, err := dashboard.New(dc)
+	d, err := dashboard.New(dashboard.Storage{Accounts: b.Accounts, Passwords: b.Passwords, Sessions: b.Sessions, Tokens: b.Tokens}, s.ledger, s.queue, &dc)
 	if err != nil {
 		return fmt.Errorf("service: %w", err)
 	}
