@@ -43,6 +43,9 @@ const (
 	DefaultMaxKeysPerAccount = 100
 )
 
+// DefaultWebhookTestLimit is the default [Config.WebhookTestLimit].
+var DefaultWebhookTestLimit = ratelimit.Limit{PerSecond: DefaultWebhookTestRatePerSecond, Burst: DefaultWebhookTestBurst}
+
 // ErrConfig reports an invalid configuration of the serving side: the
 // errors of [NewHandler], of httpapi/dashboard's New and of
 // httpapi/service's New wrap it (the last also wraps the validator's
@@ -93,7 +96,7 @@ type Config struct {
 	// a negative PerSecond turns it off.
 	AuthFailureLimit ratelimit.Limit
 	// WebhookTestLimit bounds the test events of one account (POST
-	// /api/v1/webhook/test), in the bucket [WebhookTestKey] names, which
+	// /api/v1/webhook/test), in a bucket per account, which
 	// the console's "Send test event" shares. The zero value means
 	// [DefaultWebhookTestLimit]; a negative PerSecond turns it off.
 	WebhookTestLimit ratelimit.Limit
