@@ -288,8 +288,10 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 	if len(cfg.KeyPermissions) == 0 {
 		cfg.KeyPermissions = store.AllPermissions()
 	}
-	if err := store.CheckPermissions(cfg.KeyPermissions); err != nil {
-		return nil, fmt.Errorf("dashboard: %w: %w", httpapi.ErrConfig, err)
+	for _, p := range cfg.KeyPermissions {
+		if _, err := store.ParsePermission(string(p)); err != nil {
+			return nil, fmt.Errorf("dashboard: %w: KeyPermissions: %w", httpapi.ErrConfig, err)
+		}
 	}
 	cfg.MaxKeys = cmp.Or(cfg.MaxKeys, 100)
 	cfg.BulkLimit = cmp.Or(cfg.BulkLimit, DefaultBulkLimit)
