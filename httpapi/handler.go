@@ -196,6 +196,13 @@ func NewHandler(v jobs.Validator, ledger *credits.Ledger, queue *jobs.Queue, acc
 // /openapi.json. The caller must not modify it.
 func (h *Handler) OpenAPI() []byte { return openAPIDoc }
 
+// routes builds the handler's mux. Every API route is a business handler
+// wrapped by [Handler.authed] (or [Handler.authedRead] for the reads a
+// client polls) with the permission it needs; /openapi.json is public.
+// Then every known path answers other methods 405 with Allow, and any
+// other path 404 not_found, so that no request reaches ServeMux's own
+// plain-text answers. The webhook routes exist only with
+// Config.Webhooks, the operator's only with Config.AdminToken.
 func (h *Handler) routes() {
 	mux := http.NewServeMux()
 	h.mux = mux
@@ -292,7 +299,16 @@ type served struct {
 	statusWriter
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler. It is the outermost layer of every
+// request, in this order:
+//
+//  1. a request id (the X-Request-Id header, and requestId of a problem);
+//  2. a recover that turns a panic into 500 internal, the cause logged;
+//  3. the path check: a path that is not clean is 404, never a redirect;
+//  4. the mux ([Handler.routes]), whose authenticated routes then run
+//     [Handler.authedAs]'s layers before the route itself;
+//  5. on the way out, [Handler.finish]: the access record and the
+//     metrics, with the status sent.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := &served{call: call{id: newRequestID(), start: h.now()}}
 	c, sw := &s.call, &s.statusWriter
@@ -415,6 +431,24 @@ func (h *Handler) authedRead(perm store.Permission, next func(http.ResponseWrite
 	return h.authedAs(perm, true, next)
 }
 
+// authedAs wraps next with the layers every authenticated route runs, in
+// this order, each answering the request itself when it refuses:
+//
+//  1. the client address's failed-authentication bucket: an address that
+//     used it up gets 429 before any key lookup ([Handler.authBlocked]);
+//  2. the x-api-key header: missing is 401 missing_api_key, malformed
+//     401 invalid_api_key, both counted against the address;
+//  3. the key: from the per-instance key cache or Accounts
+//     ([Handler.authenticate]); unknown or revoked is 401 (counted), a
+//     backend failure 503 or 500 ([Handler.backendError]);
+//  4. the permission perm: 403 permission_denied naming it;
+//  5. the rate limits, the key's bucket and its account's in one call
+//     ([Handler.allowed]): 429 with Retry-After; read routes use their
+//     own pair of buckets;
+//  6. next, with the call carrying the key.
+//
+// Charging credits is next's job, after its own input checks, so that a
+// refused request never costs a credit.
 func (h *Handler) authedAs(perm store.Permission, read bool, next func(http.ResponseWriter, *http.Request, *call)) http.HandlerFunc {
 	keyLimit, acctLimit, prefix := h.limit, h.acctLim, ""
 	if read {

@@ -344,6 +344,13 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 		cfg.Logger.Warn("dashboard: no mailer: mail is written to this log, links included, and new accounts get their signup credits at once, unconfirmed")
 	}
 
+	// Sessions (scs) live in the backend under the hash of their token,
+	// each saved with the account it signed in (sessionStore). The flow:
+	// a sign-in or a sign-out renews the token (a fixation defense), a
+	// request loads its session and saves it back only if it still exists
+	// (so a session ended elsewhere, by a password change, stays ended),
+	// and a session ends IdleTimeout after its last use or Lifetime after
+	// sign-in, whichever comes first.
 	sm := scs.New()
 	sm.Store = sessionStore{s: cfg.Sessions, codec: sm.Codec}
 	sm.IdleTimeout = cfg.IdleTimeout
@@ -372,9 +379,16 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusForbidden, "This form was sent from another site, so it was refused.")
 	}))
-	// The session is loaded outside the cross-origin check, so that its
-	// refusal page knows who is signed in; a body is read only after the
-	// check, and under the route's limit.
+	// The layers of every console request, outermost first:
+	//  1. securityHeaders: CSP, frame and referrer policy, no-store;
+	//  2. trackSessionLoads: a record of the session this request loads;
+	//  3. sm.LoadAndSave: loads the session, saves it after the handler;
+	//  4. cop: cross-origin POSTs refused with 403 (after the session is
+	//     loaded, so that its refusal page knows who is signed in);
+	//  5. d.bounded: the route's body limit, before any body is read;
+	//  6. the mux, whose private routes run d.authed (a signed-in,
+	//     existing account, else a redirect to the sign-in page) and,
+	//     where a key or mail is made, d.confirmed.
 	d.handler = securityHeaders(trackSessionLoads(sm.LoadAndSave(cop.Handler(d.bounded(mux)))))
 	d.demo = securityHeaders(http.HandlerFunc(d.demoPage))
 	return d, nil
