@@ -380,7 +380,7 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 		d.fail(w, r, http.StatusForbidden, "This form was sent from another site, so it was refused.")
 	}))
 	// The layers of every console request, outermost first:
-	//  1. securityHeaders: CSP, frame and referrer policy, no-store;
+	//  1. securityHeaders: CSP, frame, referrer and opener policies;
 	//  2. trackSessionLoads: a record of the session this request loads;
 	//  3. sm.LoadAndSave: loads the session, saves it after the handler;
 	//  4. cop: cross-origin POSTs refused with 403 (after the session is
