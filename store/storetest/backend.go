@@ -7,6 +7,8 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/credits/creditstest"
+	"github.com/validmail/validmail/httpapi/ratelimit"
+	"github.com/validmail/validmail/httpapi/ratelimit/ratelimittest"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/jobstest"
 	"github.com/validmail/validmail/store/backend"
@@ -30,7 +32,8 @@ type Harness struct {
 }
 
 // RunBackend runs every conformance suite against backends from h:
-// Credits, Jobs, Webhooks and Accounts, and Crash when h.Durable is set.
+// Credits, Jobs, Webhooks, Accounts and RateLimits (ratelimittest, on the
+// backend's Limiter), and Crash when h.Durable is set.
 // Inside a child process of a crash test it runs that child's work and
 // nothing else.
 func RunBackend(t *testing.T, h Harness) {
@@ -65,6 +68,7 @@ func RunBackend(t *testing.T, h Harness) {
 		webhooktest.Run(t, func(tb testing.TB) webhooktest.Backend { return Webhooks(tb, h.New(tb)) })
 	})
 	t.Run("Accounts", func(t *testing.T) { Run(t, h.New) })
+	t.Run("RateLimits", func(t *testing.T) { runLimiter(t, h) })
 	if h.Durable != nil {
 		t.Run("Crash", func(t *testing.T) {
 			t.Run("Jobs", func(t *testing.T) { jobstest.RunCrash(t, jobsCrash) })
@@ -72,6 +76,24 @@ func RunBackend(t *testing.T, h Harness) {
 			t.Run("Webhooks", func(t *testing.T) { webhooktest.RunCrash(t, webhooksCrash) })
 		})
 	}
+}
+
+// runLimiter runs ratelimittest on the backend's Limiter, with two
+// instances over one namespace when the backend is durable (two
+// processes of a deployment), else with the one limiter twice. A backend
+// without a Limiter skips it.
+func runLimiter(t *testing.T, h Harness) {
+	if h.New(t).Limiter == nil {
+		t.Skip("the backend has no shared rate limiter")
+	}
+	ratelimittest.Run(t, ratelimittest.Harness{New: func(t *testing.T) (ratelimit.Limiter, ratelimit.Limiter) {
+		if d := h.Durable; d != nil {
+			ns := d.NewNamespace(t)
+			return d.Open(t, ns).Limiter, d.Open(t, ns).Limiter
+		}
+		l := h.New(t).Limiter
+		return l, l
+	}})
 }
 
 // Credits returns what creditstest checks of b: its Credits. It fails tb

@@ -1,7 +1,8 @@
 // Package storetest defines what a correct [backend.Backend] is. A backend's
 // test calls [RunBackend], the one entry point, which runs every suite
 // against it: credits (credits/creditstest), jobs (jobs/jobstest), webhooks
-// (webhook/webhooktest), accounts ([Run], in this package) and, for a
+// (webhook/webhooktest), accounts ([Run], in this package), the shared
+// rate limiter (httpapi/ratelimit/ratelimittest) and, for a
 // backend whose data outlives the process, the crash tests that kill a
 // worker or a dispatcher mid-batch:
 //
