@@ -7,9 +7,9 @@
 //
 // The interfaces themselves live in the packages that use them
 // ([store.Accounts], [credits.Store], [jobs.Driver], [webhook.Outbox], …);
-// this package only gathers them, so it is the one storage package that
-// imports the domain packages and the rate limiter's contract
-// (httpapi/ratelimit, which imports nothing).
+// this package only gathers them. It imports the domain packages and the
+// rate limiter's contract (httpapi/ratelimit, which imports nothing), so
+// that the store package itself imports nothing of the project.
 package backend
 
 import (
