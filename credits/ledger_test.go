@@ -8,7 +8,6 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/credits/creditstest"
-	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
 )
 
@@ -55,7 +54,7 @@ type plainStore struct{ credits.Store }
 // A Store with neither PageStore nor TotalsStore meets the same suite
 // through the Ledger's fallbacks.
 func TestFallbacks(t *testing.T) {
-	creditstest.Run(t, func(testing.TB) *store.Backend {
-		return &store.Backend{Credits: plainStore{memstore.New()}}
+	creditstest.Run(t, func(testing.TB) credits.Store {
+		return plainStore{memstore.New()}
 	})
 }

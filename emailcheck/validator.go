@@ -25,7 +25,9 @@ import (
 var ErrClosed = errors.New("emailcheck: validator closed")
 
 // ErrConfig is matched (with errors.Is) by every error New returns for an
-// invalid Config.
+// invalid Config, and by those of the validator's parts configured apart,
+// such as the SMTP prober of emailcheck/smtpprobe: the one sentinel of
+// the validation side, as httpapi.ErrConfig is of the serving side.
 var ErrConfig = errors.New("emailcheck: invalid configuration")
 
 // Defaults for the zero values of Config and ManyOptions.

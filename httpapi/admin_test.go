@@ -40,7 +40,7 @@ func TestAdminTokenConfig(t *testing.T) {
 	t.Parallel()
 	f := setup(t, nil)
 	for _, tok := range []string{"short", strings.Repeat("x", httpapi.MinAdminTokenBytes-1), strings.Repeat("x", 40) + " y", strings.Repeat("é", 20)} {
-		_, err := httpapi.NewHandler(httpapi.Config{Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: f.st, AdminToken: tok})
+		_, err := httpapi.NewHandler(f.v, f.ledger, f.queue, f.st, &httpapi.Config{AdminToken: tok})
 		if !errors.Is(err, httpapi.ErrConfig) {
 			t.Errorf("token %q: err %v, want ErrConfig", tok, err)
 		}
@@ -233,7 +233,7 @@ func TestAdminHostileInput(t *testing.T) {
 func TestAdminGrantTwoInstances(t *testing.T) {
 	t.Parallel()
 	f := setup(t, &options{adminToken: adminToken})
-	other, err := httpapi.NewHandler(httpapi.Config{Validator: f.v, Ledger: credits.New(f.st, nil), Queue: f.queue, Accounts: f.st, AdminToken: adminToken})
+	other, err := httpapi.NewHandler(f.v, credits.New(f.st, nil), f.queue, f.st, &httpapi.Config{AdminToken: adminToken})
 	if err != nil {
 		t.Fatal(err)
 	}

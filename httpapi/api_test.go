@@ -12,14 +12,14 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/credits"
-	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 )
 
 func TestValidate(t *testing.T) {
 	t.Parallel()
-	f := setup(t, &options{limit: httpapi.RateLimit{PerSecond: 50, Burst: 100}})
+	f := setup(t, &options{limit: ratelimit.Limit{PerSecond: 50, Burst: 100}})
 	resp := f.do(t, req{method: "GET", target: "/validate?email=jane%2Bnews@good.com", key: f.key})
 	if resp.Code != http.StatusOK {
 		t.Fatalf("status %d: %s", resp.Code, resp.Body)

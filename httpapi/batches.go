@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/httpapi/internal/resultcsv"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/webhook"
 )
@@ -243,19 +244,6 @@ func viewResult(j jobs.Job) resultView {
 	return v
 }
 
-// csvColumns are the columns of the CSV export: the address, then those
-// examples/bulk appends, reason and did_you_mean last.
-var csvColumns = []string{"job_id", "email", "state", "status", "score", "syntax", "domain_exists", "mx_records",
-	"disposable", "role", "alias", "canonical", "provider", "reason", "did_you_mean"}
-
-// CSVHeader returns the columns of the results export's CSV, for hosts
-// (such as the dashboard) that write the same file.
-func CSVHeader() []string { return slices.Clone(csvColumns) }
-
-// CSVRecord returns a job's row of the results export's CSV, with cells
-// that a spreadsheet would run as a formula escaped.
-func CSVRecord(j jobs.Job) []string { return csvRecord(j) }
-
 // exportResults streams the batch's results.
 func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call, batchID, format string, statuses []emailcheck.Status) {
 	ctx := r.Context()
@@ -279,7 +267,7 @@ func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call,
 	cw := csv.NewWriter(bw)
 	enc := json.NewEncoder(bw)
 	if format == "csv" {
-		cw.Write(csvColumns)
+		cw.Write(resultcsv.Header())
 	}
 	page := first
 	for len(page) > 0 {
@@ -288,7 +276,7 @@ func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call,
 				continue
 			}
 			if format == "csv" {
-				cw.Write(csvRecord(j))
+				cw.Write(resultcsv.Record(j))
 			} else if err := enc.Encode(viewResult(j)); err != nil {
 				return
 			}
@@ -306,38 +294,6 @@ func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call,
 	}
 	cw.Flush()
 	bw.Flush()
-}
-
-// csvRecord is one job's CSV row; cells that a spreadsheet would run as a
-// formula are escaped.
-func csvRecord(j jobs.Job) []string {
-	rec := []string{j.ID, cell(j.Email), string(j.State)}
-	if j.Result == nil {
-		return append(rec, "", "", "", "", "", "", "", "", "", "", "", "")
-	}
-	res := j.Result
-	cf, v := res.Confidence, res.Validations
-	canonical, suggestion := "", ""
-	if cf.CanonicalEmail != nil {
-		canonical = *cf.CanonicalEmail
-	}
-	if res.DidYouMean != nil {
-		suggestion = *res.DidYouMean
-	}
-	return append(rec, string(cf.Status), strconv.Itoa(cf.Score),
-		strconv.FormatBool(v.Syntax), strconv.FormatBool(v.DomainExists),
-		strconv.FormatBool(v.MXRecords), strconv.FormatBool(v.IsDisposable),
-		strconv.FormatBool(cf.IsRoleBased), string(cf.AliasStatus), cell(canonical), cell(res.Provider.Name),
-		cell(string(res.Reason)), cell(suggestion))
-}
-
-// cell escapes a value that starts with =, +, -, @, a tab or a carriage
-// return, which spreadsheets run as a formula, with a leading apostrophe.
-func cell(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return "'" + s
-	}
-	return s
 }
 
 // idPosition is a cursor position of an id alone.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 )
@@ -136,8 +137,7 @@ func TestBatchResource(t *testing.T) {
 func TestReadsHaveTheirOwnLimit(t *testing.T) {
 	t.Parallel()
 	f := setup(t, nil)
-	h, err := httpapi.NewHandler(httpapi.Config{Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: f.st,
-		RateLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 2}})
+	h, err := httpapi.NewHandler(f.v, f.ledger, f.queue, f.st, &httpapi.Config{RateLimit: ratelimit.Limit{PerSecond: 0.01, Burst: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestPollingDoesNotStarveValidations(t *testing.T) {
 		size    = 400
 		rate    = 50 // the default validation limit per key
 	)
-	f := setup(t, &options{credits: batches*size + 1000, limit: httpapi.RateLimit{PerSecond: rate, Burst: rate}})
+	f := setup(t, &options{credits: batches*size + 1000, limit: ratelimit.Limit{PerSecond: rate, Burst: rate}})
 	// Workers slowed to at most 2,000 jobs a second, so the batches take
 	// seconds (more on a loaded machine: the wait below is a safety net,
 	// not a measure) and the polls (200 a second, four times the validation

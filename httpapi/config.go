@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/validmail/validmail/credits"
-	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
 )
@@ -45,27 +43,18 @@ const (
 	DefaultMaxKeysPerAccount = 100
 )
 
-// ErrConfig reports an invalid [Config]; the error returned by
-// [NewHandler] wraps it.
-var ErrConfig = errors.New("httpapi: invalid config")
+// DefaultWebhookTestLimit is the default [Config.WebhookTestLimit].
+var DefaultWebhookTestLimit = ratelimit.Limit{PerSecond: DefaultWebhookTestRatePerSecond, Burst: DefaultWebhookTestBurst}
 
-// Validator validates one address. [*emailcheck.Validator] satisfies it.
-// It may be called concurrently.
-type Validator interface {
-	Validate(ctx context.Context, email string, opts ...emailcheck.CallOption) (emailcheck.Result, error)
-}
+// ErrConfig reports an invalid configuration of the serving side: the
+// errors of [NewHandler], of httpapi/dashboard's New and of
+// httpapi/service's New wrap it (the last also wraps the validator's
+// emailcheck.ErrConfig when that is the cause).
+var ErrConfig = errors.New("httpapi: invalid configuration")
 
-// Config configures a [Handler]. Validator, Ledger, Queue and Accounts are
-// required; every other field has a documented default.
+// Config configures a [Handler] beyond the values [NewHandler] requires.
+// Every field has a documented default: a nil *Config is the zero Config.
 type Config struct {
-	// Validator validates the addresses of GET /validate.
-	Validator Validator
-	// Ledger charges and refunds credits.
-	Ledger *credits.Ledger
-	// Queue accepts batches and answers job status.
-	Queue *jobs.Queue
-	// Accounts authenticates API keys and stores accounts and keys.
-	Accounts store.Accounts
 	// Usage, when set, counts GET /validate results by account, month and
 	// status, and GET /api/v1/account reports the month's counts.
 	Usage store.Usage
@@ -80,37 +69,37 @@ type Config struct {
 	Registerer prometheus.Registerer
 
 	// RateLimiter decides whether a request of an API key may proceed.
-	// Default: an in-memory token bucket per key ([NewMemoryRateLimiter]),
+	// Default: an in-memory token bucket per key ([ratelimit.Memory]),
 	// which limits each instance separately; share a limiter (such as
 	// redisstore.RateLimiter) to limit several instances together.
-	RateLimiter RateLimiter
+	RateLimiter ratelimit.Limiter
 	// RateLimit is the limit applied to every API key. The zero value
 	// means [DefaultRatePerSecond] and [DefaultRateBurst]; a negative
 	// PerSecond turns rate limiting off; a zero PerSecond with a positive
 	// Burst (a bucket that never refills) is an error.
-	RateLimit RateLimit
+	RateLimit ratelimit.Limit
 	// ReadRateLimit is the per-key limit of the reads a client polls (job
 	// status, batches and their results), counted apart from RateLimit so
 	// that polling never refuses a validation. The zero value means ten
 	// times RateLimit.
-	ReadRateLimit RateLimit
+	ReadRateLimit ratelimit.Limit
 	// AccountRateLimit is the limit applied to all the keys of one account
 	// together, on top of RateLimit. The zero value means
 	// [DefaultAccountRatePerSecond] and [DefaultAccountRateBurst], unless
 	// RateLimit turns limiting off, which turns this off too; a negative
 	// PerSecond turns it off.
-	AccountRateLimit RateLimit
+	AccountRateLimit ratelimit.Limit
 	// AuthFailureLimit bounds the failed authentications from one client
 	// address ([Config.ClientIP]); beyond it the address is answered 429
 	// without a key lookup until its bucket refills. The zero value means
 	// [DefaultAuthFailureRatePerSecond] and [DefaultAuthFailureBurst];
 	// a negative PerSecond turns it off.
-	AuthFailureLimit RateLimit
+	AuthFailureLimit ratelimit.Limit
 	// WebhookTestLimit bounds the test events of one account (POST
-	// /api/v1/webhook/test), in the bucket [WebhookTestKey] names, which
+	// /api/v1/webhook/test), in a bucket per account, which
 	// the console's "Send test event" shares. The zero value means
 	// [DefaultWebhookTestLimit]; a negative PerSecond turns it off.
-	WebhookTestLimit RateLimit
+	WebhookTestLimit ratelimit.Limit
 	// ClientIP returns the address a request comes from, for
 	// AuthFailureLimit, which counts an IPv4 address alone and an IPv6
 	// address with the rest of its /64 ([ratelimit.ClientKey]). Default: the host of r.RemoteAddr, the peer's

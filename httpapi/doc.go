@@ -31,13 +31,13 @@
 // remembered for the queue's IdempotencyTTL (24 hours by default); after
 // that it may start a new batch.
 //
-// Each API key has a token bucket ([RateLimit], default
+// Each API key has a token bucket ([ratelimit.Limit], default
 // [DefaultRatePerSecond] per second with bursts of [DefaultRateBurst]);
 // responses carry RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset
 // and a refused request gets 429 with Retry-After. Failed authentications
 // are limited per client address (an IPv6 address with its /64), and
 // webhook test events per account. The default limiter counts per
-// process; pass a shared one (a store.Backend's Limiter) to limit a
+// process; pass a shared one (the Limiter of a store/backend.Backend) to limit a
 // deployment of several instances.
 //
 // The webhook routes exist only when [Config].Webhooks is set (with

@@ -11,7 +11,7 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/store"
 )
 
@@ -124,7 +124,7 @@ func TestErrors(t *testing.T) {
 			return req{method: "POST", target: "/validate/async", key: f.key, body: "emails=a@good.com",
 				header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}
 		}, 415, "unsupported_media_type", nil},
-		{"rate limited", &options{limit: httpapi.RateLimit{PerSecond: 0.01, Burst: 1}}, func(f *fixture) req {
+		{"rate limited", &options{limit: ratelimit.Limit{PerSecond: 0.01, Burst: 1}}, func(f *fixture) req {
 			f.do(t, req{method: "GET", target: "/validate?email=a@good.com", key: f.key})
 			return req{method: "GET", target: "/validate?email=a@good.com", key: f.key}
 		}, 429, "rate_limited", func(t *testing.T, resp *response) {

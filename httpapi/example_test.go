@@ -33,7 +33,7 @@ func ExampleNewHandler() {
 		log.Fatal(err)
 	}
 	defer v.Close()
-	h, err := httpapi.NewHandler(httpapi.Config{Validator: v, Ledger: ledger, Queue: queue, Accounts: b.Accounts})
+	h, err := httpapi.NewHandler(v, ledger, queue, b.Accounts, &httpapi.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -92,9 +92,9 @@ func ExampleConfig_webhooks() {
 	}
 	_ = pool // the host runs pool.Run(ctx) and disp.Run(ctx)
 
-	h, err := httpapi.NewHandler(httpapi.Config{
-		Validator: v, Ledger: ledger, Queue: queue, Accounts: b.Accounts, Registerer: reg,
-		Webhooks: b.Endpoints, WebhookOutbox: b.Outbox, WebhookSender: disp, WebhookEvents: events,
+	h, err := httpapi.NewHandler(v, ledger, queue, b.Accounts, &httpapi.Config{
+		Registerer: reg,
+		Webhooks:   b.Endpoints, WebhookOutbox: b.Outbox, WebhookSender: disp, WebhookEvents: events,
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/dnstest"
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
@@ -44,12 +45,12 @@ func zone() dnstest.Zone {
 // options adjust [setup].
 type options struct {
 	credits   int64 // signup credits; 0 means 300, negative none
-	limit     httpapi.RateLimit
-	limiter   httpapi.RateLimiter
+	limit     ratelimit.Limit
+	limiter   ratelimit.Limiter
 	maxBody   int64
 	accounts  func(store.Accounts) store.Accounts // wraps the store
 	ledger    func(credits.Store) credits.Store
-	validator httpapi.Validator // default: the dnstest-backed validator
+	validator jobs.Validator // default: the dnstest-backed validator
 	noLog     bool
 	// webhooks serves the webhook routes over the memory store, with a
 	// dispatcher whose client reaches loopback only when loopback is set.
@@ -108,22 +109,18 @@ func setup(t testing.TB, o *options) *fixture {
 		accts = o.accounts(st)
 	}
 	limit := o.limit
-	if limit == (httpapi.RateLimit{}) {
-		limit = httpapi.RateLimit{PerSecond: -1}
+	if limit == (ratelimit.Limit{}) {
+		limit = ratelimit.Limit{PerSecond: -1}
 	}
 	f := &fixture{st: st, ledger: ledger, queue: q, v: v, dns: srv, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
 	if tt, ok := t.(*testing.T); ok {
 		f.t = tt
 	}
-	var hv httpapi.Validator = v
+	var hv jobs.Validator = v
 	if o.validator != nil {
 		hv = o.validator
 	}
 	cfg := httpapi.Config{
-		Validator:    hv,
-		Ledger:       ledger,
-		Queue:        q,
-		Accounts:     accts,
 		Usage:        st,
 		Registerer:   f.reg,
 		RateLimit:    limit,
@@ -138,7 +135,7 @@ func setup(t testing.TB, o *options) *fixture {
 		f.setupWebhooks(t, o.loopback)
 		cfg.Webhooks, cfg.WebhookOutbox, cfg.WebhookSender, cfg.WebhookEvents = f.hooks, f.hooks, f.disp, f.events
 	}
-	f.h, err = httpapi.NewHandler(cfg)
+	f.h, err = httpapi.NewHandler(hv, ledger, q, accts, &cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

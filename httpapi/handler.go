@@ -20,7 +20,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,20 +39,20 @@ const unavailableRetryAfter = "5"
 // Handler serves the HTTP API. It is safe for concurrent use. Mount it at
 // any prefix with http.StripPrefix.
 type Handler struct {
-	v        Validator
+	v        jobs.Validator
 	ledger   *credits.Ledger
 	queue    *jobs.Queue
 	accounts store.Accounts
 	usage    store.Usage
 	logger   *slog.Logger
-	limiter  RateLimiter
+	limiter  ratelimit.Limiter
 	keys     *keyCache // nil: every request asks accounts
 	buffers  sync.Pool // *bytes.Buffer for writeJSON
-	limit    RateLimit
-	readLim  RateLimit
-	acctLim  RateLimit
-	authLim  RateLimit
-	testLim  RateLimit
+	limit    ratelimit.Limit
+	readLim  ratelimit.Limit
+	acctLim  ratelimit.Limit
+	authLim  ratelimit.Limit
+	testLim  ratelimit.Limit
 	clientIP func(*http.Request) string
 	blocked  sync.Map // client key → time its failed authentications are answered 429 until
 	swept    atomic.Int64
@@ -69,18 +68,24 @@ type Handler struct {
 	adminOn   bool
 }
 
-// NewHandler checks cfg once and returns the handler. It starts no
-// goroutines. The error wraps [ErrConfig], or reports a metric that
-// cannot be registered.
-func NewHandler(cfg Config) (*Handler, error) {
+// NewHandler returns the API over its four required parts: v validates
+// the addresses of GET /validate, ledger charges and refunds credits,
+// queue accepts batches and answers job status, and accounts
+// authenticates API keys and stores accounts and keys. cfg (nil means
+// every default) is checked once. It starts no goroutines. The error
+// wraps [ErrConfig], or reports a metric that cannot be registered.
+func NewHandler(v jobs.Validator, ledger *credits.Ledger, queue *jobs.Queue, accounts store.Accounts, cfg *Config) (*Handler, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
 	switch {
-	case cfg.Validator == nil:
-		return nil, fmt.Errorf("%w: Validator is required", ErrConfig)
-	case cfg.Ledger == nil:
-		return nil, fmt.Errorf("%w: Ledger is required", ErrConfig)
-	case cfg.Queue == nil:
-		return nil, fmt.Errorf("%w: Queue is required", ErrConfig)
-	case cfg.Accounts == nil:
+	case v == nil:
+		return nil, fmt.Errorf("%w: a Validator is required", ErrConfig)
+	case ledger == nil:
+		return nil, fmt.Errorf("%w: a Ledger is required", ErrConfig)
+	case queue == nil:
+		return nil, fmt.Errorf("%w: a Queue is required", ErrConfig)
+	case accounts == nil:
 		return nil, fmt.Errorf("%w: Accounts is required", ErrConfig)
 	case cfg.MaxBodyBytes < 0:
 		return nil, fmt.Errorf("%w: negative MaxBodyBytes", ErrConfig)
@@ -95,10 +100,10 @@ func NewHandler(cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("%w: WebhookOutbox, WebhookSender and WebhookEvents need Webhooks", ErrConfig)
 	}
 	h := &Handler{
-		v:        cfg.Validator,
-		ledger:   cfg.Ledger,
-		queue:    cfg.Queue,
-		accounts: cfg.Accounts,
+		v:        v,
+		ledger:   ledger,
+		queue:    queue,
+		accounts: accounts,
 		usage:    cfg.Usage,
 		logger:   cfg.Logger,
 		limiter:  cfg.RateLimiter,
@@ -137,34 +142,34 @@ func NewHandler(cfg Config) (*Handler, error) {
 		h.maxBody = DefaultMaxBodyBytes
 	}
 	switch {
-	case h.limit == RateLimit{}:
-		h.limit = RateLimit{PerSecond: DefaultRatePerSecond, Burst: DefaultRateBurst}
+	case h.limit == ratelimit.Limit{}:
+		h.limit = ratelimit.Limit{PerSecond: DefaultRatePerSecond, Burst: DefaultRateBurst}
 	case h.limit.PerSecond > 0 && h.limit.Burst == 0:
 		h.limit.Burst = max(1, int(math.Ceil(h.limit.PerSecond)))
 	}
 	if h.limiter == nil {
-		h.limiter = NewMemoryRateLimiter(h.now)
+		h.limiter = ratelimit.NewMemory(h.now)
 	}
 	h.readLim = cfg.ReadRateLimit
-	if h.readLim == (RateLimit{}) {
+	if h.readLim == (ratelimit.Limit{}) {
 		h.readLim = scaleLimit(h.limit, 10)
 	}
 	h.acctLim = cfg.AccountRateLimit
-	if h.acctLim == (RateLimit{}) {
-		h.acctLim = RateLimit{PerSecond: DefaultAccountRatePerSecond, Burst: DefaultAccountRateBurst}
+	if h.acctLim == (ratelimit.Limit{}) {
+		h.acctLim = ratelimit.Limit{PerSecond: DefaultAccountRatePerSecond, Burst: DefaultAccountRateBurst}
 		if h.limit.Unlimited() {
-			h.acctLim = RateLimit{PerSecond: -1}
+			h.acctLim = ratelimit.Limit{PerSecond: -1}
 		}
 	}
 	h.authLim = cfg.AuthFailureLimit
-	if h.authLim == (RateLimit{}) {
-		h.authLim = RateLimit{PerSecond: DefaultAuthFailureRatePerSecond, Burst: DefaultAuthFailureBurst}
+	if h.authLim == (ratelimit.Limit{}) {
+		h.authLim = ratelimit.Limit{PerSecond: DefaultAuthFailureRatePerSecond, Burst: DefaultAuthFailureBurst}
 	}
 	h.testLim = cfg.WebhookTestLimit
-	if h.testLim == (RateLimit{}) {
+	if h.testLim == (ratelimit.Limit{}) {
 		h.testLim = DefaultWebhookTestLimit
 	}
-	for _, l := range []*RateLimit{&h.acctLim, &h.authLim, &h.testLim} {
+	for _, l := range []*ratelimit.Limit{&h.acctLim, &h.authLim, &h.testLim} {
 		if l.PerSecond > 0 && l.Burst == 0 {
 			l.Burst = max(1, int(math.Ceil(l.PerSecond)))
 		}
@@ -191,6 +196,13 @@ func NewHandler(cfg Config) (*Handler, error) {
 // /openapi.json. The caller must not modify it.
 func (h *Handler) OpenAPI() []byte { return openAPIDoc }
 
+// routes builds the handler's mux. Every API route is a business handler
+// wrapped by [Handler.authed] (or [Handler.authedRead] for the reads a
+// client polls) with the permission it needs; /openapi.json is public.
+// Then every known path answers other methods 405 with Allow, and any
+// other path 404 not_found, so that no request reaches ServeMux's own
+// plain-text answers. The webhook routes exist only with
+// Config.Webhooks, the operator's only with Config.AdminToken.
 func (h *Handler) routes() {
 	mux := http.NewServeMux()
 	h.mux = mux
@@ -287,7 +299,16 @@ type served struct {
 	statusWriter
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler. It is the outermost layer of every
+// request, in this order:
+//
+//  1. a request id (the X-Request-Id header, and requestId of a problem);
+//  2. a recover that turns a panic into 500 internal, the cause logged;
+//  3. the path check: a path that is not clean is 404, never a redirect;
+//  4. the mux ([Handler.routes]), whose authenticated routes then run
+//     [Handler.authedAs]'s layers before the route itself;
+//  5. on the way out, [Handler.finish]: the access record and the
+//     metrics, with the status sent.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := &served{call: call{id: newRequestID(), start: h.now()}}
 	c, sw := &s.call, &s.statusWriter
@@ -410,6 +431,24 @@ func (h *Handler) authedRead(perm store.Permission, next func(http.ResponseWrite
 	return h.authedAs(perm, true, next)
 }
 
+// authedAs wraps next with the layers every authenticated route runs, in
+// this order, each answering the request itself when it refuses:
+//
+//  1. the client address's failed-authentication bucket: an address that
+//     used it up gets 429 before any key lookup ([Handler.authBlocked]);
+//  2. the x-api-key header: missing is 401 missing_api_key, malformed
+//     401 invalid_api_key, both counted against the address;
+//  3. the key: from the per-instance key cache or Accounts
+//     ([Handler.authenticate]); unknown or revoked is 401 (counted), a
+//     backend failure 503 or 500 ([Handler.backendError]);
+//  4. the permission perm: 403 permission_denied naming it;
+//  5. the rate limits, the key's bucket and its account's in one call
+//     ([Handler.allowed]): 429 with Retry-After; read routes use their
+//     own pair of buckets;
+//  6. next, with the call carrying the key.
+//
+// Charging credits is next's job, after its own input checks, so that a
+// refused request never costs a credit.
 func (h *Handler) authedAs(perm store.Permission, read bool, next func(http.ResponseWriter, *http.Request, *call)) http.HandlerFunc {
 	keyLimit, acctLimit, prefix := h.limit, h.acctLim, ""
 	if read {
@@ -480,7 +519,7 @@ func (h *Handler) authenticate(r *http.Request, secret string) (store.Key, error
 // neither, in one call of the limiter, and answers 429 when either is
 // empty. A limiter that fails lets the request through: a limiter outage
 // must not take the API down.
-func (h *Handler) allowed(w http.ResponseWriter, r *http.Request, c *call, prefix string, keyLimit, acctLimit RateLimit) bool {
+func (h *Handler) allowed(w http.ResponseWriter, r *http.Request, c *call, prefix string, keyLimit, acctLimit ratelimit.Limit) bool {
 	var reqs [2]ratelimit.Request
 	n := 0
 	if !keyLimit.Unlimited() {
@@ -525,11 +564,11 @@ func (h *Handler) allowed(w http.ResponseWriter, r *http.Request, c *call, prefi
 
 // scaleLimit returns l with k times the rate and the burst; unlimited
 // stays unlimited.
-func scaleLimit(l RateLimit, k int) RateLimit {
+func scaleLimit(l ratelimit.Limit, k int) ratelimit.Limit {
 	if l.Unlimited() {
 		return l
 	}
-	return RateLimit{PerSecond: l.PerSecond * float64(k), Burst: l.Burst * k}
+	return ratelimit.Limit{PerSecond: l.PerSecond * float64(k), Burst: l.Burst * k}
 }
 
 // remoteHost is the default ClientIP: the peer's address.
@@ -605,8 +644,7 @@ func ceilSeconds(d time.Duration) int64 {
 }
 
 // backendError answers an error of a backend: 503 when it is unavailable
-// (a timeout, a refused or broken connection, a closed validator), 500
-// otherwise. The cause is logged, never sent.
+// (see [unavailable]), 500 otherwise. The cause is logged, never sent.
 func (h *Handler) backendError(w http.ResponseWriter, c *call, op string, err error) {
 	c.errText = op + ": " + err.Error()
 	if errors.Is(err, store.ErrDataLost) {
@@ -623,14 +661,16 @@ func (h *Handler) backendError(w http.ResponseWriter, c *call, op string, err er
 }
 
 // unavailable reports whether err means that a backend could not be
-// reached in time, rather than that it failed.
+// reached in time, rather than that it failed: the store contract's
+// [store.ErrUnavailable], which every backend here wraps, a deadline or
+// cancellation, a closed validator, and a network error from a host's
+// own backend that does not wrap ErrUnavailable.
 func unavailable(err error) bool {
 	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) ||
+	return errors.Is(err, store.ErrUnavailable) ||
+		errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, context.Canceled) ||
 		errors.Is(err, emailcheck.ErrClosed) ||
-		errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, net.ErrClosed) ||
 		errors.As(err, &ne)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
 )
@@ -127,10 +128,9 @@ func TestRevokeRules(t *testing.T) {
 func TestAccountLimitAcrossKeys(t *testing.T) {
 	t.Parallel()
 	f := setup(t, nil)
-	h, err := httpapi.NewHandler(httpapi.Config{
-		Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: f.st,
-		RateLimit:        httpapi.RateLimit{PerSecond: 1000, Burst: 1000},
-		AccountRateLimit: httpapi.RateLimit{PerSecond: 0.001, Burst: 20},
+	h, err := httpapi.NewHandler(f.v, f.ledger, f.queue, f.st, &httpapi.Config{
+		RateLimit:        ratelimit.Limit{PerSecond: 1000, Burst: 1000},
+		AccountRateLimit: ratelimit.Limit{PerSecond: 0.001, Burst: 20},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -173,9 +173,8 @@ func TestAuthFailuresLimitedPerAddress(t *testing.T) {
 	t.Parallel()
 	f := setup(t, nil)
 	ca := &countingAccounts{Accounts: f.st}
-	h, err := httpapi.NewHandler(httpapi.Config{
-		Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: ca,
-		AuthFailureLimit: httpapi.RateLimit{PerSecond: 0.001, Burst: 10},
+	h, err := httpapi.NewHandler(f.v, f.ledger, f.queue, ca, &httpapi.Config{
+		AuthFailureLimit: ratelimit.Limit{PerSecond: 0.001, Burst: 10},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +210,7 @@ func TestAuthFailuresLimitedPerAddress(t *testing.T) {
 func TestAccountLimitDefaults(t *testing.T) {
 	t.Parallel()
 	f := setup(t, nil)
-	h, err := httpapi.NewHandler(httpapi.Config{Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: f.st, MaxKeysPerAccount: -1})
+	h, err := httpapi.NewHandler(f.v, f.ledger, f.queue, f.st, &httpapi.Config{MaxKeysPerAccount: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/store"
 )
 
@@ -38,9 +39,8 @@ func TestKeyCache(t *testing.T) {
 	f := setup(t, nil)
 	clock := &fakeClock{now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
 	ca := &countingAccounts{Accounts: f.st}
-	h, err := httpapi.NewHandler(httpapi.Config{
-		Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: ca,
-		RateLimit: httpapi.RateLimit{PerSecond: -1}, Now: clock.Now,
+	h, err := httpapi.NewHandler(f.v, f.ledger, f.queue, ca, &httpapi.Config{
+		RateLimit: ratelimit.Limit{PerSecond: -1}, Now: clock.Now,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -115,9 +115,8 @@ func TestKeyCacheOff(t *testing.T) {
 	t.Parallel()
 	f := setup(t, nil)
 	ca := &countingAccounts{Accounts: f.st}
-	h, err := httpapi.NewHandler(httpapi.Config{
-		Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: ca,
-		RateLimit: httpapi.RateLimit{PerSecond: -1}, KeyCacheTTL: -1,
+	h, err := httpapi.NewHandler(f.v, f.ledger, f.queue, ca, &httpapi.Config{
+		RateLimit: ratelimit.Limit{PerSecond: -1}, KeyCacheTTL: -1,
 	})
 	if err != nil {
 		t.Fatal(err)

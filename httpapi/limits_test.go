@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/store"
 )
 
@@ -15,9 +16,8 @@ import (
 func TestAuthFailuresLimitedPerNetwork(t *testing.T) {
 	t.Parallel()
 	f := setup(t, nil)
-	h, err := httpapi.NewHandler(httpapi.Config{
-		Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: f.st,
-		AuthFailureLimit: httpapi.RateLimit{PerSecond: 0.001, Burst: 10},
+	h, err := httpapi.NewHandler(f.v, f.ledger, f.queue, f.st, &httpapi.Config{
+		AuthFailureLimit: ratelimit.Limit{PerSecond: 0.001, Burst: 10},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
 )
 
@@ -87,28 +89,35 @@ func TestNewHandlerConfig(t *testing.T) {
 	s := memstore.New()
 	ledger := credits.New(s, nil)
 	q, _ := jobs.NewQueue(s, ledger, nil)
-	full := httpapi.Config{Validator: f.v, Ledger: ledger, Queue: q, Accounts: s}
-	for name, mod := range map[string]func(*httpapi.Config){
-		"no validator": func(c *httpapi.Config) { c.Validator = nil },
-		"no ledger":    func(c *httpapi.Config) { c.Ledger = nil },
-		"no queue":     func(c *httpapi.Config) { c.Queue = nil },
-		"no accounts":  func(c *httpapi.Config) { c.Accounts = nil },
-		"negative max": func(c *httpapi.Config) { c.MaxBodyBytes = -1 },
-		"bad burst":    func(c *httpapi.Config) { c.RateLimit = httpapi.RateLimit{PerSecond: 1, Burst: -1} },
+	// args are NewHandler's required arguments.
+	type args struct {
+		v        jobs.Validator
+		ledger   *credits.Ledger
+		queue    *jobs.Queue
+		accounts store.Accounts
+		cfg      httpapi.Config
+	}
+	full := args{v: f.v, ledger: ledger, queue: q, accounts: s}
+	for name, mod := range map[string]func(*args){
+		"no validator": func(a *args) { a.v = nil },
+		"no ledger":    func(a *args) { a.ledger = nil },
+		"no queue":     func(a *args) { a.queue = nil },
+		"no accounts":  func(a *args) { a.accounts = nil },
+		"negative max": func(a *args) { a.cfg.MaxBodyBytes = -1 },
+		"bad burst":    func(a *args) { a.cfg.RateLimit = ratelimit.Limit{PerSecond: 1, Burst: -1} },
 	} {
-		c := full
-		mod(&c)
-		if _, err := httpapi.NewHandler(c); !errors.Is(err, httpapi.ErrConfig) {
+		a := full
+		mod(&a)
+		if _, err := httpapi.NewHandler(a.v, a.ledger, a.queue, a.accounts, &a.cfg); !errors.Is(err, httpapi.ErrConfig) {
 			t.Errorf("%s: %v, want ErrConfig", name, err)
 		}
 	}
 	reg := prometheus.NewRegistry()
-	c := full
-	c.Registerer = reg
-	if _, err := httpapi.NewHandler(c); err != nil {
+	c := httpapi.Config{Registerer: reg}
+	if _, err := httpapi.NewHandler(f.v, ledger, q, s, &c); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := httpapi.NewHandler(c); err == nil {
+	if _, err := httpapi.NewHandler(f.v, ledger, q, s, &c); err == nil {
 		t.Error("two handlers registered the same metrics")
 	}
 }
@@ -116,8 +125,8 @@ func TestNewHandlerConfig(t *testing.T) {
 func TestMemoryRateLimiter(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)
-	l := httpapi.NewMemoryRateLimiter(func() time.Time { return now })
-	limit := httpapi.RateLimit{PerSecond: 2, Burst: 3}
+	l := ratelimit.NewMemory(func() time.Time { return now })
+	limit := ratelimit.Limit{PerSecond: 2, Burst: 3}
 	for i := range 3 {
 		d, err := l.Allow(t.Context(), "k", limit)
 		if err != nil || !d.Allowed || d.Remaining != 2-i || d.Limit != 3 {

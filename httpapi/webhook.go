@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/validmail/validmail/httpapi/internal/buckets"
 	"github.com/validmail/validmail/webhook"
 )
 
@@ -355,7 +356,7 @@ func (h *Handler) testAllowed(w http.ResponseWriter, r *http.Request, c *call) b
 	if h.testLim.Unlimited() {
 		return true
 	}
-	d, err := h.limiter.Allow(r.Context(), WebhookTestKey(c.key.AccountID), h.testLim)
+	d, err := h.limiter.Allow(r.Context(), buckets.WebhookTest(c.key.AccountID), h.testLim)
 	if err != nil {
 		if h.logger != nil {
 			h.logger.WarnContext(r.Context(), "httpapi: rate limiter failed; test event let through", "request_id", c.id, "err", err)

@@ -287,7 +287,7 @@ func TestWebhookConfigErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := httpapi.Config{Validator: f.v, Ledger: f.ledger, Queue: f.queue, Accounts: f.st}
+	base := httpapi.Config{}
 	for name, tweak := range map[string]func(*httpapi.Config){
 		"no outbox":   func(c *httpapi.Config) { c.Webhooks, c.WebhookSender = hooks, disp },
 		"no sender":   func(c *httpapi.Config) { c.Webhooks, c.WebhookOutbox = hooks, hooks },
@@ -295,7 +295,7 @@ func TestWebhookConfigErrors(t *testing.T) {
 	} {
 		cfg := base
 		tweak(&cfg)
-		if _, err := httpapi.NewHandler(cfg); !errors.Is(err, httpapi.ErrConfig) {
+		if _, err := httpapi.NewHandler(f.v, f.ledger, f.queue, f.st, &cfg); !errors.Is(err, httpapi.ErrConfig) {
 			t.Errorf("%s: NewHandler error %v, want ErrConfig", name, err)
 		}
 	}

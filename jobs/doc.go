@@ -4,7 +4,7 @@
 // # For users
 //
 // Most hosts never touch this package: httpapi/service builds the queue and
-// the pool from a store.Backend. A host that wires them itself calls
+// the pool from a store/backend.Backend. A host that wires them itself calls
 // [NewQueue] over the backend's Jobs, then [Queue.EnqueueCharged] (or
 // [Queue.Enqueue]) to submit a batch and [Queue.Get] to read a job, and
 // runs a [NewPool] with [Pool.Run] to work the queue.

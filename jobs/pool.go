@@ -15,9 +15,12 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 )
 
-// Validator validates one address. *emailcheck.Validator satisfies it. It
+// Validator validates one address: the one interface of a validator for
+// every part that validates, the worker [Pool], the API (httpapi), the
+// console's demo and the service. *emailcheck.Validator satisfies it. It
 // must be safe for concurrent use; an error means the validation could not
-// be done (the job is retried), never that the address is bad.
+// be done (a job is retried, a request answered 503 or 500), never that
+// the address is bad.
 type Validator interface {
 	Validate(ctx context.Context, email string, opts ...emailcheck.CallOption) (emailcheck.Result, error)
 }

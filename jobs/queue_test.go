@@ -10,8 +10,8 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/jobstest"
-	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
+	"github.com/validmail/validmail/store/storetest"
 )
 
 // plainDriver hides every optional interface of its driver, so the Queue
@@ -20,9 +20,9 @@ import (
 type plainDriver struct{ jobs.Driver }
 
 func TestFallbackDriver(t *testing.T) {
-	jobstest.Run(t, func(testing.TB) *store.Backend {
-		b := memstore.NewBackend()
-		b.Jobs = plainDriver{b.Jobs}
+	jobstest.Run(t, func(tb testing.TB) jobstest.Backend {
+		b := storetest.Jobs(tb, memstore.NewBackend())
+		b.Driver = plainDriver{b.Driver}
 		return b
 	})
 }

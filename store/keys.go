@@ -61,8 +61,8 @@ func SignupPermissions() []Permission {
 	return []Permission{PermValidate, PermBatch, PermStats}
 }
 
-// CheckPermissions returns nil when every permission is valid.
-func CheckPermissions(ps []Permission) error {
+// checkPermissions returns nil when every permission is valid.
+func checkPermissions(ps []Permission) error {
 	for _, p := range ps {
 		if !p.Valid() {
 			return fmt.Errorf("%w: %q", ErrInvalidPermission, string(p))
@@ -147,7 +147,7 @@ func NewKeyMaterial(p CreateKeyParams) (secret, hash, prefix string, perms []Per
 	if perms == nil {
 		perms = SignupPermissions()
 	}
-	if err := CheckPermissions(perms); err != nil {
+	if err := checkPermissions(perms); err != nil {
 		return "", "", "", nil, err
 	}
 	perms = append([]Permission(nil), perms...)

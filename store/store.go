@@ -25,6 +25,27 @@ var (
 	ErrKeyLimit = errors.New("store: key limit reached")
 )
 
+// Errors any backend may report from any method, of this package's
+// interfaces and of the other storage interfaces a backend implements
+// (credits.Store, jobs.Driver, webhook.Outbox, …). The HTTP API answers
+// both with 503 unavailable.
+var (
+	// ErrUnavailable reports a backend that could not be reached, or
+	// whose connection failed during the call: a change that failed with
+	// it may or may not have been applied, whole or not at all, and
+	// every change acknowledged before is kept. Backends wrap it with
+	// their own detail (store/pgstore, store/redisstore); a retry later
+	// may succeed.
+	ErrUnavailable = errors.New("store: backend unavailable")
+	// ErrDataLost reports a backend that lost the data it held while the
+	// service ran, such as a Redis server that restarted without
+	// persistence: every account, key and queued job is gone, so requests
+	// are refused (503) rather than answered as if their keys never
+	// existed. An operator restores the data, or restarts the service to
+	// start again empty.
+	ErrDataLost = errors.New("store: the backend lost its data")
+)
+
 // DefaultSignupCredits is the credit grant of a new account when
 // [CreateAccountParams.SignupCredits] is zero.
 const DefaultSignupCredits = 300

@@ -1,7 +1,6 @@
 // Package creditstest is the conformance suite for [credits.Store]
-// backends: the Credits of a [store.Backend]. A backend runs it, with
-// every other suite, through storetest.RunBackend; [Run] is the credits
-// part alone.
+// backends. A deployment's backend runs it, with every other suite,
+// through storetest.RunBackend; [Run] is the credits part alone.
 package creditstest
 
 import (
@@ -15,14 +14,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/validmail/validmail/credits"
-	"github.com/validmail/validmail/store"
 )
 
-// Run checks that the Credits of backends made by newBackend behave as
-// [credits.Store] promises. Each subtest runs in parallel with its own
-// backend from newBackend and its own account names, so newBackend may
-// also hand out one shared backend.
-func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
+// Run checks that the stores made by newStore behave as [credits.Store]
+// promises. Each subtest runs in parallel with its own store from
+// newStore and its own account names, so newStore may also hand out one
+// shared store.
+func Run(t *testing.T, newStore func(tb testing.TB) credits.Store) {
 	tests := []struct {
 		name string
 		f    func(t *testing.T, l *credits.Ledger, s credits.Store)
@@ -45,11 +43,11 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := newBackend(t)
-			if b == nil || b.Credits == nil {
-				t.Fatal("creditstest: the backend needs Credits")
+			s := newStore(t)
+			if s == nil {
+				t.Fatal("creditstest: no credits.Store")
 			}
-			tt.f(t, credits.New(b.Credits, nil), b.Credits)
+			tt.f(t, credits.New(s, nil), s)
 		})
 	}
 }

@@ -13,7 +13,7 @@ import (
 // prober refuses to start without a HELO name and a sender of the
 // operator's.
 func ExampleNew() {
-	if _, err := smtpprobe.New(smtpprobe.Config{}); errors.Is(err, smtpprobe.ErrConfig) {
+	if _, err := smtpprobe.New(smtpprobe.Config{}); errors.Is(err, emailcheck.ErrConfig) {
 		fmt.Println("refused: no HELO name or sender")
 	}
 	p, err := smtpprobe.New(smtpprobe.Config{HELO: "probe.example.org", MailFrom: "bounces@example.org"})

@@ -93,8 +93,6 @@ const (
 
 // Errors.
 var (
-	// ErrConfig reports an invalid [Config].
-	ErrConfig = errors.New("smtpprobe: invalid config")
 	// ErrAddressNotAllowed reports a connection refused because its
 	// address is not public ([netpolicy.IsPublic]) and
 	// [Config.AllowPrivate] is off.
@@ -179,10 +177,10 @@ type gate struct {
 // New returns a Prober configured by cfg.
 func New(cfg Config) (*Prober, error) {
 	if strings.TrimSpace(cfg.HELO) == "" || strings.ContainsAny(cfg.HELO, " \r\n") {
-		return nil, fmt.Errorf("%w: HELO must be a host name of the operator's", ErrConfig)
+		return nil, fmt.Errorf("smtpprobe: %w: HELO must be a host name of the operator's", emailcheck.ErrConfig)
 	}
 	if at := strings.LastIndexByte(cfg.MailFrom, '@'); at < 1 || at == len(cfg.MailFrom)-1 || strings.ContainsAny(cfg.MailFrom, " <>\r\n") {
-		return nil, fmt.Errorf("%w: MailFrom must be an address of the operator's", ErrConfig)
+		return nil, fmt.Errorf("smtpprobe: %w: MailFrom must be an address of the operator's", emailcheck.ErrConfig)
 	}
 	cfg.Port = cmp.Or(cfg.Port, DefaultPort)
 	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
@@ -192,8 +190,8 @@ func New(cfg Config) (*Prober, error) {
 	cfg.ConnsPerSecond = cmp.Or(cfg.ConnsPerSecond, DefaultConnsPerSecond)
 	cfg.CatchAllTTL = cmp.Or(cfg.CatchAllTTL, DefaultCatchAllTTL)
 	if cfg.Port < 1 || cfg.Port > 65535 || cfg.Timeout < 0 || cfg.MaxConnsPerAddr < 1 || cfg.MaxConnsPerNet < 1 || cfg.MaxConns < 1 {
-		return nil, fmt.Errorf("%w: port %d, timeout %v, %d connections per address, %d per network, %d in all",
-			ErrConfig, cfg.Port, cfg.Timeout, cfg.MaxConnsPerAddr, cfg.MaxConnsPerNet, cfg.MaxConns)
+		return nil, fmt.Errorf("smtpprobe: %w: port %d, timeout %v, %d connections per address, %d per network, %d in all",
+			emailcheck.ErrConfig, cfg.Port, cfg.Timeout, cfg.MaxConnsPerAddr, cfg.MaxConnsPerNet, cfg.MaxConns)
 	}
 	p := &Prober{
 		cfg:      cfg,

@@ -450,7 +450,7 @@ func TestNewRequiresIdentity(t *testing.T) {
 		{HELO: "probe validmail", MailFrom: "bounces@validmail.test"},
 		{HELO: "probe.validmail.test", MailFrom: "not an address"},
 	} {
-		if _, err := smtpprobe.New(cfg); !errors.Is(err, smtpprobe.ErrConfig) {
+		if _, err := smtpprobe.New(cfg); !errors.Is(err, emailcheck.ErrConfig) {
 			t.Errorf("New(%+v): %v, want ErrConfig", cfg, err)
 		}
 	}

@@ -437,7 +437,7 @@ func TestSMTPProbeFlags(t *testing.T) {
 func TestRunThroughAPI(t *testing.T) {
 	t.Parallel()
 	dns := startDNS(t, 0)
-	svc, err := service.New(service.Config{Backend: memstore.NewBackend(), Checks: &emailcheck.Config{Nameservers: []string{dns.Addr()}}})
+	svc, err := service.New(memstore.NewBackend(), &service.Config{Checks: &emailcheck.Config{Nameservers: []string{dns.Addr()}}})
 	if err != nil {
 		t.Fatal(err)
 	}

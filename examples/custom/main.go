@@ -48,8 +48,7 @@ func run(ctx context.Context, ln net.Listener, getenv func(string) string, logge
 	if err != nil {
 		return err
 	}
-	svc, err := service.New(service.Config{
-		Backend:       b,
+	svc, err := service.New(b, &service.Config{
 		Logger:        logger,
 		Checks:        &emailcheck.Config{Nameservers: list(getenv("VALIDMAIL_DNS"))},
 		WebhookClient: webhook.ClientOptions{Allow: list(getenv("VALIDMAIL_WEBHOOK_ALLOW"))},

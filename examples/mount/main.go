@@ -137,8 +137,7 @@ type validmail struct {
 // newValidmail assembles the service on memory backends, with one account
 // whose key it returns in key. The caller runs m.svc.Run, which closes it.
 func newValidmail(ctx context.Context, nameservers []string, logger *slog.Logger) (*validmail, error) {
-	svc, err := service.New(service.Config{
-		Backend: memstore.NewBackend(),
+	svc, err := service.New(memstore.NewBackend(), &service.Config{
 		Checks:  &emailcheck.Config{Nameservers: nameservers},
 		Logger:  logger,
 		Workers: 2,

@@ -16,6 +16,7 @@ import (
 	"github.com/validmail/validmail/emailcheck/smtpprobe"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
@@ -69,7 +70,7 @@ type config struct {
 	SMTP      smtpprobe.Config
 	// RateLimit is the per-key request limit; its zero value means the
 	// API's defaults.
-	RateLimit httpapi.RateLimit
+	RateLimit ratelimit.Limit
 	// Dashboard serves the console at /dashboard/ and the demo at /demo
 	// (-dashboard); DashboardInsecureCookies drops the session cookie's
 	// Secure attribute for plain-HTTP development on loopback.
@@ -223,14 +224,14 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	case rateBurst < 0:
 		return c, fmt.Errorf("%w: -rate-burst must not be negative", errUsage)
 	case rateLimit < 0:
-		c.RateLimit = httpapi.RateLimit{PerSecond: -1}
+		c.RateLimit = ratelimit.Limit{PerSecond: -1}
 	case rateLimit == 0 && rateBurst == 0:
 		// The API's defaults.
 	case rateLimit == 0:
-		c.RateLimit = httpapi.RateLimit{PerSecond: httpapi.DefaultRatePerSecond, Burst: rateBurst}
+		c.RateLimit = ratelimit.Limit{PerSecond: httpapi.DefaultRatePerSecond, Burst: rateBurst}
 	default:
 		// A zero burst becomes one second's worth of the rate.
-		c.RateLimit = httpapi.RateLimit{PerSecond: rateLimit, Burst: rateBurst}
+		c.RateLimit = ratelimit.Limit{PerSecond: rateLimit, Burst: rateBurst}
 	}
 	if c.Workers < 0 {
 		return c, fmt.Errorf("%w: -workers must not be negative", errUsage)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 )
 
 // testKey is a well-formed API key secret.
@@ -57,15 +58,15 @@ func TestParseServeConfig(t *testing.T) {
 		{"private MX", []string{"-allow-private-mx"}, nil, func(c config) bool { return c.AllowPrivateMX }, false},
 		{"private MX from env", nil, map[string]string{"VALIDMAIL_ALLOW_PRIVATE_MX": "true"}, func(c config) bool { return c.AllowPrivateMX }, false},
 		{"bootstrap credits", []string{"-bootstrap-credits", "5000"}, nil, func(c config) bool { return c.BootstrapCredits == 5000 }, false},
-		{"default rate limit", nil, nil, func(c config) bool { return c.RateLimit == httpapi.RateLimit{} }, false},
+		{"default rate limit", nil, nil, func(c config) bool { return c.RateLimit == ratelimit.Limit{} }, false},
 		{"rate limit", []string{"-rate-limit", "0.5", "-rate-burst", "3"}, nil, func(c config) bool {
-			return c.RateLimit == httpapi.RateLimit{PerSecond: 0.5, Burst: 3}
+			return c.RateLimit == ratelimit.Limit{PerSecond: 0.5, Burst: 3}
 		}, false},
 		{"rate limit from env", nil, map[string]string{"VALIDMAIL_RATE_LIMIT": "20", "VALIDMAIL_RATE_BURST": "40"}, func(c config) bool {
-			return c.RateLimit == httpapi.RateLimit{PerSecond: 20, Burst: 40}
+			return c.RateLimit == ratelimit.Limit{PerSecond: 20, Burst: 40}
 		}, false},
 		{"burst alone", []string{"-rate-burst", "7"}, nil, func(c config) bool {
-			return c.RateLimit == httpapi.RateLimit{PerSecond: httpapi.DefaultRatePerSecond, Burst: 7}
+			return c.RateLimit == ratelimit.Limit{PerSecond: httpapi.DefaultRatePerSecond, Burst: 7}
 		}, false},
 		{"rate limit off", []string{"-rate-limit", "-1"}, nil, func(c config) bool { return c.RateLimit.Unlimited() }, false},
 		{"bad webhook allowlist", []string{"-webhook-allow", "10.0.0.0/99"}, nil, nil, true},

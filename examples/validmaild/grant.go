@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/httpapi/service"
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 )
 
 // accountUsage lists the account subcommands.
@@ -48,7 +48,7 @@ func parseAccountFlags(fs *flag.FlagSet, args []string, getenv func(string) stri
 }
 
 // openShared opens the shared store of an account command.
-func openShared(ctx context.Context, storeURL string) (*store.Backend, error) {
+func openShared(ctx context.Context, storeURL string) (*backend.Backend, error) {
 	b, err := openBackend(ctx, storeURL, 0, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err

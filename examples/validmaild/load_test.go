@@ -22,6 +22,7 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/dnstest"
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 )
@@ -125,15 +126,12 @@ func loadAPIWith(t *testing.T, storeURL, dnsAddr string, limited bool) (http.Han
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := httpapi.Config{
-		Validator: v, Ledger: ledger, Queue: queue, Accounts: b.Accounts,
-		RateLimit: httpapi.RateLimit{PerSecond: -1},
-	}
+	cfg := httpapi.Config{RateLimit: ratelimit.Limit{PerSecond: -1}}
 	if limited {
-		high := httpapi.RateLimit{PerSecond: 1e6, Burst: 1e6}
+		high := ratelimit.Limit{PerSecond: 1e6, Burst: 1e6}
 		cfg.RateLimit, cfg.AccountRateLimit, cfg.RateLimiter = high, high, b.Limiter
 	}
-	h, err := httpapi.NewHandler(cfg)
+	h, err := httpapi.NewHandler(v, ledger, queue, b.Accounts, &cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

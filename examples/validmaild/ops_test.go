@@ -22,8 +22,7 @@ func metricNames(t *testing.T) map[string]bool {
 	t.Helper()
 	srv := dnstest.Start(t, dnstest.Zone{}, nil)
 	reg := prometheus.NewRegistry()
-	svc, err := service.New(service.Config{
-		Backend:    memstore.NewBackend(),
+	svc, err := service.New(memstore.NewBackend(), &service.Config{
 		Checks:     &emailcheck.Config{Nameservers: []string{srv.Addr()}},
 		Registerer: reg,
 		Workers:    1,

@@ -24,7 +24,7 @@ import (
 	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
 	"github.com/validmail/validmail/httpapi/service"
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/storeurl"
 	"github.com/validmail/validmail/webhook"
 )
@@ -61,7 +61,6 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 	logger.Info("store opened", "store", storeurl.Redact(cfg.Store), "kind", b.Name)
 
 	scfg := service.Config{
-		Backend:       b,
 		Checks:        &emailcheck.Config{Nameservers: cfg.DNS, AllowPrivateMX: cfg.AllowPrivateMX},
 		Logger:        logger,
 		Workers:       cmp.Or(cfg.Workers, -1), // -workers 0 runs none here
@@ -101,10 +100,10 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 		)
 		scfg.Registerer = reg
 	}
-	svc, err := service.New(scfg)
+	svc, err := service.New(b, &scfg)
 	if err != nil {
 		b.Close()
-		if errors.Is(err, service.ErrConfig) {
+		if errors.Is(err, httpapi.ErrConfig) {
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}
 		return err
@@ -172,7 +171,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 // demo account on a memory store, and prints a new key to stdout with a
 // curl command line for the service listening at addr. Keys are
 // never logged.
-func announceAccount(ctx context.Context, cfg config, b *store.Backend, addr string, logger *slog.Logger, stdout io.Writer) error {
+func announceAccount(ctx context.Context, cfg config, b *backend.Backend, addr string, logger *slog.Logger, stdout io.Writer) error {
 	email := cfg.BootstrapEmail
 	if email == "" {
 		if b.Shared {

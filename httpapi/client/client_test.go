@@ -32,7 +32,7 @@ type deployment struct {
 func deploy(t *testing.T, wrap func(http.Handler) http.Handler) *deployment {
 	t.Helper()
 	dns := dnstest.Start(t, dnstest.Zone{"gmail.com": {MX: []dnstest.MX{{Pref: 5, Host: "gmail-smtp-in.l.google.com"}}}}, nil)
-	svc, err := service.New(service.Config{Backend: memstore.NewBackend(), Checks: &emailcheck.Config{Nameservers: []string{dns.Addr()}}})
+	svc, err := service.New(memstore.NewBackend(), &service.Config{Checks: &emailcheck.Config{Nameservers: []string{dns.Addr()}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestRetryAfter429(t *testing.T) {
 // the service on memory over loopback.
 func BenchmarkValidateList10k(b *testing.B) {
 	dns := dnstest.Start(b, dnstest.Zone{"gmail.com": {MX: []dnstest.MX{{Pref: 5, Host: "gmail-smtp-in.l.google.com"}}}}, nil)
-	svc, err := service.New(service.Config{Backend: memstore.NewBackend(), Checks: &emailcheck.Config{Nameservers: []string{dns.Addr()}}})
+	svc, err := service.New(memstore.NewBackend(), &service.Config{Checks: &emailcheck.Config{Nameservers: []string{dns.Addr()}}})
 	if err != nil {
 		b.Fatal(err)
 	}

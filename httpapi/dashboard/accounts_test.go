@@ -17,22 +17,23 @@ import (
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
 	"github.com/validmail/validmail/httpapi/dashboard/mail/mailtest"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/store/storeurl"
 )
 
 const passphrase = "a long enough passphrase"
 
-// backend is a store for a test: memory, or a fresh schema or key prefix
+// testBackend is a store for a test: memory, or a fresh schema or key prefix
 // of the PostgreSQL and Redis servers the environment names.
-type backend struct {
+type testBackend struct {
 	name string
-	open func(t *testing.T) *store.Backend
+	open func(t *testing.T) *backend.Backend
 	url  string // "" for memory
 }
 
-func testBackends(t *testing.T) []backend {
-	bs := []backend{{name: "memory", open: func(*testing.T) *store.Backend { return memstore.NewBackend() }}}
+func testBackends(t *testing.T) []testBackend {
+	bs := []testBackend{{name: "memory", open: func(*testing.T) *backend.Backend { return memstore.NewBackend() }}}
 	for _, name := range []string{"postgres", "redis"} {
 		raw := os.Getenv("VALIDMAIL_TEST_" + strings.ToUpper(name))
 		if raw == "" {
@@ -50,7 +51,7 @@ func testBackends(t *testing.T) []backend {
 		} else {
 			u += sep + "prefix=" + ns
 		}
-		bs = append(bs, backend{name: name, url: u, open: func(t *testing.T) *store.Backend {
+		bs = append(bs, testBackend{name: name, url: u, open: func(t *testing.T) *backend.Backend {
 			if name == "postgres" {
 				t.Cleanup(func() { dropSchema(t, raw, ns) })
 			}

@@ -27,7 +27,7 @@ import (
 	"github.com/validmail/validmail/emailcheck/dnstest"
 	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/httpapi/service"
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/webhook"
 )
@@ -67,7 +67,7 @@ type site struct {
 // startSite starts the service on b (a new memory backend if nil); each
 // option may change the dashboard's configuration, given the site's
 // address.
-func startSite(t *testing.T, b *store.Backend, options ...func(dc *dashboard.Config, base string)) *site {
+func startSite(t *testing.T, b *backend.Backend, options ...func(dc *dashboard.Config, base string)) *site {
 	t.Helper()
 	dns := dnstest.Start(t, dnstest.Zone{
 		"good.com":  {MX: []dnstest.MX{{Pref: 10, Host: "mx.good.com"}}},
@@ -94,8 +94,7 @@ func startSite(t *testing.T, b *store.Backend, options ...func(dc *dashboard.Con
 	for _, o := range options {
 		o(dc, s.base)
 	}
-	svc, err := service.New(service.Config{
-		Backend:       b,
+	svc, err := service.New(b, &service.Config{
 		Checks:        &emailcheck.Config{Nameservers: []string{dns.Addr()}, AllowPrivateMX: true},
 		WebhookClient: webhook.ClientOptions{Allow: []string{"127.0.0.1"}},
 		Dashboard:     dc,

@@ -69,9 +69,7 @@ package dashboard
 
 import (
 	"cmp"
-	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -85,7 +83,6 @@ import (
 	"github.com/alexedwards/scs/v2"
 
 	"github.com/validmail/validmail/credits"
-	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
 	"github.com/validmail/validmail/httpapi/ratelimit"
@@ -124,41 +121,34 @@ var DefaultSignInLimit = ratelimit.Limit{PerSecond: 1.0 / 3, Burst: 20}
 // a minute.
 var DefaultSignInFailures = ratelimit.Quota{Limit: 5, Window: time.Minute}
 
-// ErrConfig reports a Config that cannot work.
-var ErrConfig = errors.New("dashboard: invalid configuration")
-
-// Validator validates one address; an *emailcheck.Validator is one.
-type Validator interface {
-	Validate(ctx context.Context, email string, opts ...emailcheck.CallOption) (emailcheck.Result, error)
-}
-
-// WebhookSender makes one signed attempt, for "Send test event"; a
-// *webhook.Dispatcher is one.
-type WebhookSender interface {
-	Send(ctx context.Context, ep webhook.Endpoint, ev webhook.Event) webhook.Attempt
-}
-
-// Config configures a [Dashboard]: the same domain objects as the API's,
-// plus session settings.
-type Config struct {
-	Accounts  store.Accounts
+// Storage is where the console keeps its data: all four are required,
+// the fields of the same names of a deployment's backend (store/backend).
+type Storage struct {
+	// Accounts stores accounts and API keys.
+	Accounts store.Accounts
+	// Passwords keeps each account's password hash.
 	Passwords store.Passwords
-	Sessions  store.SessionStore
-	Ledger    *credits.Ledger
-	Queue     *jobs.Queue
+	// Sessions keeps the sessions, shared by every instance.
+	Sessions store.SessionStore
 	// Tokens keeps the single-use links the console mails (email
 	// confirmation, password reset).
 	Tokens store.Tokens
+}
+
+// Config configures a [Dashboard] beyond what [New] requires: the
+// optional domain objects and the session, mail and limit settings.
+// Every field has a documented default: a nil *Config is the zero Config.
+type Config struct {
 	// Usage, when set, gives the overview's validations this month by
 	// status; without it the overview counts batch results only.
 	Usage store.Usage
 	// Validator answers the demo; nil turns the demo off.
-	Validator Validator
+	Validator jobs.Validator
 	// Endpoints, Outbox and Sender serve the webhook page; without
 	// Endpoints the page says webhooks are not available.
 	Endpoints webhook.Endpoints
 	Outbox    webhook.Outbox
-	Sender    WebhookSender
+	Sender    httpapi.WebhookSender
 	// EndpointChanged, when set, is told after an account's endpoint
 	// changes (a *jobevents.Source's Forget).
 	EndpointChanged func(accountID string)
@@ -223,7 +213,7 @@ type Config struct {
 	// off.
 	WebhookTestLimit ratelimit.Limit
 	// Limiter keeps every limit above. Give the deployment's shared
-	// limiter (the store.Backend's Limiter) so that the limits hold
+	// limiter (the backend.Backend's Limiter) so that the limits hold
 	// across instances; quotas need a [ratelimit.Counter] (every backend
 	// here has one), else they count in this process. Default: a
 	// [ratelimit.Memory], which limits this process only.
@@ -243,9 +233,18 @@ type Config struct {
 	Now func() time.Time
 }
 
+// settings is a Dashboard's configuration: what New was given, with the
+// defaults applied.
+type settings struct {
+	Config
+	Storage
+	Ledger *credits.Ledger
+	Queue  *jobs.Queue
+}
+
 // Dashboard is the console's handler set. Create it with [New].
 type Dashboard struct {
-	cfg      Config
+	cfg      settings
 	sessions *scs.SessionManager
 	pages    map[string]*template.Template
 	hasher   *hasher
@@ -257,22 +256,29 @@ type Dashboard struct {
 	sending  chan struct{} // a slot per message on its way
 }
 
-// New returns a Dashboard over cfg's objects.
-func New(cfg Config) (*Dashboard, error) {
-	if cfg.Accounts == nil || cfg.Passwords == nil || cfg.Sessions == nil || cfg.Tokens == nil || cfg.Ledger == nil || cfg.Queue == nil {
-		return nil, fmt.Errorf("%w: Accounts, Passwords, Sessions, Tokens, Ledger and Queue are required", ErrConfig)
+// New returns the console over its storage st, the ledger that grants
+// and shows credits and the queue of its bulk tool, configured by c (nil
+// means every default). It checks c once and starts no goroutines; an
+// invalid configuration is an error wrapping [httpapi.ErrConfig].
+func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Dashboard, error) {
+	if st.Accounts == nil || st.Passwords == nil || st.Sessions == nil || st.Tokens == nil || ledger == nil || queue == nil {
+		return nil, fmt.Errorf("dashboard: %w: Accounts, Passwords, Sessions, Tokens, a Ledger and a Queue are required", httpapi.ErrConfig)
+	}
+	cfg := settings{Storage: st, Ledger: ledger, Queue: queue}
+	if c != nil {
+		cfg.Config = *c
 	}
 	cfg.BaseURL = strings.TrimSuffix(cfg.BaseURL, "/")
 	if cfg.Mailer != nil && !validBaseURL(cfg.BaseURL) {
-		return nil, fmt.Errorf("%w: a Mailer needs BaseURL, the console's public origin such as https://validmail.example.com (got %q)", ErrConfig, cfg.BaseURL)
+		return nil, fmt.Errorf("dashboard: %w: a Mailer needs BaseURL, the console's public origin such as https://validmail.example.com (got %q)", httpapi.ErrConfig, cfg.BaseURL)
 	}
 	cfg.Prefix = strings.TrimSuffix(cmp.Or(cfg.Prefix, DefaultPrefix), "/")
 	if !strings.HasPrefix(cfg.Prefix, "/") {
-		return nil, fmt.Errorf("%w: Prefix %q must start with /", ErrConfig, cfg.Prefix)
+		return nil, fmt.Errorf("dashboard: %w: Prefix %q must start with /", httpapi.ErrConfig, cfg.Prefix)
 	}
 	if cfg.BillingURL != "" {
 		if u, err := url.Parse(cfg.BillingURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, fmt.Errorf("%w: BillingURL %q must be an http or https URL", ErrConfig, cfg.BillingURL)
+			return nil, fmt.Errorf("dashboard: %w: BillingURL %q must be an http or https URL", httpapi.ErrConfig, cfg.BillingURL)
 		}
 	}
 	cfg.DemoPath = linkPath(cfg.DemoPath, "/demo")
@@ -282,8 +288,10 @@ func New(cfg Config) (*Dashboard, error) {
 	if len(cfg.KeyPermissions) == 0 {
 		cfg.KeyPermissions = store.AllPermissions()
 	}
-	if err := store.CheckPermissions(cfg.KeyPermissions); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	for _, p := range cfg.KeyPermissions {
+		if _, err := store.ParsePermission(string(p)); err != nil {
+			return nil, fmt.Errorf("dashboard: %w: KeyPermissions: %w", httpapi.ErrConfig, err)
+		}
 	}
 	cfg.MaxKeys = cmp.Or(cfg.MaxKeys, 100)
 	cfg.BulkLimit = cmp.Or(cfg.BulkLimit, DefaultBulkLimit)
@@ -294,22 +302,22 @@ func New(cfg Config) (*Dashboard, error) {
 		cfg.SignInLimit = DefaultSignInLimit
 	}
 	if err := cfg.SignInLimit.Check(); err != nil {
-		return nil, fmt.Errorf("%w: SignInLimit: %w", ErrConfig, err)
+		return nil, fmt.Errorf("dashboard: %w: SignInLimit: %w", httpapi.ErrConfig, err)
 	}
 	if cfg.SignInFailures == (ratelimit.Quota{}) {
 		cfg.SignInFailures = DefaultSignInFailures
 	}
 	if err := cfg.SignInFailures.Check(); err != nil {
-		return nil, fmt.Errorf("%w: SignInFailures: %w", ErrConfig, err)
+		return nil, fmt.Errorf("dashboard: %w: SignInFailures: %w", httpapi.ErrConfig, err)
 	}
 	if cfg.WebhookTestLimit == (ratelimit.Limit{}) {
 		cfg.WebhookTestLimit = httpapi.DefaultWebhookTestLimit
 	}
 	if err := cfg.WebhookTestLimit.Check(); err != nil {
-		return nil, fmt.Errorf("%w: WebhookTestLimit: %w", ErrConfig, err)
+		return nil, fmt.Errorf("dashboard: %w: WebhookTestLimit: %w", httpapi.ErrConfig, err)
 	}
 	if cfg.BulkLimit < 0 || cfg.BulkWindow < time.Millisecond || cfg.DemoRate < 0 || cfg.SignupsPerHour < 0 {
-		return nil, fmt.Errorf("%w: BulkLimit, BulkWindow, DemoRate and SignupsPerHour must be positive", ErrConfig)
+		return nil, fmt.Errorf("dashboard: %w: BulkLimit, BulkWindow, DemoRate and SignupsPerHour must be positive", httpapi.ErrConfig)
 	}
 	if cfg.ClientIP == nil {
 		cfg.ClientIP = remoteIP
@@ -336,6 +344,13 @@ func New(cfg Config) (*Dashboard, error) {
 		cfg.Logger.Warn("dashboard: no mailer: mail is written to this log, links included, and new accounts get their signup credits at once, unconfirmed")
 	}
 
+	// Sessions (scs) live in the backend under the hash of their token,
+	// each saved with the account it signed in (sessionStore). The flow:
+	// a sign-in or a sign-out renews the token (a fixation defense), a
+	// request loads its session and saves it back only if it still exists
+	// (so a session ended elsewhere, by a password change, stays ended),
+	// and a session ends IdleTimeout after its last use or Lifetime after
+	// sign-in, whichever comes first.
 	sm := scs.New()
 	sm.Store = sessionStore{s: cfg.Sessions, codec: sm.Codec}
 	sm.IdleTimeout = cfg.IdleTimeout
@@ -364,9 +379,16 @@ func New(cfg Config) (*Dashboard, error) {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusForbidden, "This form was sent from another site, so it was refused.")
 	}))
-	// The session is loaded outside the cross-origin check, so that its
-	// refusal page knows who is signed in; a body is read only after the
-	// check, and under the route's limit.
+	// The layers of every console request, outermost first:
+	//  1. securityHeaders: CSP, frame, referrer and opener policies;
+	//  2. trackSessionLoads: a record of the session this request loads;
+	//  3. sm.LoadAndSave: loads the session, saves it after the handler;
+	//  4. cop: cross-origin POSTs refused with 403 (after the session is
+	//     loaded, so that its refusal page knows who is signed in);
+	//  5. d.bounded: the route's body limit, before any body is read;
+	//  6. the mux, whose private routes run d.authed (a signed-in,
+	//     existing account, else a redirect to the sign-in page) and,
+	//     where a key or mail is made, d.confirmed.
 	d.handler = securityHeaders(trackSessionLoads(sm.LoadAndSave(cop.Handler(d.bounded(mux)))))
 	d.demo = securityHeaders(http.HandlerFunc(d.demoPage))
 	return d, nil

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/storeurl"
 )
 
@@ -304,7 +304,7 @@ func TestSharedSessions(t *testing.T) {
 			} else {
 				u += sep + "prefix=" + ns
 			}
-			open := func() *store.Backend {
+			open := func() *backend.Backend {
 				b, err := storeurl.Open(context.Background(), u, nil)
 				if err != nil {
 					t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/store/storeurl"
 )
@@ -34,11 +35,10 @@ type fieldSite struct {
 	key     string
 }
 
-func newFieldSite(tb testing.TB, name string, b *store.Backend) *fieldSite {
+func newFieldSite(tb testing.TB, name string, b *backend.Backend) *fieldSite {
 	tb.Helper()
 	dns := dnstest.Start(tb, dnstest.Zone{"good.com": {MX: []dnstest.MX{{Pref: 10, Host: "mx.good.com"}}}}, nil)
-	svc, err := service.New(service.Config{
-		Backend:   b,
+	svc, err := service.New(b, &service.Config{
 		Checks:    &emailcheck.Config{Nameservers: []string{dns.Addr()}, AllowPrivateMX: true},
 		Dashboard: &dashboard.Config{InsecureCookies: true, SignupsPerHour: 1 << 20, BulkLimit: 1 << 30},
 		Workers:   -1,

@@ -21,8 +21,7 @@ import (
 // overview, beside the signup grant, with the operator's checkout link.
 func TestOverviewShowsGrants(t *testing.T) {
 	const token = "op-token-for-the-overview-test-0123456789"
-	svc, err := service.New(service.Config{
-		Backend:   memstore.NewBackend(),
+	svc, err := service.New(memstore.NewBackend(), &service.Config{
 		Checks:    &emailcheck.Config{Nameservers: []string{"127.0.0.1:1"}},
 		API:       httpapi.Config{AdminToken: token},
 		Dashboard: &dashboard.Config{InsecureCookies: true, BillingURL: "https://billing.example.net/buy?plan=10k&x=<y>"},
@@ -73,13 +72,12 @@ func TestOverviewShowsGrants(t *testing.T) {
 
 func TestBillingURLChecked(t *testing.T) {
 	for _, u := range []string{"javascript:alert(1)", "/relative", "ftp://x.example", "https://"} {
-		_, err := service.New(service.Config{
-			Backend:   memstore.NewBackend(),
+		_, err := service.New(memstore.NewBackend(), &service.Config{
 			Checks:    &emailcheck.Config{Nameservers: []string{"127.0.0.1:1"}},
 			Dashboard: &dashboard.Config{BillingURL: u},
 			Workers:   -1,
 		})
-		if !errors.Is(err, dashboard.ErrConfig) && !errors.Is(err, service.ErrConfig) {
+		if !errors.Is(err, httpapi.ErrConfig) {
 			t.Errorf("BillingURL %q: %v", u, err)
 		}
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/validmail/validmail/emailcheck/dnstest"
 	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/httpapi/service"
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/store/storeurl"
 )
@@ -74,14 +74,13 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-func startRecorded(t *testing.T, b *store.Backend) *recorded {
+func startRecorded(t *testing.T, b *backend.Backend) *recorded {
 	t.Helper()
 	dns := dnstest.Start(t, dnstest.Zone{"good.com": {MX: []dnstest.MX{{Pref: 10, Host: "mx.good.com"}}}}, nil)
 	if b == nil {
 		b = memstore.NewBackend()
 	}
-	svc, err := service.New(service.Config{
-		Backend:   b,
+	svc, err := service.New(b, &service.Config{
 		Checks:    &emailcheck.Config{Nameservers: []string{dns.Addr()}, AllowPrivateMX: true},
 		Dashboard: &dashboard.Config{InsecureCookies: true, SignupsPerHour: 1000},
 		Workers:   -1,
@@ -340,7 +339,7 @@ func TestFormLimits(t *testing.T) {
 
 // eachBackend runs f on memory and on every shared backend the
 // environment names, each under a schema or key prefix of its own.
-func onEachBackend(t *testing.T, f func(t *testing.T, b *store.Backend)) {
+func onEachBackend(t *testing.T, f func(t *testing.T, b *backend.Backend)) {
 	t.Run("memory", func(t *testing.T) { f(t, memstore.NewBackend()) })
 	for _, name := range []string{"postgres", "redis"} {
 		t.Run(name, func(t *testing.T) {
@@ -373,7 +372,7 @@ func onEachBackend(t *testing.T, f func(t *testing.T, b *store.Backend)) {
 // lists with lines that hold no address: the addresses are submitted as
 // written, and the batch page tells which lines were left out and why.
 func TestBulkUploadEncodings(t *testing.T) {
-	onEachBackend(t, func(t *testing.T, b *store.Backend) {
+	onEachBackend(t, func(t *testing.T, b *backend.Backend) {
 		s := startRecorded(t, b)
 		u := newUser(t, s.base)
 		u.signup("encodings@example.com")

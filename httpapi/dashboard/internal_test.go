@@ -207,8 +207,8 @@ func TestMailPerAddressBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &countingMailer{to: map[string]int{}}
-	d, err := New(Config{Accounts: b.Accounts, Passwords: b.Passwords, Sessions: b.Sessions, Tokens: b.Tokens, Ledger: ledger, Queue: q,
-		Mailer: m, BaseURL: "https://console.example"})
+	d, err := New(Storage{Accounts: b.Accounts, Passwords: b.Passwords, Sessions: b.Sessions, Tokens: b.Tokens}, ledger, q,
+		&Config{Mailer: m, BaseURL: "https://console.example"})
 	if err != nil {
 		t.Fatal(err)
 	}

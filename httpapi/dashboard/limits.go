@@ -125,7 +125,13 @@ func (d *Dashboard) demoLimit() ratelimit.Limit {
 	return ratelimit.Limit{PerSecond: float64(d.cfg.DemoRate) / 60, Burst: d.cfg.DemoRate}
 }
 
-// bulkQuota is the free bulk tool's quota per account.
+// bulkQuota is the free bulk tool's quota per account: BulkLimit
+// addresses per fixed window of BulkWindow, in the deployment's limiter
+// (a ratelimit.Counter, shared by every instance). A submission of n
+// addresses takes n at once, all or nothing, before it is enqueued, so
+// that concurrent submissions cannot overshoot; a refused one is 429 and
+// submits nothing, and one whose enqueue fails gives its n back
+// ([Dashboard.refundBulk]). The bulk page reads what is left by taking 0.
 func (d *Dashboard) bulkQuota() ratelimit.Quota {
 	return ratelimit.Quota{Limit: d.cfg.BulkLimit, Window: d.cfg.BulkWindow}
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/jobs"
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/store/storeurl"
 	"github.com/validmail/validmail/webhook"
@@ -36,11 +36,11 @@ const clientHeader = "X-Test-Client"
 // eachBackend runs f on memory and on every shared backend the
 // environment names; open returns a new handle on the test's one store
 // (another instance's), and shared reports whether handles share data.
-func eachBackend(t *testing.T, f func(t *testing.T, open func() *store.Backend, shared bool)) {
+func eachBackend(t *testing.T, f func(t *testing.T, open func() *backend.Backend, shared bool)) {
 	t.Run("memory", func(t *testing.T) {
 		t.Parallel()
 		b := memstore.NewBackend()
-		f(t, func() *store.Backend { return b }, false)
+		f(t, func() *backend.Backend { return b }, false)
 	})
 	urls := map[string]string{"postgres": os.Getenv("VALIDMAIL_TEST_POSTGRES"), "redis": os.Getenv("VALIDMAIL_TEST_REDIS")}
 	for name, raw := range urls {
@@ -61,7 +61,7 @@ func eachBackend(t *testing.T, f func(t *testing.T, open func() *store.Backend, 
 			} else {
 				u += sep + "prefix=" + ns
 			}
-			f(t, func() *store.Backend {
+			f(t, func() *backend.Backend {
 				b, err := storeurl.Open(context.Background(), u, nil)
 				if err != nil {
 					t.Fatal(err)
@@ -82,7 +82,7 @@ type limitSite struct {
 	hook     string // the webhook receiver's URL
 }
 
-func startLimitSite(t *testing.T, b *store.Backend, dc dashboard.Config) *limitSite {
+func startLimitSite(t *testing.T, b *backend.Backend, dc dashboard.Config) *limitSite {
 	t.Helper()
 	dns := dnstest.Start(t, dnstest.Zone{"good.com": {MX: []dnstest.MX{{Pref: 10, Host: "mx.good.com"}}}}, nil)
 	s := &limitSite{}
@@ -100,8 +100,7 @@ func startLimitSite(t *testing.T, b *store.Backend, dc dashboard.Config) *limitS
 	t.Cleanup(func() { recv.Close() })
 	s.hook = "http://" + rl.Addr().String() + "/hook"
 	dc.InsecureCookies = true
-	svc, err := service.New(service.Config{
-		Backend:       b,
+	svc, err := service.New(b, &service.Config{
 		Checks:        &emailcheck.Config{Nameservers: []string{dns.Addr()}, AllowPrivateMX: true},
 		WebhookClient: webhook.ClientOptions{Allow: []string{"127.0.0.1"}},
 		API: httpapi.Config{ClientIP: func(r *http.Request) string {
@@ -150,7 +149,7 @@ const password = "a long enough passphrase"
 // cannot lock alice out, while failures that got through still count.
 func TestSignInLockout(t *testing.T) {
 	t.Parallel()
-	eachBackend(t, func(t *testing.T, open func() *store.Backend, _ bool) {
+	eachBackend(t, func(t *testing.T, open func() *backend.Backend, _ bool) {
 		s := startLimitSite(t, open(), dashboard.Config{
 			SignInLimit:    ratelimit.Limit{PerSecond: 0.0001, Burst: 3},
 			SignInFailures: ratelimit.Quota{Limit: 5, Window: 1000 * time.Hour},
@@ -208,7 +207,7 @@ func TestSignInLockout(t *testing.T) {
 // let exactly 300 addresses through.
 func TestBulkQuotaTwoInstances(t *testing.T) {
 	t.Parallel()
-	eachBackend(t, func(t *testing.T, open func() *store.Backend, shared bool) {
+	eachBackend(t, func(t *testing.T, open func() *backend.Backend, shared bool) {
 		dc := dashboard.Config{BulkWindow: 1000 * time.Hour}
 		a := startLimitSite(t, open(), dc)
 		b := a
@@ -266,7 +265,7 @@ func TestBulkQuotaTwoInstances(t *testing.T) {
 // client.
 func TestSignupPerNetwork(t *testing.T) {
 	t.Parallel()
-	eachBackend(t, func(t *testing.T, open func() *store.Backend, _ bool) {
+	eachBackend(t, func(t *testing.T, open func() *backend.Backend, _ bool) {
 		s := startLimitSite(t, open(), dashboard.Config{SignupsPerHour: 5})
 		codes := map[int]int{}
 		for i := range 10 {
@@ -318,7 +317,7 @@ func untilRefused(t *testing.T, most int, f func(i int) answer) int {
 // events use.
 func TestTestEventsLimited(t *testing.T) {
 	t.Parallel()
-	eachBackend(t, func(t *testing.T, open func() *store.Backend, _ bool) {
+	eachBackend(t, func(t *testing.T, open func() *backend.Backend, _ bool) {
 		s := startLimitSite(t, open(), dashboard.Config{})
 		u := newUser(t, s.base)
 		u.signup("hooks@example.com")

@@ -13,7 +13,8 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/internal/buckets"
+	"github.com/validmail/validmail/httpapi/internal/resultcsv"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
@@ -461,7 +462,7 @@ func (d *Dashboard) testWebhook(w http.ResponseWriter, r *http.Request, a store.
 		d.backendError(w, r, "webhook", err)
 		return
 	}
-	if ok, wait := d.allow(r, httpapi.WebhookTestKey(a.ID), d.cfg.WebhookTestLimit); !ok {
+	if ok, wait := d.allow(r, buckets.WebhookTest(a.ID), d.cfg.WebhookTestLimit); !ok {
 		data, err := d.webhookData(r, a)
 		if err != nil {
 			d.backendError(w, r, "webhook", err)
@@ -705,7 +706,7 @@ func (d *Dashboard) batchCSV(w http.ResponseWriter, r *http.Request, a store.Acc
 	h.Set("Content-Disposition", `attachment; filename="batch-`+b.ID+`.csv"`)
 	h.Set("Cache-Control", "no-store")
 	cw := csv.NewWriter(w)
-	cw.Write(httpapi.CSVHeader())
+	cw.Write(resultcsv.Header())
 	after := ""
 	for {
 		js, err := d.cfg.Queue.BatchJobs(r.Context(), jobs.BatchJobsParams{AccountID: a.ID, BatchID: b.ID, Limit: 200, After: after})
@@ -717,7 +718,7 @@ func (d *Dashboard) batchCSV(w http.ResponseWriter, r *http.Request, a store.Acc
 			if filter != "" && (j.Result == nil || string(j.Result.Confidence.Status) != filter) {
 				continue
 			}
-			cw.Write(httpapi.CSVRecord(j))
+			cw.Write(resultcsv.Record(j))
 		}
 		if len(js) < 200 {
 			break

@@ -51,8 +51,8 @@ func TestRedisDataLost(t *testing.T) {
 		}
 	}
 	t.Cleanup(empty)
-	svc, err := service.New(service.Config{
-		Backend: b, Validator: instant{}, Workers: -1,
+	svc, err := service.New(b, &service.Config{
+		Validator: instant{}, Workers: -1,
 		Dashboard: &dashboard.Config{InsecureCookies: true},
 	})
 	if err != nil {

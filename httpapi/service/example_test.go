@@ -14,7 +14,7 @@ import (
 // A service binary of one's own: the whole service on one backend, with a
 // route of the host's beside the API.
 func ExampleNew() {
-	svc, err := service.New(service.Config{Backend: memstore.NewBackend()})
+	svc, err := service.New(memstore.NewBackend(), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

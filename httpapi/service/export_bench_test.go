@@ -60,7 +60,7 @@ func BenchmarkExportCSV(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			svc, err := service.New(service.Config{Backend: be, Validator: instant{}, Workers: 8})
+			svc, err := service.New(be, &service.Config{Validator: instant{}, Workers: 8})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 )
 
 // Errors of [GrantCredits] and [ShowAccount].
@@ -50,7 +51,7 @@ type Grant struct {
 // a host's payment hook does. Bad parameters fail with
 // [credits.ErrInvalidAmount] or [credits.ErrInvalidNote], an unknown email
 // with [ErrNoAccount]; bad parameters also match [ErrInvalidGrant].
-func GrantCredits(ctx context.Context, b *store.Backend, p GrantParams) (Grant, error) {
+func GrantCredits(ctx context.Context, b *backend.Backend, p GrantParams) (Grant, error) {
 	acct, err := b.Accounts.GetAccountByEmail(ctx, p.Email)
 	if errors.Is(err, store.ErrNotFound) {
 		return Grant{}, fmt.Errorf("%w: %q", ErrNoAccount, p.Email)
@@ -88,7 +89,7 @@ type AccountSummary struct {
 // ShowAccount returns the account with the email on backend b, with its
 // balance, credit summary and newest entries; an unknown email fails with
 // [ErrNoAccount]. Its cost does not grow with the account's history.
-func ShowAccount(ctx context.Context, b *store.Backend, email string, now time.Time) (AccountSummary, error) {
+func ShowAccount(ctx context.Context, b *backend.Backend, email string, now time.Time) (AccountSummary, error) {
 	acct, err := b.Accounts.GetAccountByEmail(ctx, email)
 	if errors.Is(err, store.ErrNotFound) {
 		return AccountSummary{}, fmt.Errorf("%w: %q", ErrNoAccount, email)

@@ -38,7 +38,7 @@ type opsCollector struct {
 	nsWindow, nsInFlight, nsWaiting, nsSRTT, nsRTO                                        *prometheus.Desc
 }
 
-func newOpsCollector(v Validator, d jobs.Driver, pool *jobs.Pool) *opsCollector {
+func newOpsCollector(v jobs.Validator, d jobs.Driver, pool *jobs.Pool) *opsCollector {
 	c := &opsCollector{
 		pool: pool,
 		now:  time.Now,

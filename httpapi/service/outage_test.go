@@ -28,9 +28,10 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/dnstest"
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/jobs"
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/store/pgstore"
 	"github.com/validmail/validmail/store/redisstore"
@@ -39,15 +40,15 @@ import (
 // backendCase opens a backend of one kind, with storage of its own.
 type backendCase struct {
 	name string
-	open func(t *testing.T) *store.Backend
+	open func(t *testing.T) *backend.Backend
 }
 
 // everyBackend returns memory, PostgreSQL and Redis; the last two skip
 // when their server is not configured.
 func everyBackend() []backendCase {
 	return []backendCase{
-		{"memory", func(*testing.T) *store.Backend { return memstore.NewBackend() }},
-		{"postgres", func(t *testing.T) *store.Backend {
+		{"memory", func(*testing.T) *backend.Backend { return memstore.NewBackend() }},
+		{"postgres", func(t *testing.T) *backend.Backend {
 			u := os.Getenv("VALIDMAIL_TEST_POSTGRES")
 			if u == "" {
 				t.Skip("VALIDMAIL_TEST_POSTGRES is not set: skipping the PostgreSQL test")
@@ -65,7 +66,7 @@ func everyBackend() []backendCase {
 			}
 			return b
 		}},
-		{"redis", func(t *testing.T) *store.Backend {
+		{"redis", func(t *testing.T) *backend.Backend {
 			u := os.Getenv("VALIDMAIL_TEST_REDIS")
 			if u == "" {
 				t.Skip("VALIDMAIL_TEST_REDIS is not set: skipping the Redis test")
@@ -102,7 +103,7 @@ type outageRig struct {
 }
 
 // startRig runs a service of 8 workers on b, resolving with nameserver.
-func startRig(t *testing.T, b *store.Backend, nameserver string, pool jobs.PoolConfig) *outageRig {
+func startRig(t *testing.T, b *backend.Backend, nameserver string, pool jobs.PoolConfig) *outageRig {
 	t.Helper()
 	rig := &outageRig{seen: map[string]int{}}
 	pool.OnComplete = func(_ context.Context, j jobs.Job) {
@@ -111,13 +112,12 @@ func startRig(t *testing.T, b *store.Backend, nameserver string, pool jobs.PoolC
 		rig.mu.Unlock()
 		rig.done.Add(1)
 	}
-	svc, err := service.New(service.Config{
+	svc, err := service.New(b, &service.Config{
 		Logger:  slog.New(slog.NewTextHandler(tLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Backend: b,
 		Checks:  &emailcheck.Config{Nameservers: []string{nameserver}, QueryTimeout: time.Second},
 		Workers: 8,
 		Pool:    pool,
-		API:     httpapi.Config{RateLimit: httpapi.RateLimit{PerSecond: 10000, Burst: 10000}},
+		API:     httpapi.Config{RateLimit: ratelimit.Limit{PerSecond: 10000, Burst: 10000}},
 	})
 	if err != nil {
 		t.Fatal(err)

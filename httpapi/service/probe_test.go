@@ -18,8 +18,9 @@ import (
 	"github.com/validmail/validmail/emailcheck/dnstest"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/dashboard"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/httpapi/service"
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/store/storeurl"
 )
@@ -36,11 +37,10 @@ func (p *countingProber) ProbeMailbox(context.Context, emailcheck.ProbeRequest) 
 
 // probingService returns a service on b whose validator probes with p, a
 // domain shop.io that is LIKELY, and a dashboard.
-func probingService(t *testing.T, b *store.Backend, p emailcheck.MailboxProber, limit httpapi.RateLimit) *service.Service {
+func probingService(t *testing.T, b *backend.Backend, p emailcheck.MailboxProber, limit ratelimit.Limit) *service.Service {
 	t.Helper()
 	dns := dnstest.Start(t, dnstest.Zone{"shop.io": {MX: []dnstest.MX{{Pref: 10, Host: "mx.shop.io", Addrs: []string{"192.0.2.25"}}}}}, nil)
-	svc, err := service.New(service.Config{
-		Backend: b,
+	svc, err := service.New(b, &service.Config{
 		// 192.0.2.25 is a documentation address: the prober here dials
 		// nothing.
 		Checks:     &emailcheck.Config{Nameservers: []string{dns.Addr()}, AllowPrivateMX: true, Prober: p},
@@ -75,7 +75,7 @@ func TestDemoNeverProbes(t *testing.T) {
 	t.Parallel()
 	p := &countingProber{}
 	b := memstore.NewBackend()
-	svc := probingService(t, b, p, httpapi.RateLimit{})
+	svc := probingService(t, b, p, ratelimit.Limit{})
 	for _, email := range []string{"jane@shop.io", "postmaster@shop.io", "x@shop.io"} {
 		req := httptest.NewRequest("GET", "/demo?email="+url.QueryEscape(email), nil)
 		req.Header.Set("Accept", "application/json")
@@ -126,7 +126,7 @@ func TestProbeBudgetPerAccount(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := &countingProber{}
-			limit := httpapi.RateLimit{PerSecond: 0.001, Burst: 3}
+			limit := ratelimit.Limit{PerSecond: 0.001, Burst: 3}
 			first := probingService(t, b, p, limit)
 			instances := []*service.Service{first}
 			if b.Limiter != nil {
@@ -163,13 +163,12 @@ func TestProbeBudgetPerAccount(t *testing.T) {
 
 func TestProbeLimitChecked(t *testing.T) {
 	t.Parallel()
-	_, err := service.New(service.Config{
-		Backend:    memstore.NewBackend(),
+	_, err := service.New(memstore.NewBackend(), &service.Config{
 		Checks:     &emailcheck.Config{Prober: &countingProber{}},
 		Workers:    -1,
-		ProbeLimit: httpapi.RateLimit{PerSecond: 1, Burst: 0},
+		ProbeLimit: ratelimit.Limit{PerSecond: 1, Burst: 0},
 	})
-	if !errors.Is(err, service.ErrConfig) {
+	if !errors.Is(err, httpapi.ErrConfig) {
 		t.Fatalf("a probe limit without a burst: %v, want ErrConfig", err)
 	}
 }

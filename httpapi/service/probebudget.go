@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 )
 
@@ -17,9 +16,9 @@ const probeKeyPrefix = "probe:acct:"
 // limiter that cannot decide refuses the probe: the address keeps its DNS
 // verdict, and no account probes beyond its budget while the store is
 // away.
-func newProbeBudget(l ratelimit.Limiter, limit httpapi.RateLimit, logger *slog.Logger) (func(context.Context, string) bool, error) {
-	if limit == (httpapi.RateLimit{}) {
-		limit = httpapi.RateLimit{PerSecond: DefaultProbesPerSecond, Burst: DefaultProbeBurst}
+func newProbeBudget(l ratelimit.Limiter, limit ratelimit.Limit, logger *slog.Logger) (func(context.Context, string) bool, error) {
+	if limit == (ratelimit.Limit{}) {
+		limit = ratelimit.Limit{PerSecond: DefaultProbesPerSecond, Burst: DefaultProbeBurst}
 	}
 	if err := limit.Check(); err != nil {
 		return nil, err

@@ -16,8 +16,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/httpapi/service"
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/pgstore"
 	"github.com/validmail/validmail/store/redisstore"
 )
@@ -66,11 +67,11 @@ func (c *redisCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 func TestValidateRoundTrips(t *testing.T) {
 	type target struct {
 		name string
-		open func(t *testing.T) (*store.Backend, func() int64)
+		open func(t *testing.T) (*backend.Backend, func() int64)
 	}
 	var targets []target
 	if u := os.Getenv("VALIDMAIL_TEST_POSTGRES"); u != "" {
-		targets = append(targets, target{name: "postgres", open: func(t *testing.T) (*store.Backend, func() int64) {
+		targets = append(targets, target{name: "postgres", open: func(t *testing.T) (*backend.Backend, func() int64) {
 			ns := "rt_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
 			t.Cleanup(func() { dropSchema(t, u, ns) })
 			cfg, err := pgxpool.ParseConfig(u)
@@ -92,7 +93,7 @@ func TestValidateRoundTrips(t *testing.T) {
 		}})
 	}
 	if u := os.Getenv("VALIDMAIL_TEST_REDIS"); u != "" {
-		targets = append(targets, target{name: "redis", open: func(t *testing.T) (*store.Backend, func() int64) {
+		targets = append(targets, target{name: "redis", open: func(t *testing.T) (*backend.Backend, func() int64) {
 			opt, err := redis.ParseURL(u)
 			if err != nil {
 				t.Fatal(err)
@@ -115,9 +116,9 @@ func TestValidateRoundTrips(t *testing.T) {
 		t.Run(tg.name, func(t *testing.T) {
 			ctx := context.Background()
 			b, count := tg.open(t)
-			svc, err := service.New(service.Config{
-				Backend: b, Validator: instant{}, Workers: -1, UsageFlushInterval: time.Hour,
-				API: httpapi.Config{RateLimit: httpapi.RateLimit{PerSecond: 1000, Burst: 1000}, KeyCacheTTL: time.Hour},
+			svc, err := service.New(b, &service.Config{
+				Validator: instant{}, Workers: -1, UsageFlushInterval: time.Hour,
+				API: httpapi.Config{RateLimit: ratelimit.Limit{PerSecond: 1000, Burst: 1000}, KeyCacheTTL: time.Hour},
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -1,5 +1,5 @@
 // Package service assembles the whole validmail service from one
-// [store.Backend]: the validator, the credit ledger, the job queue and its
+// [backend.Backend]: the validator, the credit ledger, the job queue and its
 // worker pool, the webhook dispatcher and the HTTP API, started and stopped
 // in the right order. It is what examples/validmaild runs, so that a host
 // building its own service binary gets the same composition without
@@ -7,7 +7,7 @@
 //
 //	b, err := storeurl.Open(ctx, "memory", nil)
 //	...
-//	svc, err := service.New(service.Config{Backend: b, Logger: logger})
+//	svc, err := service.New(b, &service.Config{Logger: logger})
 //	...
 //	svc.Mux().HandleFunc("GET /hello", hello)  // the host's own routes
 //	err = svc.Serve(ctx, ln)                   // until ctx ends, then drains
@@ -54,8 +54,10 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/dashboard"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/webhook"
 	"github.com/validmail/validmail/webhook/jobevents"
 	"github.com/validmail/validmail/webhook/webhookmetrics"
@@ -84,26 +86,12 @@ const (
 	DefaultProbeBurst      = 200
 )
 
-// ErrConfig reports an invalid [Config]; the error [New] returns wraps it.
-var ErrConfig = errors.New("service: invalid config")
-
-// Validator validates one address, for the API and the workers alike.
-// [*emailcheck.Validator] satisfies it. It may be called concurrently.
-type Validator interface {
-	Validate(ctx context.Context, email string, opts ...emailcheck.CallOption) (emailcheck.Result, error)
-}
-
-// Config configures a [Service]. Backend is required; every other field
-// has a documented default.
+// Config configures a [Service] beyond the backend [New] requires. Every
+// field has a documented default: a nil *Config is the zero Config.
 type Config struct {
-	// Backend is the deployment's storage. The service closes it when
-	// [Service.Run] or [Service.Serve] returns, after the workers and the
-	// dispatcher have stopped, or in [Service.Close].
-	Backend *store.Backend
-
 	// Validator validates addresses. Default: an [emailcheck.Validator]
 	// built from Checks (with Logger), which the service closes.
-	Validator Validator
+	Validator jobs.Validator
 	// Checks configures the default validator; ignored when Validator is
 	// set. Nil means emailcheck's defaults. When it has a Prober and no
 	// ProbeBudget, the service gives it one: ProbeLimit per account.
@@ -116,7 +104,7 @@ type Config struct {
 	// name no account ([emailcheck.WithAccount]) share one bucket. Zero
 	// means [DefaultProbesPerSecond] with bursts of [DefaultProbeBurst];
 	// a negative PerSecond means no budget.
-	ProbeLimit httpapi.RateLimit
+	ProbeLimit ratelimit.Limit
 
 	// Logger receives the records of every part. Default: discard.
 	Logger *slog.Logger
@@ -142,8 +130,9 @@ type Config struct {
 	Retention time.Duration
 
 	// API tunes the HTTP API: its rate limit, body limit and clock. Its
-	// Validator, Ledger, Queue, Accounts, Logger, Registerer and webhook
-	// fields are set by the service; RateLimiter defaults to the backend's
+	// Usage, Logger, Registerer and webhook fields are set by the service
+	// (which passes the validator, ledger, queue and the backend's
+	// Accounts to [httpapi.NewHandler]); RateLimiter defaults to the backend's
 	// shared limiter when it has one.
 	API httpapi.Config
 	// Middleware wraps the API handler, the first element outermost. It
@@ -191,8 +180,8 @@ type Config struct {
 type Service struct {
 	cfg       Config
 	logger    *slog.Logger
-	backend   *store.Backend
-	validator Validator
+	backend   *backend.Backend
+	validator jobs.Validator
 	ownsV     io.Closer // the validator New built, closed with the service
 
 	ledger *credits.Ledger
@@ -210,16 +199,23 @@ type Service struct {
 	closeErr  error
 }
 
-// New assembles a Service from cfg. It starts nothing: no goroutine, no
-// connection. On error, nothing cfg passed in is closed.
-func New(cfg Config) (*Service, error) {
-	if err := cfg.Backend.Check(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+// New assembles a Service over b, the deployment's storage, configured
+// by cfg (nil means every default). It starts nothing: no goroutine, no
+// connection. On error, nothing passed in is closed; after it, the
+// service owns b and closes it when [Service.Run] or [Service.Serve]
+// returns, after the workers and the dispatcher have stopped, or in
+// [Service.Close].
+func New(b *backend.Backend, cfg *Config) (*Service, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	if err := b.Check(); err != nil {
+		return nil, fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
 	}
 	s := &Service{
-		cfg:     cfg,
+		cfg:     *cfg,
 		logger:  cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		backend: cfg.Backend,
+		backend: b,
 	}
 	s.cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, DefaultShutdownTimeout)
 	s.cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, DefaultDrainTimeout)
@@ -246,13 +242,13 @@ func (s *Service) build() error {
 		if ec.Prober != nil && ec.ProbeBudget == nil {
 			budget, err := newProbeBudget(b.Limiter, cfg.ProbeLimit, s.logger)
 			if err != nil {
-				return fmt.Errorf("%w: %w", ErrConfig, err)
+				return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
 			}
 			ec.ProbeBudget = budget
 		}
 		v, err := emailcheck.New(&ec)
 		if err != nil {
-			return fmt.Errorf("%w: validator: %w", ErrConfig, err)
+			return fmt.Errorf("service: %w: validator: %w", httpapi.ErrConfig, err)
 		}
 		s.validator, s.ownsV = v, v
 	}
@@ -266,13 +262,13 @@ func (s *Service) build() error {
 	s.ledger = credits.New(b.Credits, &credits.Config{Logger: s.logger})
 	q, err := jobs.NewQueue(b.Jobs, s.ledger, &jobs.Config{Retention: cfg.Retention, Logger: s.logger})
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
+		return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
 	}
 	s.queue = q
 
 	client, err := webhook.NewClient(cfg.WebhookClient)
 	if err != nil {
-		return fmt.Errorf("%w: webhook client: %w", ErrConfig, err)
+		return fmt.Errorf("service: %w: webhook client: %w", httpapi.ErrConfig, err)
 	}
 	wcfg := cfg.Webhook
 	wcfg.Logger = s.logger
@@ -284,7 +280,7 @@ func (s *Service) build() error {
 		wcfg.Observer = obs
 	}
 	if s.disp, err = webhook.NewDispatcher(b.Outbox, b.Endpoints, client, &wcfg); err != nil {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
+		return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
 	}
 	if s.events, err = jobevents.New(b.Endpoints, nil); err != nil {
 		return err
@@ -319,15 +315,11 @@ func (s *Service) build() error {
 			}
 		}
 		if s.pool, err = jobs.NewPool(q, s.validator, &pcfg); err != nil {
-			return fmt.Errorf("%w: %w", ErrConfig, err)
+			return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
 		}
 	}
 
 	acfg := cfg.API
-	acfg.Validator = s.validator
-	acfg.Ledger = s.ledger
-	acfg.Queue = q
-	acfg.Accounts = b.Accounts
 	acfg.Usage = s.usage
 	acfg.Logger = s.logger
 	acfg.Registerer = cfg.Registerer
@@ -340,10 +332,10 @@ func (s *Service) build() error {
 		// process, shared by the API and the console.
 		acfg.RateLimiter = b.Limiter
 		if acfg.RateLimiter == nil {
-			acfg.RateLimiter = httpapi.NewMemoryRateLimiter(acfg.Now)
+			acfg.RateLimiter = ratelimit.NewMemory(acfg.Now)
 		}
 	}
-	if s.api, err = httpapi.NewHandler(acfg); err != nil {
+	if s.api, err = httpapi.NewHandler(s.validator, s.ledger, q, b.Accounts, &acfg); err != nil {
 		return err
 	}
 	if cfg.Registerer != nil {
@@ -379,10 +371,9 @@ func (s *Service) build() error {
 func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error {
 	b := s.backend
 	if b.Passwords == nil || b.Sessions == nil || b.Tokens == nil {
-		return fmt.Errorf("%w: the dashboard needs a backend that keeps passwords, sessions and tokens", ErrConfig)
+		return fmt.Errorf("service: %w: the dashboard needs a backend that keeps passwords, sessions and tokens", httpapi.ErrConfig)
 	}
-	dc.Accounts, dc.Passwords, dc.Sessions, dc.Tokens = b.Accounts, b.Passwords, b.Sessions, b.Tokens
-	dc.Ledger, dc.Queue, dc.Validator, dc.Usage = s.ledger, s.queue, s.validator, s.usage
+	dc.Validator, dc.Usage = s.validator, s.usage
 	dc.Endpoints, dc.Outbox, dc.Sender = b.Endpoints, b.Outbox, s.disp
 	dc.EndpointChanged = s.events.Forget
 	dc.Logger = s.logger
@@ -392,12 +383,12 @@ func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error 
 	if dc.Limiter == nil {
 		dc.Limiter = api.RateLimiter
 	}
-	if dc.WebhookTestLimit == (httpapi.RateLimit{}) {
+	if dc.WebhookTestLimit == (ratelimit.Limit{}) {
 		dc.WebhookTestLimit = api.WebhookTestLimit
 	}
-	d, err := dashboard.New(dc)
+	d, err := dashboard.New(dashboard.Storage{Accounts: b.Accounts, Passwords: b.Passwords, Sessions: b.Sessions, Tokens: b.Tokens}, s.ledger, s.queue, &dc)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
+		return fmt.Errorf("service: %w", err)
 	}
 	s.dash = d
 	prefix := strings.TrimSuffix(cmp.Or(dc.Prefix, dashboard.DefaultPrefix), "/")
@@ -482,10 +473,10 @@ func (s *Service) Mux() *http.ServeMux { return s.mux }
 func (s *Service) Handler() *httpapi.Handler { return s.api }
 
 // Backend returns the storage the service runs on.
-func (s *Service) Backend() *store.Backend { return s.backend }
+func (s *Service) Backend() *backend.Backend { return s.backend }
 
 // Validator returns the validator of the API and the workers.
-func (s *Service) Validator() Validator { return s.validator }
+func (s *Service) Validator() jobs.Validator { return s.validator }
 
 // Ledger returns the credit ledger.
 func (s *Service) Ledger() *credits.Ledger { return s.ledger }

@@ -17,9 +17,10 @@ import (
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/dnstest"
+	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/jobs"
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
 )
 
@@ -64,8 +65,8 @@ func TestServeDrainsBeforeClosing(t *testing.T) {
 	var ev events
 	b.OnClose(func() error { ev.add("backend closed"); return nil })
 	g := &gate{started: make(chan string, 1), release: make(chan struct{})}
-	svc, err := service.New(service.Config{
-		Backend: b, Validator: g, Workers: 1,
+	svc, err := service.New(b, &service.Config{
+		Validator: g, Workers: 1,
 		Pool: jobs.PoolConfig{OnComplete: func(context.Context, jobs.Job) { ev.add("job completed") }},
 	})
 	if err != nil {
@@ -135,8 +136,8 @@ func TestMuxAndMiddleware(t *testing.T) {
 		}
 	}
 	reg := prometheus.NewRegistry()
-	svc, err := service.New(service.Config{
-		Backend: memstore.NewBackend(), Validator: &gate{}, Workers: -1,
+	svc, err := service.New(memstore.NewBackend(), &service.Config{
+		Validator: &gate{}, Workers: -1,
 		Middleware: []func(http.Handler) http.Handler{mw("outer"), nil, mw("inner")},
 		Registerer: reg, Gatherer: reg,
 	})
@@ -174,10 +175,10 @@ func TestNewChecksTheBackend(t *testing.T) {
 	t.Parallel()
 	b := memstore.NewBackend()
 	b.Outbox = nil
-	if _, err := service.New(service.Config{Backend: b}); !errors.Is(err, service.ErrConfig) || !errors.Is(err, store.ErrIncompleteBackend) {
+	if _, err := service.New(b, nil); !errors.Is(err, httpapi.ErrConfig) || !errors.Is(err, backend.ErrIncomplete) {
 		t.Fatalf("New with no Outbox: %v", err)
 	}
-	if _, err := service.New(service.Config{}); !errors.Is(err, service.ErrConfig) {
+	if _, err := service.New(nil, nil); !errors.Is(err, httpapi.ErrConfig) {
 		t.Fatalf("New with no Backend: %v", err)
 	}
 }
@@ -189,7 +190,7 @@ func TestRunAndClose(t *testing.T) {
 	b := memstore.NewBackend()
 	var closes atomic.Int32
 	b.OnClose(func() error { closes.Add(1); return nil })
-	svc, err := service.New(service.Config{Backend: b, Validator: &gate{}})
+	svc, err := service.New(b, &service.Config{Validator: &gate{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,9 +211,8 @@ func TestRunAndClose(t *testing.T) {
 func TestReadyz(t *testing.T) {
 	t.Parallel()
 	dns := dnstest.Start(t, dnstest.Zone{}, nil)
-	svc, err := service.New(service.Config{
-		Backend: memstore.NewBackend(),
-		Checks:  &emailcheck.Config{Nameservers: []string{dns.Addr()}, QueryTimeout: 200 * time.Millisecond},
+	svc, err := service.New(memstore.NewBackend(), &service.Config{
+		Checks: &emailcheck.Config{Nameservers: []string{dns.Addr()}, QueryTimeout: 200 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -238,8 +238,7 @@ func TestOperatorMetrics(t *testing.T) {
 	srv := dnstest.Start(t, dnstest.Zone{"good.com": {MX: []dnstest.MX{{Pref: 10, Host: "mx.good.com"}}}}, nil)
 	reg := prometheus.NewRegistry()
 	b := memstore.NewBackend()
-	svc, err := service.New(service.Config{
-		Backend:    b,
+	svc, err := service.New(b, &service.Config{
 		Checks:     &emailcheck.Config{Nameservers: []string{srv.Addr()}, AllowPrivateMX: true},
 		Registerer: reg,
 		Gatherer:   reg,

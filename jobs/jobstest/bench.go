@@ -10,7 +10,6 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
-	"github.com/validmail/validmail/store"
 )
 
 // Bench measures a backend made by newBackend, which must return a fresh,
@@ -20,7 +19,7 @@ import (
 //   - EnqueueCharged1000: one charged 1,000-job batch per op;
 //   - Drain: one job per op, worked by a pool of 8 workers whose validator
 //     answers at once, as with a warm DNS cache (jobs/s).
-func Bench(b *testing.B, newBackend func(tb testing.TB) *store.Backend) {
+func Bench(b *testing.B, newBackend func(tb testing.TB) Backend) {
 	batch := make([]string, 1000)
 	for i := range batch {
 		batch[i] = fmt.Sprintf("user%d@bench.example.org", i)
@@ -31,7 +30,7 @@ func Bench(b *testing.B, newBackend func(tb testing.TB) *store.Backend) {
 		// A completed batch of 1,000 read the way an export reads it:
 		// pages of 200 jobs with their results.
 		be := newBackend(b)
-		bd, ok := be.Jobs.(jobs.BatchDriver)
+		bd, ok := be.Driver.(jobs.BatchDriver)
 		if !ok {
 			b.Skip("driver does not implement jobs.BatchDriver")
 		}
@@ -41,13 +40,13 @@ func Bench(b *testing.B, newBackend func(tb testing.TB) *store.Backend) {
 			b.Fatal(err)
 		}
 		for left := len(ids); left > 0; {
-			ls, err := be.Jobs.Lease(ctx, jobs.LeaseParams{Max: 500, Duration: time.Minute})
+			ls, err := be.Driver.Lease(ctx, jobs.LeaseParams{Max: 500, Duration: time.Minute})
 			if err != nil {
 				b.Fatal(err)
 			}
 			for _, l := range ls {
 				r, _ := instant{}.Validate(ctx, l.Email)
-				if err := be.Jobs.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
+				if err := be.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -147,8 +146,8 @@ func Bench(b *testing.B, newBackend func(tb testing.TB) *store.Backend) {
 	})
 }
 
-func newQueue(tb testing.TB, be *store.Backend) *jobs.Queue {
-	q, err := jobs.NewQueue(be.Jobs, credits.New(be.Credits, nil), nil)
+func newQueue(tb testing.TB, be Backend) *jobs.Queue {
+	q, err := jobs.NewQueue(be.Driver, credits.New(be.Credits, nil), nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
-	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/storetest/crashtest"
 )
 
@@ -70,7 +69,7 @@ func crashGroupMarker(i int) string { return fmt.Sprintf("writing completion gro
 // address in ten comes back UNKNOWN.
 //
 // RunCrash is skipped under -short and inside a child process.
-func RunCrash(t *testing.T, d crashtest.Durable) {
+func RunCrash(t *testing.T, d crashtest.Durable[Backend]) {
 	ns, b := crashtest.Begin(t, d, EnvCrashNamespace)
 	c := newCrashBatch(t, b)
 
@@ -104,9 +103,9 @@ func RunCrash(t *testing.T, d crashtest.Durable) {
 // checks are those of [RunCrash].
 //
 // It is skipped for a driver that is not a [jobs.BatchCompleter].
-func RunCrashCompleting(t *testing.T, d crashtest.Durable) {
+func RunCrashCompleting(t *testing.T, d crashtest.Durable[Backend]) {
 	ns, b := crashtest.Begin(t, d, EnvCrashNamespace)
-	be := fromStore(t, b)
+	be := b.check(t)
 	if _, ok := be.Driver.(jobs.BatchCompleter); !ok {
 		t.Skip("driver does not implement jobs.BatchCompleter")
 	}
@@ -129,7 +128,7 @@ func RunCrashCompleting(t *testing.T, d crashtest.Durable) {
 // crashBatch is the charged batch of a crash test, enqueued before any
 // child starts.
 type crashBatch struct {
-	be      backend
+	be      Backend
 	ledger  *credits.Ledger
 	emails  []string
 	ids     []string
@@ -138,8 +137,8 @@ type crashBatch struct {
 
 // newCrashBatch grants the crash account its credits and enqueues the
 // batch of [crashJobs] charged jobs.
-func newCrashBatch(t *testing.T, b *store.Backend) *crashBatch {
-	be := fromStore(t, b)
+func newCrashBatch(t *testing.T, b Backend) *crashBatch {
+	be := b.check(t)
 	ctx := context.Background()
 	c := &crashBatch{be: be, ledger: credits.New(be.Credits, nil), emails: make([]string, crashJobs)}
 	for _, g := range []struct {
@@ -185,7 +184,7 @@ func (c *crashBatch) completed(t *testing.T) int {
 // once with its result, one event per job and one for the batch, and a
 // balance of exactly the grants minus the charges plus one refund per
 // UNKNOWN result.
-func (c *crashBatch) finish(t *testing.T, d crashtest.Durable, ns string) {
+func (c *crashBatch) finish(t *testing.T, d crashtest.Durable[Backend], ns string) {
 	ctx := context.Background()
 	be := &c.be
 	child := crashtest.Start(t, d.ChildTest, EnvCrashNamespace+"="+ns, envCrashDelay+"=0s")
@@ -281,9 +280,9 @@ func (c *crashBatch) finish(t *testing.T, d crashtest.Durable, ns string) {
 // b.ChildTest calls it. It runs a [jobs.Pool] over the namespace given by
 // the parent until every job of the batch has completed. Without
 // [EnvCrashNamespace] (a test run of its own) it skips.
-func CrashChild(t *testing.T, d crashtest.Durable) {
+func CrashChild(t *testing.T, d crashtest.Durable[Backend]) {
 	_, sb := crashtest.InChild(t, d, EnvCrashNamespace)
-	be := fromStore(t, sb)
+	be := sb.check(t)
 	if os.Getenv(envCrashMode) == crashModeGroups {
 		completeInGroups(t, be)
 		return
@@ -335,7 +334,7 @@ func CrashChild(t *testing.T, d crashtest.Durable) {
 // CompleteMany, announcing each group on stdout before the call, and
 // kills itself with SIGKILL crashKillDelay into the call that writes
 // group crashKillGroup.
-func completeInGroups(t *testing.T, be backend) {
+func completeInGroups(t *testing.T, be Backend) {
 	ctx := context.Background()
 	bc := be.Driver.(jobs.BatchCompleter)
 	var leases []jobs.Lease

@@ -1,5 +1,7 @@
-// Package jobstest is the conformance suite for [jobs.Driver] backends. A
-// backend's test calls [Run] with a constructor of fresh backends. A backend
+// Package jobstest is the conformance suite for [jobs.Driver] backends.
+// [Run] takes a constructor of fresh [Backend] harnesses: the driver, the
+// credits storage it charges and the events its completions record; a
+// deployment's backend runs it through storetest.RunBackend. A backend
 // that keeps its data outside the process also runs [RunCrash], which kills
 // a worker process mid-batch and checks that a new one finishes every job
 // exactly once with exact credit accounting; [Bench] measures enqueue and
@@ -18,34 +20,30 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
-	"github.com/validmail/validmail/store"
-	"github.com/validmail/validmail/webhook/jobevents"
 )
 
-// backend is what the suite needs of a [store.Backend].
-type backend struct {
+// Backend is what the suite needs of a backend: the queue's storage, the
+// ledger's storage it charges and refunds in the same atomic steps, and
+// the events its completions record. storetest.RunBackend makes one from
+// a deployment's backend.
+type Backend struct {
 	// Driver is the queue storage under test.
 	Driver jobs.Driver
 	// Credits is the ledger storage the driver charges and refunds.
 	Credits credits.Store
-	// Events returns the outbox events recorded for an account by
-	// completions, with their ID, Type, CreatedAt and Payload as written.
+	// Events returns the events recorded for an account by completions
+	// (one per job, one per finished batch), with their ID, Type,
+	// CreatedAt and Payload as written.
 	Events func(ctx context.Context, account string) ([]jobs.Event, error)
 }
 
-// fromStore returns what the suite uses of b.
-func fromStore(tb testing.TB, b *store.Backend) backend {
+// check fails tb unless every field of be is set.
+func (be Backend) check(tb testing.TB) Backend {
 	tb.Helper()
-	if b == nil || b.Jobs == nil || b.Credits == nil || b.Outbox == nil {
-		tb.Fatal("jobstest: the backend needs Jobs, Credits and Outbox")
+	if be.Driver == nil || be.Credits == nil || be.Events == nil {
+		tb.Fatal("jobstest: the Backend needs Driver, Credits and Events")
 	}
-	return backend{
-		Driver:  b.Jobs,
-		Credits: b.Credits,
-		Events: func(ctx context.Context, account string) ([]jobs.Event, error) {
-			return jobevents.List(ctx, b.Outbox, account)
-		},
-	}
+	return be
 }
 
 // Run checks that backends made by newBackend behave as [jobs.Driver]
@@ -54,7 +52,7 @@ func fromStore(tb testing.TB, b *store.Backend) backend {
 // newBackend; the suite's assertions about leasing assume that no other
 // test enqueues jobs into the same backend, so return a fresh namespace
 // every time.
-func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
+func Run(t *testing.T, newBackend func(tb testing.TB) Backend) {
 	tests := []struct {
 		name string
 		f    func(t *testing.T, b *bundle)
@@ -92,18 +90,18 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			be := fromStore(t, newBackend(t))
+			be := newBackend(t).check(t)
 			q, err := jobs.NewQueue(be.Driver, credits.New(be.Credits, nil), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			tt.f(t, &bundle{backend: be, q: q, ledger: credits.New(be.Credits, nil)})
+			tt.f(t, &bundle{Backend: be, q: q, ledger: credits.New(be.Credits, nil)})
 		})
 	}
 }
 
 type bundle struct {
-	backend
+	Backend
 	q      *jobs.Queue
 	ledger *credits.Ledger
 }

@@ -134,7 +134,7 @@ func testNotifier(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runPool(t, &bundle{backend: b.backend, q: q, ledger: b.ledger}, validatorFunc(likely),
+	runPool(t, &bundle{Backend: b.Backend, q: q, ledger: b.ledger}, validatorFunc(likely),
 		&jobs.PoolConfig{Workers: 2, PollInterval: time.Hour, OnComplete: c.hook})
 	select {
 	case <-spy.subscribed:

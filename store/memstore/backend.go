@@ -1,17 +1,19 @@
 package memstore
 
-import "github.com/validmail/validmail/store"
+import (
+	"github.com/validmail/validmail/store/backend"
+)
 
-// NewBackend returns an empty in-memory [store.Backend]: New().Backend().
-func NewBackend() *store.Backend { return New().Backend() }
+// NewBackend returns an empty in-memory [backend.Backend]: New().Backend().
+func NewBackend() *backend.Backend { return New().Backend() }
 
-// Backend returns the store as a [store.Backend]: the Store itself as
+// Backend returns the store as a [backend.Backend]: the Store itself as
 // accounts, credits, passwords, tokens and job queue, its [Webhooks] as outbox and
 // endpoints, and a new [Sessions]. The backend is not shared and has no rate limiter; closing it
 // does nothing.
-func (s *Store) Backend() *store.Backend {
+func (s *Store) Backend() *backend.Backend {
 	w := &Webhooks{s: s}
-	return &store.Backend{
+	return &backend.Backend{
 		Name:      "memory",
 		Accounts:  s,
 		Credits:   s,

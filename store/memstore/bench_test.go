@@ -4,10 +4,10 @@ import (
 	"testing"
 
 	"github.com/validmail/validmail/jobs/jobstest"
-	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
+	"github.com/validmail/validmail/store/storetest"
 )
 
 func BenchmarkQueue(b *testing.B) {
-	jobstest.Bench(b, func(testing.TB) *store.Backend { return memstore.NewBackend() })
+	jobstest.Bench(b, func(tb testing.TB) jobstest.Backend { return storetest.Jobs(tb, memstore.NewBackend()) })
 }

@@ -3,7 +3,7 @@
 // queue ([jobs.Driver], [jobs.ChargingDriver], [jobs.Notifier]) and, on
 // [Webhooks], the webhook outbox and endpoints ([webhook.Outbox],
 // [webhook.Endpoints]). [NewBackend] returns them all as one
-// [store.Backend]. It is the embedded default, and what tests use.
+// [backend.Backend]. It is the embedded default, and what tests use.
 //
 // One [Store] holds all of them behind one mutex, so every multi-part change
 // — creating an account with its signup credits, charging and enqueueing a

@@ -5,12 +5,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 )
 
-// NewBackend returns a [store.Backend] on PostgreSQL: [New] with the same
+// NewBackend returns a [backend.Backend] on PostgreSQL: [New] with the same
 // arguments, then [Store.Backend]. The pool stays the caller's.
-func NewBackend(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*store.Backend, error) {
+func NewBackend(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*backend.Backend, error) {
 	s, err := New(ctx, pool, cfg)
 	if err != nil {
 		return nil, err
@@ -18,14 +18,14 @@ func NewBackend(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*store.Ba
 	return s.Backend(), nil
 }
 
-// Backend returns the store as a [store.Backend]: the Store itself as
+// Backend returns the store as a [backend.Backend]: the Store itself as
 // accounts, credits, passwords and job queue, its [Webhooks] as outbox and
 // endpoints, its [Sessions], and a [RateLimiter] over the same schema, so every process
 // on the database shares one limit per key. Closing it leaves the pool
 // open.
-func (s *Store) Backend() *store.Backend {
+func (s *Store) Backend() *backend.Backend {
 	w := s.webhooks()
-	return &store.Backend{
+	return &backend.Backend{
 		Name:      "postgres",
 		Shared:    true,
 		Accounts:  s,

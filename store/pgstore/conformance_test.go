@@ -3,7 +3,7 @@ package pgstore_test
 import (
 	"testing"
 
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/storetest"
 	"github.com/validmail/validmail/store/storetest/crashtest"
 )
@@ -11,10 +11,10 @@ import (
 func TestBackend(t *testing.T) {
 	testPool(t)
 	storetest.RunBackend(t, storetest.Harness{
-		New: func(tb testing.TB) *store.Backend { return newStore(tb).Backend() },
-		Durable: &crashtest.Durable{
+		New: func(tb testing.TB) *backend.Backend { return newStore(tb).Backend() },
+		Durable: &crashtest.Durable[*backend.Backend]{
 			NewNamespace: func(tb testing.TB) string { return testSchema(tb, testPool(tb)) },
-			Open:         func(tb testing.TB, schema string) *store.Backend { return openSchema(tb, schema).Backend() },
+			Open:         func(tb testing.TB, schema string) *backend.Backend { return openSchema(tb, schema).Backend() },
 		},
 	})
 }

@@ -2,7 +2,7 @@
 // PostgreSQL (13 or later) with github.com/jackc/pgx/v5: [store.Accounts],
 // [credits.Store], [jobs.Driver], [jobs.ChargingDriver] and [jobs.Notifier]
 // on [Store], and [webhook.Outbox] and [webhook.Endpoints] on [Webhooks].
-// [NewBackend] returns them all as one [store.Backend].
+// [NewBackend] returns them all as one [backend.Backend].
 //
 // A [Store] runs over the host's *pgxpool.Pool and never closes it. All its
 // tables live in one schema ([Config.Schema], "public" by default), created
@@ -71,5 +71,5 @@
 // Errors: the domain sentinels ([jobs.ErrNotFound], [store.ErrInvalidKey],
 // ...) as the interfaces promise; a cancelled context gives an error
 // wrapping ctx.Err(); a lost or refused connection gives an error matching
-// [ErrUnavailable]. A change whose commit was acknowledged is durable.
+// [store.ErrUnavailable]. A change whose commit was acknowledged is durable.
 package pgstore

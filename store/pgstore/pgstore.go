@@ -33,11 +33,6 @@ var (
 
 // Errors reported by a [Store] beside the domain packages' sentinels.
 var (
-	// ErrUnavailable reports that the database could not be reached or
-	// the connection was lost during an operation. A change that failed
-	// with it may or may not have been committed only when the connection
-	// broke during the commit; every change acknowledged before is kept.
-	ErrUnavailable = errors.New("pgstore: database unavailable")
 	// ErrSchemaTooNew reports a schema migrated by a newer version of this
 	// package than the running one: the code refuses to touch it.
 	ErrSchemaTooNew = errors.New("pgstore: database schema is newer than this code")
@@ -145,7 +140,7 @@ func (s *Store) channel() string {
 }
 
 // fail wraps err, returned by the database while doing op, so that callers
-// can match it: ctx's error when ctx ended, [ErrUnavailable] when the
+// can match it: ctx's error when ctx ended, [store.ErrUnavailable] when the
 // connection failed, else the error itself.
 func fail(ctx context.Context, op string, err error) error {
 	if err == nil {
@@ -161,7 +156,7 @@ func fail(ctx context.Context, op string, err error) error {
 		return fmt.Errorf("pgstore: %s: %w", op, err)
 	}
 	if unavailable(err) {
-		return fmt.Errorf("pgstore: %s: %w: %w", op, ErrUnavailable, err)
+		return fmt.Errorf("pgstore: %s: database unavailable: %w: %w", op, store.ErrUnavailable, err)
 	}
 	return fmt.Errorf("pgstore: %s: %w", op, err)
 }

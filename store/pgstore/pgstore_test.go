@@ -245,7 +245,7 @@ func TestDatabaseGoesAway(t *testing.T) {
 		c.Release()
 	}
 	_, err = s.Balance(ctx, a.ID)
-	if !errors.Is(err, pgstore.ErrUnavailable) {
+	if !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("Balance on a terminated connection: %v, want ErrUnavailable", err)
 	}
 
@@ -274,7 +274,7 @@ func TestUnreachableDatabase(t *testing.T) {
 	}
 	defer pool.Close()
 	_, err = pgstore.New(context.Background(), pool, nil)
-	if !errors.Is(err, pgstore.ErrUnavailable) {
+	if !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("New on an unreachable database: %v, want ErrUnavailable", err)
 	}
 }

@@ -5,19 +5,10 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/httpapi/ratelimit"
-	"github.com/validmail/validmail/httpapi/ratelimit/ratelimittest"
 )
 
-// TestRateLimiter runs the limiters' conformance suite with two stores
-// over one schema: two instances of a deployment.
-func TestRateLimiter(t *testing.T) {
-	t.Parallel()
-	testPool(t)
-	ratelimittest.Run(t, ratelimittest.Harness{New: func(t *testing.T) (ratelimit.Limiter, ratelimit.Limiter) {
-		schema := testSchema(t, testPool(t))
-		return openSchema(t, schema).Backend().Limiter, openSchema(t, schema).Backend().Limiter
-	}})
-}
+// The limiters' conformance suite runs in TestBackend
+// (storetest.RunBackend), with two stores over one schema.
 
 // Keys a text column cannot hold (NUL, invalid UTF-8) are limited like
 // any other.

@@ -3,12 +3,12 @@ package redisstore
 import (
 	"github.com/redis/go-redis/v9"
 
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 )
 
-// NewBackend returns a [store.Backend] on Redis: [New] with the same
+// NewBackend returns a [backend.Backend] on Redis: [New] with the same
 // arguments, then [Store.Backend]. The client stays the caller's.
-func NewBackend(client redis.UniversalClient, cfg *Config) (*store.Backend, error) {
+func NewBackend(client redis.UniversalClient, cfg *Config) (*backend.Backend, error) {
 	s, err := New(client, cfg)
 	if err != nil {
 		return nil, err
@@ -16,14 +16,14 @@ func NewBackend(client redis.UniversalClient, cfg *Config) (*store.Backend, erro
 	return s.Backend(), nil
 }
 
-// Backend returns the store as a [store.Backend]: the Store itself as
+// Backend returns the store as a [backend.Backend]: the Store itself as
 // accounts, credits and job queue, its [Webhooks] as outbox and
 // endpoints, and a [RateLimiter] whose buckets sit beside the store's keys
 // under the same hash tag, so every process on the server shares one limit
 // per key. Closing it leaves the client open.
-func (s *Store) Backend() *store.Backend {
+func (s *Store) Backend() *backend.Backend {
 	w := s.webhooks()
-	return &store.Backend{
+	return &backend.Backend{
 		Name:      "redis",
 		Shared:    true,
 		Accounts:  s,

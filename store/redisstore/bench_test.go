@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/validmail/validmail/jobs/jobstest"
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/storetest"
 )
 
 func BenchmarkQueue(b *testing.B) {
-	jobstest.Bench(b, func(tb testing.TB) *store.Backend { return newBackend(tb) })
+	jobstest.Bench(b, func(tb testing.TB) jobstest.Backend { return storetest.Jobs(tb, newBackend(tb)) })
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/validmail/validmail/jobs/jobstest"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/redisstore"
 	"github.com/validmail/validmail/store/storetest"
 	"github.com/validmail/validmail/store/storetest/crashtest"
@@ -25,18 +26,18 @@ func TestClusterBackend(t *testing.T) {
 
 // newClusterBackend returns a backend on the test cluster under a fresh
 // prefix.
-func newClusterBackend(tb testing.TB) *store.Backend {
+func newClusterBackend(tb testing.TB) *backend.Backend {
 	s, _, _ := setupCluster(tb, nil)
 	return s.Backend()
 }
 
 // clusterDurable is durable on the test cluster.
-var clusterDurable = crashtest.Durable{
+var clusterDurable = crashtest.Durable[*backend.Backend]{
 	NewNamespace: func(tb testing.TB) string {
 		_, _, prefix := setupCluster(tb, nil)
 		return prefix
 	},
-	Open: func(tb testing.TB, prefix string) *store.Backend {
+	Open: func(tb testing.TB, prefix string) *backend.Backend {
 		s, err := redisstore.New(clusterClient(tb), &redisstore.Config{Prefix: prefix})
 		if err != nil {
 			tb.Fatal(err)
@@ -93,14 +94,14 @@ func TestClusterMovedIsNotBadData(t *testing.T) {
 	if err == nil {
 		t.Fatal("a read on the wrong master succeeded")
 	}
-	if errors.Is(err, redisstore.ErrBadData) || !errors.Is(err, redisstore.ErrUnavailable) {
+	if errors.Is(err, redisstore.ErrBadData) || !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("MOVED reported as %v, want ErrUnavailable and not ErrBadData", err)
 	}
 }
 
 // BenchmarkClusterQueue runs the queue benchmarks on the test cluster.
 func BenchmarkClusterQueue(b *testing.B) {
-	jobstest.Bench(b, func(tb testing.TB) *store.Backend { return newClusterBackend(tb) })
+	jobstest.Bench(b, func(tb testing.TB) jobstest.Backend { return storetest.Jobs(tb, newClusterBackend(tb)) })
 }
 
 // Setup on a cluster reads the persistence of the master that holds the

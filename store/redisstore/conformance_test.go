@@ -3,7 +3,7 @@ package redisstore_test
 import (
 	"testing"
 
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/storetest"
 )
 
@@ -13,7 +13,7 @@ func TestBackend(t *testing.T) {
 }
 
 // newBackend returns a backend under a fresh prefix.
-func newBackend(tb testing.TB) *store.Backend {
+func newBackend(tb testing.TB) *backend.Backend {
 	s, _, _ := setup(tb, nil)
 	return s.Backend()
 }

@@ -3,16 +3,16 @@ package redisstore_test
 import (
 	"testing"
 
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/redisstore"
 	"github.com/validmail/validmail/store/storetest/crashtest"
 )
 
 // durable is a key prefix shared by a test process and the worker and
 // dispatcher processes of the crash tests.
-var durable = crashtest.Durable{
+var durable = crashtest.Durable[*backend.Backend]{
 	NewNamespace: newPrefix,
-	Open:         func(tb testing.TB, prefix string) *store.Backend { return openPrefix(tb, prefix).Backend() },
+	Open:         func(tb testing.TB, prefix string) *backend.Backend { return openPrefix(tb, prefix).Backend() },
 }
 
 // newPrefix returns a fresh key prefix whose keys are deleted when tb

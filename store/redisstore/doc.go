@@ -3,7 +3,7 @@
 // queue ([jobs.Driver], [jobs.ChargingDriver], [jobs.Notifier]) and the
 // webhook outbox and endpoints ([webhook.Outbox], [webhook.Endpoints], on
 // [Webhooks]), with a shared [RateLimiter]; [NewBackend] returns them all
-// as one [store.Backend]. It runs on the host's go-redis client
+// as one [backend.Backend]. It runs on the host's go-redis client
 // ([redis.UniversalClient]) and never owns it.
 //
 // Every change that touches more than one key is one Lua script, run with

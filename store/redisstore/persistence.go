@@ -10,9 +10,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 )
 
-var _ store.HealthChecker = (*Store)(nil)
+var _ backend.HealthChecker = (*Store)(nil)
 
 // markerName is the key [Store.Setup] writes: its value, random, tells a
 // server that still holds the store's data from one that restarted
@@ -170,7 +171,7 @@ func (s *Store) checkMarker(ctx context.Context) error {
 	return nil
 }
 
-// CheckHealth implements [store.HealthChecker]: an error wrapping
+// CheckHealth implements [backend.HealthChecker]: an error wrapping
 // [store.ErrDataLost] when the server lost the store's data (the marker
 // is gone), and a note when the server's persistence is off or unknown.
 // It reads the persistence settings again, so a fix made at run time

@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"github.com/validmail/validmail/httpapi/ratelimit"
-	"github.com/validmail/validmail/httpapi/ratelimit/ratelimittest"
 	"github.com/validmail/validmail/store/redisstore"
 )
 
@@ -47,16 +46,9 @@ func newTestLimiter(t *testing.T) (*redisstore.RateLimiter, *redis.Client, strin
 	return redisstore.NewRateLimiter(c, prefix), c, prefix
 }
 
-// TestRateLimiter runs the limiters' conformance suite with two limiters
-// over one prefix: two instances of a deployment.
-func TestRateLimiter(t *testing.T) {
-	t.Parallel()
-	rateLimitClient(t)
-	ratelimittest.Run(t, ratelimittest.Harness{New: func(t *testing.T) (ratelimit.Limiter, ratelimit.Limiter) {
-		a, c, prefix := newTestLimiter(t)
-		return a, redisstore.NewRateLimiter(c, prefix)
-	}})
-}
+// The limiters' conformance suite runs in TestBackend and
+// TestClusterBackend (storetest.RunBackend), with two stores over one
+// prefix.
 
 // Buckets and quota windows expire when they no longer matter.
 func TestRateLimiterExpiry(t *testing.T) {

@@ -33,11 +33,6 @@ var (
 
 // Errors reported by a [Store] besides the domain packages' sentinels.
 var (
-	// ErrUnavailable reports that the Redis server could not be reached or
-	// the connection failed during a call. A change whose call returned
-	// this error may or may not have been applied; it was applied whole
-	// or not at all.
-	ErrUnavailable = errors.New("redisstore: server unavailable")
 	// ErrBadData reports data under the store's prefix that the store did
 	// not write: a key of the wrong type, or a value it cannot parse.
 	// Nothing was changed.
@@ -127,7 +122,7 @@ func (s *Store) channel() string { return s.base + "notify" }
 
 // wrap turns an error from go-redis into the store's errors: the context's
 // error when ctx ended, [ErrBadData] for a wrong key type or a script
-// failure, [ErrUnavailable] for anything that is not a server reply and
+// failure, [store.ErrUnavailable] for anything that is not a server reply and
 // for the replies of a cluster whose slots are moving (MOVED, ASK,
 // TRYAGAIN, CLUSTERDOWN, ...), which the cluster client follows and
 // reports only when it ran out of redirects.
@@ -145,7 +140,7 @@ func (s *Store) wrap(ctx context.Context, op string, err error) error {
 	if errors.As(err, &re) && !clusterTransient(re) {
 		return fmt.Errorf("redisstore: %s: %w: %w", op, ErrBadData, err)
 	}
-	return fmt.Errorf("redisstore: %s: %w: %w", op, ErrUnavailable, err)
+	return fmt.Errorf("redisstore: %s: server unavailable: %w: %w", op, store.ErrUnavailable, err)
 }
 
 // code returns the code a script failed with ("NOTFOUND" for an error reply

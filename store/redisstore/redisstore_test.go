@@ -427,7 +427,7 @@ func TestServerGoneAway(t *testing.T) {
 		"Authenticate": func() error { _, err := s2.Authenticate(ctx, store.NewSecret()); return err },
 		"Subscribe":    func() error { _, err := s2.Subscribe(ctx); return err },
 	} {
-		if err := call(); !errors.Is(err, redisstore.ErrUnavailable) {
+		if err := call(); !errors.Is(err, store.ErrUnavailable) {
 			t.Errorf("%s with the server gone: %v, want ErrUnavailable", name, err)
 		}
 	}

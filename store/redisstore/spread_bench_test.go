@@ -9,7 +9,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 )
 
 // BenchmarkDrainAccounts drains b.N jobs of 48 accounts, which spread over
@@ -24,7 +24,7 @@ func BenchmarkClusterDrainAccounts(b *testing.B) {
 	benchDrainAccounts(b, newClusterBackend(b))
 }
 
-func benchDrainAccounts(b *testing.B, be *store.Backend) {
+func benchDrainAccounts(b *testing.B, be *backend.Backend) {
 	ctx := context.Background()
 	q, err := jobs.NewQueue(be.Jobs, credits.New(be.Credits, nil), nil)
 	if err != nil {

@@ -9,11 +9,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 )
 
 // testPasswords: a hash given at signup is stored with the account,
 // replaced, removed; an unknown account is ErrNotFound.
-func testPasswords(t *testing.T, b *store.Backend) {
+func testPasswords(t *testing.T, b *backend.Backend) {
 	if b.Passwords == nil {
 		t.Skip("backend keeps no passwords")
 	}
@@ -50,7 +51,7 @@ func testPasswords(t *testing.T, b *store.Backend) {
 
 // testSessions: save, find, replace, delete, expiry; ending an
 // account's sessions but one leaves other accounts' and anonymous ones.
-func testSessions(t *testing.T, b *store.Backend) {
+func testSessions(t *testing.T, b *backend.Backend) {
 	if b.Sessions == nil {
 		t.Skip("backend keeps no sessions")
 	}
@@ -193,7 +194,7 @@ const maxSessionsChecked = 40
 
 // testTokens: a token is taken once, by its purpose only, never after
 // its expiry; an unknown account has none.
-func testTokens(t *testing.T, b *store.Backend) {
+func testTokens(t *testing.T, b *backend.Backend) {
 	if b.Tokens == nil {
 		t.Skip("backend keeps no tokens")
 	}
@@ -261,7 +262,7 @@ func testTokens(t *testing.T, b *store.Backend) {
 
 // testConfirm: an unconfirmed account holds its grant until confirmed,
 // once; a confirmed account is left alone.
-func testConfirm(t *testing.T, b *store.Backend) {
+func testConfirm(t *testing.T, b *backend.Backend) {
 	ctx := context.Background()
 	a := mustAccount(t, b, store.CreateAccountParams{Unconfirmed: true, SignupCredits: 120})
 	if !a.Unconfirmed {
@@ -325,7 +326,7 @@ func testConfirm(t *testing.T, b *store.Backend) {
 }
 
 // testUsage: counts add up by month and status, per account.
-func testUsage(t *testing.T, b *store.Backend) {
+func testUsage(t *testing.T, b *backend.Backend) {
 	if b.Usage == nil {
 		t.Skip("backend keeps no usage counts")
 	}

@@ -1,18 +1,22 @@
-// Package storetest defines what a correct [store.Backend] is. A backend's
+// Package storetest defines what a correct [backend.Backend] is. A backend's
 // test calls [RunBackend], the one entry point, which runs every suite
 // against it: credits (credits/creditstest), jobs (jobs/jobstest), webhooks
-// (webhook/webhooktest), accounts ([Run], in this package) and, for a
+// (webhook/webhooktest), accounts ([Run], in this package), the shared
+// rate limiter (httpapi/ratelimit/ratelimittest) and, for a
 // backend whose data outlives the process, the crash tests that kill a
 // worker or a dispatcher mid-batch:
 //
 //	func TestBackend(t *testing.T) {
 //		storetest.RunBackend(t, storetest.Harness{
-//			New: func(tb testing.TB) *store.Backend { return memstore.NewBackend() },
+//			New: func(tb testing.TB) *backend.Backend { return memstore.NewBackend() },
 //		})
 //	}
 //
-// Every suite takes the same constructor: a function returning a fresh,
-// empty backend that no other call shares.
+// [Harness.New] returns a fresh, empty backend that no other call shares.
+// Each suite takes a harness of its own, only the part of a backend it
+// checks (a [credits.Store], a jobstest.Backend, a webhooktest.Backend);
+// RunBackend adapts the backend to each with [Credits], [Jobs] and
+// [Webhooks], which a backend's own benchmarks and tests may use too.
 package storetest
 
 import (
@@ -30,6 +34,7 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 )
 
 // Dumper is implemented by an Accounts whose data the suite can search:
@@ -44,10 +49,10 @@ type Dumper interface {
 // Run checks that backends made by newBackend behave as [store.Accounts]
 // promises. Each subtest runs in parallel with its own backend from
 // newBackend.
-func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
+func Run(t *testing.T, newBackend func(tb testing.TB) *backend.Backend) {
 	tests := []struct {
 		name string
-		f    func(t *testing.T, b *store.Backend)
+		f    func(t *testing.T, b *backend.Backend)
 	}{
 		{"CreateAccountGrantsCredits", testCreateAccount},
 		{"SignupCreditsOption", testSignupCredits},
@@ -78,7 +83,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 
 func email() string { return "owner-" + uuid.NewString() + "@example.org" }
 
-func mustAccount(t *testing.T, b *store.Backend, p store.CreateAccountParams) store.Account {
+func mustAccount(t *testing.T, b *backend.Backend, p store.CreateAccountParams) store.Account {
 	t.Helper()
 	if p.Email == "" {
 		p.Email = email()
@@ -90,7 +95,7 @@ func mustAccount(t *testing.T, b *store.Backend, p store.CreateAccountParams) st
 	return a
 }
 
-func mustKey(t *testing.T, b *store.Backend, p store.CreateKeyParams) (store.Key, string) {
+func mustKey(t *testing.T, b *backend.Backend, p store.CreateKeyParams) (store.Key, string) {
 	t.Helper()
 	k, secret, err := b.Accounts.CreateKey(context.Background(), p)
 	if err != nil {
@@ -99,7 +104,7 @@ func mustKey(t *testing.T, b *store.Backend, p store.CreateKeyParams) (store.Key
 	return k, secret
 }
 
-func testCreateAccount(t *testing.T, b *store.Backend) {
+func testCreateAccount(t *testing.T, b *backend.Backend) {
 	ctx := context.Background()
 	before := time.Now().Add(-time.Second)
 	e := email()
@@ -128,7 +133,7 @@ func testCreateAccount(t *testing.T, b *store.Backend) {
 	}
 }
 
-func testSignupCredits(t *testing.T, b *store.Backend) {
+func testSignupCredits(t *testing.T, b *backend.Backend) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		give, want int64
@@ -149,7 +154,7 @@ func testSignupCredits(t *testing.T, b *store.Backend) {
 	}
 }
 
-func testEmailUnique(t *testing.T, b *store.Backend) {
+func testEmailUnique(t *testing.T, b *backend.Backend) {
 	ctx := context.Background()
 	e := email()
 	a := mustAccount(t, b, store.CreateAccountParams{Email: e})
@@ -166,7 +171,7 @@ func testEmailUnique(t *testing.T, b *store.Backend) {
 	}
 }
 
-func testEmailUniqueConcurrent(t *testing.T, b *store.Backend) {
+func testEmailUniqueConcurrent(t *testing.T, b *backend.Backend) {
 	e := email()
 	var ok, taken atomic.Int64
 	var wg sync.WaitGroup
@@ -190,7 +195,7 @@ func testEmailUniqueConcurrent(t *testing.T, b *store.Backend) {
 }
 
 // activeKeys counts the account's unrevoked keys and all of its keys.
-func activeKeys(t *testing.T, b *store.Backend, accountID string) (active, all int) {
+func activeKeys(t *testing.T, b *backend.Backend, accountID string) (active, all int) {
 	t.Helper()
 	ks, err := b.Accounts.ListKeys(context.Background(), accountID)
 	if err != nil {
@@ -204,7 +209,7 @@ func activeKeys(t *testing.T, b *store.Backend, accountID string) (active, all i
 	return active, len(ks)
 }
 
-func testKeyLimit(t *testing.T, b *store.Backend) {
+func testKeyLimit(t *testing.T, b *backend.Backend) {
 	ctx := context.Background()
 	a := mustAccount(t, b, store.CreateAccountParams{})
 	const tries, limit = 50, 10
@@ -268,7 +273,7 @@ func testKeyLimit(t *testing.T, b *store.Backend) {
 	}
 }
 
-func testNotFound(t *testing.T, b *store.Backend) {
+func testNotFound(t *testing.T, b *backend.Backend) {
 	ctx := context.Background()
 	if _, err := b.Accounts.GetAccount(ctx, uuid.NewString()); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetAccount(unknown): %v", err)
@@ -291,7 +296,7 @@ func testNotFound(t *testing.T, b *store.Backend) {
 	}
 }
 
-func testKeyLifecycle(t *testing.T, b *store.Backend) {
+func testKeyLifecycle(t *testing.T, b *backend.Backend) {
 	ctx := context.Background()
 	a := mustAccount(t, b, store.CreateAccountParams{})
 	k, secret := mustKey(t, b, store.CreateKeyParams{AccountID: a.ID, Name: "ci"})
@@ -343,7 +348,7 @@ func testKeyLifecycle(t *testing.T, b *store.Backend) {
 	}
 }
 
-func testSecretNotStored(t *testing.T, b *store.Backend) {
+func testSecretNotStored(t *testing.T, b *backend.Backend) {
 	dumper, ok := b.Accounts.(Dumper)
 	if !ok {
 		t.Skip("the backend's Accounts has no Dump method")
@@ -373,7 +378,7 @@ func testSecretNotStored(t *testing.T, b *store.Backend) {
 	}
 }
 
-func testKeyPermissions(t *testing.T, b *store.Backend) {
+func testKeyPermissions(t *testing.T, b *backend.Backend) {
 	ctx := context.Background()
 	a := mustAccount(t, b, store.CreateAccountParams{})
 	k, secret := mustKey(t, b, store.CreateKeyParams{AccountID: a.ID, Permissions: []store.Permission{store.PermKeys, store.PermWebhooks}})
@@ -390,7 +395,7 @@ func testKeyPermissions(t *testing.T, b *store.Backend) {
 	}
 }
 
-func testGivenSecret(t *testing.T, b *store.Backend) {
+func testGivenSecret(t *testing.T, b *backend.Backend) {
 	ctx := context.Background()
 	a := mustAccount(t, b, store.CreateAccountParams{})
 	given := store.NewSecret()
@@ -409,7 +414,7 @@ func testGivenSecret(t *testing.T, b *store.Backend) {
 	}
 }
 
-func testAuthenticateRejects(t *testing.T, b *store.Backend) {
+func testAuthenticateRejects(t *testing.T, b *backend.Backend) {
 	ctx := context.Background()
 	a := mustAccount(t, b, store.CreateAccountParams{})
 	_, secret := mustKey(t, b, store.CreateKeyParams{AccountID: a.ID})
@@ -422,7 +427,7 @@ func testAuthenticateRejects(t *testing.T, b *store.Backend) {
 	}
 }
 
-func testRevokeOther(t *testing.T, b *store.Backend) {
+func testRevokeOther(t *testing.T, b *backend.Backend) {
 	ctx := context.Background()
 	a := mustAccount(t, b, store.CreateAccountParams{})
 	other := mustAccount(t, b, store.CreateAccountParams{})
@@ -438,7 +443,7 @@ func testRevokeOther(t *testing.T, b *store.Backend) {
 	}
 }
 
-func testCanceled(t *testing.T, b *store.Backend) {
+func testCanceled(t *testing.T, b *backend.Backend) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	e := email()

@@ -1,4 +1,4 @@
-// Package storeurl opens a [store.Backend] named by a URL, the way a
+// Package storeurl opens a [backend.Backend] named by a URL, the way a
 // service binary takes its storage from a flag or an environment
 // variable:
 //
@@ -27,7 +27,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/store/pgstore"
 	"github.com/validmail/validmail/store/redisstore"
@@ -62,7 +62,7 @@ type Options struct {
 // The cluster client follows failovers quickly: see
 // [redisstore.FollowFailover]. The pool or client that Open creates is
 // closed by the Backend's Close. opts may be nil.
-func Open(ctx context.Context, rawURL string, opts *Options) (*store.Backend, error) {
+func Open(ctx context.Context, rawURL string, opts *Options) (*backend.Backend, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -182,7 +182,7 @@ func takeParam(u *url.URL, name string) string {
 	return v
 }
 
-func openPostgres(ctx context.Context, u *url.URL, o Options) (*store.Backend, error) {
+func openPostgres(ctx context.Context, u *url.URL, o Options) (*backend.Backend, error) {
 	schema := takeParam(u, "schema")
 	sizeSet := u.Query().Has("pool_max_conns")
 	pcfg, err := pgxpool.ParseConfig(u.String())
@@ -209,7 +209,7 @@ func openPostgres(ctx context.Context, u *url.URL, o Options) (*store.Backend, e
 	return b, nil
 }
 
-func openRedis(ctx context.Context, u *url.URL, o Options) (*store.Backend, error) {
+func openRedis(ctx context.Context, u *url.URL, o Options) (*backend.Backend, error) {
 	prefix := takeParam(u, "prefix")
 	if strings.ContainsAny(prefix, "{}") {
 		return nil, fmt.Errorf("%w: the Redis prefix must not contain braces", ErrBadURL)
@@ -229,7 +229,7 @@ func openRedis(ctx context.Context, u *url.URL, o Options) (*store.Backend, erro
 // maxClusterNodes bounds the node list of a cluster URL.
 const maxClusterNodes = 64
 
-func openRedisCluster(ctx context.Context, u *url.URL, o Options) (*store.Backend, error) {
+func openRedisCluster(ctx context.Context, u *url.URL, o Options) (*backend.Backend, error) {
 	prefix := takeParam(u, "prefix")
 	if strings.ContainsAny(prefix, "{}") {
 		return nil, fmt.Errorf("%w: the Redis prefix must not contain braces", ErrBadURL)
@@ -274,7 +274,7 @@ func openRedisCluster(ctx context.Context, u *url.URL, o Options) (*store.Backen
 
 // newRedisBackend sets up a Redis store over client and returns it as a
 // backend that closes client.
-func newRedisBackend(ctx context.Context, client redis.UniversalClient, prefix string, o Options) (*store.Backend, error) {
+func newRedisBackend(ctx context.Context, client redis.UniversalClient, prefix string, o Options) (*backend.Backend, error) {
 	rs, err := redisstore.New(client, &redisstore.Config{Prefix: prefix, Logger: o.Logger})
 	if err == nil {
 		// Persistence read and logged, marker written, before the first

@@ -40,7 +40,7 @@ const (
 // attempt.
 //
 // RunCrash is skipped under -short and inside a child process.
-func RunCrash(t *testing.T, d crashtest.Durable) {
+func RunCrash(t *testing.T, d crashtest.Durable[Backend]) {
 	ns, be := crashtest.Begin(t, d, EnvCrashNamespace)
 	ob, eps := be.Outbox, be.Endpoints
 	ctx := context.Background()
@@ -129,7 +129,7 @@ func RunCrash(t *testing.T, d crashtest.Durable) {
 // allowed to reach 127.0.0.1, over the namespace given by the parent
 // until nothing is pending. Without [EnvCrashNamespace] (a test run of
 // its own) it skips.
-func CrashChild(t *testing.T, d crashtest.Durable) {
+func CrashChild(t *testing.T, d crashtest.Durable[Backend]) {
 	_, be := crashtest.InChild(t, d, EnvCrashNamespace)
 	ob, eps := be.Outbox, be.Endpoints
 	hc, err := webhook.NewClient(webhook.ClientOptions{Allow: []string{"127.0.0.1"}, Timeout: 500 * time.Millisecond})

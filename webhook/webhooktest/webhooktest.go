@@ -1,6 +1,6 @@
 // Package webhooktest is the conformance suite for [webhook.Outbox] and
-// [webhook.Endpoints] implementations: the Outbox and Endpoints of a
-// [store.Backend]. A backend runs it, with every other suite, through
+// [webhook.Endpoints] implementations, which [Run] takes as a [Backend].
+// A deployment's backend runs it, with every other suite, through
 // storetest.RunBackend; [Run] is the webhook part alone.
 //
 // A backend that keeps its data outside the process also runs [RunCrash]:
@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
 )
 
@@ -37,9 +36,18 @@ func sameTime(a, b time.Time) bool {
 	return a.Truncate(time.Millisecond).Equal(b.Truncate(time.Millisecond))
 }
 
+// Backend is what the suite checks: a webhook outbox and the endpoints it
+// delivers to, over one store.
+type Backend struct {
+	// Outbox holds the events to deliver.
+	Outbox webhook.Outbox
+	// Endpoints holds each account's endpoint.
+	Endpoints webhook.Endpoints
+}
+
 // Run runs every conformance test against the Outbox and Endpoints of
 // backends from newBackend.
-func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
+func Run(t *testing.T, newBackend func(tb testing.TB) Backend) {
 	t.Helper()
 	tests := []struct {
 		name string
@@ -69,8 +77,8 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := newBackend(t)
-			if b == nil || b.Outbox == nil || b.Endpoints == nil {
-				t.Fatal("webhooktest: the backend needs Outbox and Endpoints")
+			if b.Outbox == nil || b.Endpoints == nil {
+				t.Fatal("webhooktest: the Backend needs Outbox and Endpoints")
 			}
 			tc.f(t, b.Outbox, b.Endpoints)
 		})

@@ -1,4 +1,16 @@
-package store
+// Package backend defines [Backend], the storage of one deployment: every
+// interface the service runs on (accounts, credits, jobs, the webhook
+// outbox and endpoints, the rate limiter, the console's sessions, …) over
+// one backend. The backends (store/memstore, store/pgstore,
+// store/redisstore) each return one from their NewBackend, store/storeurl
+// opens one from a URL, and httpapi/service runs a deployment from one.
+//
+// The interfaces themselves live in the packages that use them
+// ([store.Accounts], [credits.Store], [jobs.Driver], [webhook.Outbox], …);
+// this package only gathers them. It imports the domain packages and the
+// rate limiter's contract (httpapi/ratelimit, which imports nothing), so
+// that the store package itself imports nothing of the project.
+package backend
 
 import (
 	"context"
@@ -9,6 +21,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
 )
 
@@ -21,7 +34,7 @@ import (
 // The fields are separate values, not one value asserted to each
 // interface, because the job queue and the webhook outbox are both queues
 // and share method names (Lease, Enqueue, ...). A host may replace any
-// field before handing the Backend on, for example its own [Accounts] in
+// field before handing the Backend on, for example its own [store.Accounts] in
 // front of the backend's.
 type Backend struct {
 	// Name is the kind of backend: "memory", "postgres" or "redis".
@@ -32,7 +45,7 @@ type Backend struct {
 	Shared bool
 
 	// Accounts stores accounts and API keys.
-	Accounts Accounts
+	Accounts store.Accounts
 	// Credits is the credit ledger's storage.
 	Credits credits.Store
 	// Jobs is the job queue's storage. Every backend here also implements
@@ -48,17 +61,17 @@ type Backend struct {
 	Limiter ratelimit.Limiter
 	// Passwords holds the dashboard's password hashes; nil means the
 	// backend keeps none (the dashboard then cannot sign anyone in).
-	Passwords Passwords
+	Passwords store.Passwords
 	// Sessions holds the dashboard's sessions, shared by every process
 	// on the backend.
-	Sessions SessionStore
+	Sessions store.SessionStore
 	// Tokens holds the single-use tokens the dashboard mails; nil means
 	// the backend keeps none (the dashboard then cannot confirm emails or
 	// reset passwords).
-	Tokens Tokens
+	Tokens store.Tokens
 	// Usage counts validations by account, month and status; nil means
 	// the backend keeps no counts.
-	Usage Usage
+	Usage store.Usage
 	// Health reports what the backend knows of its own state beyond
 	// answering (a Redis server that lost its data, persistence off);
 	// nil means nothing more.
@@ -101,14 +114,14 @@ func (b *Backend) Close() error {
 	return errors.Join(errs...)
 }
 
-// ErrIncompleteBackend reports a [Backend] that lacks a required field;
+// ErrIncomplete reports a [Backend] that lacks a required field;
 // [Backend.Check] wraps it with the field's name.
-var ErrIncompleteBackend = errors.New("store: incomplete backend")
+var ErrIncomplete = errors.New("backend: incomplete backend")
 
 // Check reports whether every required field is set: all but Limiter.
 func (b *Backend) Check() error {
 	if b == nil {
-		return errors.Join(ErrIncompleteBackend, errors.New("nil backend"))
+		return errors.Join(ErrIncomplete, errors.New("nil backend"))
 	}
 	var missing []string
 	if b.Accounts == nil {
@@ -135,7 +148,7 @@ func (b *Backend) Check() error {
 type incompleteError struct{ fields []string }
 
 func (e *incompleteError) Error() string {
-	s := "store: incomplete backend: no "
+	s := "backend: incomplete backend: no "
 	for i, f := range e.fields {
 		if i > 0 {
 			s += ", "
@@ -145,20 +158,13 @@ func (e *incompleteError) Error() string {
 	return s
 }
 
-func (e *incompleteError) Unwrap() error { return ErrIncompleteBackend }
-
-// ErrDataLost reports a backend that lost the data it held while the
-// service ran, such as a Redis server that restarted without persistence:
-// every account, key and queued job is gone, so requests are refused
-// (503) rather than answered as if their keys never existed. An operator
-// restores the data, or restarts the service to start again empty.
-var ErrDataLost = errors.New("store: the backend lost its data")
+func (e *incompleteError) Unwrap() error { return ErrIncomplete }
 
 // HealthChecker is implemented by a backend that can tell more about its
 // state than that it answers; readiness probes ask it.
 type HealthChecker interface {
 	// CheckHealth returns an error when the backend must not serve (one
-	// wrapping [ErrDataLost] when it lost its data), and notes on
+	// wrapping [store.ErrDataLost] when it lost its data), and notes on
 	// conditions an operator should know about that do not stop it
 	// serving, such as persistence turned off.
 	CheckHealth(ctx context.Context) (notes []string, err error)
