@@ -64,6 +64,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 		{"UnusualAddresses", testUnusualAddresses},
 		{"Batches", testBatches},
 		{"BatchEventOnce", testBatchEventOnce},
+		{"EventBytes", testEventBytes},
 		{"BatchPagingWhileCompleting", testBatchPagingWhileCompleting},
 		{"BatchSource", testBatchSource},
 		{"IdempotencyExpires", testIdempotencyExpires},
