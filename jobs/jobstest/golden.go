@@ -86,11 +86,7 @@ func testEventBytes(t *testing.T, b *bundle) {
 			res := goldenResult(i, l.Email)
 			job := l.Job
 			job.State, job.Result = jobs.StateCompleted, &res
-			ev, err := src.NewEvent(ctx, job, res)
-			if err != nil {
-				t.Fatal(err)
-			}
-			bev, err := src.NewBatchEvent(ctx, job)
+			ev, bev, err := src.NewEvents(ctx, job, res)
 			if err != nil {
 				t.Fatal(err)
 			}

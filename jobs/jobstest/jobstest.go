@@ -19,6 +19,7 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/webhook"
 	"github.com/validmail/validmail/webhook/jobevents"
 )
 
@@ -30,7 +31,7 @@ type backend struct {
 	Credits credits.Store
 	// Events returns the outbox events recorded for an account by
 	// completions, with their ID, Type, CreatedAt and Payload as written.
-	Events func(ctx context.Context, account string) ([]jobs.Event, error)
+	Events func(ctx context.Context, account string) ([]webhook.Event, error)
 }
 
 // fromStore returns what the suite uses of b.
@@ -42,7 +43,7 @@ func fromStore(tb testing.TB, b *store.Backend) backend {
 	return backend{
 		Driver:  b.Jobs,
 		Credits: b.Credits,
-		Events: func(ctx context.Context, account string) ([]jobs.Event, error) {
+		Events: func(ctx context.Context, account string) ([]webhook.Event, error) {
 			return jobevents.List(ctx, b.Outbox, account)
 		},
 	}

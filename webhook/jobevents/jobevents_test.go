@@ -96,7 +96,7 @@ func TestNewEvent(t *testing.T) {
 		{"none", false},
 	} {
 		job, res := completed(tc.account, "42", "a@example.org")
-		ev, err := src.NewEvent(t.Context(), job, res)
+		ev, _, err := src.NewEvents(t.Context(), job, res)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.account, err)
 		}
@@ -140,7 +140,7 @@ func TestNewEventCachesLookups(t *testing.T) {
 	hasEvent := func() bool {
 		t.Helper()
 		job, res := completed("acct", "1", "a@example.org")
-		ev, err := src.NewEvent(t.Context(), job, res)
+		ev, _, err := src.NewEvents(t.Context(), job, res)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,8 +179,8 @@ func TestNewEventLookupError(t *testing.T) {
 	}
 	job, res := completed("acct", "1", "a@example.org")
 	for range 2 {
-		if ev, err := src.NewEvent(t.Context(), job, res); !errors.Is(err, down) || ev != nil {
-			t.Fatalf("NewEvent = %+v, %v; want %v", ev, err, down)
+		if ev, bev, err := src.NewEvents(t.Context(), job, res); !errors.Is(err, down) || ev != nil || bev != nil {
+			t.Fatalf("NewEvents = %+v, %+v, %v; want %v", ev, bev, err, down)
 		}
 	}
 	if n := eps.count(); n != 2 {
