@@ -246,6 +246,8 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 		if b.completed == b.total {
 			b.completedAt = t
 			if e := p.BatchEvent; e != nil {
+				// The batch's final counts, under the same lock: the
+				// webhook package makes the event's bytes.
 				ev := jobEvent(j, e, e.CreatedAt)
 				ev.Payload = webhook.BatchCompletedPayload(ev.CreatedAt, jobs.BatchCompleted(b.batch(j.BatchID)))
 				s.addDeliveryLocked(ev)

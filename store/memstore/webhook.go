@@ -64,6 +64,11 @@ func (w *Webhooks) Enqueue(ctx context.Context, ev webhook.Event) error {
 	if _, ok := s.deliveries[ev.ID]; ok {
 		return webhook.ErrDuplicate
 	}
+	// A payload stored as data is kept as the bytes it stands for.
+	ev.Payload = slices.Clone(ev.Payload)
+	if err := ev.Expand(); err != nil {
+		return err
+	}
 	s.addDeliveryLocked(ev)
 	return nil
 }
