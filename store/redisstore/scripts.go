@@ -361,7 +361,7 @@ return str(exp)
 //
 // complete_one(base, id, token, result, refund, retention, status, ev,
 // bev, t) completes job id: ev is the job's event {id, type, created,
-// payload} or nil, bev the batch's {id, type, created, head} or nil (see
+// payload} or nil, bev the batch's {id, type, created} or nil (see
 // scriptComplete), t the completion time in µs (nil: the server's time
 // now). It makes every check before its first write and
 // returns nil, or the code of the check that failed (NOTFOUND, LEASELOST,

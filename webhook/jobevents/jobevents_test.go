@@ -255,9 +255,9 @@ func (c *notifier) Notify() { c.mu.Lock(); c.n++; c.mu.Unlock() }
 
 func (c *notifier) count() int { c.mu.Lock(); defer c.mu.Unlock(); return c.n }
 
-// TestAttach: Attach sets the pool's NewEvents and wakes the dispatcher
-// after a completion and runs the host's own hook, except for an account
-// known to have no enabled endpoint.
+// TestAttach: Attach sets the pool's NewEvents; after a completion it wakes
+// the dispatcher, unless the account is known to have no enabled
+// endpoint, and always runs the host's own hook.
 func TestAttach(t *testing.T) {
 	t.Parallel()
 	w := memstore.NewBackend().Outbox.(*memstore.Webhooks)
