@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
 	"fmt"
 	"log"
 	"net/http"
@@ -79,14 +78,15 @@ func ExampleConfig_webhooks() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	events, err := jobevents.New(b.Endpoints, nil)
+	// The source builds each completion's events and wakes the dispatcher
+	// once they are written.
+	events, err := jobevents.New(b.Endpoints, &jobevents.Config{Dispatcher: disp})
 	if err != nil {
 		log.Fatal(err)
 	}
-	pool, err := jobs.NewPool(queue, v, &jobs.PoolConfig{
-		NewEvent:   events.NewEvent,
-		OnComplete: func(context.Context, jobs.Job) { disp.Notify() },
-	})
+	var pcfg jobs.PoolConfig
+	events.Attach(&pcfg)
+	pool, err := jobs.NewPool(queue, v, &pcfg)
 	if err != nil {
 		log.Fatal(err)
 	}

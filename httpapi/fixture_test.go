@@ -215,8 +215,7 @@ func (f *fixture) runDispatcher(t *testing.T) {
 func (f *fixture) runPool(t *testing.T) {
 	cfg := &jobs.PoolConfig{Workers: 4, PollInterval: 5 * time.Millisecond}
 	if f.events != nil {
-		cfg.NewEvent = f.events.NewEvent
-		cfg.NewBatchEvent = f.events.NewBatchEvent
+		cfg.NewEvents = f.events.NewEvents
 		cfg.OnComplete = func(context.Context, jobs.Job) { f.disp.Notify() }
 	}
 	p, err := jobs.NewPool(f.queue, f.v, cfg)

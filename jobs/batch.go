@@ -2,15 +2,11 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"maps"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/webhook"
 )
 
 // ErrNoBatches reports a driver that does not implement [BatchDriver].
@@ -39,55 +35,14 @@ type Batch struct {
 	Source string
 }
 
-// BatchEvent describes the event a batch's last completion writes (see
-// [CompleteParams.BatchEvent]). The driver stores it as one pending outbox
-// entry of the job's account, with the completing job's id, due at
-// CreatedAt.
-type BatchEvent struct {
-	// ID identifies the event in the outbox.
-	ID string
-	// Type names the kind of event, such as "batch.completed".
-	Type string
-	// CreatedAt is the event's timestamp and when it is first due;
-	// required.
-	CreatedAt time.Time
-}
-
-// batchTimestamp is RFC 3339 in UTC with milliseconds, as webhook events
-// carry it.
-const batchTimestamp = "2006-01-02T15:04:05.000Z07:00"
-
-// BatchEventHead returns the start of e's payload, up to the data object:
-//
-//	{"type":"<Type>","timestamp":"<CreatedAt>","data":
-//
-// Drivers that build the payload inside the backend append the data object
-// as [BatchEventPayload] describes.
-func BatchEventHead(e BatchEvent) string {
-	t, _ := json.Marshal(e.Type)
-	return `{"type":` + string(t) + `,"timestamp":"` + e.CreatedAt.UTC().Format(batchTimestamp) + `","data":`
-}
-
-// BatchEventPayload returns the payload written for e when batch b
-// completes, byte for byte:
-//
-//	{"type":"batch.completed","timestamp":"…","data":{"batch_id":"…","total":n,"counts":{"LIKELY":n,…}}}
-//
-// with counts' keys in byte order and no spaces. Every driver writes
-// exactly these bytes.
-func BatchEventPayload(e BatchEvent, b Batch) []byte {
-	keys := slices.Sorted(maps.Keys(b.Counts))
-	var sb strings.Builder
-	sb.WriteString(BatchEventHead(e))
-	sb.WriteString(`{"batch_id":"` + b.ID + `","total":` + strconv.Itoa(b.Total) + `,"counts":{`)
-	for i, k := range keys {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		sb.WriteString(`"` + string(k) + `":` + strconv.Itoa(b.Counts[k]))
+// BatchCompleted returns the data of the batch.completed event that
+// reports b: its id, total and counts.
+func BatchCompleted(b Batch) webhook.BatchCompleted {
+	counts := make(map[string]int, len(b.Counts))
+	for k, n := range b.Counts {
+		counts[string(k)] = n
 	}
-	sb.WriteString(`}}}`)
-	return []byte(sb.String())
+	return webhook.BatchCompleted{BatchID: b.ID, Total: b.Total, Counts: counts}
 }
 
 // BatchesParams selects an account's batches, newest first.

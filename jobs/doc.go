@@ -13,8 +13,8 @@
 //
 // The Queue runs over a [Driver], the interface a backend implements
 // (store/memstore, store/pgstore, store/redisstore), optionally with
-// [ChargingDriver] and [Notifier]; the *Params types, [Lease] and [Event]
-// belong to that contract. The conformance suite jobs/jobstest, run through
+// [ChargingDriver] and [Notifier]; the *Params types and [Lease] belong to
+// that contract, with the [webhook.Event] a completion writes. The conformance suite jobs/jobstest, run through
 // storetest.RunBackend, defines what a correct Driver does.
 //
 // # Life of a job
@@ -32,7 +32,9 @@
 // A job never ends without a result: when its attempts run out the Pool
 // completes it with an UNKNOWN result ([UnknownResult]) and refunds its
 // credit. Completing, refunding and recording the completion's outbox
-// [Event] are one atomic step in the driver.
+// events ([CompleteParams.Event], and [CompleteParams.BatchEvent] for a
+// batch's last job, with the batch's final counts) are one atomic step in
+// the driver.
 //
 // # When the DNS does not answer
 //

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/webhook"
 )
 
 // Errors reported by a [Queue] and by every [Driver].
@@ -93,23 +94,6 @@ type Lease struct {
 	ExpiresAt time.Time
 }
 
-// Event is the record a completion writes to the job's account's outbox
-// in the same atomic step (the webhook dispatcher delivers it). A backend
-// stores it as one pending outbox entry whose account and job id are the
-// completed job's, due at CreatedAt.
-type Event struct {
-	// ID identifies the event; it is unique in the outbox and stays the
-	// same on every delivery attempt.
-	ID string
-	// Type names the kind of event, such as "validation.completed".
-	Type string
-	// CreatedAt is when the event was made; it is first due then. Zero
-	// means the completion time.
-	CreatedAt time.Time
-	// Payload is the event body, stored byte for byte.
-	Payload []byte
-}
-
 // EnqueueParams describes a batch for [Driver.Enqueue].
 type EnqueueParams struct {
 	// AccountID owns the jobs; required.
@@ -176,15 +160,21 @@ type CompleteParams struct {
 	// refund, reference the job id) in the same atomic step.
 	Refund int64
 	// Event, when not nil, is written to the job's account's outbox in the
-	// same atomic step. An event whose ID is already in the outbox makes
-	// the completion fail without changing anything.
-	Event *Event
-	// BatchEvent, when not nil, is written to the job's account's outbox
-	// in the same atomic step if and only if this completion is the last
-	// of the job's batch, with the payload [BatchEventPayload] gives for
-	// the batch as it stands after this completion. Every completion of a
-	// batch may carry one; exactly one of them is written.
-	BatchEvent *BatchEvent
+	// same atomic step, byte for byte, as a pending delivery with the
+	// job's account and id, due at its CreatedAt (zero: the completion
+	// time). An event whose ID is already in the outbox makes the
+	// completion fail without changing anything.
+	Event *webhook.Event
+	// BatchEvent, when not nil, is a batch.completed event
+	// ([webhook.NewBatchEvent]) written to the job's account's outbox in
+	// the same atomic step if and only if this completion is the last of
+	// the job's batch, due at its CreatedAt (required). Its payload is the
+	// one [webhook.BatchCompletedPayload] gives for the batch's final
+	// counts: the driver writes the bytes, or stores the counts
+	// ([webhook.StoreBatchCompleted]) and expands them when its outbox
+	// reads the event. Every completion of a batch may carry one; exactly
+	// one of them is written.
+	BatchEvent *webhook.Event
 	// Retention is how long the completed job is kept: the queue's
 	// ([Config.Retention]), so that a driver whose storage expires data on
 	// its own (Redis) keeps it exactly as long as the queue's Cleanup

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/webhook"
 )
 
 // Validator validates one address: the one interface of a validator for
@@ -111,20 +112,16 @@ type PoolConfig struct {
 	// Notifier wakes idle workers when jobs are enqueued. Default: the
 	// queue's driver, if it implements [Notifier].
 	Notifier Notifier
-	// NewEvent, when set, builds the outbox event written in the same
-	// atomic step as a job's completion; a nil event means none. job is in
-	// its completed state, with result. An error is logged and the job is
+	// NewEvents, when set, builds the outbox events written in the same
+	// atomic step as a job's completion: ev (written always) and batch
+	// (written only by the last completion of the job's batch,
+	// [CompleteParams.BatchEvent]; asked on every completion, since only
+	// the backend knows which one is last); nil means none. job is in its
+	// completed state, with result. An error is logged and the job is
 	// retried, counting a failed attempt. The webhook/jobevents package
-	// provides one that writes validation.completed events for accounts
-	// with an enabled webhook endpoint.
-	NewEvent func(ctx context.Context, job Job, result emailcheck.Result) (*Event, error)
-	// NewBatchEvent, when set, builds the event written when a job's
-	// completion is the last of its batch ([CompleteParams.BatchEvent]);
-	// nil means none. It is asked on every completion, since only the
-	// backend knows which one is last; errors are handled like NewEvent's.
-	// The webhook/jobevents package provides one that writes
-	// batch.completed events.
-	NewBatchEvent func(ctx context.Context, job Job) (*BatchEvent, error)
+	// provides one that writes validation.completed and batch.completed
+	// events for accounts with an enabled webhook endpoint.
+	NewEvents func(ctx context.Context, job Job, result emailcheck.Result) (ev, batch *webhook.Event, err error)
 	// OnComplete, when set, is called after each job this pool completed,
 	// with the job in its completed state. It runs on the worker's
 	// goroutine, or on the group completer's when the driver is a
@@ -618,11 +615,11 @@ func (r *run) process(ctx context.Context, l Lease) (handedOff bool) {
 	job.State = StateCompleted
 	job.Result = &res
 	err = nil
-	if p.cfg.NewEvent != nil {
-		cp.Event, err = p.cfg.NewEvent(bctx, job, res)
-	}
-	if err == nil && p.cfg.NewBatchEvent != nil && job.BatchID != "" {
-		cp.BatchEvent, err = p.cfg.NewBatchEvent(bctx, job)
+	if p.cfg.NewEvents != nil {
+		cp.Event, cp.BatchEvent, err = p.cfg.NewEvents(bctx, job, res)
+		if job.BatchID == "" {
+			cp.BatchEvent = nil
+		}
 	}
 	if err != nil {
 		if l.Errors+1 < p.cfg.MaxAttempts {

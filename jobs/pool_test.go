@@ -10,6 +10,7 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store/memstore"
+	"github.com/validmail/validmail/webhook"
 )
 
 type validatorFunc func(ctx context.Context, email string) (emailcheck.Result, error)
@@ -105,8 +106,8 @@ func TestPoolCompletesWhenEventKeepsFailing(t *testing.T) {
 	p, err := jobs.NewPool(q, likely, &jobs.PoolConfig{
 		Workers: 1, MaxAttempts: 3, PollInterval: 5 * time.Millisecond,
 		Backoff: func(int) time.Duration { return time.Millisecond },
-		NewEvent: func(context.Context, jobs.Job, emailcheck.Result) (*jobs.Event, error) {
-			return nil, errors.New("outbox unavailable")
+		NewEvents: func(context.Context, jobs.Job, emailcheck.Result) (ev, batch *webhook.Event, err error) {
+			return nil, nil, errors.New("outbox unavailable")
 		},
 	})
 	if err != nil {

@@ -13,11 +13,19 @@
 //
 // # Delivery
 //
-// Events ([NewEvent]) are written to an [Outbox] in the same step that
-// completes their job (webhook/jobevents builds them for the worker pool,
-// for accounts with an enabled endpoint); the backends in store/
-// implement the Outbox together with [Endpoints], and webhook/webhooktest
-// defines their contract. A
+// This package alone makes the bytes of every event: [NewEvent] for
+// validation.completed, [BatchCompletedPayload] for batch.completed (its
+// counts are known only to the completion that finishes the batch, so a
+// backend may store them, [StoreBatchCompleted], and make the bytes when
+// it reads the event back, [Event.Expand]), [NewTestEvent] for
+// webhook.test. An [Event] is one type from the completion that writes it
+// to the delivery that sends it.
+//
+// Events are written to an [Outbox] in the same step that completes their
+// job (webhook/jobevents builds them for the worker pool, for accounts
+// with an enabled endpoint, and wakes the Dispatcher once they are
+// written); the backends in store/ implement the Outbox together with
+// [Endpoints], and webhook/webhooktest defines their contract. A
 // [Dispatcher] leases due events and posts them, a bounded number at a
 // time per endpoint; deliveries to a busy endpoint queue for a slot,
 // so one receiver takes a burst of a thousand events in about a second

@@ -62,10 +62,18 @@ func NewEventID() string {
 	return "msg_" + rand.Text()
 }
 
+// eventBody is every event's body: the one place the bytes of an event
+// are made.
 type eventBody struct {
 	Type      string `json:"type"`
 	Timestamp string `json:"timestamp"`
 	Data      any    `json:"data"`
+}
+
+// body returns the payload of an event of the type created at at, with
+// data as its data object.
+func body(eventType string, at time.Time, data any) ([]byte, error) {
+	return json.Marshal(eventBody{Type: eventType, Timestamp: at.UTC().Format(timestampLayout), Data: data})
 }
 
 type completedData struct {
@@ -73,9 +81,9 @@ type completedData struct {
 	Result json.RawMessage `json:"result"`
 }
 
-// NewEvent returns a validation.completed event for a job with a new id.
-// result is the job's result as JSON (an emailcheck result, encoded by the
-// caller); the payload is
+// NewEvent returns a validation.completed event with a new id for the
+// job's completion. result is the job's result as JSON (an emailcheck
+// result, encoded by the caller); the payload is
 //
 //	{"type":"validation.completed","timestamp":"<RFC 3339>","data":{"job_id":"…","result":{…}}}
 func NewEvent(accountID, jobID string, result json.RawMessage, at time.Time) (Event, error) {
@@ -85,11 +93,7 @@ func NewEvent(accountID, jobID string, result json.RawMessage, at time.Time) (Ev
 	if !json.Valid(result) {
 		return Event{}, fmt.Errorf("%w: result is not valid JSON", ErrInvalidEvent)
 	}
-	payload, err := json.Marshal(eventBody{
-		Type:      TypeValidationCompleted,
-		Timestamp: at.UTC().Format(timestampLayout),
-		Data:      completedData{JobID: jobID, Result: result},
-	})
+	payload, err := body(TypeValidationCompleted, at, completedData{JobID: jobID, Result: result})
 	if err != nil {
 		return Event{}, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
@@ -103,14 +107,87 @@ func NewEvent(accountID, jobID string, result json.RawMessage, at time.Time) (Ev
 	}, nil
 }
 
+// BatchCompleted is the data of a batch.completed event: a batch's final
+// counts, known only to the completion that finishes the batch.
+type BatchCompleted struct {
+	// BatchID is the batch's id (the id of its first job).
+	BatchID string `json:"batch_id"`
+	// Total is the number of jobs in the batch.
+	Total int `json:"total"`
+	// Counts holds, for every status that occurs, how many results have
+	// it.
+	Counts map[string]int `json:"counts"`
+}
+
+// NewBatchEvent returns a batch.completed event with a new id and no
+// payload yet, for the account's job whose completion may finish its
+// batch. The backend that completes the job writes it only if the job is
+// its batch's last, with the payload [BatchCompletedPayload] gives for the
+// batch's final counts (see [StoreBatchCompleted]).
+func NewBatchEvent(accountID, jobID string, at time.Time) Event {
+	return Event{
+		ID:        NewEventID(),
+		AccountID: accountID,
+		Type:      TypeBatchCompleted,
+		JobID:     jobID,
+		CreatedAt: at,
+	}
+}
+
+// BatchCompletedPayload returns the payload of a batch.completed event
+// created at at, byte for byte:
+//
+//	{"type":"batch.completed","timestamp":"<RFC 3339>","data":{"batch_id":"…","total":n,"counts":{"LIKELY":n,…}}}
+//
+// with counts' keys in byte order and no spaces. The bytes depend on at
+// (to the millisecond) and b only, so every attempt to deliver the event
+// sends the same ones.
+func BatchCompletedPayload(at time.Time, b BatchCompleted) []byte {
+	if b.Counts == nil {
+		b.Counts = map[string]int{}
+	}
+	// Strings, ints and a map of ints always encode.
+	payload, _ := body(TypeBatchCompleted, at, b)
+	return payload
+}
+
+// storedData starts a payload that an [Outbox] holds as an event's data
+// rather than its bytes; no JSON text starts with it.
+const storedData = 0
+
+// StoreBatchCompleted returns what a backend that learns a batch's final
+// counts only inside its own atomic step (a statement, a script) may store
+// as a batch.completed event's payload instead of its bytes: a zero byte,
+// then b as JSON. Such a backend may write the same form itself: a zero
+// byte, then a JSON object with batch_id (a string), total and counts (an
+// object of numbers), in any order and spacing. [Event.Expand] turns it
+// into the event's payload when the backend reads the event back.
+func StoreBatchCompleted(b BatchCompleted) []byte {
+	data, _ := json.Marshal(b)
+	return append([]byte{storedData}, data...)
+}
+
+// Expand turns a payload stored as data ([StoreBatchCompleted]) into the
+// event's bytes, made from its type, its CreatedAt and the data; a payload
+// stored as bytes is left as it is. An [Outbox] that stores data calls it
+// on every event it returns, so the same stored event always yields the
+// same bytes. Undecodable data is an error wrapping [ErrInvalidEvent].
+func (e *Event) Expand() error {
+	if len(e.Payload) == 0 || e.Payload[0] != storedData {
+		return nil
+	}
+	var b BatchCompleted
+	if err := json.Unmarshal(e.Payload[1:], &b); err != nil {
+		return fmt.Errorf("%w: event %s: %v", ErrInvalidEvent, e.ID, err)
+	}
+	e.Payload = BatchCompletedPayload(e.CreatedAt, b)
+	return nil
+}
+
 // NewTestEvent returns a webhook.test event with a new id, for checking
 // an endpoint: {"type":"webhook.test","timestamp":"…","data":{}}.
 func NewTestEvent(accountID string, at time.Time) Event {
-	payload, _ := json.Marshal(eventBody{
-		Type:      TypeTest,
-		Timestamp: at.UTC().Format(timestampLayout),
-		Data:      struct{}{},
-	})
+	payload, _ := body(TypeTest, at, struct{}{})
 	return Event{
 		ID:        NewEventID(),
 		AccountID: accountID,

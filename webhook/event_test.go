@@ -61,3 +61,55 @@ func TestNewTestEvent(t *testing.T) {
 		t.Errorf("event %+v", ev)
 	}
 }
+
+func TestBatchCompletedPayload(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2031, 2, 3, 4, 5, 6, 789999999, time.FixedZone("x", 3600))
+	want := `{"type":"batch.completed","timestamp":"2031-02-03T03:05:06.789Z","data":{"batch_id":"5","total":4,"counts":{"DISPOSABLE":1,"LIKELY":2,"UNKNOWN":1}}}`
+	data := webhook.BatchCompleted{BatchID: "5", Total: 4, Counts: map[string]int{"UNKNOWN": 1, "LIKELY": 2, "DISPOSABLE": 1}}
+	stored := webhook.StoreBatchCompleted(data)
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+		want    string
+	}{
+		{"made in Go", webhook.BatchCompletedPayload(at, data), want},
+		{"stored by StoreBatchCompleted", stored, want},
+		// As PostgreSQL's jsonb prints it, and as Redis' cjson may.
+		{"stored with spaces", append([]byte{0}, `{"total": 4, "counts": {"LIKELY": 2, "UNKNOWN": 1, "DISPOSABLE": 1}, "batch_id": "5"}`...), want},
+		{"stored in another order", append([]byte{0}, `{"counts":{"UNKNOWN":1,"DISPOSABLE":1,"LIKELY":2},"batch_id":"5","total":4}`...), want},
+		{"no counts", append([]byte{0}, `{"batch_id":"6","total":0}`...),
+			`{"type":"batch.completed","timestamp":"2031-02-03T03:05:06.789Z","data":{"batch_id":"6","total":0,"counts":{}}}`},
+		{"bytes are kept", []byte(`{"type":"batch.completed"}`), `{"type":"batch.completed"}`},
+		{"empty is kept", nil, ``},
+	} {
+		ev := webhook.Event{ID: "msg_1", Type: webhook.TypeBatchCompleted, CreatedAt: at, Payload: tc.payload}
+		if err := ev.Expand(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if string(ev.Payload) != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, ev.Payload, tc.want)
+		}
+		// Expanding again changes nothing: the bytes are final.
+		again := ev
+		if err := again.Expand(); err != nil || string(again.Payload) != string(ev.Payload) {
+			t.Errorf("%s: expanded twice: %s, %v", tc.name, again.Payload, err)
+		}
+	}
+	bad := webhook.Event{ID: "msg_2", Type: webhook.TypeBatchCompleted, Payload: []byte("\x00{nope")}
+	if err := bad.Expand(); !errors.Is(err, webhook.ErrInvalidEvent) {
+		t.Errorf("undecodable data: %v, want ErrInvalidEvent", err)
+	}
+}
+
+func TestNewBatchEvent(t *testing.T) {
+	t.Parallel()
+	at := time.Now()
+	a, b := webhook.NewBatchEvent("acct", "9", at), webhook.NewBatchEvent("acct", "9", at)
+	if a.Type != webhook.TypeBatchCompleted || a.AccountID != "acct" || a.JobID != "9" || !a.CreatedAt.Equal(at) || a.Payload != nil {
+		t.Errorf("NewBatchEvent = %+v", a)
+	}
+	if !strings.HasPrefix(a.ID, "msg_") || a.ID == b.ID {
+		t.Errorf("ids %q, %q: want distinct msg_ ids", a.ID, b.ID)
+	}
+}

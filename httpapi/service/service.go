@@ -120,8 +120,8 @@ type Config struct {
 	// here (the API and webhook delivery still run).
 	Workers int
 	// Pool tunes the worker pool beyond Workers: leases, retries,
-	// intervals. Its Workers, NewEvent, OnComplete and Logger are set by
-	// the service (OnComplete is called after the service's own hook);
+	// intervals. Its Workers, NewEvents, OnComplete and Logger are set by
+	// the service (OnComplete is called after the service's own hooks);
 	// its Canary defaults to the validator's PingNameservers, when it has
 	// one.
 	Pool jobs.PoolConfig
@@ -282,7 +282,7 @@ func (s *Service) build() error {
 	if s.disp, err = webhook.NewDispatcher(b.Outbox, b.Endpoints, client, &wcfg); err != nil {
 		return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
 	}
-	if s.events, err = jobevents.New(b.Endpoints, nil); err != nil {
+	if s.events, err = jobevents.New(b.Endpoints, &jobevents.Config{Dispatcher: s.disp}); err != nil {
 		return err
 	}
 
@@ -290,8 +290,6 @@ func (s *Service) build() error {
 		pcfg := cfg.Pool
 		pcfg.Workers = cfg.Workers
 		pcfg.Logger = s.logger
-		pcfg.NewEvent = s.events.NewEvent
-		pcfg.NewBatchEvent = s.events.NewBatchEvent
 		if pcfg.Canary == nil {
 			// The workers tell a DNS outage from a domain of its own that
 			// does not answer by asking the nameservers the readiness
@@ -301,10 +299,7 @@ func (s *Service) build() error {
 			}
 		}
 		hostHook := cfg.Pool.OnComplete
-		// The event is in the outbox once the job completes: deliver it
-		// now rather than at the dispatcher's next poll.
 		pcfg.OnComplete = func(ctx context.Context, j jobs.Job) {
-			s.disp.Notify()
 			if s.usage != nil && j.Result != nil {
 				if err := s.usage.AddUsage(ctx, j.AccountID, j.CompletedAt, string(j.Result.Confidence.Status), 1); err != nil {
 					s.logger.WarnContext(ctx, "usage count", "job", j.ID, "err", err)
@@ -314,6 +309,10 @@ func (s *Service) build() error {
 				hostHook(ctx, j)
 			}
 		}
+		// The events are in the outbox once the job completes: the source
+		// builds them and wakes the dispatcher to deliver them now rather
+		// than at its next poll.
+		s.events.Attach(&pcfg)
 		if s.pool, err = jobs.NewPool(q, s.validator, &pcfg); err != nil {
 			return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
 		}

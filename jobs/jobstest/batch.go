@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/webhook"
 )
 
 func testBatches(t *testing.T, b *bundle) {
@@ -129,13 +128,13 @@ func testBatches(t *testing.T, b *bundle) {
 }
 
 // batchEvents returns the account's events of the type.
-func batchEvents(t *testing.T, b *bundle, acct, typ string) []jobs.Event {
+func batchEvents(t *testing.T, b *bundle, acct, typ string) []webhook.Event {
 	t.Helper()
 	evs, err := b.Events(context.Background(), acct)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []jobs.Event
+	var out []webhook.Event
 	for _, e := range evs {
 		if e.Type == typ {
 			out = append(out, e)
@@ -145,8 +144,8 @@ func batchEvents(t *testing.T, b *bundle, acct, typ string) []jobs.Event {
 }
 
 // checkBatchEvent checks that the account has exactly one batch event of
-// batch id, with the payload [jobs.BatchEventPayload] gives for the
-// completed batch.
+// batch id, with the payload [webhook.BatchCompletedPayload] gives for
+// the completed batch.
 func checkBatchEvent(t *testing.T, b *bundle, acct, id string) {
 	t.Helper()
 	bd := b.Driver.(jobs.BatchDriver)
@@ -154,7 +153,7 @@ func checkBatchEvent(t *testing.T, b *bundle, acct, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mine []jobs.Event
+	var mine []webhook.Event
 	for _, e := range batchEvents(t, b, acct, batchEventType) {
 		if strings.Contains(string(e.Payload), `"batch_id":"`+id+`"`) {
 			mine = append(mine, e)
@@ -164,7 +163,7 @@ func checkBatchEvent(t *testing.T, b *bundle, acct, id string) {
 		t.Fatalf("batch %s: %d completion events, want exactly 1", id, len(mine))
 	}
 	e := mine[0]
-	want := jobs.BatchEventPayload(jobs.BatchEvent{ID: e.ID, Type: e.Type, CreatedAt: e.CreatedAt}, got)
+	want := webhook.BatchCompletedPayload(e.CreatedAt, jobs.BatchCompleted(got))
 	if string(e.Payload) != string(want) {
 		t.Fatalf("batch event payload\n got %s\nwant %s", e.Payload, want)
 	}
@@ -173,10 +172,17 @@ func checkBatchEvent(t *testing.T, b *bundle, acct, id string) {
 // batchEventType is the event type the suite asks for.
 const batchEventType = "batch.completed"
 
-// newBatchEvent is a [jobs.PoolConfig.NewBatchEvent] that asks for an
-// event on every completion.
-func newBatchEvent(_ context.Context, _ jobs.Job) (*jobs.BatchEvent, error) {
-	return &jobs.BatchEvent{ID: "msg_" + uuid.NewString(), Type: batchEventType, CreatedAt: time.Now()}, nil
+// newBatchEvent returns a batch.completed event for the job's
+// completion, written only if it is its batch's last.
+func newBatchEvent(j jobs.Job) *webhook.Event {
+	e := webhook.NewBatchEvent(j.AccountID, j.ID, time.Now())
+	return &e
+}
+
+// batchEventsOnly is a [jobs.PoolConfig.NewEvents] that asks for a batch
+// event on every completion, and for no other event.
+func batchEventsOnly(_ context.Context, j jobs.Job, _ emailcheck.Result) (ev, batch *webhook.Event, err error) {
+	return nil, newBatchEvent(j), nil
 }
 
 // testBatchEventOnce: every completion of a batch asks for the batch's
@@ -197,7 +203,7 @@ func testBatchEventOnce(t *testing.T, b *bundle) {
 		if i == 1 {
 			r.Confidence.Status = emailcheck.StatusDisposable
 		}
-		ev, _ := newBatchEvent(ctx, l.Job)
+		ev := newBatchEvent(l.Job)
 		if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r, BatchEvent: ev}); err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +225,7 @@ func testBatchEventOnce(t *testing.T, b *bundle) {
 	}
 	c := &counter{n: map[string]int{}}
 	stop := runPool(t, b, validatorFunc(likely), &jobs.PoolConfig{Workers: 8, LeaseDuration: time.Minute, PollInterval: 5 * time.Millisecond,
-		OnComplete: c.hook, NewBatchEvent: newBatchEvent})
+		OnComplete: c.hook, NewEvents: batchEventsOnly})
 	waitFor(t, 30*time.Second, "200 completions", func() bool { return c.total() == 200 })
 	stop()
 	for _, id := range firsts {

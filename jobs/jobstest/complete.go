@@ -122,18 +122,18 @@ func testUnknownRefund(t *testing.T, b *bundle) {
 	})
 	var c counter
 	created := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
-	newEvent := func(_ context.Context, j jobs.Job, r emailcheck.Result) (*jobs.Event, error) {
+	newEvents := func(_ context.Context, j jobs.Job, r emailcheck.Result) (ev, batch *webhook.Event, err error) {
 		if j.Email == "c@ok.example" {
-			return nil, nil // no event for this job
+			return nil, nil, nil // no event for this job
 		}
-		return &jobs.Event{
+		return &webhook.Event{
 			ID:        "evt_" + j.ID,
 			Type:      "test.completed",
 			CreatedAt: created,
 			Payload:   []byte(`{"job_id":"` + j.ID + `","status":"` + string(r.Confidence.Status) + `"}`),
-		}, nil
+		}, nil, nil
 	}
-	stop := runPool(t, b, v, &jobs.PoolConfig{Workers: 2, LeaseDuration: time.Second, PollInterval: 10 * time.Millisecond, OnComplete: c.hook, NewEvent: newEvent})
+	stop := runPool(t, b, v, &jobs.PoolConfig{Workers: 2, LeaseDuration: time.Second, PollInterval: 10 * time.Millisecond, OnComplete: c.hook, NewEvents: newEvents})
 	waitFor(t, 10*time.Second, "5 completions", func() bool { return c.total() >= 5 })
 	stop()
 	c.checkOnce(t, ids)
@@ -163,7 +163,7 @@ func testUnknownRefund(t *testing.T, b *bundle) {
 	if len(evs) != 4 {
 		t.Fatalf("%d outbox events, want 4 (one job had none)", len(evs))
 	}
-	got := map[string]jobs.Event{}
+	got := map[string]webhook.Event{}
 	for _, e := range evs {
 		got[e.ID] = e
 		if e.Type != "test.completed" || !e.CreatedAt.Equal(created) {
@@ -206,7 +206,7 @@ func testDuplicateEvent(t *testing.T, b *bundle) {
 	if len(ls) != 2 {
 		t.Fatalf("leased %d, want 2", len(ls))
 	}
-	ev := &jobs.Event{ID: "evt_dup_" + ids[0], Type: "test.completed", Payload: []byte(`{}`)}
+	ev := &webhook.Event{ID: "evt_dup_" + ids[0], Type: "test.completed", Payload: []byte(`{}`)}
 	r, _ := likely(ctx, ls[0].Email)
 	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: r, Event: ev}); err != nil {
 		t.Fatal(err)
@@ -251,7 +251,7 @@ func testCompleteMany(t *testing.T, b *bundle) {
 		t.Fatalf("leased %d, want 4", len(ls))
 	}
 	// An event already in the outbox, for the third item.
-	dup := &jobs.Event{ID: "evt_many_" + ls[0].ID, Type: "test.completed", Payload: []byte(`{}`)}
+	dup := &webhook.Event{ID: "evt_many_" + ls[0].ID, Type: "test.completed", Payload: []byte(`{}`)}
 	r0, _ := likely(ctx, ls[0].Email)
 	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: r0, Event: dup}); err != nil {
 		t.Fatal(err)
@@ -259,7 +259,7 @@ func testCompleteMany(t *testing.T, b *bundle) {
 	ps := make([]jobs.CompleteParams, 0, 3)
 	for i, l := range ls[1:] {
 		p := jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: jobs.UnknownResult(l.Email), Refund: 1,
-			Event: &jobs.Event{ID: "evt_many_" + l.ID, Type: "test.completed", Payload: []byte(`{}`)}}
+			Event: &webhook.Event{ID: "evt_many_" + l.ID, Type: "test.completed", Payload: []byte(`{}`)}}
 		switch i {
 		case 0:
 			p.Token = "not-the-token"

@@ -14,6 +14,7 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store/storetest/crashtest"
+	"github.com/validmail/validmail/webhook"
 )
 
 // Variables through which [RunCrash] configures its child processes.
@@ -202,7 +203,7 @@ func (c *crashBatch) finish(t *testing.T, d crashtest.Durable[Backend], ns strin
 	// And the batch's event, once, though both workers asked for it with
 	// every completion.
 	if bd, ok := be.Driver.(jobs.BatchDriver); ok {
-		var bevs []jobs.Event
+		var bevs []webhook.Event
 		for _, e := range all {
 			if e.Type == batchEventType {
 				bevs = append(bevs, e)
@@ -216,7 +217,7 @@ func (c *crashBatch) finish(t *testing.T, d crashtest.Durable[Backend], ns strin
 			t.Fatal(err)
 		}
 		e := bevs[0]
-		if want := jobs.BatchEventPayload(jobs.BatchEvent{ID: e.ID, Type: e.Type, CreatedAt: e.CreatedAt}, b); string(e.Payload) != string(want) {
+		if want := webhook.BatchCompletedPayload(e.CreatedAt, jobs.BatchCompleted(b)); string(e.Payload) != string(want) {
 			t.Fatalf("batch event payload\n got %s\nwant %s", e.Payload, want)
 		}
 		t.Logf("one batch event: %s", e.Payload)
@@ -300,10 +301,9 @@ func CrashChild(t *testing.T, d crashtest.Durable[Backend]) {
 		LeaseDuration:  time.Second,
 		RescueInterval: 100 * time.Millisecond,
 		PollInterval:   50 * time.Millisecond,
-		NewEvent: func(_ context.Context, j jobs.Job, _ emailcheck.Result) (*jobs.Event, error) {
-			return &jobs.Event{ID: "evt_" + j.ID, Type: crashEventType, Payload: []byte(crashPayload(j.ID))}, nil
+		NewEvents: func(_ context.Context, j jobs.Job, _ emailcheck.Result) (ev, batch *webhook.Event, err error) {
+			return &webhook.Event{ID: "evt_" + j.ID, Type: crashEventType, Payload: []byte(crashPayload(j.ID))}, newBatchEvent(j), nil
 		},
-		NewBatchEvent: newBatchEvent,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -356,9 +356,9 @@ func completeInGroups(t *testing.T, be Backend) {
 			r, _ := v.Validate(ctx, l.Email)
 			p := jobs.CompleteParams{
 				ID: l.ID, Token: l.Token, Result: r,
-				Event: &jobs.Event{ID: "evt_" + l.ID, Type: crashEventType, Payload: []byte(crashPayload(l.ID))},
+				Event: &webhook.Event{ID: "evt_" + l.ID, Type: crashEventType, Payload: []byte(crashPayload(l.ID))},
 			}
-			p.BatchEvent, _ = newBatchEvent(ctx, l.Job)
+			p.BatchEvent = newBatchEvent(l.Job)
 			if r.Confidence.Status == emailcheck.StatusUnknown {
 				p.Refund = l.Cost
 			}
@@ -378,8 +378,8 @@ func completeInGroups(t *testing.T, be Backend) {
 }
 
 // jobEvents returns the job events among evs.
-func jobEvents(evs []jobs.Event) []jobs.Event {
-	out := make([]jobs.Event, 0, len(evs))
+func jobEvents(evs []webhook.Event) []webhook.Event {
+	out := make([]webhook.Event, 0, len(evs))
 	for _, e := range evs {
 		if e.Type == crashEventType {
 			out = append(out, e)

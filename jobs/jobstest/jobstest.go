@@ -20,6 +20,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/webhook"
 )
 
 // Backend is what the suite needs of a backend: the queue's storage, the
@@ -31,10 +32,9 @@ type Backend struct {
 	Driver jobs.Driver
 	// Credits is the ledger storage the driver charges and refunds.
 	Credits credits.Store
-	// Events returns the events recorded for an account by completions
-	// (one per job, one per finished batch), with their ID, Type,
-	// CreatedAt and Payload as written.
-	Events func(ctx context.Context, account string) ([]jobs.Event, error)
+	// Events returns the outbox events recorded for an account by
+	// completions, with their ID, Type, CreatedAt and Payload as written.
+	Events func(ctx context.Context, account string) ([]webhook.Event, error)
 }
 
 // check fails tb unless every field of be is set.
@@ -62,6 +62,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) Backend) {
 		{"UnusualAddresses", testUnusualAddresses},
 		{"Batches", testBatches},
 		{"BatchEventOnce", testBatchEventOnce},
+		{"EventBytes", testEventBytes},
 		{"BatchPagingWhileCompleting", testBatchPagingWhileCompleting},
 		{"BatchSource", testBatchSource},
 		{"IdempotencyExpires", testIdempotencyExpires},

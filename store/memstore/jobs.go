@@ -246,10 +246,11 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 		if b.completed == b.total {
 			b.completedAt = t
 			if e := p.BatchEvent; e != nil {
-				s.addDeliveryLocked(webhook.Event{
-					ID: e.ID, AccountID: j.AccountID, Type: e.Type, JobID: j.ID, CreatedAt: e.CreatedAt,
-					Payload: jobs.BatchEventPayload(*e, b.batch(j.BatchID)),
-				})
+				// The batch's final counts, under the same lock: the
+				// webhook package makes the event's bytes.
+				ev := jobEvent(j, e, e.CreatedAt)
+				ev.Payload = webhook.BatchCompletedPayload(ev.CreatedAt, jobs.BatchCompleted(b.batch(j.BatchID)))
+				s.addDeliveryLocked(ev)
 			}
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/webhook"
 )
 
@@ -34,20 +33,16 @@ func cloneDelivery(d *webhook.Delivery) webhook.Delivery {
 	return c
 }
 
-// jobEvent is the outbox entry that completing j writes for e.
-func jobEvent(j *job, e *jobs.Event, completed time.Time) webhook.Event {
-	created := e.CreatedAt
-	if created.IsZero() {
-		created = completed
+// jobEvent is the outbox entry that completing j writes for e: e with
+// the job's account and id, due at the completion time if e has no
+// CreatedAt.
+func jobEvent(j *job, e *webhook.Event, completed time.Time) webhook.Event {
+	ev := *e
+	ev.AccountID, ev.JobID = j.AccountID, j.ID
+	if ev.CreatedAt.IsZero() {
+		ev.CreatedAt = completed
 	}
-	return webhook.Event{
-		ID:        e.ID,
-		AccountID: j.AccountID,
-		Type:      e.Type,
-		JobID:     j.ID,
-		CreatedAt: created,
-		Payload:   e.Payload,
-	}
+	return ev
 }
 
 // addDeliveryLocked stores ev as a pending delivery due at ev.CreatedAt.
@@ -68,6 +63,11 @@ func (w *Webhooks) Enqueue(ctx context.Context, ev webhook.Event) error {
 	defer s.mu.Unlock()
 	if _, ok := s.deliveries[ev.ID]; ok {
 		return webhook.ErrDuplicate
+	}
+	// A payload stored as data is kept as the bytes it stands for.
+	ev.Payload = slices.Clone(ev.Payload)
+	if err := ev.Expand(); err != nil {
+		return err
 	}
 	s.addDeliveryLocked(ev)
 	return nil

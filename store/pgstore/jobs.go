@@ -347,10 +347,8 @@ const completeSQL = `
 		INSERT INTO {schema}.webhook_deliveries
 		    (event_id, account_id, type, job_id, created_at, payload, next_attempt)
 		SELECT $12::text, done.account, $13::text, done.id::text, $14::timestamptz,
-		       convert_to($15::text || '{"batch_id":"' || tally.id || '","total":' || tally.total || ',"counts":{'
-		           || coalesce((SELECT string_agg(to_json(c.k)::text || ':' || c.v, ',' ORDER BY c.k COLLATE "C")
-		                        FROM jsonb_each_text(tally.counts) AS c(k, v)), '')
-		           || '}}}', 'UTF8'),
+		       '\x00'::bytea || convert_to(jsonb_build_object('batch_id', tally.id::text, 'total', tally.total,
+		                                                       'counts', tally.counts)::text, 'UTF8'),
 		       $14::timestamptz
 		FROM done, tally WHERE $12::text IS NOT NULL AND tally.completed = tally.total
 	)
@@ -400,14 +398,13 @@ func completeArgs(p jobs.CompleteParams) ([]any, error) {
 			payload = []byte{}
 		}
 	}
-	var batchID, batchType, batchHead *string
+	var batchID, batchType *string
 	var batchAt *time.Time
 	if e := p.BatchEvent; e != nil {
-		head := jobs.BatchEventHead(*e)
-		batchID, batchType, batchHead, batchAt = &e.ID, &e.Type, &head, &e.CreatedAt
+		batchID, batchType, batchAt = &e.ID, &e.Type, &e.CreatedAt
 	}
 	return []any{id, p.Token, result, p.Result.MXHosts, max(p.Refund, 0), strconv.FormatInt(id, 10), eventID, eventType, created, payload,
-		string(p.Result.Confidence.Status), batchID, batchType, batchAt, batchHead}, nil
+		string(p.Result.Confidence.Status), batchID, batchType, batchAt}, nil
 }
 
 // completeManySQL is completeSQL for a group of jobs in one statement:
@@ -421,9 +418,9 @@ const completeManySQL = `
 	WITH input AS (
 		SELECT * FROM unnest($1::bigint[], $2::text[], $3::jsonb[], $4::text[], $5::bigint[], $6::text[],
 		                     $7::text[], $8::text[], $9::timestamptz[], $10::bytea[],
-		                     $11::text[], $12::text[], $13::timestamptz[], $14::text[])
+		                     $11::text[], $12::text[], $13::timestamptz[])
 		AS u(id, token, result, mx, refund, status, ev_id, ev_type, ev_created, ev_payload,
-		     bev_id, bev_type, bev_created, bev_head)
+		     bev_id, bev_type, bev_created)
 	), done AS (
 		UPDATE {schema}.jobs j
 		SET state = 'completed', result = u.result, mx_hosts = CASE WHEN u.mx = '' THEN NULL ELSE string_to_array(u.mx, ' ') END,
@@ -432,7 +429,7 @@ const completeManySQL = `
 		WHERE j.id = u.id AND j.state = 'running' AND j.token = u.token
 		  -- The group's lowest and highest ids: the planner touches only
 		  -- the partitions of their days.
-		  AND j.id BETWEEN $15::bigint AND $16::bigint
+		  AND j.id BETWEEN $14::bigint AND $15::bigint
 		RETURNING j.id, j.account, j.completed_at, j.batch_id
 	), per_status AS (
 		SELECT d.batch_id, u.status, count(*)::int AS n FROM done d JOIN input u ON u.id = d.id GROUP BY 1, 2
@@ -448,7 +445,7 @@ const completeManySQL = `
 		                 GROUP BY c.k) AS x),
 		    completed_at = CASE WHEN b.completed + p.n = b.total THEN now() END
 		FROM per_batch p WHERE b.id = p.batch_id
-		  AND b.id BETWEEN ($15::bigint >> 32) << 32 AND $16::bigint
+		  AND b.id BETWEEN ($14::bigint >> 32) << 32 AND $15::bigint
 		RETURNING b.id, b.total, b.completed, b.counts
 	), refund AS (
 		INSERT INTO {schema}.credit_entries (account, delta, reason, reference, idempotency_key)
@@ -470,16 +467,14 @@ const completeManySQL = `
 		INSERT INTO {schema}.webhook_deliveries
 		    (event_id, account_id, type, job_id, created_at, payload, next_attempt)
 		SELECT DISTINCT ON (t.id) u.bev_id, d.account, u.bev_type, d.id::text, u.bev_created,
-		       convert_to(u.bev_head || '{"batch_id":"' || t.id || '","total":' || t.total || ',"counts":{'
-		           || coalesce((SELECT string_agg(to_json(c.k)::text || ':' || c.v, ',' ORDER BY c.k COLLATE "C")
-		                        FROM jsonb_each_text(t.counts) AS c(k, v)), '')
-		           || '}}}', 'UTF8'),
+		       '\x00'::bytea || convert_to(jsonb_build_object('batch_id', t.id::text, 'total', t.total,
+		                                                       'counts', t.counts)::text, 'UTF8'),
 		       u.bev_created
 		FROM tally t JOIN done d ON d.batch_id = t.id JOIN input u ON u.id = d.id
 		WHERE t.completed = t.total AND u.bev_id IS NOT NULL
 		ORDER BY t.id, d.id
 	)
-	SELECT u.id, d.id IS NOT NULL, EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = u.id AND id BETWEEN $15::bigint AND $16::bigint)
+	SELECT u.id, d.id IS NOT NULL, EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = u.id AND id BETWEEN $14::bigint AND $15::bigint)
 	FROM input u LEFT JOIN done d ON d.id = u.id`
 
 // CompleteMany implements [jobs.BatchCompleter] with completeManySQL: one
@@ -491,14 +486,14 @@ func (s *Store) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []er
 	errs := make([]error, len(ps))
 	n := len(ps)
 	var (
-		ids                                       = make([]int64, 0, n)
-		tokens, mxs, statuses                     = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
-		results                                   = make([][]byte, 0, n)
-		refunds                                   = make([]int64, 0, n)
-		evIDs, evTypes, bevIDs, bevTypes, bevHead = make([]*string, 0, n), make([]*string, 0, n), make([]*string, 0, n), make([]*string, 0, n), make([]*string, 0, n)
-		evCreated, bevCreated                     = make([]*time.Time, 0, n), make([]*time.Time, 0, n)
-		evPayloads                                = make([][]byte, 0, n)
-		index                                     = make(map[int64]int, n)
+		ids                              = make([]int64, 0, n)
+		tokens, mxs, statuses            = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+		results                          = make([][]byte, 0, n)
+		refunds                          = make([]int64, 0, n)
+		evIDs, evTypes, bevIDs, bevTypes = make([]*string, 0, n), make([]*string, 0, n), make([]*string, 0, n), make([]*string, 0, n)
+		evCreated, bevCreated            = make([]*time.Time, 0, n), make([]*time.Time, 0, n)
+		evPayloads                       = make([][]byte, 0, n)
+		index                            = make(map[int64]int, n)
 	)
 	for i, p := range ps {
 		id, ok := parseID(p.ID)
@@ -531,19 +526,18 @@ func (s *Store) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []er
 			}
 		}
 		evIDs, evTypes, evCreated, evPayloads = append(evIDs, eid), append(evTypes, etype), append(evCreated, ecreated), append(evPayloads, payload)
-		var bid, btype, bhead *string
+		var bid, btype *string
 		var bcreated *time.Time
 		if e := p.BatchEvent; e != nil {
-			head := jobs.BatchEventHead(*e)
-			bid, btype, bhead, bcreated = &e.ID, &e.Type, &head, &e.CreatedAt
+			bid, btype, bcreated = &e.ID, &e.Type, &e.CreatedAt
 		}
-		bevIDs, bevTypes, bevHead, bevCreated = append(bevIDs, bid), append(bevTypes, btype), append(bevHead, bhead), append(bevCreated, bcreated)
+		bevIDs, bevTypes, bevCreated = append(bevIDs, bid), append(bevTypes, btype), append(bevCreated, bcreated)
 	}
 	if len(ids) == 0 {
 		return errs
 	}
 	rows, err := s.pool.Query(ctx, s.sql(completeManySQL), ids, tokens, results, mxs, refunds, statuses,
-		evIDs, evTypes, evCreated, evPayloads, bevIDs, bevTypes, bevCreated, bevHead, slices.Min(ids), slices.Max(ids))
+		evIDs, evTypes, evCreated, evPayloads, bevIDs, bevTypes, bevCreated, slices.Min(ids), slices.Max(ids))
 	answered := make(map[int64]bool, len(ids))
 	if err == nil {
 		var id int64

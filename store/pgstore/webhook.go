@@ -24,7 +24,10 @@ var (
 // webhook_endpoints of the Store's schema. The event a job completion
 // records ([jobs.CompleteParams.Event]) is inserted into webhook_deliveries
 // by the statement that completes the job, so it is a pending delivery
-// exactly when the job is completed.
+// exactly when the job is completed; a batch's last completion inserts
+// its batch.completed event with the batch's final counts as data
+// ([webhook.StoreBatchCompleted]), which every read expands into the
+// event's bytes ([webhook.Event.Expand]).
 //
 // Every time it stores (due times, lease expiries, attempt and finish
 // times, endpoint timestamps) is the one passed by the caller, never the
@@ -83,6 +86,11 @@ func scanDelivery(row pgx.Row) (webhook.Delivery, error) {
 	}
 	if token != nil && expires != nil {
 		d.Lease = webhook.Lease{EventID: d.ID, Token: *token, Expires: *expires}
+	}
+	// A batch.completed event written by a completion holds the batch's
+	// final counts; the webhook package makes its bytes.
+	if err := d.Expand(); err != nil {
+		return webhook.Delivery{}, fmt.Errorf("pgstore: %w", err)
 	}
 	return d, nil
 }

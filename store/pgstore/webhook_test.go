@@ -35,7 +35,7 @@ func TestCompleteWritesDelivery(t *testing.T) {
 		t.Fatalf("Lease: %d, %v", len(ls), err)
 	}
 	before := time.Now()
-	ev := &jobs.Event{ID: "msg_1", Type: webhook.TypeValidationCompleted, Payload: []byte(`{"n":1}`)}
+	ev := &webhook.Event{ID: "msg_1", Type: webhook.TypeValidationCompleted, Payload: []byte(`{"n":1}`)}
 	if err := s.Complete(ctx, jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: emailcheck.Result{Email: ls[0].Email}, Event: ev}); err != nil {
 		t.Fatal(err)
 	}

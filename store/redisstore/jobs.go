@@ -320,9 +320,9 @@ func (s *Store) completeFields(p jobs.CompleteParams) (int64, []any, error) {
 		if ev.ID == "" {
 			return 0, nil, fmt.Errorf("redisstore: complete: %w: empty event id", webhook.ErrInvalidEvent)
 		}
-		fields = append(fields, ev.ID, ev.Type, us(ev.CreatedAt), jobs.BatchEventHead(*ev))
+		fields = append(fields, ev.ID, ev.Type, us(ev.CreatedAt))
 	} else {
-		fields = append(fields, "", "", "", "")
+		fields = append(fields, "", "", "")
 	}
 	return retention.Milliseconds(), fields, nil
 }

@@ -174,7 +174,7 @@ func TestClusterSpreadsAccounts(t *testing.T) {
 			r := emailcheck.Result{Email: l.Email}
 			r.Confidence.Status = emailcheck.StatusLikely
 			if err := s.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r, Refund: 1,
-				Event: &jobs.Event{ID: "ev-" + l.ID, Type: "job.completed", Payload: []byte(`{}`)}}); err != nil {
+				Event: &webhook.Event{ID: "ev-" + l.ID, Type: "job.completed", Payload: []byte(`{}`)}}); err != nil {
 				t.Fatal(err)
 			}
 			done++

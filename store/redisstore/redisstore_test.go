@@ -176,7 +176,7 @@ func TestWrongTypeCompleteWritesNothing(t *testing.T) {
 	outbox := redisstore.KeyOf(s, "A", "wh:acct:A")
 	c.Set(ctx, outbox, "x", 0)
 	cp := jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: jobs.UnknownResult("a@example.org"), Refund: 1,
-		Event: &jobs.Event{ID: "ev1", Payload: []byte(`{}`)}}
+		Event: &webhook.Event{ID: "ev1", Payload: []byte(`{}`)}}
 	if err := s.Complete(ctx, cp); !errors.Is(err, redisstore.ErrBadData) {
 		t.Fatalf("complete with a spoiled outbox: %v, want ErrBadData", err)
 	}

@@ -361,7 +361,7 @@ return str(exp)
 //
 // complete_one(base, id, token, result, refund, retention, status, ev,
 // bev, t) completes job id: ev is the job's event {id, type, created,
-// payload} or nil, bev the batch's {id, type, created, head} or nil (see
+// payload} or nil, bev the batch's {id, type, created} or nil (see
 // scriptComplete), t the completion time in µs (nil: the server's time
 // now). It makes every check before its first write and
 // returns nil, or the code of the check that failed (NOTFOUND, LEASELOST,
@@ -423,23 +423,20 @@ local function complete_one(base, id, token, result, refund, retention, status, 
       redis.call('PEXPIRE', bkey, retention)
       redis.call('HSET', bkey, 'completed', str(t))
       if bev then
+        -- The event holds the batch's final counts as data: a zero
+        -- byte, then JSON (webhook.StoreBatchCompleted); reading it back
+        -- makes its bytes.
         local h = redis.call('HGETALL', bkey)
-        local names, counts, total = {}, {}, ''
+        local counts, total = {}, 0
         for i = 1, #h, 2 do
           if string.sub(h[i], 1, 2) == 'c:' then
-            local s = string.sub(h[i], 3)
-            names[#names + 1] = s
-            counts[s] = h[i + 1]
+            counts[string.sub(h[i], 3)] = tonumber(h[i + 1])
           elseif h[i] == 'total' then
-            total = h[i + 1]
+            total = tonumber(h[i + 1])
           end
         end
-        table.sort(names)
-        local parts = {}
-        for _, s in ipairs(names) do parts[#parts + 1] = '"' .. s .. '":' .. counts[s] end
-        local payload = bev[4] .. '{"batch_id":"' .. f[4] .. '","total":' .. total ..
-          ',"counts":{' .. table.concat(parts, ',') .. '}}}'
-        dadd(base, bev[1], account, bev[2], id, bev[3], payload)
+        local data = '\0' .. cjson.encode({batch_id = f[4], total = total, counts = counts})
+        dadd(base, bev[1], account, bev[2], id, bev[3], data)
       end
     end
   end
@@ -450,13 +447,14 @@ end
 // completeWidth is the number of ARGV fields per job of the completion
 // scripts: id, token, result, refund, status; the job's event (id, type,
 // created in µs or "" for the completion time, payload; an empty id for
-// none); the batch's event (id, type, created in µs, payload head; an
-// empty id for none).
-const completeWidth = 13
+// none); the batch's event (id, type, created in µs; an empty id for
+// none).
+const completeWidth = 12
 
 // scriptComplete completes a leased job, counts it in its batch, refunds
 // and writes its events as pending webhook deliveries; the batch's event
-// only if this completion is the batch's last (see jobs.BatchEventHead).
+// only if this completion is the batch's last, holding the batch's final
+// counts (see webhook.StoreBatchCompleted).
 // KEYS: job:ID, leases, done. ARGV: base, retention (ms), then one job's
 // completeWidth fields. Fails with NOTFOUND, LEASELOST or DUPLICATE.
 var scriptComplete = script(luaWebhookLib + luaCompleteLib + `
@@ -464,7 +462,7 @@ expect(KEYS[2], 'zset'); expect(KEYS[3], 'zset')
 local a = ARGV
 local ev, bev
 if a[8] ~= '' then ev = {a[8], a[9], a[10], a[11]} end
-if a[12] ~= '' then bev = {a[12], a[13], a[14], a[15]} end
+if a[12] ~= '' then bev = {a[12], a[13], a[14]} end
 local code = complete_one(a[1], a[3], a[4], a[5], a[6], a[2], a[7], ev, bev)
 if code then fail(code) end
 return 1
@@ -478,12 +476,12 @@ var scriptCompleteMany = script(luaWebhookLib + luaCompleteLib + `
 expect(KEYS[1], 'zset'); expect(KEYS[2], 'zset')
 local out = {}
 local t = now_us()
-for i = 3, #ARGV, 13 do
+for i = 3, #ARGV, 12 do
   local a = {}
-  for j = 0, 12 do a[j + 1] = ARGV[i + j] end
+  for j = 0, 11 do a[j + 1] = ARGV[i + j] end
   local ev, bev
   if a[6] ~= '' then ev = {a[6], a[7], a[8], a[9]} end
-  if a[10] ~= '' then bev = {a[10], a[11], a[12], a[13]} end
+  if a[10] ~= '' then bev = {a[10], a[11], a[12]} end
   out[#out + 1] = complete_one(ARGV[1], a[1], a[2], a[3], a[4], ARGV[2], a[5], ev, bev, t) or ''
 end
 return out

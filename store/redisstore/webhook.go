@@ -24,7 +24,10 @@ var (
 // ([webhook.Outbox]) and endpoints ([webhook.Endpoints]), under the same
 // prefix. The event a job completion records ([jobs.CompleteParams.Event])
 // is written by the completion's own script, so it is a pending delivery
-// from the instant the job is completed.
+// from the instant the job is completed; a batch's last completion writes
+// its batch.completed event with the batch's final counts as data
+// ([webhook.StoreBatchCompleted]), which every read expands into the
+// event's bytes ([webhook.Event.Expand]).
 //
 // Every state change is one script and a compare-and-set on the lease
 // token. The times the methods take (lease and due times, attempt and
@@ -110,6 +113,11 @@ func parseDelivery(id string, f []string) (webhook.Delivery, error) {
 		return webhook.Delivery{}, fmt.Errorf("%w: delivery %s: state %q", ErrBadData, id, f[5])
 	}
 	d.Reason = f[9]
+	// A batch.completed event written by a completion holds the batch's
+	// final counts; the webhook package makes its bytes.
+	if err := d.Expand(); err != nil {
+		return webhook.Delivery{}, fmt.Errorf("%w: delivery %s: %v", ErrBadData, id, err)
+	}
 	if f[7] != "" {
 		var as []storedAttempt
 		if err := json.Unmarshal([]byte(f[7]), &as); err != nil {

@@ -9,10 +9,10 @@ import (
 	"github.com/validmail/validmail/credits/creditstest"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/httpapi/ratelimit/ratelimittest"
-	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/jobstest"
 	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/storetest/crashtest"
+	"github.com/validmail/validmail/webhook"
 	"github.com/validmail/validmail/webhook/jobevents"
 	"github.com/validmail/validmail/webhook/webhooktest"
 )
@@ -117,7 +117,7 @@ func Jobs(tb testing.TB, b *backend.Backend) jobstest.Backend {
 	return jobstest.Backend{
 		Driver:  b.Jobs,
 		Credits: b.Credits,
-		Events: func(ctx context.Context, account string) ([]jobs.Event, error) {
+		Events: func(ctx context.Context, account string) ([]webhook.Event, error) {
 			return jobevents.List(ctx, b.Outbox, account)
 		},
 	}

@@ -13,10 +13,10 @@ import (
 	"github.com/validmail/validmail/webhook/jobevents"
 )
 
-// A Source builds the event a completed job writes to the outbox, only
-// for accounts with an enabled endpoint. A host passes its NewEvent
-// method as jobs.PoolConfig.NewEvent.
-func ExampleSource_NewEvent() {
+// A Source builds the events a completed job writes to the outbox, only
+// for accounts with an enabled endpoint. A host wires it into its pool
+// with Attach, which sets jobs.PoolConfig.NewEvents to this method.
+func ExampleSource_NewEvents() {
 	ctx := context.Background()
 	w := memstore.NewBackend().Outbox.(*memstore.Webhooks)
 	_, _, _ = w.PutEndpoint(ctx, webhook.PutEndpointParams{
@@ -29,7 +29,7 @@ func ExampleSource_NewEvent() {
 	res := emailcheck.Result{Email: "ada@example.org"}
 	for _, account := range []string{"acct_1", "acct_2"} {
 		job := jobs.Job{ID: "7", AccountID: account, Email: res.Email, State: jobs.StateCompleted, Result: &res}
-		ev, err := events.NewEvent(ctx, job, res)
+		ev, _, err := events.NewEvents(ctx, job, res)
 		if err != nil || ev == nil {
 			fmt.Println(account, "no event", err)
 			continue

@@ -1,21 +1,23 @@
-// Package jobevents connects the job queue to webhooks: it builds the
-// validation.completed event that a job's completion writes to the
-// webhook outbox, and the batch.completed event that a batch's last
-// completion writes, for accounts whose enabled endpoint receives them.
+// Package jobevents connects the job queue to webhooks: for accounts
+// whose enabled endpoint receives them, it asks the webhook package for
+// the validation.completed event that a job's completion writes to the
+// webhook outbox and the batch.completed event that a batch's last
+// completion writes, and it wakes the dispatcher once they are written.
 //
-// Neither jobs nor webhook imports the other; this package is the bridge
-// between them. A host wires it into its worker pool:
+// The events are [webhook.Event] values from completion to delivery; the
+// webhook package alone makes their bytes. A host wires a Source into its
+// worker pool with one call:
 //
-//	events, err := jobevents.New(endpoints, nil)
+//	events, err := jobevents.New(endpoints, &jobevents.Config{Dispatcher: dispatcher})
 //	...
-//	pool, err := jobs.NewPool(queue, validator, &jobs.PoolConfig{
-//		NewEvent:      events.NewEvent,
-//		NewBatchEvent: events.NewBatchEvent,
-//	})
+//	pcfg := jobs.PoolConfig{Workers: 8}
+//	events.Attach(&pcfg)
+//	pool, err := jobs.NewPool(queue, validator, &pcfg)
 //
-// The backend's [jobs.Driver] then stores the event as a pending delivery
-// in the same atomic step that completes the job, and a
-// [webhook.Dispatcher] delivers it.
+// The backend's [jobs.Driver] then stores the events as pending
+// deliveries in the same atomic step that completes the job, and the
+// [webhook.Dispatcher] delivers them at once rather than at its next
+// poll.
 package jobevents
 
 import (
@@ -39,6 +41,13 @@ const DefaultTTL = 5 * time.Second
 // maxCached bounds the cache; past it, expired entries are swept.
 const maxCached = 10_000
 
+// Notifier is woken after a completion that may have written events;
+// a [*webhook.Dispatcher] is one.
+type Notifier interface {
+	// Notify asks for due events to be delivered now. It must not block.
+	Notify()
+}
+
 // Config configures a [Source]. The zero value gives the defaults.
 type Config struct {
 	// TTL is how long the Source remembers whether an account has an
@@ -49,6 +58,11 @@ type Config struct {
 	// Now is the clock that stamps events and expires the cache. Nil
 	// means time.Now.
 	Now func() time.Time
+	// Dispatcher, when set, is woken by [Source.Completed] after each
+	// completion of a job whose account has an enabled endpoint, so that
+	// its events go out at once rather than at the dispatcher's next
+	// poll.
+	Dispatcher Notifier
 }
 
 // Source builds outbox events for completed jobs. It is safe for
@@ -57,6 +71,7 @@ type Source struct {
 	endpoints webhook.Endpoints
 	ttl       time.Duration
 	now       func() time.Time
+	notifier  Notifier
 
 	mu    sync.Mutex
 	cache map[string]cached // account id → endpoint state
@@ -84,50 +99,85 @@ func New(endpoints webhook.Endpoints, cfg *Config) (*Source, error) {
 		endpoints: endpoints,
 		ttl:       cmp.Or(c.TTL, DefaultTTL),
 		now:       c.Now,
+		notifier:  c.Dispatcher,
 		cache:     make(map[string]cached),
 	}, nil
 }
 
-// NewEvent has the signature of [jobs.PoolConfig.NewEvent]. For a job
-// whose account has an enabled endpoint that receives validation.completed
-// events it returns a
-// [webhook.TypeValidationCompleted] event with a new id, whose payload is
+// Attach wires the Source into a worker pool's configuration: cfg's
+// NewEvents becomes [Source.NewEvents], and its OnComplete calls
+// [Source.Completed] before the hook cfg already had, if any.
+func (s *Source) Attach(cfg *jobs.PoolConfig) {
+	cfg.NewEvents = s.NewEvents
+	host := cfg.OnComplete
+	cfg.OnComplete = func(ctx context.Context, job jobs.Job) {
+		s.Completed(ctx, job)
+		if host != nil {
+			host(ctx, job)
+		}
+	}
+}
+
+// NewEvents has the signature of [jobs.PoolConfig.NewEvents]: it looks
+// the job's account's endpoint up once and returns the events the
+// endpoint receives, each with a new id and stamped now. ev is a
+// [webhook.TypeValidationCompleted] event ([webhook.NewEvent]) whose
+// payload is
 //
 //	{"type":"validation.completed","timestamp":"…","data":{"job_id":"…","result":{…}}}
 //
-// with result as the API encodes it. For any other account it returns
-// nil: nothing is written to the outbox. An error looking the endpoint
-// up is returned, so the pool retries the job rather than completing it
-// without its event.
-func (s *Source) NewEvent(ctx context.Context, job jobs.Job, result emailcheck.Result) (*jobs.Event, error) {
-	ok, err := s.wants(ctx, job.AccountID, webhook.TypeValidationCompleted)
-	if err != nil || !ok {
-		return nil, err
-	}
-	body, err := json.Marshal(result)
-	if err != nil {
-		return nil, fmt.Errorf("jobevents: encoding the result of job %s: %w", job.ID, err)
-	}
-	ev, err := webhook.NewEvent(job.AccountID, job.ID, body, s.now())
-	if err != nil {
-		return nil, err
-	}
-	return &jobs.Event{ID: ev.ID, Type: ev.Type, CreatedAt: ev.CreatedAt, Payload: ev.Payload}, nil
-}
-
-// NewBatchEvent has the signature of [jobs.PoolConfig.NewBatchEvent]. For
-// a job whose account has an enabled endpoint that receives
-// batch.completed events it returns a [webhook.TypeBatchCompleted] event
-// with a new id; the backend writes it only if the job is its batch's
-// last, with the payload [jobs.BatchEventPayload] describes:
+// with result as the API encodes it; batch is a
+// [webhook.TypeBatchCompleted] event ([webhook.NewBatchEvent]) that the
+// backend writes only if the job is its batch's last, with the payload
+// [webhook.BatchCompletedPayload] gives for the batch's final counts:
 //
 //	{"type":"batch.completed","timestamp":"…","data":{"batch_id":"…","total":n,"counts":{…}}}
-func (s *Source) NewBatchEvent(ctx context.Context, job jobs.Job) (*jobs.BatchEvent, error) {
-	ok, err := s.wants(ctx, job.AccountID, webhook.TypeBatchCompleted)
-	if err != nil || !ok {
-		return nil, err
+//
+// Either is nil when the account has no enabled endpoint or its endpoint
+// does not receive that type (batch also for a job without a batch). An
+// error looking the endpoint up is returned, so the pool retries the job
+// rather than completing it without its events.
+func (s *Source) NewEvents(ctx context.Context, job jobs.Job, result emailcheck.Result) (ev, batch *webhook.Event, err error) {
+	ep, err := s.endpoint(ctx, job.AccountID)
+	if err != nil || ep == nil {
+		return nil, nil, err
 	}
-	return &jobs.BatchEvent{ID: webhook.NewEventID(), Type: webhook.TypeBatchCompleted, CreatedAt: s.now()}, nil
+	now := s.now()
+	if ep.Wants(webhook.TypeValidationCompleted) {
+		body, err := json.Marshal(result)
+		if err != nil {
+			return nil, nil, fmt.Errorf("jobevents: encoding the result of job %s: %w", job.ID, err)
+		}
+		e, err := webhook.NewEvent(job.AccountID, job.ID, body, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		ev = &e
+	}
+	if job.BatchID != "" && ep.Wants(webhook.TypeBatchCompleted) {
+		e := webhook.NewBatchEvent(job.AccountID, job.ID, now)
+		batch = &e
+	}
+	return ev, batch, nil
+}
+
+// Completed wakes the Config's Dispatcher after the job's completion,
+// unless the Source knows the job's account to have no enabled endpoint
+// (so the completion wrote no event). It has the signature of
+// [jobs.PoolConfig.OnComplete] and never blocks.
+func (s *Source) Completed(_ context.Context, job jobs.Job) {
+	if s.notifier == nil {
+		return
+	}
+	if s.ttl > 0 {
+		s.mu.Lock()
+		c, ok := s.cache[job.AccountID]
+		s.mu.Unlock()
+		if ok && c.endpoint == nil && s.now().Before(c.expires) {
+			return
+		}
+	}
+	s.notifier.Notify()
 }
 
 // Forget drops what the Source remembers about the account's endpoint,
@@ -139,23 +189,23 @@ func (s *Source) Forget(accountID string) {
 	s.mu.Unlock()
 }
 
-// wants reports whether the account has an enabled endpoint that
-// receives events of the type.
-func (s *Source) wants(ctx context.Context, account, eventType string) (bool, error) {
+// endpoint returns the account's endpoint if it is enabled (only its
+// Enabled and Events), nil if it has none or it is disabled.
+func (s *Source) endpoint(ctx context.Context, account string) (*webhook.Endpoint, error) {
 	now := s.now()
 	if s.ttl > 0 {
 		s.mu.Lock()
 		c, ok := s.cache[account]
 		s.mu.Unlock()
 		if ok && now.Before(c.expires) {
-			return c.endpoint != nil && c.endpoint.Wants(eventType), nil
+			return c.endpoint, nil
 		}
 	}
 	ep, err := s.endpoints.GetEndpoint(ctx, account)
 	switch {
 	case errors.Is(err, webhook.ErrNotFound):
 	case err != nil:
-		return false, fmt.Errorf("jobevents: looking up the endpoint of account %s: %w", account, err)
+		return nil, fmt.Errorf("jobevents: looking up the endpoint of account %s: %w", account, err)
 	}
 	var on *webhook.Endpoint
 	if err == nil && ep.Enabled {
@@ -173,29 +223,26 @@ func (s *Source) wants(ctx context.Context, account, eventType string) (bool, er
 		s.cache[account] = cached{endpoint: on, expires: now.Add(s.ttl)}
 		s.mu.Unlock()
 	}
-	return on != nil && on.Wants(eventType), nil
+	return on, nil
 }
 
 // listLimit bounds the deliveries [List] reads.
 const listLimit = 100_000
 
-// List returns the job events in the account's outbox as the jobs package
-// wrote them (ID, Type, CreatedAt, Payload), oldest first: the view
-// [jobstest.Backend.Events] asks for, for any backend whose outbox is a
+// List returns the job events in the account's outbox as completions
+// wrote them, oldest first, for any backend whose outbox is a
 // [webhook.Outbox]. Test events (no job id) are left out.
-//
-// [jobstest.Backend.Events]: https://pkg.go.dev/github.com/validmail/validmail/jobs/jobstest#Backend
-func List(ctx context.Context, outbox webhook.Outbox, accountID string) ([]jobs.Event, error) {
+func List(ctx context.Context, outbox webhook.Outbox, accountID string) ([]webhook.Event, error) {
 	ds, err := outbox.Deliveries(ctx, webhook.ListParams{AccountID: accountID, Limit: listLimit})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]jobs.Event, 0, len(ds))
+	out := make([]webhook.Event, 0, len(ds))
 	for _, d := range slices.Backward(ds) {
 		if d.JobID == "" {
 			continue
 		}
-		out = append(out, jobs.Event{ID: d.ID, Type: d.Type, CreatedAt: d.CreatedAt, Payload: d.Payload})
+		out = append(out, d.Event)
 	}
 	return out, nil
 }

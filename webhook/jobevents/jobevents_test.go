@@ -96,7 +96,7 @@ func TestNewEvent(t *testing.T) {
 		{"none", false},
 	} {
 		job, res := completed(tc.account, "42", "a@example.org")
-		ev, err := src.NewEvent(t.Context(), job, res)
+		ev, _, err := src.NewEvents(t.Context(), job, res)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.account, err)
 		}
@@ -140,7 +140,7 @@ func TestNewEventCachesLookups(t *testing.T) {
 	hasEvent := func() bool {
 		t.Helper()
 		job, res := completed("acct", "1", "a@example.org")
-		ev, err := src.NewEvent(t.Context(), job, res)
+		ev, _, err := src.NewEvents(t.Context(), job, res)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,8 +179,8 @@ func TestNewEventLookupError(t *testing.T) {
 	}
 	job, res := completed("acct", "1", "a@example.org")
 	for range 2 {
-		if ev, err := src.NewEvent(t.Context(), job, res); !errors.Is(err, down) || ev != nil {
-			t.Fatalf("NewEvent = %+v, %v; want %v", ev, err, down)
+		if ev, bev, err := src.NewEvents(t.Context(), job, res); !errors.Is(err, down) || ev != nil || bev != nil {
+			t.Fatalf("NewEvents = %+v, %+v, %v; want %v", ev, bev, err, down)
 		}
 	}
 	if n := eps.count(); n != 2 {
@@ -192,5 +192,109 @@ func TestNewRejectsNilEndpoints(t *testing.T) {
 	t.Parallel()
 	if _, err := jobevents.New(nil, nil); err == nil {
 		t.Error("New(nil) succeeded")
+	}
+}
+
+// TestNewEventsOneLookup: one completion looks the endpoint up once, even
+// without a cache, and gets the events its endpoint receives: the batch
+// event only for a job of a batch.
+func TestNewEventsOneLookup(t *testing.T) {
+	t.Parallel()
+	w := memstore.NewBackend().Outbox.(*memstore.Webhooks)
+	eps := &countingEndpoints{Endpoints: w}
+	at := time.Date(2030, 5, 6, 7, 8, 9, 0, time.UTC)
+	src, err := jobevents.New(eps, &jobevents.Config{TTL: -1, Now: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		account     string
+		events      []string // the endpoint's; nil for every type
+		batch       string
+		ev, batchEv bool
+	}{
+		{"all", nil, "40", true, true},
+		{"all-no-batch", nil, "", true, false},
+		{"validations", []string{webhook.TypeValidationCompleted}, "40", true, false},
+		{"batches", []string{webhook.TypeBatchCompleted}, "40", false, true},
+	} {
+		_, _, err := w.PutEndpoint(t.Context(), webhook.PutEndpointParams{
+			AccountID: tc.account, URL: "https://hooks.example.org/x", Enabled: true,
+			Secret: webhook.NewSecret(), Events: tc.events, Now: at,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, res := completed(tc.account, "42", "a@example.org")
+		job.BatchID = tc.batch
+		before := eps.count()
+		ev, bev, err := src.NewEvents(t.Context(), job, res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := eps.count() - before; n != 1 {
+			t.Errorf("%s: %d endpoint lookups for one completion, want 1", tc.account, n)
+		}
+		if (ev != nil) != tc.ev || (bev != nil) != tc.batchEv {
+			t.Fatalf("%s: events %+v, %+v; want %v, %v", tc.account, ev, bev, tc.ev, tc.batchEv)
+		}
+		if bev != nil && (bev.Type != webhook.TypeBatchCompleted || bev.AccountID != tc.account || bev.JobID != "42" ||
+			!bev.CreatedAt.Equal(at) || bev.Payload != nil || ev != nil && bev.ID == ev.ID) {
+			t.Errorf("%s: batch event %+v", tc.account, bev)
+		}
+	}
+}
+
+// notifier counts Notify calls.
+type notifier struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *notifier) Notify() { c.mu.Lock(); c.n++; c.mu.Unlock() }
+
+func (c *notifier) count() int { c.mu.Lock(); defer c.mu.Unlock(); return c.n }
+
+// TestAttach: Attach sets the pool's NewEvents; after a completion it wakes
+// the dispatcher, unless the account is known to have no enabled
+// endpoint, and always runs the host's own hook.
+func TestAttach(t *testing.T) {
+	t.Parallel()
+	w := memstore.NewBackend().Outbox.(*memstore.Webhooks)
+	put(t, w, "on", true)
+	disp := &notifier{}
+	src, err := jobevents.New(w, &jobevents.Config{Dispatcher: disp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	cfg := jobs.PoolConfig{OnComplete: func(context.Context, jobs.Job) { order = append(order, "host") }}
+	src.Attach(&cfg)
+	if cfg.NewEvents == nil || cfg.OnComplete == nil {
+		t.Fatal("Attach left NewEvents or OnComplete unset")
+	}
+	for _, tc := range []struct {
+		account string
+		built   bool // NewEvents ran for the job, so the source knows the account
+		wakes   int
+	}{
+		{"on", true, 1},     // an endpoint: its events go out now
+		{"none", true, 0},   // known to have none: nothing was written
+		{"other", false, 1}, // not known: woken, to be safe
+	} {
+		job, res := completed(tc.account, "1", "a@example.org")
+		if tc.built {
+			if _, _, err := cfg.NewEvents(t.Context(), job, res); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before, hooks := disp.count(), len(order)
+		cfg.OnComplete(t.Context(), job)
+		if n := disp.count() - before; n != tc.wakes {
+			t.Errorf("%s: %d wakes, want %d", tc.account, n, tc.wakes)
+		}
+		if len(order) != hooks+1 {
+			t.Errorf("%s: the host's hook ran %d times, want once", tc.account, len(order)-hooks)
+		}
 	}
 }

@@ -89,7 +89,9 @@ func TestCompletedJobsAreDelivered(t *testing.T) {
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
 	for _, p := range []webhook.PutEndpointParams{
-		{AccountID: "with-hook", URL: srv.URL + "/hook", Enabled: true, Secret: rc.secret},
+		// The receiver takes validation.completed events only.
+		{AccountID: "with-hook", URL: srv.URL + "/hook", Enabled: true, Secret: rc.secret,
+			Events: []string{webhook.TypeValidationCompleted}},
 		{AccountID: "disabled-hook", URL: srv.URL + "/off", Enabled: false, Secret: webhook.NewSecret()},
 	} {
 		p.Now = time.Now()
@@ -128,7 +130,7 @@ func TestCompletedJobsAreDelivered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events, err := jobevents.New(w, nil)
+	events, err := jobevents.New(w, &jobevents.Config{Dispatcher: disp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,12 +140,9 @@ func TestCompletedJobsAreDelivered(t *testing.T) {
 		r.Confidence.Score = 90
 		return r, nil
 	})
-	pool, err := jobs.NewPool(queue, likely, &jobs.PoolConfig{
-		Workers:      4,
-		PollInterval: 10 * time.Millisecond,
-		NewEvent:     events.NewEvent,
-		OnComplete:   func(context.Context, jobs.Job) { disp.Notify() },
-	})
+	pcfg := jobs.PoolConfig{Workers: 4, PollInterval: 10 * time.Millisecond}
+	events.Attach(&pcfg)
+	pool, err := jobs.NewPool(queue, likely, &pcfg)
 	if err != nil {
 		t.Fatal(err)
 	}

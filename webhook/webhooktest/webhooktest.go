@@ -61,6 +61,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) Backend) {
 		{"LeaseConcurrent", testLeaseConcurrent},
 		{"RecordAttempt", testRecordAttempt},
 		{"Reschedule", testReschedule},
+		{"StoredBatchData", testStoredBatchData},
 		{"MarkDelivered", testMarkDelivered},
 		{"MarkDead", testMarkDead},
 		{"UnknownEvent", testUnknownEvent},
@@ -350,6 +351,38 @@ func testReschedule(t *testing.T, ob webhook.Outbox, _ webhook.Endpoints) {
 	}
 	if again := lease(t, ob, next, 1); len(again) != 1 || len(again[0].Attempts) != 1 {
 		t.Fatalf("put-back delivery not leasable at once, or attempts changed: %+v", again)
+	}
+}
+
+// testStoredBatchData: a batch.completed event stored as its batch's
+// counts is leased and listed as the bytes webhook.BatchCompletedPayload
+// gives, with the same id and the same bytes on every attempt.
+func testStoredBatchData(t *testing.T, ob webhook.Outbox, _ webhook.Endpoints) {
+	created := at(0).Add(123456789 * time.Nanosecond)
+	data := webhook.BatchCompleted{BatchID: "77", Total: 3, Counts: map[string]int{"LIKELY": 2, "DISPOSABLE": 1}}
+	ev := webhook.Event{ID: "msg_suite_batch", AccountID: "a", Type: webhook.TypeBatchCompleted, JobID: "79",
+		CreatedAt: created, Payload: webhook.StoreBatchCompleted(data)}
+	enqueue(t, ob, ev)
+	want := `{"type":"batch.completed","timestamp":"2030-01-02T03:04:05.123Z","data":{"batch_id":"77","total":3,"counts":{"DISPOSABLE":1,"LIKELY":2}}}`
+	if got := string(webhook.BatchCompletedPayload(created, data)); got != want {
+		t.Fatalf("BatchCompletedPayload = %s, want %s", got, want)
+	}
+	next := at(time.Minute)
+	for attempt := range 3 {
+		ds := lease(t, ob, next, 10)
+		if len(ds) != 1 || ds[0].ID != ev.ID || ds[0].Type != webhook.TypeBatchCompleted || string(ds[0].Payload) != want {
+			t.Fatalf("attempt %d leased %+v, want %s with %s", attempt+1, ds, ev.ID, want)
+		}
+		if err := ob.RecordAttempt(t.Context(), ds[0].Lease, webhook.Attempt{At: next, StatusCode: 500}); err != nil {
+			t.Fatal(err)
+		}
+		next = next.Add(time.Minute)
+		if err := ob.Reschedule(t.Context(), ds[0].Lease, next); err != nil {
+			t.Fatal(err)
+		}
+		if l := find(t, ob, "a", ev.ID); string(l.Payload) != want {
+			t.Fatalf("listed payload %s, want %s", l.Payload, want)
+		}
 	}
 }
 
