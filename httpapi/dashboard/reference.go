@@ -390,7 +390,7 @@ func (o *omap) str(k string) string {
 	return s
 }
 func (o *omap) bool(k string) bool { b, _ := o.get(k).(bool); return b }
-func (o *omap) arr(k string) []any  { a, _ := o.get(k).([]any); return a }
+func (o *omap) arr(k string) []any { a, _ := o.get(k).([]any); return a }
 
 // decodeOrdered reads one JSON value: objects as *omap, arrays as []any,
 // numbers as json.Number.
