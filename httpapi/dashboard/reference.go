@@ -97,7 +97,7 @@ func newReference(doc []byte) (*reference, error) {
 	info := root.obj("info")
 	ref := &reference{Title: info.str("title"), Version: info.str("version"), Description: info.str("description")}
 	schemes := root.obj("components").obj("securitySchemes")
-	for _, name := range schemes.keys {
+	for _, name := range schemes.names() {
 		s := rd.resolve(schemes.get(name), 0)
 		desc := s.str("description")
 		switch s.str("type") {
@@ -110,10 +110,10 @@ func newReference(doc []byte) (*reference, error) {
 	}
 	global := securityNames(root.arr("security"))
 	paths := root.obj("paths")
-	for _, p := range paths.keys {
+	for _, p := range paths.names() {
 		item := rd.resolve(paths.get(p), 0)
 		shared := item.arr("parameters")
-		for _, m := range item.keys {
+		for _, m := range item.names() {
 			if !slices.Contains([]string{"get", "put", "post", "delete", "patch", "head", "options"}, m) {
 				continue
 			}
@@ -121,7 +121,7 @@ func newReference(doc []byte) (*reference, error) {
 		}
 	}
 	schemas := root.obj("components").obj("schemas")
-	for _, name := range schemas.keys {
+	for _, name := range schemas.names() {
 		ref.Schemas = append(ref.Schemas, rd.schema(name, rd.resolve(schemas.get(name), 0)))
 	}
 	return ref, nil
@@ -156,7 +156,7 @@ func (rd refReader) operation(path, method string, op *omap, shared []any, globa
 		o.Body, o.BodyRequired = rd.contents(body.obj("content")), body.bool("required")
 	}
 	responses := op.obj("responses")
-	codes := slices.Clone(responses.keys)
+	codes := slices.Clone(responses.names())
 	slices.Sort(codes) // "default" after the numbers
 	for _, code := range codes {
 		resp := rd.resolve(responses.get(code), 0)
@@ -167,7 +167,7 @@ func (rd refReader) operation(path, method string, op *omap, shared []any, globa
 
 func (rd refReader) contents(c *omap) []refContent {
 	var out []refContent
-	for _, mt := range c.keys {
+	for _, mt := range c.names() {
 		out = append(out, refContent{MediaType: mt, Type: rd.typeOf(c.obj(mt).obj("schema"), 0)})
 	}
 	return out
@@ -197,7 +197,7 @@ func (rd refReader) fields(s *omap, out *[]refField, depth int) {
 		}
 	}
 	props := s.obj("properties")
-	for _, name := range props.keys {
+	for _, name := range props.names() {
 		p := props.obj(name)
 		f := rd.field(name, p, p.str("description"))
 		f.Required = required[name]
@@ -331,7 +331,7 @@ func securityNames(reqs []any) []string {
 	var out []string
 	for _, r := range reqs {
 		if m, ok := r.(*omap); ok {
-			out = append(out, strings.Join(m.keys, " and "))
+			out = append(out, strings.Join(m.names(), " and "))
 		}
 	}
 	return out
@@ -382,6 +382,14 @@ func (o *omap) get(k string) any {
 		return nil
 	}
 	return o.vals[k]
+}
+
+// names returns the keys in the document's order; none for nil.
+func (o *omap) names() []string {
+	if o == nil {
+		return nil
+	}
+	return o.keys
 }
 
 func (o *omap) obj(k string) *omap { m, _ := o.get(k).(*omap); return m }
