@@ -188,7 +188,7 @@ func TestWebhookDeleteAndTestDelivery(t *testing.T) {
 
 		// Delete: a confirmation, then a POST.
 		conf := u.do("GET", "/dashboard/webhook/delete", nil)
-		if conf.code != 200 || !strings.Contains(conf.body, html.EscapeString(s.receiver.URL+"/hooks")) || !strings.Contains(conf.body, `<form method="post" action="/dashboard/webhook/delete">`) {
+		if conf.code != 200 || !strings.Contains(conf.body, html.EscapeString(s.receiver.URL+"/hooks")) || !strings.Contains(conf.body, `<form class="row" method="post" action="/dashboard/webhook/delete">`) {
 			t.Fatalf("delete confirmation: %d\n%s", conf.code, conf.body)
 		}
 		if a := u.do("POST", "/dashboard/webhook/delete", url.Values{}, "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"); a.code != http.StatusForbidden {
