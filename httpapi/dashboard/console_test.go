@@ -21,6 +21,7 @@ import (
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
+	"github.com/validmail/validmail/webhook"
 )
 
 // apiGet calls the API with a key and decodes the JSON answer.
@@ -439,4 +440,45 @@ func serve(h http.Handler, method, target string) string {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(method, target, nil))
 	return rec.Body.String()
+}
+
+// A console without an outbox sends the test event once, now, and shows
+// the attempt on the page it answers.
+func TestTestEventWithoutOutbox(t *testing.T) {
+	t.Parallel()
+	got := make(chan string, 4)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- string(b)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer recv.Close()
+	b := memstore.NewBackend()
+	client, err := webhook.NewClient(webhook.ClientOptions{Allow: []string{"127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	disp, err := webhook.NewDispatcher(b.Outbox, b.Endpoints, client, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := dashboard.New(dashboard.Config{Accounts: b.Accounts, Passwords: b.Passwords, Sessions: b.Sessions, Tokens: b.Tokens,
+		Ledger: credits.New(b.Credits, nil), Queue: mustQueue(t, b), Endpoints: b.Endpoints, Sender: disp, InsecureCookies: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(d.Handler())
+	defer srv.Close()
+	u := newUser(t, srv.URL)
+	u.signup("no-outbox@example.com")
+	if a := u.do("POST", "/dashboard/webhook", url.Values{"url": {recv.URL}, "events": {"batch.completed"}, "enabled": {"1"}}); a.code != http.StatusCreated {
+		t.Fatalf("save: %d\n%s", a.code, a.body)
+	}
+	a := u.do("POST", "/dashboard/webhook/test", url.Values{})
+	if a.code != http.StatusOK || !strings.Contains(a.body, "Delivered: your endpoint answered 202") {
+		t.Fatalf("test event: %d\n%s", a.code, a.body)
+	}
+	if body := <-got; !strings.Contains(body, `"type":"webhook.test"`) {
+		t.Fatalf("the receiver got %s", body)
+	}
 }
