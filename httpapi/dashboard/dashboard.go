@@ -34,8 +34,15 @@
 //	GET       /batches, /batches/{id}, /batches/{id}/results.csv
 //	GET       /reference       the API reference, to anyone ([Config.OpenAPI])
 //
-// and [Dashboard.Demo] serves GET /demo?email= (HTML, or the result as
-// JSON for Accept: application/json).
+// and [Dashboard.Demo] serves GET /demo?email= (HTML, or for Accept:
+// application/json the answer of GET /validate: the result with its
+// requestId, or an application/problem+json document with the API's
+// codes).
+//
+// "Send test event" puts a webhook.test event in [Config.Outbox], so that
+// it is delivered, retried and listed in the delivery log like every
+// other event; the page follows it until its first attempt. Without an
+// Outbox it is sent once through [Config.Sender] and shown only then.
 //
 // Every limit lives in [Config.Limiter], the deployment's backend, so it
 // holds across instances: sign-in attempts per client address, failed
