@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -17,8 +18,31 @@ import (
 	"github.com/validmail/validmail/jobs"
 )
 
-// StatusURL is the status_url of an accepted batch: a path template.
+// StatusURL is the status_url of an accepted batch: a path template,
+// preceded by the prefix a host's http.StripPrefix removed (see
+// mountPrefix).
 const StatusURL = "/validate/status/{job_id}"
+
+// mountPrefix returns the part of r's path that a host's
+// http.StripPrefix removed before the handler saw it ("/email" for a
+// handler mounted with http.StripPrefix("/email", h)), or "" when the
+// handler serves the whole path. It compares the path the client sent
+// with the one left, so it needs the RequestURI a server sets.
+func mountPrefix(r *http.Request) string {
+	u, err := url.ParseRequestURI(r.RequestURI)
+	if err != nil {
+		return ""
+	}
+	full, rest := u.EscapedPath(), r.URL.EscapedPath()
+	p, ok := strings.CutSuffix(full, rest)
+	if !ok || !strings.HasPrefix(p, "/") || len(p) > maxMountPrefix || strings.ContainsAny(p, "?#") {
+		return ""
+	}
+	return p
+}
+
+// maxMountPrefix bounds the prefix mountPrefix reports.
+const maxMountPrefix = 256
 
 // maxIdempotencyKey bounds the Idempotency-Key header.
 const maxIdempotencyKey = 255
@@ -192,7 +216,7 @@ func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request, c *call) {
 		Message:   acceptedMessage,
 		JobCount:  len(ids),
 		JobIDs:    ids,
-		StatusURL: StatusURL,
+		StatusURL: mountPrefix(r) + StatusURL,
 		BatchID:   ids[0],
 		RequestID: c.id,
 	})

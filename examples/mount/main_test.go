@@ -98,15 +98,20 @@ func TestMountedAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	var batch struct {
-		JobIDs []string `json:"job_ids"`
+		JobIDs    []string `json:"job_ids"`
+		StatusURL string   `json:"status_url"`
 	}
 	json.NewDecoder(presp.Body).Decode(&batch)
 	presp.Body.Close()
 	if presp.StatusCode != 202 || len(batch.JobIDs) != 1 {
 		t.Fatalf("POST /email/validate/async: %d %v", presp.StatusCode, batch)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		_, body := get("/email/validate/status/"+batch.JobIDs[0], vm.key)
+	// The status URL names the prefix the host mounted the API at.
+	if batch.StatusURL != "/email/validate/status/{job_id}" {
+		t.Fatalf("status_url %q, want it under /email", batch.StatusURL)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		_, body := get(strings.ReplaceAll(batch.StatusURL, "{job_id}", batch.JobIDs[0]), vm.key)
 		if bytes.Contains(body, []byte(`"completed"`)) {
 			break
 		}

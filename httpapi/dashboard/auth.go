@@ -35,7 +35,9 @@ type page struct {
 	// email.
 	Unconfirmed bool
 
-	DemoPath, OpenAPIPath string // links in the footer
+	// Links in the footer: the demo, and the API reference page or, on
+	// a console without one, the raw OpenAPI document.
+	DemoPath, OpenAPIPath, ReferencePath string
 }
 
 func (d *Dashboard) parseTemplates() error {
@@ -102,6 +104,9 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, n
 func (d *Dashboard) renderPage(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
 	t := d.pages[name]
 	p.Prefix, p.DemoPath, p.OpenAPIPath = d.cfg.Prefix, d.cfg.DemoPath, d.cfg.OpenAPIPath
+	if d.reference != nil {
+		p.ReferencePath = d.path("/reference")
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if w.Header().Get("Cache-Control") == "" {
 		w.Header().Set("Cache-Control", "private, no-cache")

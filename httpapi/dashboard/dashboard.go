@@ -29,11 +29,20 @@
 //	GET, POST /keys/{id}/revoke
 //	GET, POST /webhook         fields url, events (one value each), enabled
 //	POST      /webhook/rotate, /webhook/test
+//	GET, POST /webhook/delete  (a confirmation, then the endpoint's removal)
 //	GET, POST /bulk            field emails (one per line) or a multipart file (.txt, .csv)
 //	GET       /batches, /batches/{id}, /batches/{id}/results.csv
+//	GET       /reference       the API reference, to anyone ([Config.OpenAPI])
 //
-// and [Dashboard.Demo] serves GET /demo?email= (HTML, or the result as
-// JSON for Accept: application/json).
+// and [Dashboard.Demo] serves GET /demo?email= (HTML, or for Accept:
+// application/json the answer of GET /validate: the result with its
+// requestId, or an application/problem+json document with the API's
+// codes).
+//
+// "Send test event" puts a webhook.test event in [Config.Outbox], so that
+// it is delivered, retried and listed in the delivery log like every
+// other event; the page follows it until its first attempt. Without an
+// Outbox it is sent once through [Config.Sender] and shown only then.
 //
 // Every limit lives in [Config.Limiter], the deployment's backend, so it
 // holds across instances: sign-in attempts per client address, failed
@@ -173,6 +182,13 @@ type Config struct {
 	// the API's OpenAPI document, for the pages' links. Defaults "/demo"
 	// and "/openapi.json"; "-" leaves the link out.
 	DemoPath, OpenAPIPath string
+	// OpenAPI is the API's OpenAPI 3 document (an [httpapi.Handler]'s
+	// OpenAPI). When set, the console serves it as a page, GET
+	// /reference, to anyone: each operation with its parameters, bodies
+	// and responses, then the schemas, with no script; the footer's "API
+	// reference" leads there, and the page links the raw document at
+	// OpenAPIPath. Without it the footer links the raw document.
+	OpenAPI []byte
 	// BillingURL, when set, is linked from the overview as "Get credits":
 	// the operator's own checkout, an absolute http or https URL.
 	BillingURL string
@@ -254,6 +270,8 @@ type Dashboard struct {
 	mailer   mail.Mailer
 	confirm  bool          // accounts start unconfirmed; a Mailer proves addresses
 	sending  chan struct{} // a slot per message on its way
+	// reference is Config.OpenAPI, read for its page; nil without one.
+	reference *reference
 }
 
 // New returns the console over its storage st, the ledger that grants
@@ -339,6 +357,13 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 	if err := d.parseTemplates(); err != nil {
 		return nil, err
 	}
+	if len(cfg.OpenAPI) > 0 {
+		ref, err := newReference(cfg.OpenAPI)
+		if err != nil {
+			return nil, fmt.Errorf("%w: OpenAPI: %w", ErrConfig, err)
+		}
+		d.reference = ref
+	}
 	if d.mailer == nil {
 		d.mailer = mail.Log{Logger: cfg.Logger}
 		cfg.Logger.Warn("dashboard: no mailer: mail is written to this log, links included, and new accounts get their signup credits at once, unconfirmed")
@@ -409,6 +434,7 @@ func (d *Dashboard) routes(mux *http.ServeMux) {
 	static, _ := fs.Sub(staticFiles, "static")
 	mux.Handle("GET "+p+"/static/", http.StripPrefix(p+"/static/", cacheStatic(http.FileServerFS(static))))
 	mux.HandleFunc("GET "+p+"/signup", d.signupPage)
+	mux.HandleFunc("GET "+p+"/reference", d.referencePage)
 	mux.HandleFunc("POST "+p+"/signup", d.signup)
 	mux.HandleFunc("GET "+p+"/login", d.loginPage)
 	mux.HandleFunc("POST "+p+"/login", d.login)
@@ -431,6 +457,8 @@ func (d *Dashboard) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+p+"/webhook", d.authed(d.saveWebhook))
 	mux.HandleFunc("POST "+p+"/webhook/rotate", d.authed(d.rotateWebhook))
 	mux.HandleFunc("POST "+p+"/webhook/test", d.authed(d.testWebhook))
+	mux.HandleFunc("GET "+p+"/webhook/delete", d.authed(d.deleteWebhookPage))
+	mux.HandleFunc("POST "+p+"/webhook/delete", d.authed(d.deleteWebhook))
 	mux.HandleFunc("GET "+p+"/bulk", d.authed(d.bulkPage))
 	mux.HandleFunc("POST "+p+"/bulk", d.authed(d.confirmed(d.submitBulk)))
 	mux.HandleFunc("GET "+p+"/batches", d.authed(d.batchesPage))

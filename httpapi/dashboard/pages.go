@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -156,9 +157,24 @@ type keyRow struct {
 	Perms []string
 }
 
+// permissionChoice is a permission the key form offers, with what it
+// opens.
+type permissionChoice struct {
+	Name, Help string
+}
+
+// permissionHelp says what each permission opens, on the key form.
+var permissionHelp = map[store.Permission]string{
+	store.PermValidate: "GET /validate",
+	store.PermBatch:    "batches and their results",
+	store.PermStats:    "the account's balance and credit history",
+	store.PermKeys:     "create and revoke keys",
+	store.PermWebhooks: "the webhook and its deliveries",
+}
+
 type keysData struct {
 	Keys        []keyRow
-	Permissions []string
+	Permissions []permissionChoice
 	Name        string
 	Checked     []string
 	NewKey      string
@@ -172,9 +188,15 @@ func (d *Dashboard) keysData(r *http.Request, a store.Account) (keysData, error)
 	}
 	data := keysData{}
 	for _, p := range d.cfg.KeyPermissions {
-		data.Permissions = append(data.Permissions, string(p))
+		data.Permissions = append(data.Permissions, permissionChoice{Name: string(p), Help: permissionHelp[p]})
 	}
-	data.Checked = []string{string(store.PermValidate), string(store.PermBatch)}
+	// A new key can do what the signup key does (stats included, so that
+	// GET /api/v1/account answers), as far as the console grants it.
+	for _, p := range store.SignupPermissions() {
+		if slices.Contains(d.cfg.KeyPermissions, p) {
+			data.Checked = append(data.Checked, string(p))
+		}
+	}
 	for _, k := range slices.Backward(ks) {
 		kr := keyRow{Key: k}
 		for _, p := range k.Permissions {
@@ -316,9 +338,20 @@ type webhookData struct {
 	AllEvents  []string
 	Enabled    bool
 	Secret     string
-	Test       *webhook.Attempt
+	Test       *webhook.Attempt // a test sent outside the outbox (a console without one)
 	Deliveries []deliveryRow
+	// TestID names the test event the page reports on, TestDelivery is
+	// it as the delivery log has it (nil until listed), and TestWaiting
+	// says its first attempt is still to come: the page then reloads.
+	TestID       string
+	TestDelivery *deliveryRow
+	TestWaiting  bool
+	TestPoll     string // the page's own URL, polled while TestWaiting
 }
+
+// testWait is how long the webhook page keeps reloading for a test
+// event's first attempt.
+const testWait = time.Minute
 
 func (d *Dashboard) webhookData(r *http.Request, a store.Account) (webhookData, error) {
 	data := webhookData{Available: d.cfg.Endpoints != nil, AllEvents: webhook.EventTypes, Events: webhook.EventTypes, Enabled: true}
@@ -358,7 +391,66 @@ func (d *Dashboard) webhookPage(w http.ResponseWriter, r *http.Request, a store.
 		d.backendError(w, r, "webhook", err)
 		return
 	}
-	d.render(w, r, http.StatusOK, "webhook", page{Title: "Webhook", Nav: "webhook", Email: a.Email, Data: data})
+	// ?test= names the test event just queued: the page reports its
+	// delivery from the log, reloading until the first attempt.
+	if id := r.URL.Query().Get("test"); id != "" && len(id) <= 64 && strings.HasPrefix(id, "msg_") {
+		data.TestID = id
+		data.TestWaiting = true
+		for i := range data.Deliveries {
+			if dl := &data.Deliveries[i]; dl.ID == id {
+				data.TestDelivery = dl
+				data.TestWaiting = dl.State == webhook.StatePending && len(dl.Attempts) == 0 &&
+					d.cfg.Now().Sub(dl.CreatedAt) < testWait
+			}
+		}
+		if data.TestDelivery == nil {
+			// Not in the newest page of the log: too old to wait for.
+			data.TestWaiting = false
+		}
+		if data.TestWaiting {
+			data.TestPoll = d.path("/webhook?test=" + url.QueryEscape(id))
+		}
+	}
+	d.render(w, r, http.StatusOK, "webhook", page{Title: "Webhook", Nav: "webhook", Email: a.Email, Data: data, Refresh: data.TestWaiting})
+}
+
+// deleteWebhookPage asks to confirm the endpoint's removal.
+func (d *Dashboard) deleteWebhookPage(w http.ResponseWriter, r *http.Request, a store.Account) {
+	if d.cfg.Endpoints == nil {
+		d.fail(w, r, http.StatusNotFound, "Webhooks are not available on this deployment.")
+		return
+	}
+	ep, err := d.cfg.Endpoints.GetEndpoint(r.Context(), a.ID)
+	if errors.Is(err, webhook.ErrNotFound) {
+		d.fail(w, r, http.StatusNotFound, "There is no webhook to delete.")
+		return
+	}
+	if err != nil {
+		d.backendError(w, r, "webhook", err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "webhookdelete", page{Title: "Delete the webhook", Nav: "webhook", Email: a.Email, Data: ep})
+}
+
+// deleteWebhook removes the endpoint. Events not yet delivered are then
+// given up ("no webhook endpoint configured"); the delivery log stays.
+func (d *Dashboard) deleteWebhook(w http.ResponseWriter, r *http.Request, a store.Account) {
+	if d.cfg.Endpoints == nil {
+		d.fail(w, r, http.StatusNotFound, "Webhooks are not available on this deployment.")
+		return
+	}
+	err := d.cfg.Endpoints.DeleteEndpoint(r.Context(), a.ID)
+	if errors.Is(err, webhook.ErrNotFound) {
+		d.fail(w, r, http.StatusNotFound, "There is no webhook to delete.")
+		return
+	}
+	if err != nil {
+		d.backendError(w, r, "delete webhook", err)
+		return
+	}
+	d.endpointChanged(a.ID)
+	d.flash(r.Context(), "The webhook is deleted: no more events are sent. Its signing secret is gone; saving a URL again creates a new one.")
+	d.redirect(w, r, "/webhook")
 }
 
 func (d *Dashboard) saveWebhook(w http.ResponseWriter, r *http.Request, a store.Account) {
@@ -448,8 +540,12 @@ func (d *Dashboard) rotateWebhook(w http.ResponseWriter, r *http.Request, a stor
 		Flash: "A new signing secret is in use; the previous one keeps signing for 24 hours.", Data: data})
 }
 
+// testWebhook sends a webhook.test event. With an outbox it goes through
+// it like every other event (signed, attempted by the dispatcher, retried,
+// listed in the delivery log) and the page follows its delivery; without
+// one it is sent once, now, and only this answer shows the attempt.
 func (d *Dashboard) testWebhook(w http.ResponseWriter, r *http.Request, a store.Account) {
-	if d.cfg.Endpoints == nil || d.cfg.Sender == nil {
+	if d.cfg.Endpoints == nil || (d.cfg.Sender == nil && d.cfg.Outbox == nil) {
 		d.fail(w, r, http.StatusNotFound, "Webhooks are not available on this deployment.")
 		return
 	}
@@ -473,7 +569,20 @@ func (d *Dashboard) testWebhook(w http.ResponseWriter, r *http.Request, a store.
 			Error: "Too many test events were sent for this account. Try again in " + humanWait(wait) + "."})
 		return
 	}
-	att := d.cfg.Sender.Send(r.Context(), ep, webhook.NewTestEvent(a.ID, d.cfg.Now()))
+	ev := webhook.NewTestEvent(a.ID, d.cfg.Now())
+	if d.cfg.Outbox != nil {
+		if err := d.cfg.Outbox.Enqueue(r.Context(), ev); err != nil {
+			d.backendError(w, r, "test event", err)
+			return
+		}
+		// Deliver it now rather than at the dispatcher's next poll.
+		if n, ok := d.cfg.Sender.(interface{ Notify() }); ok {
+			n.Notify()
+		}
+		d.redirect(w, r, "/webhook?test="+url.QueryEscape(ev.ID))
+		return
+	}
+	att := d.cfg.Sender.Send(r.Context(), ep, ev)
 	data, err := d.webhookData(r, a)
 	if err != nil {
 		d.backendError(w, r, "webhook", err)

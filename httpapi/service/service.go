@@ -376,6 +376,9 @@ func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error 
 	dc.Endpoints, dc.Outbox, dc.Sender = b.Endpoints, b.Outbox, s.disp
 	dc.EndpointChanged = s.events.Forget
 	dc.Logger = s.logger
+	if dc.OpenAPI == nil {
+		dc.OpenAPI = s.api.OpenAPI()
+	}
 	if dc.ClientIP == nil {
 		dc.ClientIP = api.ClientIP
 	}
