@@ -20,6 +20,7 @@ import (
 	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/webhook"
 )
@@ -133,7 +134,7 @@ var testIDRE = regexp.MustCompile(`/dashboard/webhook\?test=(msg_[A-Z0-9]+)$`)
 // on every backend.
 func TestWebhookDeleteAndTestDelivery(t *testing.T) {
 	t.Parallel()
-	eachBackend(t, func(t *testing.T, open func() *store.Backend, _ bool) {
+	eachBackend(t, func(t *testing.T, open func() *backend.Backend, _ bool) {
 		s := startSite(t, open())
 		u := newUser(t, s.base)
 		u.signup("hook-owner@example.com")
@@ -296,18 +297,15 @@ func TestAPIReferencePage(t *testing.T) {
 func TestAPIReferenceConfig(t *testing.T) {
 	t.Parallel()
 	b := memstore.NewBackend()
-	base := dashboard.Config{Accounts: b.Accounts, Passwords: b.Passwords, Sessions: b.Sessions, Tokens: b.Tokens, Ledger: credits.New(b.Credits, nil)}
+	st := dashboard.Storage{Accounts: b.Accounts, Passwords: b.Passwords, Sessions: b.Sessions, Tokens: b.Tokens}
+	ledger := credits.New(b.Credits, nil)
 	q := mustQueue(t, b)
 	for _, doc := range []string{`{`, `[1,2]`, `{"paths":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`} {
-		cfg := base
-		cfg.Queue, cfg.OpenAPI = q, []byte(doc)
-		if _, err := dashboard.New(cfg); !errors.Is(err, dashboard.ErrConfig) {
+		if _, err := dashboard.New(st, ledger, q, &dashboard.Config{OpenAPI: []byte(doc)}); !errors.Is(err, httpapi.ErrConfig) {
 			t.Errorf("OpenAPI %.20q: %v, want ErrConfig", doc, err)
 		}
 	}
-	cfg := base
-	cfg.Queue, cfg.InsecureCookies = q, true
-	d, err := dashboard.New(cfg)
+	d, err := dashboard.New(st, ledger, q, &dashboard.Config{InsecureCookies: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +424,7 @@ func TestOverviewCreditSources(t *testing.T) {
 	}
 }
 
-func mustQueue(t *testing.T, b *store.Backend) *jobs.Queue {
+func mustQueue(t *testing.T, b *backend.Backend) *jobs.Queue {
 	t.Helper()
 	q, err := jobs.NewQueue(b.Jobs, credits.New(b.Credits, nil), nil)
 	if err != nil {
@@ -462,8 +460,8 @@ func TestTestEventWithoutOutbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := dashboard.New(dashboard.Config{Accounts: b.Accounts, Passwords: b.Passwords, Sessions: b.Sessions, Tokens: b.Tokens,
-		Ledger: credits.New(b.Credits, nil), Queue: mustQueue(t, b), Endpoints: b.Endpoints, Sender: disp, InsecureCookies: true})
+	d, err := dashboard.New(dashboard.Storage{Accounts: b.Accounts, Passwords: b.Passwords, Sessions: b.Sessions, Tokens: b.Tokens},
+		credits.New(b.Credits, nil), mustQueue(t, b), &dashboard.Config{Endpoints: b.Endpoints, Sender: disp, InsecureCookies: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -360,7 +360,7 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 	if len(cfg.OpenAPI) > 0 {
 		ref, err := newReference(cfg.OpenAPI)
 		if err != nil {
-			return nil, fmt.Errorf("%w: OpenAPI: %w", ErrConfig, err)
+			return nil, fmt.Errorf("dashboard: %w: OpenAPI: %w", httpapi.ErrConfig, err)
 		}
 		d.reference = ref
 	}
