@@ -155,7 +155,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.Int64Var(&c.BootstrapCredits, "bootstrap-credits", 0, fmt.Sprintf("`credits` granted to the -bootstrap-email (or demo) account when this process creates it; 0 means %d", store.DefaultSignupCredits))
 	fs.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.BoolVar(&c.AllowPrivateMX, "allow-private-mx", false, "accept MX hosts whose addresses are all private or loopback, for intranets and tests (the SMTP probe\nmay then dial them); by default such a domain is NO_MX_RECORDS")
-	fs.BoolVar(&c.SMTPProbe, "smtp-probe", false, "ask each LIKELY address's mail server over SMTP whether the mailbox exists (needs -smtp-helo and\n-smtp-from, and outbound port 25; see the README before turning it on)")
+	fs.BoolVar(&c.SMTPProbe, "smtp-probe", false, "ask each LIKELY address's mail server over SMTP whether the mailbox exists (needs -smtp-helo and\n-smtp-from, and outbound port 25; read \"Mailbox verification over SMTP\" in the operator's guide, examples/validmaild/README.md, first)")
 	fs.StringVar(&c.SMTP.HELO, "smtp-helo", "", "host `name` said in EHLO when probing: a name you own, ideally this host's reverse DNS")
 	fs.StringVar(&c.SMTP.MailFrom, "smtp-from", "", "sender `address` of MAIL FROM when probing: an address you own")
 	fs.IntVar(&c.SMTP.Port, "smtp-port", smtpprobe.DefaultPort, "SMTP `port` of the MX hosts")
