@@ -74,6 +74,8 @@ type Store struct {
 	mu       sync.Mutex
 	subs     map[chan struct{}]struct{}
 	listener *listener
+
+	floor leaseFloor // where leases look first
 }
 
 // New returns a Store over pool, which stays the caller's: the Store never
