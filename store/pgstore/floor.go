@@ -30,13 +30,35 @@ func dayBounds(lo, hi int64) (first, last int64) {
 }
 
 // sqlIDs is [Store.sql] for a statement bounded to the ids first..last.
+// The texts are kept (a few a day), so that a statement costs no more to
+// name than one without bounds.
 func (s *Store) sqlIDs(query string, first, last int64) string {
-	return strings.NewReplacer(
+	key := boundedSQL{query, first, last}
+	if q, ok := s.texts.Load(key); ok {
+		return q.(string)
+	}
+	q := strings.NewReplacer(
 		"{schema}", s.ident,
 		"{first}", strconv.FormatInt(first, 10),
 		"{last}", strconv.FormatInt(last, 10),
 	).Replace(query)
+	if s.textCount.Add(1) > maxTexts {
+		// Days long gone: start again rather than keep them all.
+		s.texts.Clear()
+		s.textCount.Store(1)
+	}
+	s.texts.Store(key, q)
+	return q
 }
+
+// boundedSQL names a statement bounded to the ids first..last.
+type boundedSQL struct {
+	query       string
+	first, last int64
+}
+
+// maxTexts bounds the statement texts a store keeps.
+const maxTexts = 256
 
 // The lease floor. Leasing takes the oldest available jobs, so it looks
 // at every partition that may hold one; with a partition a day, kept
