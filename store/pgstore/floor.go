@@ -121,8 +121,9 @@ func (s *Store) leaseRange(ctx context.Context, now time.Time) (first, last int6
 			f.known, f.day, f.checked = true, d, now
 		}
 		f.mu.Unlock()
-		// On an error the lease looks at the whole table, and reports
-		// the database's trouble itself.
+		// On an error the floor read before stays, and is read again at
+		// the next lease; with none, the lease looks at the whole table.
+		// The lease reports the database's trouble itself.
 	}
 	f.mu.Lock()
 	known, d := f.known, f.day
