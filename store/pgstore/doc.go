@@ -56,7 +56,11 @@
 //     only its finished rows. [Store.EnsurePartitions] makes the days
 //     ahead at New and at every Cleanup. Making and dropping partitions
 //     share one advisory lock per schema: one process at a time changes
-//     them, and the others leave it to that one.
+//     them, and the others leave it to that one. Statements on jobs by
+//     id carry their ids' days as constants, so that their plans, cached
+//     per connection, touch those days' partitions alone; a lease looks
+//     first from the day of the oldest unfinished job to today, and at
+//     the whole table only for what that range lacks.
 //   - Wake-up: a statement trigger on the jobs table sends NOTIFY, and
 //     [Store.Subscribe] LISTENs on a dedicated connection taken from the
 //     pool, reconnecting when it fails.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -30,4 +31,9 @@ func migrationNamed(suffix string) int {
 func OpenAtVersion(ctx context.Context, pool *pgxpool.Pool, schema string, version int) (*Store, error) {
 	s := &Store{pool: pool, schema: schema, ident: quoteIdent(schema), logger: slog.New(slog.DiscardHandler), subs: map[chan struct{}]struct{}{}}
 	return s, s.migrateTo(ctx, version)
+}
+
+// LeaseRange returns the ids a lease at now looks at first.
+func (s *Store) LeaseRange(ctx context.Context, now time.Time) (first, last int64) {
+	return s.leaseRange(ctx, now)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -221,6 +222,21 @@ func (s *Store) replayBatch(ctx context.Context, tx pgx.Tx, p jobs.EnqueueCharge
 	return formatIDs(raw), nil
 }
 
+// leaseSQL leases up to $1 of the oldest ready jobs with ids first..last
+// for $2 microseconds.
+const leaseSQL = `
+	WITH next AS (
+		SELECT id AS next_id FROM {schema}.jobs
+		WHERE state = 'available' AND run_at <= now() AND id BETWEEN {first} AND {last}
+		ORDER BY id LIMIT $1::bigint
+		FOR UPDATE SKIP LOCKED
+	)
+	UPDATE {schema}.jobs j
+	SET state = 'running', token = gen_random_uuid()::text,
+	    lease_expires_at = clock_timestamp() + $2::bigint * interval '1 microsecond'
+	FROM next WHERE j.id = next.next_id AND j.id BETWEEN {first} AND {last}
+	RETURNING ` + jobColumns
+
 // Lease implements [jobs.Driver] with SELECT ... FOR UPDATE SKIP LOCKED, so
 // that concurrent leasers never wait for each other nor share a job.
 func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, error) {
@@ -232,24 +248,25 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	// is taking. The new token is random, so only this lease can complete
 	// the job; the expiry uses the database's clock, the one that rescue
 	// compares against, so workers' clocks need not agree.
-	rows, err := s.pool.Query(ctx, s.sql(`
-		WITH next AS (
-			SELECT id AS next_id FROM {schema}.jobs
-			WHERE state = 'available' AND run_at <= now()
-			ORDER BY id LIMIT $1::bigint
-			FOR UPDATE SKIP LOCKED
-		)
-		UPDATE {schema}.jobs j
-		SET state = 'running', token = gen_random_uuid()::text,
-		    lease_expires_at = clock_timestamp() + $2::bigint * interval '1 microsecond'
-		FROM next WHERE j.id = next.next_id
-		RETURNING `+jobColumns), p.Max, p.Duration.Microseconds())
-	if err != nil {
-		return nil, fail(ctx, "lease", err)
+	//
+	// The partitions from the lease floor to today hold every job not
+	// finished (see leaseFloor): the lease looks there, and at the whole
+	// table only for what that range lacks.
+	first, last := s.leaseRange(ctx, time.Now())
+	leases, err := s.lease(ctx, first, last, p.Max, p.Duration)
+	if err == nil && len(leases) < p.Max && (first > 0 || last < math.MaxInt64) {
+		var more []jobs.Lease
+		more, err = s.lease(ctx, 0, math.MaxInt64, p.Max-len(leases), p.Duration)
+		leases = append(leases, more...)
 	}
-	leases, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (jobs.Lease, error) { return scanJob(r) })
 	if err != nil {
-		return nil, fail(ctx, "lease", err)
+		if len(leases) > 0 {
+			// The jobs leased are held all the same: hand them out, and
+			// the error goes with the next lease that meets it.
+			err = nil
+		} else {
+			return nil, err
+		}
 	}
 	// UPDATE ... RETURNING gives no order; the contract hands out the
 	// oldest first.
@@ -258,6 +275,19 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 		y, _ := parseID(b.ID)
 		return cmp.Compare(x, y)
 	})
+	return leases, nil
+}
+
+// lease runs leaseSQL.
+func (s *Store) lease(ctx context.Context, first, last int64, max int, d time.Duration) ([]jobs.Lease, error) {
+	rows, err := s.pool.Query(ctx, s.sqlIDs(leaseSQL, first, last), max, d.Microseconds())
+	if err != nil {
+		return nil, fail(ctx, "lease", err)
+	}
+	leases, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (jobs.Lease, error) { return scanJob(r) })
+	if err != nil {
+		return nil, fail(ctx, "lease", err)
+	}
 	return leases, nil
 }
 
@@ -282,16 +312,18 @@ func (s *Store) Heartbeat(ctx context.Context, p jobs.HeartbeatParams) (time.Tim
 	}
 	var expires *time.Time
 	var exists bool
+	first, last := dayBounds(id, id)
 	// One round trip renews the lease only while this token holds it
 	// (compare-and-set on state and token) and tells a lost lease from an
 	// unknown job.
-	err := s.pool.QueryRow(ctx, s.sql(`
+	err := s.pool.QueryRow(ctx, s.sqlIDs(`
 		WITH renewed AS (
 			UPDATE {schema}.jobs SET lease_expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond'
-			WHERE id = $1::bigint AND state = 'running' AND token = $2::text
+			WHERE id = $1::bigint AND id BETWEEN {first} AND {last} AND state = 'running' AND token = $2::text
 			RETURNING lease_expires_at
 		)
-		SELECT (SELECT lease_expires_at FROM renewed), EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1)`),
+		SELECT (SELECT lease_expires_at FROM renewed),
+		       EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1 AND id BETWEEN {first} AND {last})`, first, last),
 		id, p.Token, p.Duration.Microseconds()).Scan(&expires, &exists)
 	if err != nil {
 		return time.Time{}, fail(ctx, "heartbeat", err)
@@ -303,7 +335,8 @@ func (s *Store) Heartbeat(ctx context.Context, p jobs.HeartbeatParams) (time.Tim
 }
 
 // completeSQL completes a job, counts it in its batch, refunds it and
-// writes its webhook events in one statement, hence one transaction;
+// writes its webhook events in one statement, hence one transaction, on
+// the partitions of the job's day ({first}..{last}, see sqlIDs);
 // nothing is written unless the token still holds the job. The batch row's
 // lock orders the completions of one batch, so exactly one of them sees
 // completed reach total and writes the batch's event. The refund's
@@ -315,7 +348,7 @@ const completeSQL = `
 		UPDATE {schema}.jobs
 		SET state = 'completed', result = $3::jsonb, mx_hosts = $4::text[], completed_at = now(),
 		    token = NULL, lease_expires_at = NULL
-		WHERE id = $1::bigint AND state = 'running' AND token = $2::text
+		WHERE id = $1::bigint AND id BETWEEN {first} AND {last} AND state = 'running' AND token = $2::text
 		RETURNING id, account, completed_at, batch_id
 	), tally AS (
 		UPDATE {schema}.batches b
@@ -323,9 +356,8 @@ const completeSQL = `
 		    counts = jsonb_set(b.counts, ARRAY[$11::text], to_jsonb(coalesce((b.counts->>$11::text)::int, 0) + 1)),
 		    completed_at = CASE WHEN b.completed + 1 = b.total THEN done.completed_at END
 		FROM done WHERE b.id = done.batch_id
-		  -- A batch's id is its first job's, of the same day: the bounds
-		  -- let the planner touch that day's partition alone.
-		  AND b.id BETWEEN ($1::bigint >> 32) << 32 AND $1::bigint
+		  -- A batch's id is its first job's, of the same day.
+		  AND b.id BETWEEN {first} AND {last}
 		RETURNING b.id, b.total, b.completed, b.counts
 	), refund AS (
 		INSERT INTO {schema}.credit_entries (account, delta, reason, reference, idempotency_key)
@@ -352,7 +384,7 @@ const completeSQL = `
 		       $14::timestamptz
 		FROM done, tally WHERE $12::text IS NOT NULL AND tally.completed = tally.total
 	)
-	SELECT EXISTS (SELECT 1 FROM done), EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1)`
+	SELECT EXISTS (SELECT 1 FROM done), EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1 AND id BETWEEN {first} AND {last})`
 
 // Complete implements [jobs.Driver]: result, batch counters, refund and
 // events are written by one statement. The event becomes a pending delivery of
@@ -364,8 +396,10 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 	if err != nil {
 		return err
 	}
+	id, _ := parseID(p.ID) // completeArgs checked it
+	first, last := dayBounds(id, id)
 	var changed, exists bool
-	err = s.pool.QueryRow(ctx, s.sql(completeSQL), args...).Scan(&changed, &exists)
+	err = s.pool.QueryRow(ctx, s.sqlIDs(completeSQL, first, last), args...).Scan(&changed, &exists)
 	if isUniqueViolation(err, "webhook_deliveries_pkey") {
 		return fmt.Errorf("pgstore: complete job %s: %w", p.ID, webhook.ErrDuplicate)
 	}
@@ -413,7 +447,8 @@ func completeArgs(p jobs.CompleteParams) ([]any, error) {
 // completion that brings a batch to its total is the statement's and
 // writes the batch's event, for the first of its jobs that asks), the
 // refunds are summed per account, and one row per input job tells
-// whether it changed and whether it exists.
+// whether it changed and whether it exists. {first}..{last} covers the
+// days of the group's ids (see sqlIDs).
 const completeManySQL = `
 	WITH input AS (
 		SELECT * FROM unnest($1::bigint[], $2::text[], $3::jsonb[], $4::text[], $5::bigint[], $6::text[],
@@ -427,9 +462,10 @@ const completeManySQL = `
 		    completed_at = now(), token = NULL, lease_expires_at = NULL
 		FROM input u
 		WHERE j.id = u.id AND j.state = 'running' AND j.token = u.token
-		  -- The group's lowest and highest ids: the planner touches only
-		  -- the partitions of their days.
-		  AND j.id BETWEEN $14::bigint AND $15::bigint
+		  -- The ids as an array too: the plan looks them up in the
+		  -- primary key rather than scanning the running jobs of the
+		  -- whole range.
+		  AND j.id = ANY($1::bigint[]) AND j.id BETWEEN {first} AND {last}
 		RETURNING j.id, j.account, j.completed_at, j.batch_id
 	), per_status AS (
 		SELECT d.batch_id, u.status, count(*)::int AS n FROM done d JOIN input u ON u.id = d.id GROUP BY 1, 2
@@ -445,7 +481,7 @@ const completeManySQL = `
 		                 GROUP BY c.k) AS x),
 		    completed_at = CASE WHEN b.completed + p.n = b.total THEN now() END
 		FROM per_batch p WHERE b.id = p.batch_id
-		  AND b.id BETWEEN ($14::bigint >> 32) << 32 AND $15::bigint
+		  AND b.id BETWEEN {first} AND {last}
 		RETURNING b.id, b.total, b.completed, b.counts
 	), refund AS (
 		INSERT INTO {schema}.credit_entries (account, delta, reason, reference, idempotency_key)
@@ -474,7 +510,7 @@ const completeManySQL = `
 		WHERE t.completed = t.total AND u.bev_id IS NOT NULL
 		ORDER BY t.id, d.id
 	)
-	SELECT u.id, d.id IS NOT NULL, EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = u.id AND id BETWEEN $14::bigint AND $15::bigint)
+	SELECT u.id, d.id IS NOT NULL, EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = u.id AND id BETWEEN {first} AND {last})
 	FROM input u LEFT JOIN done d ON d.id = u.id`
 
 // CompleteMany implements [jobs.BatchCompleter] with completeManySQL: one
@@ -536,8 +572,9 @@ func (s *Store) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []er
 	if len(ids) == 0 {
 		return errs
 	}
-	rows, err := s.pool.Query(ctx, s.sql(completeManySQL), ids, tokens, results, mxs, refunds, statuses,
-		evIDs, evTypes, evCreated, evPayloads, bevIDs, bevTypes, bevCreated, slices.Min(ids), slices.Max(ids))
+	first, last := dayBounds(slices.Min(ids), slices.Max(ids))
+	rows, err := s.pool.Query(ctx, s.sqlIDs(completeManySQL, first, last), ids, tokens, results, mxs, refunds, statuses,
+		evIDs, evTypes, evCreated, evPayloads, bevIDs, bevTypes, bevCreated)
 	answered := make(map[int64]bool, len(ids))
 	if err == nil {
 		var id int64
@@ -583,17 +620,19 @@ func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
 		runAt = &p.RunAt
 	}
 	var changed, exists bool
-	err := s.pool.QueryRow(ctx, s.sql(`
+	first, last := dayBounds(id, id)
+	err := s.pool.QueryRow(ctx, s.sqlIDs(`
 		WITH back AS (
 			UPDATE {schema}.jobs
 			SET state = 'available', token = NULL, lease_expires_at = NULL,
 			    run_at = coalesce($3::timestamptz, now()),
 			    errors = errors + CASE WHEN $4::text <> '' THEN 1 ELSE 0 END,
 			    last_error = CASE WHEN $4::text <> '' THEN $4::text ELSE last_error END
-			WHERE id = $1::bigint AND state = 'running' AND token = $2::text
+			WHERE id = $1::bigint AND id BETWEEN {first} AND {last} AND state = 'running' AND token = $2::text
 			RETURNING 1
 		)
-		SELECT EXISTS (SELECT 1 FROM back), EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1)`),
+		SELECT EXISTS (SELECT 1 FROM back),
+		       EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1 AND id BETWEEN {first} AND {last})`, first, last),
 		id, p.Token, runAt, p.Error).Scan(&changed, &exists)
 	if err != nil {
 		return fail(ctx, "retry", err)
@@ -647,7 +686,9 @@ func (s *Store) Get(ctx context.Context, account, id string) (jobs.Job, error) {
 	if !ok {
 		return jobs.Job{}, jobs.ErrNotFound
 	}
-	l, err := scanJob(s.pool.QueryRow(ctx, s.sql(`SELECT `+jobColumns+` FROM {schema}.jobs WHERE id = $1 AND account = $2`), n, account))
+	first, last := dayBounds(n, n)
+	l, err := scanJob(s.pool.QueryRow(ctx, s.sqlIDs(`SELECT `+jobColumns+` FROM {schema}.jobs
+		WHERE id = $1 AND id BETWEEN {first} AND {last} AND account = $2`, first, last), n, account))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return jobs.Job{}, jobs.ErrNotFound
 	}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -69,6 +70,10 @@ type Store struct {
 	mu       sync.Mutex
 	subs     map[chan struct{}]struct{}
 	listener *listener
+
+	floor     leaseFloor   // where leases look first
+	texts     sync.Map     // boundedSQL → statement text, see sqlIDs
+	textCount atomic.Int64 // entries stored in texts
 }
 
 // New returns a Store over pool, which stays the caller's: the Store never
