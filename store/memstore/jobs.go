@@ -87,7 +87,9 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams) []string {
 	batchID := strconv.FormatUint(first, 10)
 	source := cmp.Or(p.Source, jobs.SourceAPI)
 	s.groups[p.AccountID] = append(s.groups[p.AccountID], first)
-	s.tallies[first] = &tally{account: p.AccountID, source: source, total: len(p.Emails), counts: map[emailcheck.Status]int{}, created: t}
+	s.batchNo[p.AccountID]++
+	s.tallies[first] = &tally{account: p.AccountID, source: source, total: len(p.Emails), counts: map[emailcheck.Status]int{}, created: t,
+		number: s.batchNo[p.AccountID]}
 	for i, email := range p.Emails {
 		s.jobSeq++
 		id := s.jobSeq
@@ -381,6 +383,7 @@ func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) 
 		for _, first := range firsts {
 			if b := s.tallies[first]; b.completed == b.total && b.completedAt.Before(p.CompletedBefore) {
 				delete(s.tallies, first)
+				delete(s.lists, first)
 				continue
 			}
 			kept = append(kept, first)
