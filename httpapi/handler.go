@@ -28,6 +28,7 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/lists"
 	"github.com/validmail/validmail/store"
 )
 
@@ -67,6 +68,10 @@ type Handler struct {
 	// none is configured and the operator's routes are not mounted.
 	adminHash [sha256.Size]byte
 	adminOn   bool
+	// listOpts bounds list uploads; listSlots holds a token per upload in
+	// flight.
+	listOpts  lists.Options
+	listSlots chan struct{}
 }
 
 // NewHandler checks cfg once and returns the handler. It starts no
@@ -133,6 +138,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 			events:    cfg.WebhookEvents,
 		}
 	}
+	h.setupLists(cfg)
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBodyBytes
 	}
@@ -211,6 +217,7 @@ func (h *Handler) routes() {
 	mux.HandleFunc("GET /api/v1/batches", h.authedRead(store.PermBatch, h.listBatches))
 	mux.HandleFunc("GET /api/v1/batches/{batch_id}", h.authedRead(store.PermBatch, h.getBatch))
 	mux.HandleFunc("GET /api/v1/batches/{batch_id}/results", h.authedRead(store.PermBatch, h.batchResults))
+	mux.HandleFunc("POST /api/v1/lists", h.authed(store.PermBatch, h.submitList))
 	mux.HandleFunc("GET /openapi.json", h.openAPI)
 	allowed := map[string]string{
 		"/validate":                          "GET",
