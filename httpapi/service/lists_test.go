@@ -310,4 +310,3 @@ func listOf(n int) string {
 	}
 	return sb.String()
 }
-
