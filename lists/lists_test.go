@@ -227,4 +227,3 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
-
