@@ -86,6 +86,15 @@ func TestRead(t *testing.T) {
 			rows: [][]string{{"a@example.org"}}, keys: []string{"a@example.org"},
 		},
 		{
+			name: "long row", in: "email\na@example.org,x,y\n", header: []string{"email", "column_2", "column_3"}, hasHeader: true, column: 0,
+			rows: [][]string{{"a@example.org", "x", "y"}}, keys: []string{"a@example.org"},
+		},
+		{
+			name: "column past the header", in: "a,b\nx,y,c@example.org\n", opts: lists.Options{Column: "3"},
+			header: []string{"a", "b", "column_3"}, hasHeader: true, column: 2,
+			rows: [][]string{{"x", "y", "c@example.org"}}, keys: []string{"c@example.org"},
+		},
+		{
 			name: "short row", in: "name,email\nJane\n", header: []string{"name", "email"}, hasHeader: true, column: 1,
 			rows: [][]string{{"Jane"}}, keys: []string{""},
 		},

@@ -186,6 +186,9 @@ func Read(ctx context.Context, r io.Reader, o *Options) (*Spool, error) {
 		}
 	}
 	width := len(first)
+	if second != nil {
+		width = max(width, len(second))
+	}
 	for i := 0; ; i++ {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -216,6 +219,12 @@ func Read(ctx context.Context, r io.Reader, o *Options) (*Spool, error) {
 		if len(sp.Header) == 1 {
 			sp.Header[0] = "email"
 		}
+	}
+	// Rows longer than the header, or an address column past it, get
+	// columns named after their place, so that every row's fields have a
+	// name and the results' columns stay aligned.
+	for i := len(sp.Header); i < max(width, sp.Column+1); i++ {
+		sp.Header = append(sp.Header, "column_"+strconv.Itoa(i+1))
 	}
 	sp.Size, _ = f.Seek(0, io.SeekCurrent)
 	ok = true
