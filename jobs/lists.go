@@ -48,6 +48,11 @@ type BeginListParams struct {
 	// Charge, when true, makes Commit charge one credit per unique
 	// address (the jobs' Cost is then 1); when false nothing is charged.
 	Charge bool
+	// Free, with Charge, is how many of the unique addresses (the first
+	// ones, in upload order) cost nothing, such as what is left of a
+	// console's free allowance: they are not charged and their jobs'
+	// Cost is 0.
+	Free int
 	// Source is recorded as the batch's and its jobs' source; empty means
 	// [SourceAPI].
 	Source string
@@ -71,7 +76,8 @@ type ListInfo struct {
 	// InvalidRows the rows that are not addresses. Rows = Addresses +
 	// Duplicates + InvalidRows.
 	Rows, Addresses, Duplicates, InvalidRows int
-	// Charged is the credits the list cost.
+	// Charged is the credits the list cost: its unique addresses less the
+	// free ones ([BeginListParams.Free]), or 0 when not charged.
 	Charged int64
 }
 
@@ -124,6 +130,9 @@ func (q *Queue) BeginList(ctx context.Context, p BeginListParams) (ListWriter, e
 	}
 	if p.AccountID == "" {
 		return nil, errors.New("jobs: empty account")
+	}
+	if p.Free < 0 {
+		return nil, errors.New("jobs: negative free addresses")
 	}
 	if p.Column < 0 || (len(p.Header) > 0 && p.Column >= len(p.Header)) {
 		return nil, errors.New("jobs: list column out of range")

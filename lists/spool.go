@@ -416,9 +416,11 @@ type SubmitParams struct {
 	Name string
 	// Source is the batch's source; empty means [jobs.SourceAPI].
 	Source string
-	// Free, when true, charges nothing (the console's free allowance);
-	// else one credit per unique address.
-	Free bool
+	// Uncharged, when true, charges nothing; else one credit per unique
+	// address beyond the first FreeAddresses (what is left of a console's
+	// free allowance, used first).
+	Uncharged     bool
+	FreeAddresses int
 }
 
 // Submit stages the spool's rows on q's driver a chunk at a time, then
@@ -430,7 +432,7 @@ func Submit(ctx context.Context, q *jobs.Queue, sp *Spool, p SubmitParams) (jobs
 	}
 	w, err := q.BeginList(ctx, jobs.BeginListParams{
 		AccountID: p.AccountID, Name: p.Name, Header: sp.Header, Column: sp.Column,
-		Rows: sp.Rows, Charge: !p.Free, Source: cmp.Or(p.Source, jobs.SourceAPI),
+		Rows: sp.Rows, Charge: !p.Uncharged, Free: max(p.FreeAddresses, 0), Source: cmp.Or(p.Source, jobs.SourceAPI),
 	})
 	if err != nil {
 		return jobs.ListInfo{}, err

@@ -28,6 +28,7 @@ func RunLists(t *testing.T, newBackend func(tb testing.TB) *store.Backend) {
 		{"InsufficientLeavesNothing", testListInsufficient},
 		{"AbortedOrAbandonedLeavesNothing", testListAbort},
 		{"Uncharged", testListUncharged},
+		{"FreeAddressesFirst", testListFree},
 		{"NoAddress", testListEmpty},
 		{"BatchNumbers", testBatchNumbers},
 	}
@@ -102,8 +103,14 @@ func trimLower(s string) string {
 // stage begins a list of rows and appends them in chunks of two.
 func (l *listBundle) stage(t *testing.T, account string, charge bool, rows []jobs.ListRow) jobs.ListWriter {
 	t.Helper()
+	return l.stageFree(t, account, charge, 0, rows)
+}
+
+// stageFree is stage with free addresses.
+func (l *listBundle) stageFree(t *testing.T, account string, charge bool, free int, rows []jobs.ListRow) jobs.ListWriter {
+	t.Helper()
 	w, err := l.q.BeginList(l.ctx, jobs.BeginListParams{
-		AccountID: account, Name: "customers.csv", Header: []string{"email", "name"}, Column: 0, Rows: len(rows), Charge: charge,
+		AccountID: account, Name: "customers.csv", Header: []string{"email", "name"}, Column: 0, Rows: len(rows), Charge: charge, Free: free,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -326,5 +333,33 @@ func testBatchNumbers(t *testing.T, l *listBundle) {
 	}
 	if bb, _ := l.q.Batches(l.ctx, jobs.BatchesParams{AccountID: b, Limit: 10}); len(bb) != 1 || bb[0].Number != 1 {
 		t.Fatalf("the other account's batches: %+v", bb)
+	}
+}
+
+func testListFree(t *testing.T, l *listBundle) {
+	a := l.account(t, 10)
+	rows := listRows("a@example.org", "b@example.org", "A@example.org", "c@example.org")
+	info, err := l.stageFree(t, a, true, 2, rows).Commit(l.ctx)
+	if err != nil || info.Charged != 1 || info.Addresses != 3 {
+		t.Fatalf("commit with 2 free: %+v, %v; want 3 addresses, 1 charged", info, err)
+	}
+	if bal, _ := l.ledger.Balance(l.ctx, a); bal != 9 {
+		t.Fatalf("balance %d; want 9", bal)
+	}
+	js, err := l.q.BatchJobs(l.ctx, jobs.BatchJobsParams{AccountID: a, BatchID: info.BatchID, Limit: 10})
+	if err != nil || len(js) != 3 || js[0].Cost != 0 || js[1].Cost != 0 || js[2].Cost != 1 {
+		t.Fatalf("jobs %+v, %v; want costs 0, 0, 1", js, err)
+	}
+	// A list within the free addresses needs no credits at all.
+	poor := l.account(t, 0)
+	info, err = l.stageFree(t, poor, true, 5, rows).Commit(l.ctx)
+	if err != nil || info.Charged != 0 {
+		t.Fatalf("commit within the free addresses: %+v, %v", info, err)
+	}
+	// Beyond them, the balance must pay for the rest.
+	_, err = l.stageFree(t, poor, true, 1, rows).Commit(l.ctx)
+	var ie *credits.InsufficientError
+	if !errors.As(err, &ie) || ie.Required != 2 {
+		t.Fatalf("commit beyond the free addresses: %v; want 2 required", err)
 	}
 }

@@ -91,18 +91,26 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 	cost, charged := int64(0), int64(0)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := credits.Change{AccountID: w.p.AccountID, Delta: -n, Reason: credits.ReasonCharge}
+	free := min(int64(w.p.Free), n)
+	c := credits.Change{AccountID: w.p.AccountID, Delta: free - n, Reason: credits.ReasonCharge}
 	if w.p.Charge {
-		if _, err := s.checkLocked(c); err != nil {
-			return jobs.ListInfo{}, err
+		if c.Delta < 0 {
+			if _, err := s.checkLocked(c); err != nil {
+				return jobs.ListInfo{}, err
+			}
 		}
-		cost, charged = 1, n
+		cost, charged = 1, n-free
 	}
 	ids := s.enqueueLocked(jobs.EnqueueParams{AccountID: w.p.AccountID, Emails: w.emails, Cost: cost, Source: w.p.Source})
 	first, _ := strconv.ParseUint(ids[0], 10, 64)
 	if w.p.Charge {
-		c.Reference = "list:" + ids[0]
-		s.writeLocked(c)
+		for i := range free {
+			s.jobs[first+uint64(i)].Cost = 0
+		}
+		if c.Delta < 0 {
+			c.Reference = "list:" + ids[0]
+			s.writeLocked(c)
+		}
 	}
 	s.tallies[first].name = w.p.Name
 	for i := range w.rows {

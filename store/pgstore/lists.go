@@ -69,13 +69,13 @@ func (w *listWriter) Append(ctx context.Context, rows []jobs.ListRow) error {
 // them, and counts them.
 const commitListSQL = `
 	WITH u AS MATERIALIZED (
-		SELECT {schema}.next_job_id() AS id, d.key, d.email
+		SELECT {schema}.next_job_id() AS id, d.key, d.email, row_number() OVER (ORDER BY d.n) AS k
 		FROM (SELECT DISTINCT ON (key) key, email, n FROM pg_temp.validmail_list_stage
 		      WHERE key IS NOT NULL ORDER BY key, n) AS d
 		ORDER BY d.n
 	), ins AS (
 		INSERT INTO {schema}.jobs (id, account, email, cost, batch_id, source)
-		SELECT id, $1, email, $2, $3, $4::text FROM u ORDER BY id
+		SELECT id, $1, email, CASE WHEN k <= $5 THEN 0 ELSE $2 END, $3, $4::text FROM u ORDER BY id
 	), rws AS (
 		INSERT INTO {schema}.list_rows (batch_id, n, record, job_id)
 		SELECT $3, s.n, s.record, u.id FROM pg_temp.validmail_list_stage s LEFT JOIN u ON u.key = s.key
@@ -98,7 +98,7 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 		cost = 1
 	}
 	var unique, rows, junk int
-	err := w.tx.QueryRow(ctx, s.sql(commitListSQL), p.AccountID, cost, w.batchID, sourceArg(p.Source)).Scan(&unique, &rows, &junk)
+	err := w.tx.QueryRow(ctx, s.sql(commitListSQL), p.AccountID, cost, w.batchID, sourceArg(p.Source), int64(p.Free)).Scan(&unique, &rows, &junk)
 	if err != nil {
 		return jobs.ListInfo{}, fail(ctx, "commit list", err)
 	}
@@ -107,8 +107,8 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 	}
 	batch := strconv.FormatInt(w.batchID, 10)
 	charged := int64(0)
-	if p.Charge {
-		charged = int64(unique)
+	if p.Charge && unique > p.Free {
+		charged = int64(unique - p.Free)
 		if err := s.addBalance(ctx, w.tx, p.AccountID, -charged); err != nil {
 			return jobs.ListInfo{}, err
 		}

@@ -47,7 +47,8 @@ const listChunk = 1000
 
 // scriptListBegin reserves a list's job ids and records it as staging.
 // KEYS: seq:job, lstpending. ARGV: shard base, id offset, rows, account,
-// source, cost, name, header (JSON), column, charge (0/1), deadline (µs).
+// source, cost, name, header (JSON), column, charge (0/1), deadline (µs),
+// free addresses.
 // Returns the first id: the list's batch id.
 var scriptListBegin = script(`
 expect(KEYS[1], 'string'); expect(KEYS[2], 'zset')
@@ -59,7 +60,7 @@ local lk = base .. 'lst:' .. first
 if redis.call('EXISTS', lk) == 1 then fail('BADTYPE a new list key exists') end
 redis.call('HSET', lk, 'state', 's', 'account', ARGV[4], 'first', first, 'cap', rows, 'next', 0,
   'dups', 0, 'junk', 0, 'rows', 0, 'source', ARGV[5], 'cost', ARGV[6], 'created', str(now_us()),
-  'name', ARGV[7], 'header', ARGV[8], 'col', ARGV[9], 'charge', ARGV[10])
+  'name', ARGV[7], 'header', ARGV[8], 'col', ARGV[9], 'charge', ARGV[10], 'free', ARGV[12])
 redis.call('ZADD', KEYS[2], ARGV[11], first)
 return first
 `)
@@ -69,7 +70,8 @@ return first
 // then per row its key ("" for no address), address and record.
 var scriptListAppend = script(`
 local base, batch, n0 = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local m = redis.call('HMGET', KEYS[1], 'state', 'first', 'cap', 'next', 'account', 'source', 'cost', 'created', 'dups', 'junk', 'rows')
+local m = redis.call('HMGET', KEYS[1], 'state', 'first', 'cap', 'next', 'account', 'source', 'cost', 'created', 'dups', 'junk', 'rows', 'free')
+local free = tonumber(m[12] or '0')
 if m[1] ~= 's' then fail('NOTFOUND') end
 if tonumber(m[11]) ~= n0 then fail('BADTYPE list rows out of order') end
 expect(KEYS[2], 'hash'); expect(KEYS[3], 'zset')
@@ -93,7 +95,9 @@ for i = 5, #ARGV, 3 do
       id = str(first + nxt)
       nxt = nxt + 1
       redis.call('HSET', KEYS[2], key, id)
-      redis.call('HSET', jobbase .. id, 'account', m[5], 'email', email, 'cost', m[7], 'state', 'a',
+      local cost = m[7]
+      if nxt <= free then cost = '0' end
+      redis.call('HSET', jobbase .. id, 'account', m[5], 'email', email, 'cost', cost, 'state', 'a',
         'created', m[8], 'batch', str(first))
       if m[6] ~= 'api' then redis.call('HSET', jobbase .. id, 'source', m[6]) end
       z[#z + 1] = id
@@ -121,18 +125,19 @@ return nxt
 // Returns {first, addresses, rows, duplicates, invalid rows, charged}.
 var scriptListCommit = script(`
 local base = ARGV[1]
-local m = redis.call('HMGET', KEYS[1], 'state', 'account', 'first', 'next', 'rows', 'dups', 'junk', 'charge', 'source', 'name')
+local m = redis.call('HMGET', KEYS[1], 'state', 'account', 'first', 'next', 'rows', 'dups', 'junk', 'charge', 'source', 'name', 'free')
 if m[1] ~= 's' then fail('NOTFOUND') end
 local account, first, n = m[2], m[3], tonumber(m[4])
 if n == 0 then fail('EMPTY') end
 expect(KEYS[3], 'zset'); expect(KEYS[4], 'zset'); expect(KEYS[6], 'zset')
 local t = now_us()
 local charged = 0
-if m[8] == '1' then
+local due = n - math.min(tonumber(m[11] or '0'), n)
+if m[8] == '1' and due > 0 then
   local k = credit_keys_at(7)
-  credit_check(k, str(-n), 'charge', '')
-  credit_write(k, account, str(-n), 'charge', 'list:' .. first, '', t)
-  charged = n
+  credit_check(k, str(-due), 'charge', '')
+  credit_write(k, account, str(-due), 'charge', 'list:' .. first, '', t)
+  charged = due
 end
 local no = redis.call('HINCRBY', base .. 'bno', account, 1)
 redis.call('HSET', base .. 'bt:' .. first, 'account', account, 'total', n, 'created', str(t),
@@ -241,7 +246,7 @@ func (s *Store) BeginList(ctx context.Context, p jobs.BeginListParams) (jobs.Lis
 		charge, cost = "1", "1"
 	}
 	first, err := s.run(ctx, scriptListBegin, []string{base + "seq:job", base + "lstpending"},
-		base, idOffset(k), p.Rows, p.AccountID, cmp.Or(p.Source, jobs.SourceAPI), cost, p.Name, string(header), p.Column, charge, deadline()).Text()
+		base, idOffset(k), p.Rows, p.AccountID, cmp.Or(p.Source, jobs.SourceAPI), cost, p.Name, string(header), p.Column, charge, deadline(), p.Free).Text()
 	if err != nil {
 		return nil, s.wrap(ctx, "begin list", err)
 	}
@@ -291,6 +296,7 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 		var m int64
 		if c, _ := code(err); c == "INSUFFICIENT" {
 			m, _ = s.rdb.HGet(ctx, keys[0], "next").Int64()
+			m -= min(int64(w.p.Free), m)
 		}
 		return jobs.ListInfo{}, s.creditErr(ctx, "commit list", m, err)
 	}
