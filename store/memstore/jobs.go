@@ -422,15 +422,17 @@ func (s *Store) tallyLocked(account, batchID string) *tally {
 	return b
 }
 
-// batchJobsLocked returns the jobs of the account's batch that are still
-// kept, in submission order, or nil when there are none.
-func (s *Store) batchJobsLocked(account, batchID string) []jobs.Job {
+// batchJobsLocked returns up to limit jobs of the account's batch that
+// are still kept, from the id after after (0 for the first), in submission
+// order, or nil when there are none. A batch's jobs are consecutive ids
+// from its first, so only the page asked for is read.
+func (s *Store) batchJobsLocked(account, batchID string, after uint64, limit int) []jobs.Job {
 	first, err := strconv.ParseUint(batchID, 10, 64)
 	if err != nil {
 		return nil
 	}
 	var out []jobs.Job
-	for id := first; ; id++ {
+	for id := max(first, after+1); len(out) < limit; id++ {
 		j, ok := s.jobs[id]
 		if !ok {
 			if id > s.jobSeq {
@@ -514,17 +516,5 @@ func (s *Store) BatchJobs(ctx context.Context, p jobs.BatchJobsParams) ([]jobs.J
 	if s.tallyLocked(p.AccountID, p.BatchID) == nil {
 		return nil, jobs.ErrNotFound
 	}
-	js := s.batchJobsLocked(p.AccountID, p.BatchID)
-	out := make([]jobs.Job, 0, min(p.Limit, len(js)))
-	for _, j := range js {
-		n, _ := strconv.ParseUint(j.ID, 10, 64)
-		if n <= after {
-			continue
-		}
-		out = append(out, j)
-		if len(out) == p.Limit {
-			break
-		}
-	}
-	return out, nil
+	return s.batchJobsLocked(p.AccountID, p.BatchID, after, p.Limit), nil
 }
