@@ -367,7 +367,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	// Every route the handler serves is documented.
 	paths := doc["paths"].(map[string]any)
 	for _, p := range []string{"/validate", "/validate/async", "/validate/status/{job_id}", "/api/v1/account", "/api/v1/keys", "/api/v1/keys/{id}", "/openapi.json",
-		"/api/v1/webhook", "/api/v1/webhook/test", "/api/v1/webhook/deliveries"} {
+		"/api/v1/webhook", "/api/v1/webhook/test", "/api/v1/webhook/deliveries", "/api/v1/lists"} {
 		if paths[p] == nil {
 			t.Errorf("path %s not documented", p)
 		}

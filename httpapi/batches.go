@@ -40,6 +40,8 @@ type batchView struct {
 	Completed   int            `json:"completed"`
 	Counts      map[string]int `json:"counts"`
 	Source      string         `json:"source"`
+	Name        string         `json:"name"`
+	Number      int64          `json:"number"`
 }
 
 func viewBatch(b jobs.Batch) batchView {
@@ -56,6 +58,8 @@ func viewBatch(b jobs.Batch) batchView {
 		Completed:   b.Completed,
 		Counts:      counts,
 		Source:      cmp.Or(b.Source, jobs.SourceAPI),
+		Name:        b.Name,
+		Number:      b.Number,
 	}
 }
 
@@ -189,6 +193,10 @@ func keep(j jobs.Job, statuses []emailcheck.Status) bool {
 func (h *Handler) batchResults(w http.ResponseWriter, r *http.Request, c *call) {
 	batchID := r.PathValue("batch_id")
 	statuses := statusFilter(r)
+	group, ok := groupFilter(w, r, c)
+	if !ok {
+		return
+	}
 	format := r.URL.Query().Get("format")
 	if format == "" && strings.Contains(r.Header.Get("Accept"), "text/csv") {
 		format = "csv"
@@ -196,7 +204,10 @@ func (h *Handler) batchResults(w http.ResponseWriter, r *http.Request, c *call) 
 	switch format {
 	case "", "json":
 	case "csv", "jsonl":
-		h.exportResults(w, r, c, batchID, format, statuses)
+		if format == "csv" && h.exportList(w, r, c, batchID, group, statuses) {
+			return
+		}
+		h.exportResults(w, r, c, batchID, format, statuses, group)
 		return
 	default:
 		writeProblem(w, c, CodeInvalidBody, "The format query parameter must be json, csv or jsonl.")
@@ -224,7 +235,7 @@ func (h *Handler) batchResults(w http.ResponseWriter, r *http.Request, c *call) 
 				h.writeJSON(w, c, http.StatusOK, resp)
 				return
 			}
-			if keep(j, statuses) {
+			if keep(j, statuses) && group.keepsJob(j) {
 				resp.Results = append(resp.Results, viewResult(j))
 			}
 			after = j.ID
@@ -245,7 +256,7 @@ func viewResult(j jobs.Job) resultView {
 }
 
 // exportResults streams the batch's results.
-func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call, batchID, format string, statuses []emailcheck.Status) {
+func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call, batchID, format string, statuses []emailcheck.Status, group Group) {
 	ctx := r.Context()
 	first, err := h.queue.BatchJobs(ctx, jobs.BatchJobsParams{AccountID: c.key.AccountID, BatchID: batchID, Limit: exportPage})
 	if err != nil {
@@ -272,7 +283,7 @@ func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call,
 	page := first
 	for len(page) > 0 {
 		for _, j := range page {
-			if !keep(j, statuses) {
+			if !keep(j, statuses) || !group.keepsJob(j) {
 				continue
 			}
 			if format == "csv" {

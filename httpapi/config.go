@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/validmail/validmail/httpapi/ratelimit"
+	"github.com/validmail/validmail/jobs/lists"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
 )
@@ -121,6 +122,14 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies; larger ones are refused with 413.
 	// Default [DefaultMaxBodyBytes].
 	MaxBodyBytes int64
+
+	// Lists bounds and directs POST /api/v1/lists (its Column and Text
+	// come from each request). nil means the [lists.Options] defaults: up
+	// to 1,000,000 rows and 256 MiB.
+	Lists *lists.Options
+	// MaxListUploads bounds the lists read at once by this handler; more
+	// are refused with 429. Default [DefaultMaxListUploads].
+	MaxListUploads int
 	// Now is the clock used for latencies and durations. Default time.Now.
 	Now func() time.Time
 

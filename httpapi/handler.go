@@ -27,6 +27,7 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/lists"
 	"github.com/validmail/validmail/store"
 )
 
@@ -66,6 +67,10 @@ type Handler struct {
 	// none is configured and the operator's routes are not mounted.
 	adminHash [sha256.Size]byte
 	adminOn   bool
+	// listOpts bounds list uploads; listSlots holds a token per upload in
+	// flight.
+	listOpts  lists.Options
+	listSlots chan struct{}
 }
 
 // NewHandler returns the API over its four required parts: v validates
@@ -138,6 +143,7 @@ func NewHandler(v jobs.Validator, ledger *credits.Ledger, queue *jobs.Queue, acc
 			events:    cfg.WebhookEvents,
 		}
 	}
+	h.setupLists(cfg)
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBodyBytes
 	}
@@ -223,6 +229,7 @@ func (h *Handler) routes() {
 	mux.HandleFunc("GET /api/v1/batches", h.authedRead(store.PermBatch, h.listBatches))
 	mux.HandleFunc("GET /api/v1/batches/{batch_id}", h.authedRead(store.PermBatch, h.getBatch))
 	mux.HandleFunc("GET /api/v1/batches/{batch_id}/results", h.authedRead(store.PermBatch, h.batchResults))
+	mux.HandleFunc("POST /api/v1/lists", h.authed(store.PermBatch, h.submitList))
 	mux.HandleFunc("GET /openapi.json", h.openAPI)
 	allowed := map[string]string{
 		"/validate":                          "GET",

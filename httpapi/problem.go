@@ -18,6 +18,9 @@ const (
 	CodeEmptyBatch           Code = "empty_batch"            // 400
 	CodeBatchTooLarge        Code = "batch_too_large"        // 400
 	CodeAddressTooLong       Code = "address_too_long"       // 400
+	CodeNoEmailColumn        Code = "no_email_column"        // 400
+	CodeTooManyRows          Code = "too_many_rows"          // 400
+	CodeInvalidList          Code = "invalid_list"           // 400
 	CodeMissingAPIKey        Code = "missing_api_key"        // 401
 	CodeInvalidAPIKey        Code = "invalid_api_key"        // 401
 	CodeInsufficientCredits  Code = "insufficient_credits"   // 402
@@ -52,6 +55,9 @@ var codes = map[Code]codeInfo{
 	CodeEmptyBatch:           {http.StatusBadRequest, "Empty batch"},
 	CodeBatchTooLarge:        {http.StatusBadRequest, "Batch too large"},
 	CodeAddressTooLong:       {http.StatusBadRequest, "Address too long"},
+	CodeNoEmailColumn:        {http.StatusBadRequest, "No address column"},
+	CodeTooManyRows:          {http.StatusBadRequest, "Too many rows"},
+	CodeInvalidList:          {http.StatusBadRequest, "Invalid list"},
 	CodeMissingAPIKey:        {http.StatusUnauthorized, "Missing API key"},
 	CodeInvalidAPIKey:        {http.StatusUnauthorized, "Invalid API key"},
 	CodeInsufficientCredits:  {http.StatusPaymentRequired, "Insufficient credits"},

@@ -33,6 +33,13 @@ type Batch struct {
 	Counts map[emailcheck.Status]int
 	// Source is who submitted the batch: [SourceAPI] or [SourceDashboard].
 	Source string
+	// Name is the batch's name (a list's, such as its file's); empty for
+	// a batch without one.
+	Name string
+	// Number counts the account's batches: 1 for its first, and so on,
+	// so that a customer sees "Batch 3" rather than a deployment-wide id.
+	// 0 from a driver that does not number them.
+	Number int64
 }
 
 // BatchCompleted returns the data of the batch.completed event that

@@ -11,11 +11,11 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 )
 
-// resultColumns are the columns appended to every CSV row.
+// resultColumns are the columns appended to every CSV row: those of the
+// API's export of a list (POST /api/v1/lists), less its job state.
 var resultColumns = []string{
-	"status", "score", "syntax", "domain_exists", "mx_records",
-	"disposable", "role", "alias", "canonical", "provider",
-	"reason", "did_you_mean",
+	"status", "score", "reason", "did_you_mean", "is_disposable", "is_role_based",
+	"is_free", "provider", "domain_exists", "mx_records", "alias", "canonical",
 }
 
 // rowWriter writes validated rows in one output format.
@@ -91,11 +91,11 @@ func (w *csvWriter) write(r row, res emailcheck.Result) error {
 	}
 	v := res.Validations
 	rec = append(rec,
-		string(c.Status), strconv.Itoa(c.Score),
-		strconv.FormatBool(v.Syntax), strconv.FormatBool(v.DomainExists),
-		strconv.FormatBool(v.MXRecords), strconv.FormatBool(v.IsDisposable),
-		strconv.FormatBool(c.IsRoleBased), string(c.AliasStatus), canonical,
-		res.Provider.Name, string(res.Reason), suggestion)
+		string(c.Status), strconv.Itoa(c.Score), string(res.Reason), suggestion,
+		strconv.FormatBool(v.IsDisposable), strconv.FormatBool(c.IsRoleBased),
+		strconv.FormatBool(res.Provider.IsFree), res.Provider.Name,
+		strconv.FormatBool(v.DomainExists), strconv.FormatBool(v.MXRecords),
+		string(c.AliasStatus), canonical)
 	if w.f.csv && len(r.fields) > w.f.width {
 		rec = append(rec, r.fields[w.f.width:]...)
 	}

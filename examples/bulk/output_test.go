@@ -55,8 +55,8 @@ func TestWriters(t *testing.T) {
 			format: "csv",
 			f:      format{},
 			rows:   []row{{line: 1, email: "ann+x@gmail.com"}},
-			want: "email,status,score,syntax,domain_exists,mx_records,disposable,role,alias,canonical,provider,reason,did_you_mean\n" +
-				"ann+x@gmail.com,LIKELY,80,true,true,true,false,false,ALIAS_CONFIRMED,ann@gmail.com,Google,valid,ann@gmail.com\n",
+			want: "email,status,score,reason,did_you_mean,is_disposable,is_role_based,is_free,provider,domain_exists,mx_records,alias,canonical\n" +
+				"ann+x@gmail.com,LIKELY,80,valid,ann@gmail.com,false,false,false,Google,true,true,ALIAS_CONFIRMED,ann@gmail.com\n",
 		},
 		{
 			name:   "csv with header, short and long rows",
@@ -66,17 +66,17 @@ func TestWriters(t *testing.T) {
 				{line: 2, email: "ann+x@gmail.com", fields: []string{"Ann", "ann+x@gmail.com"}},
 				{line: 3, email: "b@x", fields: []string{"B", "b@x", "B2", "extra, with comma"}, err: errors.New("bad")},
 			},
-			want: "name,email,name,status,score,syntax,domain_exists,mx_records,disposable,role,alias,canonical,provider,reason,did_you_mean\n" +
-				"Ann,ann+x@gmail.com,,LIKELY,80,true,true,true,false,false,ALIAS_CONFIRMED,ann@gmail.com,Google,valid,ann@gmail.com\n" +
-				"B,b@x,B2,INVALID_FORMAT,0,false,false,false,false,false,MAYBE_NOT_ALIAS,,Unknown,invalid_syntax,,\"extra, with comma\"\n",
+			want: "name,email,name,status,score,reason,did_you_mean,is_disposable,is_role_based,is_free,provider,domain_exists,mx_records,alias,canonical\n" +
+				"Ann,ann+x@gmail.com,,LIKELY,80,valid,ann@gmail.com,false,false,false,Google,true,true,ALIAS_CONFIRMED,ann@gmail.com\n" +
+				"B,b@x,B2,INVALID_FORMAT,0,invalid_syntax,,false,false,false,Unknown,false,false,MAYBE_NOT_ALIAS,,\"extra, with comma\"\n",
 		},
 		{
 			name:   "csv without header",
 			format: "csv",
 			f:      format{csv: true, comma: ';', column: 0, width: 2},
 			rows:   []row{{line: 1, email: "ann+x@gmail.com", fields: []string{"ann+x@gmail.com", "Ann"}}},
-			want: "field1,field2,status,score,syntax,domain_exists,mx_records,disposable,role,alias,canonical,provider,reason,did_you_mean\n" +
-				"ann+x@gmail.com,Ann,LIKELY,80,true,true,true,false,false,ALIAS_CONFIRMED,ann@gmail.com,Google,valid,ann@gmail.com\n",
+			want: "field1,field2,status,score,reason,did_you_mean,is_disposable,is_role_based,is_free,provider,domain_exists,mx_records,alias,canonical\n" +
+				"ann+x@gmail.com,Ann,LIKELY,80,valid,ann@gmail.com,false,false,false,Google,true,true,ALIAS_CONFIRMED,ann@gmail.com\n",
 		},
 		{
 			name:   "jsonl from plain text",

@@ -167,7 +167,7 @@ func TestRunStatuses(t *testing.T) {
 	if strings.Join(statuses, " ") != strings.Join(want, " ") {
 		t.Errorf("statuses:\n got %v\nwant %v", statuses, want)
 	}
-	if n := len(rows[0]); rows[0][0] != "Ann" || rows[0][n-3] != "Google" || rows[0][n-2] != "valid" || rows[0][n-1] != "" {
+	if n := len(rows[0]) - len(resultColumns); rows[0][0] != "Ann" || rows[0][n+7] != "Google" || rows[0][n+2] != "valid" || rows[0][n+3] != "" {
 		t.Errorf("first row = %q, want Ann's fields, provider Google, reason valid, no suggestion", rows[0])
 	}
 	if !strings.Contains(res.stderr, "line 10: quoted field never closed") {

@@ -281,6 +281,10 @@ type Batch struct {
 	Completed   int            `json:"completed"`
 	Counts      map[string]int `json:"counts"`
 	Source      string         `json:"source"`
+	// Name is the batch's name (a list's); Number counts the account's
+	// batches from 1.
+	Name   string `json:"name"`
+	Number int64  `json:"number"`
 }
 
 // Batch reads one batch.

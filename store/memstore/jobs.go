@@ -87,7 +87,9 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams) []string {
 	batchID := strconv.FormatUint(first, 10)
 	source := cmp.Or(p.Source, jobs.SourceAPI)
 	s.groups[p.AccountID] = append(s.groups[p.AccountID], first)
-	s.tallies[first] = &tally{account: p.AccountID, source: source, total: len(p.Emails), counts: map[emailcheck.Status]int{}, created: t}
+	s.batchNo[p.AccountID]++
+	s.tallies[first] = &tally{account: p.AccountID, source: source, total: len(p.Emails), counts: map[emailcheck.Status]int{}, created: t,
+		number: s.batchNo[p.AccountID]}
 	for i, email := range p.Emails {
 		s.jobSeq++
 		id := s.jobSeq
@@ -382,6 +384,7 @@ func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) 
 		for _, first := range firsts {
 			if b := s.tallies[first]; b.completed == b.total && b.completedAt.Before(p.CompletedBefore) {
 				delete(s.tallies, first)
+				delete(s.lists, first)
 				continue
 			}
 			kept = append(kept, first)
@@ -420,15 +423,17 @@ func (s *Store) tallyLocked(account, batchID string) *tally {
 	return b
 }
 
-// batchJobsLocked returns the jobs of the account's batch that are still
-// kept, in submission order, or nil when there are none.
-func (s *Store) batchJobsLocked(account, batchID string) []jobs.Job {
+// batchJobsLocked returns up to limit jobs of the account's batch that
+// are still kept, from the id after after (0 for the first), in submission
+// order, or nil when there are none. A batch's jobs are consecutive ids
+// from its first, so only the page asked for is read.
+func (s *Store) batchJobsLocked(account, batchID string, after uint64, limit int) []jobs.Job {
 	first, err := strconv.ParseUint(batchID, 10, 64)
 	if err != nil {
 		return nil
 	}
 	var out []jobs.Job
-	for id := first; ; id++ {
+	for id := max(first, after+1); len(out) < limit; id++ {
 		j, ok := s.jobs[id]
 		if !ok {
 			if id > s.jobSeq {
@@ -512,17 +517,5 @@ func (s *Store) BatchJobs(ctx context.Context, p jobs.BatchJobsParams) ([]jobs.J
 	if s.tallyLocked(p.AccountID, p.BatchID) == nil {
 		return nil, jobs.ErrNotFound
 	}
-	js := s.batchJobsLocked(p.AccountID, p.BatchID)
-	out := make([]jobs.Job, 0, min(p.Limit, len(js)))
-	for _, j := range js {
-		n, _ := strconv.ParseUint(j.ID, 10, 64)
-		if n <= after {
-			continue
-		}
-		out = append(out, j)
-		if len(out) == p.Limit {
-			break
-		}
-	}
-	return out, nil
+	return s.batchJobsLocked(p.AccountID, p.BatchID, after, p.Limit), nil
 }

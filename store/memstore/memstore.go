@@ -57,6 +57,8 @@ type Store struct {
 	batches  map[string]map[string]batch // account → idempotency key → batch
 	groups   map[string][]uint64         // account → first job id of each enqueue, oldest first
 	tallies  map[uint64]*tally           // first job id → the batch's counters
+	batchNo  map[string]int64            // account → number of its latest batch
+	lists    map[uint64]*memList         // batch id → a list's rows
 	subs     map[chan struct{}]struct{}
 
 	// webhooks (see webhook.go)
@@ -82,6 +84,8 @@ type tally struct {
 	counts      map[emailcheck.Status]int
 	created     time.Time
 	completedAt time.Time
+	name        string
+	number      int64
 }
 
 // batch returns the batch the tally counts, named id.
@@ -89,7 +93,7 @@ func (t *tally) batch(id string) jobs.Batch {
 	b := jobs.Batch{
 		ID: id, AccountID: t.account, Source: t.source, State: jobs.StateActive,
 		CreatedAt: t.created, Total: t.total, Completed: t.completed,
-		Counts: maps.Clone(t.counts),
+		Counts: maps.Clone(t.counts), Name: t.name, Number: t.number,
 	}
 	if t.completed == t.total {
 		b.State, b.CompletedAt = jobs.StateCompleted, t.completedAt
@@ -130,6 +134,8 @@ func New() *Store {
 		batches:       make(map[string]map[string]batch),
 		groups:        make(map[string][]uint64),
 		tallies:       make(map[uint64]*tally),
+		batchNo:       make(map[string]int64),
+		lists:         make(map[uint64]*memList),
 		subs:          make(map[chan struct{}]struct{}),
 		deliveries:    make(map[string]*webhook.Delivery),
 		pending:       make(map[string]*webhook.Delivery),

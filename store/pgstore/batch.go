@@ -15,7 +15,7 @@ import (
 var _ jobs.BatchDriver = (*Store)(nil)
 
 // batchColumns are the columns scanBatch reads, in order.
-const batchColumns = `id, account, source, total, completed, counts, created_at, completed_at`
+const batchColumns = `id, account, source, total, completed, counts, created_at, completed_at, name, coalesce(number, 0)`
 
 // scanBatch reads a row of batchColumns.
 func scanBatch(row pgx.Row) (jobs.Batch, error) {
@@ -23,8 +23,12 @@ func scanBatch(row pgx.Row) (jobs.Batch, error) {
 	var id int64
 	var counts map[string]int
 	var completed *time.Time
-	if err := row.Scan(&id, &b.AccountID, &b.Source, &b.Total, &b.Completed, &counts, &b.CreatedAt, &completed); err != nil {
+	var name *string
+	if err := row.Scan(&id, &b.AccountID, &b.Source, &b.Total, &b.Completed, &counts, &b.CreatedAt, &completed, &name, &b.Number); err != nil {
 		return jobs.Batch{}, err
+	}
+	if name != nil {
+		b.Name = *name
 	}
 	b.ID = strconv.FormatInt(id, 10)
 	b.Counts = make(map[emailcheck.Status]int, len(counts))

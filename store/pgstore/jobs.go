@@ -732,6 +732,9 @@ func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) 
 	if err != nil {
 		return n, err
 	}
+	if err := s.cleanupLists(ctx); err != nil {
+		return n, err
+	}
 	_, err = s.pool.Exec(ctx, s.sql(`
 		WITH sessions AS (DELETE FROM {schema}.sessions WHERE expiry < now()),
 		     tokens AS (DELETE FROM {schema}.account_tokens WHERE expiry < now())

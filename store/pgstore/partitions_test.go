@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"testing"
@@ -280,6 +281,11 @@ func TestMigrateToPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := dumpTables(t, s)
+	// Batches gained a name and a number (migration 015); the rest stays.
+	numbered := regexp.MustCompile(`,"name":null,"number":[0-9]+}$`)
+	for i, b := range after["batches"] {
+		after["batches"][i] = numbered.ReplaceAllString(b, "}")
+	}
 	for _, table := range []string{"jobs", "batches", "webhook_deliveries", "credit_entries", "credit_balances"} {
 		if len(before[table]) == 0 {
 			t.Errorf("%s: nothing filled before the upgrade", table)

@@ -23,7 +23,8 @@ func batchFrom(id, account string, m map[string]string) (jobs.Batch, error) {
 	if len(m) == 0 || m["account"] != account {
 		return jobs.Batch{}, jobs.ErrNotFound
 	}
-	b := jobs.Batch{ID: id, AccountID: account, Source: cmp.Or(m["source"], jobs.SourceAPI), Counts: map[emailcheck.Status]int{}}
+	b := jobs.Batch{ID: id, AccountID: account, Source: cmp.Or(m["source"], jobs.SourceAPI), Counts: map[emailcheck.Status]int{}, Name: m["name"]}
+	b.Number, _ = strconv.ParseInt(m["no"], 10, 64)
 	var err1, err2, err3, err4 error
 	b.Total, err1 = strconv.Atoi(m["total"])
 	b.Completed, err2 = strconv.Atoi(cmp.Or(m["done"], "0"))

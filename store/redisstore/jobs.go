@@ -510,6 +510,9 @@ func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) 
 	if limit <= 0 {
 		limit = -1
 	}
+	if err := s.cleanupLists(ctx); err != nil {
+		return 0, err
+	}
 	total := 0
 	for k := range shardCount {
 		base := s.shardBase(k)

@@ -112,7 +112,8 @@ end
 -- enqueue_write creates jobs off+last+1 .. off+last+#emails, ready to
 -- run, and their batch, named after its first job: bt:FIRST holds its
 -- size, account, source and counters (done, and c:STATUS per status),
--- batches:ACCOUNT lists the account's batches.
+-- batches:ACCOUNT lists the account's batches; bno holds each account's
+-- latest batch number.
 local function enqueue_write(kseq, kready, jobbase, last, account, cost, emails, t, channel, source, off)
   local n = #emails
   redis.call('SET', kseq, str(last + n))
@@ -120,7 +121,7 @@ local function enqueue_write(kseq, kready, jobbase, last, account, cost, emails,
   local batch = str(off + last + 1)
   local base = string.sub(jobbase, 1, -5)
   redis.call('HSET', base .. 'bt:' .. batch, 'account', account, 'total', n, 'created', ts,
-    'source', source, 'done', 0)
+    'source', source, 'done', 0, 'no', redis.call('HINCRBY', base .. 'bno', account, 1))
   redis.call('ZADD', base .. 'batches:' .. account, off + last + 1, batch)
   local z = {}
   for i = 1, n do

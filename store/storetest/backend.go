@@ -64,6 +64,9 @@ func RunBackend(t *testing.T, h Harness) {
 	t.Run("Jobs", func(t *testing.T) {
 		jobstest.Run(t, func(tb testing.TB) jobstest.Backend { return Jobs(tb, h.New(tb)) })
 	})
+	t.Run("Lists", func(t *testing.T) {
+		jobstest.RunLists(t, func(tb testing.TB) jobstest.Backend { return Jobs(tb, h.New(tb)) })
+	})
 	t.Run("Webhooks", func(t *testing.T) {
 		webhooktest.Run(t, func(tb testing.TB) webhooktest.Backend { return Webhooks(tb, h.New(tb)) })
 	})

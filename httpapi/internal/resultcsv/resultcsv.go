@@ -22,7 +22,7 @@ func Header() []string { return slices.Clone(columns) }
 // Record returns a job's row; cells that a spreadsheet would run as a
 // formula are escaped.
 func Record(j jobs.Job) []string {
-	rec := []string{j.ID, cell(j.Email), string(j.State)}
+	rec := []string{j.ID, Cell(j.Email), string(j.State)}
 	if j.Result == nil {
 		return append(rec, "", "", "", "", "", "", "", "", "", "", "", "")
 	}
@@ -38,13 +38,13 @@ func Record(j jobs.Job) []string {
 	return append(rec, string(cf.Status), strconv.Itoa(cf.Score),
 		strconv.FormatBool(v.Syntax), strconv.FormatBool(v.DomainExists),
 		strconv.FormatBool(v.MXRecords), strconv.FormatBool(v.IsDisposable),
-		strconv.FormatBool(cf.IsRoleBased), string(cf.AliasStatus), cell(canonical), cell(res.Provider.Name),
-		cell(string(res.Reason)), cell(suggestion))
+		strconv.FormatBool(cf.IsRoleBased), string(cf.AliasStatus), Cell(canonical), Cell(res.Provider.Name),
+		Cell(string(res.Reason)), Cell(suggestion))
 }
 
-// cell escapes a value that starts with =, +, -, @, a tab or a carriage
+// Cell escapes a value that starts with =, +, -, @, a tab or a carriage
 // return, which spreadsheets run as a formula, with a leading apostrophe.
-func cell(s string) string {
+func Cell(s string) string {
 	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
 		return "'" + s
 	}

@@ -1,0 +1,371 @@
+package httpapi
+
+import (
+	"bufio"
+	"encoding/csv"
+	"errors"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/httpapi/internal/resultcsv"
+	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/lists"
+)
+
+// DefaultMaxListUploads is how many lists a handler reads at once by
+// default.
+const DefaultMaxListUploads = 4
+
+// maxListName bounds ?name= and a multipart file's name, in bytes.
+const maxListName = 200
+
+// multipartSlack is what a multipart body may hold beyond the file: the
+// boundaries and part headers.
+const multipartSlack = 64 << 10
+
+func (h *Handler) setupLists(cfg *Config) {
+	if cfg.Lists != nil {
+		h.listOpts = *cfg.Lists
+	}
+	n := cfg.MaxListUploads
+	if n <= 0 {
+		n = DefaultMaxListUploads
+	}
+	h.listSlots = make(chan struct{}, n)
+}
+
+type listResponse struct {
+	BatchID     string `json:"batch_id"`
+	Name        string `json:"name"`
+	Rows        int    `json:"rows"`
+	Addresses   int    `json:"addresses"`
+	Duplicates  int    `json:"duplicates"`
+	InvalidRows int    `json:"invalid_rows"`
+	Charged     int64  `json:"charged"`
+	RequestID   string `json:"requestId"`
+}
+
+// submitList serves POST /api/v1/lists: a whole file (text/csv,
+// text/plain, or multipart/form-data with a "file" part) read into a
+// spool, then submitted as one batch of one job per unique address.
+func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
+	q := r.URL.Query()
+	name := q.Get("name")
+	if len(name) > maxListName || !cleanText(name) {
+		writeProblem(w, c, CodeInvalidBody, "The name query parameter must be text without control characters, at most "+strconv.Itoa(maxListName)+" bytes.")
+		return
+	}
+	opts := h.listOpts
+	opts.Column = q.Get("column")
+	if len(opts.Column) > maxListName || !cleanText(opts.Column) {
+		writeProblem(w, c, CodeInvalidBody, "The column query parameter must be a column's name or number.")
+		return
+	}
+	maxBytes := opts.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = lists.DefaultMaxBytes
+	}
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil && r.Header.Get("Content-Type") != "" {
+		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain or multipart/form-data.")
+		return
+	}
+	var body io.Reader = http.MaxBytesReader(w, r.Body, maxBytes+multipartSlack)
+	switch mt {
+	case "", "text/csv", "application/csv", "text/comma-separated-values", "application/vnd.ms-excel":
+	case "text/plain":
+		opts.Text = true
+	case "multipart/form-data":
+		part, ok := filePart(w, c, multipart.NewReader(body, params["boundary"]))
+		if !ok {
+			return
+		}
+		defer part.Close()
+		fname := path.Base(strings.ReplaceAll(part.FileName(), `\`, "/"))
+		if name == "" && fname != "." && fname != "/" && len(fname) <= maxListName && cleanText(fname) {
+			name = fname
+		}
+		if pt, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type")); pt == "text/plain" || strings.HasSuffix(strings.ToLower(fname), ".txt") {
+			opts.Text = true
+		}
+		body = part
+	default:
+		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain or multipart/form-data.")
+		return
+	}
+	select {
+	case h.listSlots <- struct{}{}:
+		defer func() { <-h.listSlots }()
+	default:
+		w.Header().Set("Retry-After", "5")
+		writeProblem(w, c, CodeRateLimited, "Too many lists are being uploaded; retry shortly.")
+		return
+	}
+	ctx := r.Context()
+	sp, err := lists.Read(ctx, body, &opts)
+	if err != nil {
+		h.listError(w, c, err)
+		return
+	}
+	defer sp.Close()
+	info, err := lists.Submit(ctx, h.queue, sp, lists.SubmitParams{AccountID: c.key.AccountID, Name: name})
+	if err != nil {
+		h.listError(w, c, err)
+		return
+	}
+	if h.metrics != nil {
+		h.metrics.credits.Add(float64(info.Charged))
+	}
+	h.writeJSON(w, c, http.StatusAccepted, listResponse{
+		BatchID: info.BatchID, Name: info.Name, Rows: info.Rows, Addresses: info.Addresses,
+		Duplicates: info.Duplicates, InvalidRows: info.InvalidRows, Charged: info.Charged, RequestID: c.id,
+	})
+}
+
+// filePart returns the multipart body's part named "file", skipping
+// others (each within a bound).
+func filePart(w http.ResponseWriter, c *call, mr *multipart.Reader) (*multipart.Part, bool) {
+	for range 16 {
+		part, err := mr.NextPart()
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				writeProblem(w, c, CodeBodyTooLarge, "The list is too large.")
+				return nil, false
+			}
+			writeProblem(w, c, CodeInvalidBody, "The multipart body has no part named file.")
+			return nil, false
+		}
+		if part.FormName() == "file" {
+			return part, true
+		}
+		if _, err := io.CopyN(io.Discard, part, multipartSlack); err == nil {
+			writeProblem(w, c, CodeInvalidBody, "A multipart field other than file is too long.")
+			return nil, false
+		}
+		part.Close()
+	}
+	writeProblem(w, c, CodeInvalidBody, "The multipart body has too many parts.")
+	return nil, false
+}
+
+// listError answers a list that could not be read or submitted: the
+// customer's mistakes are 4xx, with the line at fault.
+func (h *Handler) listError(w http.ResponseWriter, c *call, err error) {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe), errors.Is(err, lists.ErrTooLarge):
+		writeProblem(w, c, CodeBodyTooLarge, "The list is too large.")
+	case errors.Is(err, lists.ErrNoColumn):
+		writeProblem(w, c, CodeNoEmailColumn, "No column of addresses was found: "+err.Error()+". Name it with the column query parameter (a header's name or a number from 1).")
+	case errors.Is(err, lists.ErrTooManyRows):
+		writeProblem(w, c, CodeTooManyRows, "The list has too many rows: "+err.Error()+".")
+	case errors.Is(err, lists.ErrNoRows), errors.Is(err, jobs.ErrEmptyBatch):
+		writeProblem(w, c, CodeEmptyBatch, "The list holds no address.")
+	case errors.Is(err, lists.ErrBadEncoding), errors.Is(err, lists.ErrNUL), errors.Is(err, lists.ErrBadQuote),
+		errors.Is(err, lists.ErrLineTooLong), errors.Is(err, lists.ErrTooManyColumns):
+		writeProblem(w, c, CodeInvalidList, "The list cannot be read: "+err.Error()+".")
+	case errors.Is(err, credits.ErrInsufficient):
+		h.chargeError(w, c, err)
+	case errors.Is(err, jobs.ErrNoLists):
+		writeProblem(w, c, CodeNotFound, "This deployment keeps no lists.")
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, multipart.ErrMessageTooLarge):
+		writeProblem(w, c, CodeInvalidBody, "The body ended early.")
+	default:
+		var pe *lists.ParseError
+		if errors.As(err, &pe) {
+			// The request body could not be read: the client went away
+			// or sent a broken stream.
+			writeProblem(w, c, CodeInvalidBody, "The body could not be read.")
+			return
+		}
+		h.backendError(w, c, "list", err)
+	}
+}
+
+// Group names a download of results by what to do with them.
+type Group string
+
+// Groups of results.
+const (
+	// GroupSafe: safe to send, LIKELY and DELIVERABLE addresses that are
+	// not role-based.
+	GroupSafe Group = "safe"
+	// GroupRisky: CATCH_ALL, UNKNOWN, and role-based addresses that are
+	// not to be removed.
+	GroupRisky Group = "risky"
+	// GroupRemove: every other result, and rows that are not addresses.
+	GroupRemove Group = "remove"
+)
+
+// GroupOf returns the group of a result; nil (a row that is not an
+// address) is [GroupRemove].
+func GroupOf(res *emailcheck.Result) Group {
+	if res == nil {
+		return GroupRemove
+	}
+	switch res.Confidence.Status {
+	case emailcheck.StatusLikely, emailcheck.StatusDeliverable:
+		if res.Confidence.IsRoleBased {
+			return GroupRisky
+		}
+		return GroupSafe
+	case emailcheck.StatusCatchAll, emailcheck.StatusUnknown:
+		return GroupRisky
+	}
+	return GroupRemove
+}
+
+// groupFilter reads ?group=; "" keeps every result.
+func groupFilter(w http.ResponseWriter, r *http.Request, c *call) (Group, bool) {
+	g := Group(strings.ToLower(r.URL.Query().Get("group")))
+	switch g {
+	case "", GroupSafe, GroupRisky, GroupRemove:
+		return g, true
+	}
+	writeProblem(w, c, CodeInvalidBody, "The group query parameter must be safe, risky or remove.")
+	return "", false
+}
+
+// keepsJob tells whether a job belongs in a download of group g: a job
+// still active belongs to no group.
+func (g Group) keepsJob(j jobs.Job) bool {
+	if g == "" {
+		return true
+	}
+	return j.State == jobs.StateCompleted && j.Result != nil && GroupOf(j.Result) == g
+}
+
+// ListColumns are the columns a list's CSV export adds after the
+// uploaded ones.
+var listColumns = []string{"status", "score", "reason", "did_you_mean", "is_disposable", "is_role_based",
+	"is_free", "provider", "domain_exists", "mx_records", "alias", "canonical", "state"}
+
+// ListCSVHeader returns the header of a list's CSV export: the uploaded
+// columns, then validmail's (a name the upload already uses gets a
+// "validmail_" prefix).
+func ListCSVHeader(uploaded []string) []string {
+	taken := make(map[string]bool, len(uploaded))
+	for _, h := range uploaded {
+		taken[strings.ToLower(strings.TrimSpace(h))] = true
+	}
+	out := append(make([]string, 0, len(uploaded)+len(listColumns)), uploaded...)
+	for _, col := range listColumns {
+		if taken[col] {
+			col = "validmail_" + col
+		}
+		out = append(out, col)
+	}
+	return out
+}
+
+// ListCSVRecord returns a list row's record of the CSV export: its
+// uploaded fields (as many as the header has), then validmail's. A row
+// that is not an address reads INVALID_FORMAT, invalid_syntax; a row
+// whose job is still active has only its state.
+func ListCSVRecord(width int, row jobs.ListRow) []string {
+	out := make([]string, 0, width+len(listColumns))
+	out = append(out, row.Record...)
+	for len(out) < width {
+		out = append(out, "")
+	}
+	j := row.Job
+	switch {
+	case j == nil:
+		return append(out, string(emailcheck.StatusInvalidFormat), "0", string(emailcheck.ReasonInvalidSyntax), "",
+			"false", "false", "false", "", "false", "false", "", "", "")
+	case j.State != jobs.StateCompleted || j.Result == nil:
+		return append(out, "", "", "", "", "", "", "", "", "", "", "", "", string(j.State))
+	}
+	res := j.Result
+	cf, v := res.Confidence, res.Validations
+	canonical, suggestion := "", ""
+	if cf.CanonicalEmail != nil {
+		canonical = *cf.CanonicalEmail
+	}
+	if res.DidYouMean != nil {
+		suggestion = *res.DidYouMean
+	}
+	return append(out, string(cf.Status), strconv.Itoa(cf.Score), resultcsv.Cell(string(res.Reason)), resultcsv.Cell(suggestion),
+		strconv.FormatBool(v.IsDisposable), strconv.FormatBool(cf.IsRoleBased), strconv.FormatBool(res.Provider.IsFree),
+		resultcsv.Cell(res.Provider.Name), strconv.FormatBool(v.DomainExists), strconv.FormatBool(v.MXRecords),
+		string(cf.AliasStatus), resultcsv.Cell(canonical), string(j.State))
+}
+
+// exportList streams a list's rows as CSV, in upload order, the uploaded
+// columns first. It returns false when the batch is not a list.
+func (h *Handler) exportList(w http.ResponseWriter, r *http.Request, c *call, batchID string, group Group, statuses []emailcheck.Status) bool {
+	ctx := r.Context()
+	info, err := h.queue.List(ctx, c.key.AccountID, batchID)
+	if err != nil {
+		if !errors.Is(err, jobs.ErrNotFound) && !errors.Is(err, jobs.ErrNoLists) {
+			h.batchError(w, c, "list export", err)
+			return true
+		}
+		return false
+	}
+	first, err := h.queue.ListRows(ctx, jobs.ListRowsParams{AccountID: c.key.AccountID, BatchID: batchID, After: -1, Limit: exportPage})
+	if err != nil {
+		h.batchError(w, c, "list export", err)
+		return true
+	}
+	hd := w.Header()
+	hd.Set("X-Request-Id", c.id)
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("Content-Type", "text/csv; charset=utf-8")
+	suffix := ""
+	if group != "" {
+		suffix = "-" + string(group)
+	}
+	hd.Set("Content-Disposition", `attachment; filename="batch-`+batchID+suffix+`.csv"`)
+	w.WriteHeader(http.StatusOK)
+	c.code = ""
+	bw := bufio.NewWriterSize(w, 64<<10)
+	cw := csv.NewWriter(bw)
+	cw.Write(ListCSVHeader(info.Header))
+	width := len(info.Header)
+	page := first
+	for len(page) > 0 {
+		for _, row := range page {
+			if keepRow(row, group, statuses) {
+				cw.Write(ListCSVRecord(width, row))
+			}
+		}
+		if len(page) < exportPage {
+			break
+		}
+		next, err := h.queue.ListRows(ctx, jobs.ListRowsParams{AccountID: c.key.AccountID, BatchID: batchID, After: page[len(page)-1].N, Limit: exportPage})
+		if err != nil {
+			c.errText = "list export: " + err.Error()
+			break
+		}
+		page = next
+	}
+	cw.Flush()
+	bw.Flush()
+	return true
+}
+
+func keepRow(row jobs.ListRow, group Group, statuses []emailcheck.Status) bool {
+	if row.Job == nil {
+		return (group == "" || group == GroupRemove) &&
+			(statuses == nil || containsStatus(statuses, emailcheck.StatusInvalidFormat))
+	}
+	return group.keepsJob(*row.Job) && keep(*row.Job, statuses)
+}
+
+func containsStatus(ss []emailcheck.Status, s emailcheck.Status) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,120 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"mime/multipart"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestListErrors sends lists the API refuses: each is a 4xx problem with
+// its code, and none charges anything or leaves a batch.
+func TestListErrors(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	tests := []struct {
+		name, ctype, target, body string
+		status                    int
+		code                      string
+	}{
+		{"no column", "text/csv", "/api/v1/lists", "a,b\nc,d\n", 400, "no_email_column"},
+		{"unknown column", "text/csv", "/api/v1/lists?column=work", "email\na@good.com\n", 400, "no_email_column"},
+		{"NUL", "text/csv", "/api/v1/lists", "email\na@go\x00od.com\n", 400, "invalid_list"},
+		{"latin-1", "text/csv", "/api/v1/lists", "email\n\xe9@good.com\n", 400, "invalid_list"},
+		{"UTF-16", "text/plain", "/api/v1/lists", "\xff\xfea\x00@\x00", 400, "invalid_list"},
+		{"open quote", "text/csv", "/api/v1/lists", "email\n\"a@good.com\n", 400, "invalid_list"},
+		{"no address", "text/csv", "/api/v1/lists", "email\nnot an address\n", 400, "empty_batch"},
+		{"empty", "text/csv", "/api/v1/lists", "\n", 400, "empty_batch"},
+		{"JSON", "application/json", "/api/v1/lists", `{"emails":["a@good.com"]}`, 415, "unsupported_media_type"},
+		{"multipart without file", "multipart/form-data; boundary=XX", "/api/v1/lists", "--XX\r\nContent-Disposition: form-data; name=\"other\"\r\n\r\nx\r\n--XX--\r\n", 400, "invalid_body"},
+		{"control character in name", "text/csv", "/api/v1/lists?name=a%01b", "email\na@good.com\n", 400, "invalid_body"},
+		{"beyond the balance", "text/plain", "/api/v1/lists", strings.Repeat("x", 0) + manyAddresses(301), 402, "insufficient_credits"},
+	}
+	for _, tc := range tests {
+		resp := f.do(t, req{method: "POST", target: tc.target, key: f.key, body: tc.body, header: map[string]string{"Content-Type": tc.ctype}})
+		if resp.Code != tc.status || !strings.Contains(string(resp.Body), `"code":"`+tc.code+`"`) {
+			t.Errorf("%s: %d %s; want %d %s", tc.name, resp.Code, resp.Body, tc.status, tc.code)
+		}
+	}
+	if bal, _ := f.ledger.Balance(t.Context(), f.acct.ID); bal != 300 {
+		t.Fatalf("balance %d after refused lists; want 300", bal)
+	}
+	resp := f.do(t, req{method: "GET", target: "/api/v1/batches", key: f.key})
+	if strings.Contains(string(resp.Body), `"batch_id"`) {
+		t.Fatalf("batches after refused lists: %s", resp.Body)
+	}
+}
+
+func manyAddresses(n int) string {
+	var sb strings.Builder
+	for i := range n {
+		sb.WriteString("user")
+		sb.WriteString(strings.Repeat("x", i%5))
+		sb.WriteString(string(rune('a' + i%26)))
+		sb.WriteString(strings.Repeat("y", i/26))
+		sb.WriteString("@good.com\n")
+	}
+	return sb.String()
+}
+
+// TestListMultipart uploads a file as a browser's form does: the batch is
+// named after the file, and its CSV keeps the file's columns and order.
+func TestListMultipart(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	mw.WriteField("note", "ignored")
+	fw, _ := mw.CreateFormFile("file", `C:\Users\jane\customers.csv`)
+	fw.Write([]byte("id;Mail;city\n1;b@good.com;Paris\n2;junk;Rome\n3;A@good.com;Oslo\n4; B@GOOD.com ;Bern\n"))
+	mw.Close()
+	resp := f.do(t, req{method: "POST", target: "/api/v1/lists", key: f.key, body: body.String(), header: map[string]string{"Content-Type": mw.FormDataContentType()}})
+	if resp.Code != 202 {
+		t.Fatalf("POST: %d %s", resp.Code, resp.Body)
+	}
+	m := resp.JSON(t)
+	if m["name"] != "customers.csv" || m["rows"] != 4.0 || m["addresses"] != 2.0 || m["duplicates"] != 1.0 || m["invalid_rows"] != 1.0 || m["charged"] != 2.0 {
+		t.Fatalf("answer %s", resp.Body)
+	}
+	id := m["batch_id"].(string)
+	f.runPool(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := f.do(t, req{method: "GET", target: "/api/v1/batches/" + id, key: f.key})
+		if strings.Contains(string(r.Body), `"state":"completed"`) {
+			if !strings.Contains(string(r.Body), `"name":"customers.csv"`) || !strings.Contains(string(r.Body), `"total":2`) {
+				t.Fatalf("batch %s", r.Body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("batch not completed: %s", r.Body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r := f.do(t, req{method: "GET", target: "/api/v1/batches/" + id + "/results?format=csv", key: f.key})
+	lines := strings.Split(strings.TrimSpace(string(r.Body)), "\n")
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], "id,Mail,city,status,score,reason,did_you_mean,is_disposable,is_role_based,is_free,provider") ||
+		!strings.HasPrefix(lines[1], "1,b@good.com,Paris,") || !strings.HasPrefix(lines[2], "2,junk,Rome,INVALID_FORMAT,0,invalid_syntax") ||
+		!strings.HasPrefix(lines[4], `4," B@GOOD.com ",Bern,`) {
+		t.Fatalf("export:\n%s", r.Body)
+	}
+	if strings.Split(lines[1], ",")[3] != strings.Split(lines[4], ",")[3] {
+		t.Fatalf("rows of one address differ:\n%s", r.Body)
+	}
+	r = f.do(t, req{method: "GET", target: "/api/v1/batches/" + id + "/results?format=csv&group=remove", key: f.key})
+	if got := strings.Count(string(r.Body), "\n"); got != 2 || !strings.Contains(string(r.Body), "junk") {
+		t.Fatalf("group=remove:\n%s", r.Body)
+	}
+	r = f.do(t, req{method: "GET", target: "/api/v1/batches/" + id + "/results?group=sideways", key: f.key})
+	if r.Code != 400 {
+		t.Fatalf("group=sideways: %d", r.Code)
+	}
+	// /validate/async keeps its 1,000 limit.
+	emails := strings.Repeat(`"a@good.com",`, 1001)
+	r = f.do(t, req{method: "POST", target: "/validate/async", key: f.key, body: `{"emails":[` + emails[:len(emails)-1] + `]}`})
+	if r.Code != 400 || !strings.Contains(string(r.Body), "batch_too_large") {
+		t.Fatalf("1,001 addresses to /validate/async: %d %s", r.Code, r.Body)
+	}
+}

@@ -1,0 +1,196 @@
+package memstore
+
+import (
+	"context"
+	"slices"
+	"strconv"
+
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/jobs"
+)
+
+var _ jobs.ListDriver = (*Store)(nil)
+
+// memList is a committed list: its description and rows.
+type memList struct {
+	info jobs.ListInfo
+	rows []memRow
+}
+
+// memRow is a list's row: its fields and its job's id (0 for a row that
+// is not an address).
+type memRow struct {
+	record []string
+	job    uint64
+}
+
+// listWriter stages a list in the writer alone; Commit writes it under the
+// store's lock.
+type listWriter struct {
+	s      *Store
+	p      jobs.BeginListParams
+	rows   []memRow
+	unique map[string]int // key → index in emails
+	emails []string
+	dups   int
+	junk   int
+	closed bool
+}
+
+// BeginList implements [jobs.ListDriver]: nothing reaches the store before
+// Commit.
+func (s *Store) BeginList(ctx context.Context, p jobs.BeginListParams) (jobs.ListWriter, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	return &listWriter{s: s, p: p, rows: make([]memRow, 0, max(p.Rows, 0)), unique: make(map[string]int)}, nil
+}
+
+// Append implements [jobs.ListWriter]. A row's job is recorded as the
+// index of its address plus one until Commit knows the ids.
+func (w *listWriter) Append(ctx context.Context, rows []jobs.ListRow) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	if w.closed {
+		return jobs.ErrListClosed
+	}
+	for _, r := range rows {
+		row := memRow{record: slices.Clone(r.Record)}
+		switch i, seen := w.unique[r.Key]; {
+		case r.Key == "":
+			w.junk++
+		case seen:
+			w.dups++
+			row.job = uint64(i) + 1
+		default:
+			w.unique[r.Key] = len(w.emails)
+			w.emails = append(w.emails, r.Email)
+			row.job = uint64(len(w.emails))
+		}
+		w.rows = append(w.rows, row)
+	}
+	return nil
+}
+
+// Commit implements [jobs.ListWriter]: the charge, the jobs, the batch and
+// the rows are written under one lock.
+func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
+	if err := ctxErr(ctx); err != nil {
+		return jobs.ListInfo{}, err
+	}
+	if w.closed {
+		return jobs.ListInfo{}, jobs.ErrListClosed
+	}
+	w.closed = true
+	if len(w.emails) == 0 {
+		return jobs.ListInfo{}, jobs.ErrEmptyBatch
+	}
+	s := w.s
+	n := int64(len(w.emails))
+	cost, charged := int64(0), int64(0)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	free := min(int64(w.p.Free), n)
+	c := credits.Change{AccountID: w.p.AccountID, Delta: free - n, Reason: credits.ReasonCharge}
+	if w.p.Charge {
+		if c.Delta < 0 {
+			if _, err := s.checkLocked(c); err != nil {
+				return jobs.ListInfo{}, err
+			}
+		}
+		cost, charged = 1, n-free
+	}
+	ids := s.enqueueLocked(jobs.EnqueueParams{AccountID: w.p.AccountID, Emails: w.emails, Cost: cost, Source: w.p.Source})
+	first, _ := strconv.ParseUint(ids[0], 10, 64)
+	if w.p.Charge {
+		for i := range free {
+			s.jobs[first+uint64(i)].Cost = 0
+		}
+		if c.Delta < 0 {
+			c.Reference = "list:" + ids[0]
+			s.writeLocked(c)
+		}
+	}
+	s.tallies[first].name = w.p.Name
+	for i := range w.rows {
+		if w.rows[i].job != 0 {
+			w.rows[i].job += first - 1
+		}
+	}
+	info := jobs.ListInfo{
+		BatchID: ids[0], AccountID: w.p.AccountID, Name: w.p.Name,
+		Header: slices.Clone(w.p.Header), Column: w.p.Column,
+		Rows: len(w.rows), Addresses: len(w.emails), Duplicates: w.dups, InvalidRows: w.junk,
+		Charged: charged,
+	}
+	s.lists[first] = &memList{info: info, rows: w.rows}
+	w.rows, w.unique, w.emails = nil, nil, nil
+	return info, nil
+}
+
+// Abort implements [jobs.ListWriter].
+func (w *listWriter) Abort(context.Context) error {
+	w.closed = true
+	w.rows, w.unique, w.emails = nil, nil, nil
+	return nil
+}
+
+// listLocked returns the account's list of the batch, or nil.
+func (s *Store) listLocked(account, batchID string) *memList {
+	if s.tallyLocked(account, batchID) == nil {
+		return nil
+	}
+	n, _ := strconv.ParseUint(batchID, 10, 64)
+	return s.lists[n]
+}
+
+// List implements [jobs.ListDriver].
+func (s *Store) List(ctx context.Context, accountID, batchID string) (jobs.ListInfo, error) {
+	if err := ctxErr(ctx); err != nil {
+		return jobs.ListInfo{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.listLocked(accountID, batchID)
+	if l == nil {
+		return jobs.ListInfo{}, jobs.ErrNotFound
+	}
+	info := l.info
+	info.Header = slices.Clone(info.Header)
+	return info, nil
+}
+
+// ListRows implements [jobs.ListDriver].
+func (s *Store) ListRows(ctx context.Context, p jobs.ListRowsParams) ([]jobs.ListRow, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.listLocked(p.AccountID, p.BatchID)
+	if l == nil {
+		return nil, jobs.ErrNotFound
+	}
+	from := max(p.After+1, 0)
+	if from >= len(l.rows) {
+		return nil, nil
+	}
+	rows := l.rows[from:min(from+p.Limit, len(l.rows))]
+	out := make([]jobs.ListRow, len(rows))
+	for i, r := range rows {
+		out[i] = jobs.ListRow{N: from + i, Record: slices.Clone(r.record)}
+		if r.job == 0 {
+			continue
+		}
+		if j, ok := s.jobs[r.job]; ok {
+			c := j.Job
+			if j.Result != nil {
+				res := *j.Result
+				c.Result = &res
+			}
+			out[i].Job = &c
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,268 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/jobs"
+)
+
+var _ jobs.ListDriver = (*Store)(nil)
+
+// listWriter stages a list inside one transaction: the rows go to a
+// temporary table, and Commit turns them into jobs, rows, the batch, the
+// list and the charge before committing. Until then nothing is visible to
+// anyone, and a crash of the process (or of its connection) rolls the
+// whole list back: there is nothing to clean up.
+type listWriter struct {
+	s       *Store
+	tx      pgx.Tx
+	p       jobs.BeginListParams
+	batchID int64
+	closed  bool
+}
+
+// BeginList implements [jobs.ListDriver]: it opens the list's
+// transaction, takes the batch's id (all of the transaction's ids share
+// its day, as now() is the transaction's start) and makes the staging
+// table.
+func (s *Store) BeginList(ctx context.Context, p jobs.BeginListParams) (jobs.ListWriter, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fail(ctx, "begin list", err)
+	}
+	w := &listWriter{s: s, tx: tx, p: p}
+	err = tx.QueryRow(ctx, s.sql(`SELECT {schema}.next_job_id()`)).Scan(&w.batchID)
+	if err == nil {
+		_, err = tx.Exec(ctx, `CREATE TEMP TABLE validmail_list_stage (n integer, record text[], email text, key text) ON COMMIT DROP`)
+	}
+	if err != nil {
+		rollback(tx)
+		return nil, fail(ctx, "begin list", err)
+	}
+	return w, nil
+}
+
+// Append implements [jobs.ListWriter] with COPY into the staging table.
+func (w *listWriter) Append(ctx context.Context, rows []jobs.ListRow) error {
+	if w.closed {
+		return jobs.ErrListClosed
+	}
+	src := make([][]any, len(rows))
+	for i, r := range rows {
+		var key, email *string
+		if r.Key != "" {
+			key, email = &rows[i].Key, &rows[i].Email
+		}
+		src[i] = []any{int32(r.N), r.Record, email, key}
+	}
+	_, err := w.tx.CopyFrom(ctx, pgx.Identifier{"validmail_list_stage"}, []string{"n", "record", "email", "key"}, pgx.CopyFromRows(src))
+	return fail(ctx, "list rows", err)
+}
+
+// commitListSQL makes one job per unique key (the first row's address,
+// ids in the order of the first rows) and the list's rows pointing at
+// them, and counts them.
+const commitListSQL = `
+	WITH u AS MATERIALIZED (
+		SELECT {schema}.next_job_id() AS id, d.key, d.email, row_number() OVER (ORDER BY d.n) AS k
+		FROM (SELECT DISTINCT ON (key) key, email, n FROM pg_temp.validmail_list_stage
+		      WHERE key IS NOT NULL ORDER BY key, n) AS d
+		ORDER BY d.n
+	), ins AS (
+		INSERT INTO {schema}.jobs (id, account, email, cost, batch_id, source)
+		SELECT id, $1, email, CASE WHEN k <= $5 THEN 0 ELSE $2 END, $3, $4::text FROM u ORDER BY id
+	), rws AS (
+		INSERT INTO {schema}.list_rows (batch_id, n, record, job_id)
+		SELECT $3, s.n, s.record, u.id FROM pg_temp.validmail_list_stage s LEFT JOIN u ON u.key = s.key
+	)
+	SELECT (SELECT count(*) FROM u),
+	       (SELECT count(*) FROM pg_temp.validmail_list_stage),
+	       (SELECT count(*) FROM pg_temp.validmail_list_stage WHERE key IS NULL)`
+
+// Commit implements [jobs.ListWriter]: jobs, rows, charge, batch and list
+// are written by the list's transaction, which commits them together.
+func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
+	if w.closed {
+		return jobs.ListInfo{}, jobs.ErrListClosed
+	}
+	w.closed = true
+	defer rollback(w.tx)
+	s, p := w.s, w.p
+	cost := int64(0)
+	if p.Charge {
+		cost = 1
+	}
+	var unique, rows, junk int
+	err := w.tx.QueryRow(ctx, s.sql(commitListSQL), p.AccountID, cost, w.batchID, sourceArg(p.Source), int64(p.Free)).Scan(&unique, &rows, &junk)
+	if err != nil {
+		return jobs.ListInfo{}, fail(ctx, "commit list", err)
+	}
+	if unique == 0 {
+		return jobs.ListInfo{}, jobs.ErrEmptyBatch
+	}
+	batch := strconv.FormatInt(w.batchID, 10)
+	charged := int64(0)
+	if p.Charge && unique > p.Free {
+		charged = int64(unique - p.Free)
+		if err := s.addBalance(ctx, w.tx, p.AccountID, -charged); err != nil {
+			return jobs.ListInfo{}, err
+		}
+		_, err = w.tx.Exec(ctx, s.sql(`
+			INSERT INTO {schema}.credit_entries (account, delta, reason, reference) VALUES ($1, $2, $3, $4)`),
+			p.AccountID, -charged, string(credits.ReasonCharge), "list:"+batch)
+		if err != nil {
+			return jobs.ListInfo{}, fail(ctx, "commit list: charge", err)
+		}
+	}
+	var name *string
+	if p.Name != "" {
+		name = &p.Name
+	}
+	info := jobs.ListInfo{
+		BatchID: batch, AccountID: p.AccountID, Name: p.Name, Header: p.Header, Column: p.Column,
+		Rows: rows, Addresses: unique, Duplicates: rows - unique - junk, InvalidRows: junk, Charged: charged,
+	}
+	header := p.Header
+	if header == nil {
+		header = []string{}
+	}
+	_, err = w.tx.Exec(ctx, s.sql(`
+		WITH b AS (
+			INSERT INTO {schema}.batches (id, account, source, total, created_at, name)
+			VALUES ($1, $2, coalesce($3::text, 'api'), $4, now(), $5)
+		)
+		INSERT INTO {schema}.lists (batch_id, account, header, col, rows, addresses, duplicates, invalid_rows, charged)
+		VALUES ($1, $2, $6, $7, $8, $4, $9, $10, $11)`),
+		w.batchID, p.AccountID, sourceArg(p.Source), unique, name, header, p.Column, rows, info.Duplicates, junk, charged)
+	if err != nil {
+		return jobs.ListInfo{}, fail(ctx, "commit list: batch", err)
+	}
+	if err := w.tx.Commit(ctx); err != nil {
+		return jobs.ListInfo{}, fail(ctx, "commit list: commit", err)
+	}
+	return info, nil
+}
+
+// Abort implements [jobs.ListWriter]: the transaction rolls back.
+func (w *listWriter) Abort(ctx context.Context) error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	err := w.tx.Rollback(ctx)
+	if errors.Is(err, pgx.ErrTxClosed) {
+		return nil
+	}
+	return fail(ctx, "abort list", err)
+}
+
+// List implements [jobs.ListDriver].
+func (s *Store) List(ctx context.Context, accountID, batchID string) (jobs.ListInfo, error) {
+	id, ok := parseID(batchID)
+	if !ok {
+		return jobs.ListInfo{}, jobs.ErrNotFound
+	}
+	info := jobs.ListInfo{BatchID: batchID, AccountID: accountID}
+	var name *string
+	err := s.pool.QueryRow(ctx, s.sql(`
+		SELECT l.header, l.col, l.rows, l.addresses, l.duplicates, l.invalid_rows, l.charged, b.name
+		FROM {schema}.lists l JOIN {schema}.batches b ON b.id = l.batch_id
+		WHERE l.batch_id = $1 AND l.account = $2`), id, accountID).
+		Scan(&info.Header, &info.Column, &info.Rows, &info.Addresses, &info.Duplicates, &info.InvalidRows, &info.Charged, &name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return jobs.ListInfo{}, jobs.ErrNotFound
+	}
+	if err != nil {
+		return jobs.ListInfo{}, fail(ctx, "list", err)
+	}
+	if name != nil {
+		info.Name = *name
+	}
+	return info, nil
+}
+
+// ListRows implements [jobs.ListDriver]: a page of rows, then their jobs.
+func (s *Store) ListRows(ctx context.Context, p jobs.ListRowsParams) ([]jobs.ListRow, error) {
+	id, ok := parseID(p.BatchID)
+	if !ok {
+		return nil, jobs.ErrNotFound
+	}
+	var exists bool
+	err := s.pool.QueryRow(ctx, s.sql(`SELECT EXISTS (SELECT 1 FROM {schema}.lists WHERE batch_id = $1 AND account = $2)`),
+		id, p.AccountID).Scan(&exists)
+	if err != nil {
+		return nil, fail(ctx, "list rows", err)
+	}
+	if !exists {
+		return nil, jobs.ErrNotFound
+	}
+	rows, err := s.pool.Query(ctx, s.sql(`
+		SELECT n, record, job_id FROM {schema}.list_rows WHERE batch_id = $1 AND n > $2 ORDER BY n LIMIT $3`),
+		id, p.After, p.Limit)
+	if err != nil {
+		return nil, fail(ctx, "list rows", err)
+	}
+	var out []jobs.ListRow
+	var jobIDs []int64
+	var rowJobs []int64
+	var n int32
+	var record []string
+	var job *int64
+	_, err = pgx.ForEachRow(rows, []any{&n, &record, &job}, func() error {
+		out = append(out, jobs.ListRow{N: int(n), Record: record})
+		record = nil
+		j := int64(0)
+		if job != nil {
+			j = *job
+			jobIDs = append(jobIDs, j)
+		}
+		rowJobs = append(rowJobs, j)
+		return nil
+	})
+	if err != nil {
+		return nil, fail(ctx, "list rows", err)
+	}
+	if len(jobIDs) == 0 {
+		return out, nil
+	}
+	jrows, err := s.pool.Query(ctx, s.sql(`SELECT `+jobColumns+` FROM {schema}.jobs WHERE id = ANY($1) AND batch_id = $2`), jobIDs, id)
+	if err != nil {
+		return nil, fail(ctx, "list rows: jobs", err)
+	}
+	ls, err := pgx.CollectRows(jrows, func(r pgx.CollectableRow) (jobs.Lease, error) { return scanJob(r) })
+	if err != nil {
+		return nil, fail(ctx, "list rows: jobs", err)
+	}
+	byID := make(map[int64]*jobs.Job, len(ls))
+	for i := range ls {
+		jid, _ := parseID(ls[i].ID)
+		byID[jid] = &ls[i].Job
+	}
+	for i, j := range rowJobs {
+		if j == 0 {
+			continue
+		}
+		if job, ok := byID[j]; ok {
+			c := *job
+			out[i].Job = &c
+		}
+	}
+	return out, nil
+}
+
+// cleanupLists removes the lists (and their rows) whose batch is gone.
+func (s *Store) cleanupLists(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, s.sql(`
+		WITH gone AS (
+			DELETE FROM {schema}.lists l
+			WHERE NOT EXISTS (SELECT 1 FROM {schema}.batches b WHERE b.id = l.batch_id)
+			RETURNING batch_id
+		)
+		DELETE FROM {schema}.list_rows r USING gone WHERE r.batch_id = gone.batch_id`))
+	return fail(ctx, "cleanup lists", err)
+}
