@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,4 +37,27 @@ func OpenAtVersion(ctx context.Context, pool *pgxpool.Pool, schema string, versi
 // LeaseRange returns the ids a lease at now looks at first.
 func (s *Store) LeaseRange(ctx context.Context, now time.Time) (first, last int64) {
 	return s.leaseRange(ctx, now)
+}
+
+// OpenUnpartitioned returns a Store on schema with every migration but
+// the partitioning of jobs and batches: plain tables with ids of the same
+// form, so that benchmarks can set the two layouts side by side under the
+// same code.
+func OpenUnpartitioned(ctx context.Context, pool *pgxpool.Pool, schema string) (*Store, error) {
+	s, err := OpenAtVersion(ctx, pool, schema, PartitionsVersion-1)
+	if err != nil {
+		return nil, err
+	}
+	for _, stmt := range []string{
+		`CREATE FUNCTION {schema}.next_job_id() RETURNS bigint LANGUAGE sql VOLATILE AS $$
+		    SELECT ((floor(extract(epoch FROM now()))::bigint / 86400) << 32) | (nextval('{schema}.jobs_id_seq') & 4294967295)
+		$$`,
+		`ALTER TABLE {schema}.jobs ALTER COLUMN id SET DEFAULT {schema}.next_job_id()`,
+		`INSERT INTO {schema}.schema_migrations (version, name) VALUES (` + strconv.Itoa(PartitionsVersion) + `, 'skipped: unpartitioned')`,
+	} {
+		if _, err := pool.Exec(ctx, s.sql(stmt)); err != nil {
+			return nil, err
+		}
+	}
+	return s, s.Migrate(ctx)
 }
