@@ -399,7 +399,10 @@ func (d *Dashboard) webhookPage(w http.ResponseWriter, r *http.Request, a store.
 		for i := range data.Deliveries {
 			if dl := &data.Deliveries[i]; dl.ID == id {
 				data.TestDelivery = dl
-				data.TestWaiting = dl.State == webhook.StatePending && len(dl.Attempts) == 0 &&
+				// Pending with a 2xx answer: the attempt is recorded and
+				// the delivered state is about to be.
+				answered := len(dl.Attempts) > 0 && dl.Attempts[len(dl.Attempts)-1].StatusCode/100 == 2
+				data.TestWaiting = dl.State == webhook.StatePending && (len(dl.Attempts) == 0 || answered) &&
 					d.cfg.Now().Sub(dl.CreatedAt) < testWait
 			}
 		}
