@@ -26,7 +26,7 @@ func TestDidYouMean(t *testing.T) {
 		// provider at a third party's host.
 		"hotmale.com": {MX: []dnstest.MX{{Pref: 10, Host: "mx.sedoparking.com"}}},
 		"cloud.com":   {MX: []dnstest.MX{{Pref: 10, Host: "cloud-com.mail.protection.outlook.com"}}},
-		"hotmal.it":   {MX: []dnstest.MX{{Pref: 10, Host: "mx.catchall-inbox.net"}}},
+		"hotmial.it":  {MX: []dnstest.MX{{Pref: 10, Host: "mx.catchall-inbox.net"}}},
 		"gmaiil.co":   {MX: []dnstest.MX{{Pref: 10, Host: "mail.gmaiil.co"}}}, // its own host
 	}, nil)
 	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, QueryTimeout: 10 * time.Second})
@@ -49,7 +49,7 @@ func TestDidYouMean(t *testing.T) {
 		{"jane@acme-corp.con", "jane@acme-corp.com", emailcheck.StatusInvalidDomain},
 		{"not an address", "", emailcheck.StatusInvalidFormat},
 		{"jane@hotmale.com", "jane@hotmail.com", emailcheck.StatusLikely},
-		{"jane@hotmal.it", "jane@hotmail.it", emailcheck.StatusLikely},
+		{"jane@hotmial.it", "jane@hotmail.it", emailcheck.StatusLikely},
 		{"jane@cloud.com", "", emailcheck.StatusLikely},
 		{"jane@gmaiil.co", "", emailcheck.StatusLikely},
 		{"jane@yahooo.fr", "jane@yahoo.fr", emailcheck.StatusInvalidDomain},

@@ -240,10 +240,15 @@
 // domain that receives mail gets one only where its MX hosts say typo: it
 // is disposable, or its mail goes to a parking service (strong signs), or
 // to a host that is neither its own (below its registrable domain) nor a
-// provider's, gateway's or shared mail host's (a weak sign: not enough for
-// a domain of six characters or fewer, and leading only to a target of
-// some size, not to a small or legacy provider); then a global provider
-// may be two edits away, any other target one. A domain whose DNS could not answer
+// provider's, gateway's or shared mail host's (a weak sign, which every
+// customer of a web host no list names shows too); then a global provider
+// may be two edits away, any other target one. On the weak sign alone a
+// domain of six characters or fewer is never corrected, the target must
+// be of some size (not a small or legacy provider), and the name before
+// the first dot may differ from the target's by one edit at most: none
+// when it is shorter than five characters (seven unless the target is a
+// global provider), so that naver.co and comcats.net are corrected but
+// haver.com, love.de and libera.it are not. A domain whose DNS could not answer
 // gets only the fixes that need no DNS. A known domain (the model, the free
 // list, the provider index) is never corrected.
 //

@@ -238,6 +238,22 @@ func TestSuggestRules(t *testing.T) {
 		{"qa.com", other, ""},        // two letters: one edit from many companies' names
 		{"gm.com", parked, ""},       // a known company
 		{"hotmale.com", parked, "hotmail.com"},
+		// At a third party's host, the weak sign every customer of an
+		// unlisted web host shows: a name one edit from a regional
+		// provider's or an ISP's is corrected only when long, a global
+		// provider's from five characters, and the provider's very name
+		// under a mistyped suffix always.
+		{"haver.com", other, ""},
+		{"haver.com", parked, "naver.com"},
+		{"naver.co", other, "naver.com"},
+		{"comcats.net", other, "comcast.net"},
+		{"orang.fr", other, ""},
+		{"orang.fr", parked, "orange.fr"},
+		{"mall.com", other, ""}, // not gmail.com either: two edits in the name
+		{"gnail.co", other, "gmail.com"},
+		{"gmai.co", other, ""},
+		{"libera.it", other, ""},
+		{"libera.it", burner, "libero.it"},
 	}
 	for _, tt := range tests {
 		if got := suggestFor(c, s, tt.domain, tt.mx); got != tt.want {
