@@ -42,7 +42,10 @@ type burnerAddrs = lru.Cache[netip.Addr, burnerMark]
 //     disposable (disposableMX), unless allowlisted or known;
 //   - a domain that receives mail gets a suggestion where its MX hosts say
 //     typo (suggester.suggestReceiving);
-//   - a domain with a suggestion is a typo, and never free.
+//   - a domain with a suggestion is a typo, and never free; its name says
+//     nothing of who runs its mail (yahoo.cm is not Yahoo's), so its
+//     provider and alias rule come from its MX hosts alone
+//     (classifier.providerByMX).
 func (v *Validator) refine(domain string, info *domainInfo) {
 	if info.outcome == outcomeNXDomain {
 		info.class.provider, info.class.rule = "Unknown", aliasRuleUnknown
@@ -55,6 +58,8 @@ func (v *Validator) refine(domain string, info *domainInfo) {
 	}
 	if info.suggest != "" {
 		info.class.free = false
+		p := v.classifier.providerByMX(info.mxHosts)
+		info.class.provider, info.class.rule = p.name, p.rule
 	}
 }
 

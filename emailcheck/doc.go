@@ -209,7 +209,10 @@
 // the most preferred MX host (a self-hosted domain reports itself), and
 // "Unknown" when there is no MX host. A domain that does not exist
 // (NXDOMAIN) is "Unknown" whatever its name, and no provider's alias rule
-// applies to it.
+// applies to it. Nor is a domain with a typo suggestion named after the
+// provider it misspells: yahoo.cm parked at a sale service is named by its
+// MX host, and Yahoo's "-tag" rule applies only where an MX host is
+// Yahoo's.
 //
 // Free providers. provider.is_free is true when anyone can open a mailbox
 // at the registrable domain at no cost (gmail.com, outlook.com, yahoo.*,
