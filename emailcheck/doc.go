@@ -172,13 +172,14 @@
 // suffix never matches. It is also disposable when the registrable domain
 // of any of its MX hosts is on that list: a custom domain whose mail goes to
 // a burner service. And it is disposable when one of its MX hosts has a
-// public address that the MX hosts of listed burner domains have too, at
-// least two with different registrable domains, outnumbering the other
-// domains seen there: the validator learns those addresses as it resolves
+// public address that the MX hosts of listed burner domains have too, of
+// at least three different registrable domains, outnumbering the other
+// domains seen there before and after them: the validator learns those
+// addresses as it resolves
 // domains, within the DNS cache (bounded by [Config.CacheSize], expiring
 // with the host answers, off when caching is); it applies to lookups made
-// after the learning. A single listed domain teaches nothing, nor do a few
-// on a shared web host among more that are not listed, nor one whose mail
+// after the learning. One or two listed domains teach nothing, nor do a
+// few on a shared web host among as many that are not listed, nor one whose mail
 // goes to a provider, a gateway, a shared mail host or a parking service;
 // every domain an address condemns counts against it. Domains on the embedded allowlist, the known-domain model
 // (data/known_domains.txt) or [Config.AllowDomains], matched on the domain
