@@ -219,8 +219,8 @@
 // at the registrable domain at no cost (gmail.com, outlook.com, yahoo.*,
 // gmx.*, mail.ru, qq.com, Tuta's domains, ...): the embedded list from
 // AfterShip's email-verifier (MIT), without its disposable and reserved
-// domains and without the company, institution and typo domains that
-// data/free_exclusions.txt names with a reason each, corrected by the
+// domains and without the company, institution, ISP and typo domains
+// that data/free_exclusions.txt names with a reason each, corrected by the
 // known-domain model's facts (paid-only providers such as Fastmail, Posteo,
 // Runbox and Hushmail, ISPs' and organizations' mail are not free). A
 // domain with a suggestion is a typo and never free.
