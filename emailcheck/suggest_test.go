@@ -358,15 +358,20 @@ func BenchmarkSuggestNone(b *testing.B) {
 	}
 }
 
-// BenchmarkSuggestReceiving weighs the MX hosts of domains that receive
-// mail: one at its own host (the common case, decided without a search),
-// one at a third party's host (a search of the targets within reach).
+// BenchmarkSuggestReceiving is the path the validator takes for every
+// domain it resolves that receives mail: the name alone, then its MX
+// hosts weighed. One at its own host (the common case, decided without a
+// search), one at a third party's host (a search of the targets within
+// reach), one there within reach of a target but with a name of its own
+// (haver.com, one edit from naver.com: its name is weighed too), and a
+// typo.
 func BenchmarkSuggestReceiving(b *testing.B) {
 	c := defaultClassifier(b)
 	s := newSuggester(c)
 	for _, bc := range []struct{ name, domain, mx string }{
 		{"OwnHost", "acme-widgets.com", "mx1.acme-widgets.com"},
 		{"ThirdParty", "acme-widgets.com", "mx.catchall-inbox.net"},
+		{"ThirdPartyNear", "haver.com", "mx.catchall-inbox.net"},
 		{"Typo", "hotmale.com", "mx.catchall-inbox.net"},
 	} {
 		hosts := []string{bc.mx}
