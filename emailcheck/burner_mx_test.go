@@ -10,9 +10,10 @@ import (
 )
 
 // A domain on no list whose MX host has the address of listed burners' MX
-// hosts is disposable, once the validator has resolved two listed burner
-// domains there and they outnumber the other domains seen there; a known
-// domain, a domain hosted by a provider, and one elsewhere are not.
+// hosts is disposable, once the validator has resolved listed burner
+// domains of three registrable domains there and they outnumber the other
+// domains seen there; a known domain, a domain hosted by a provider, and
+// one elsewhere are not.
 func TestDisposableByMXAddress(t *testing.T) {
 	t.Parallel()
 	const burnerAddr = "185.199.1.10" // the burner service's server
@@ -23,6 +24,7 @@ func TestDisposableByMXAddress(t *testing.T) {
 		// Listed burners, each with an MX host of its own name.
 		"guerrillamail.com": {MX: mx("mx.guerrillamail.com", burnerAddr)},
 		"sharklasers.com":   {MX: mx("mx.sharklasers.com", burnerAddr)},
+		"grr.la":            {MX: mx("mx.grr.la", burnerAddr)},
 		// Unlisted domains of the same service.
 		"early-burner.xyz": {MX: mx("mx.early-burner.xyz", burnerAddr)},
 		"fresh-burner.xyz": {MX: mx("mx.fresh-burner.xyz", burnerAddr)},
@@ -53,12 +55,14 @@ func TestDisposableByMXAddress(t *testing.T) {
 	}
 	// Nothing learned yet: the address means nothing.
 	check("a@fresh-burner.xyz", emailcheck.StatusLikely)
-	// One listed burner at the address is not enough: it might share a
-	// web host with anyone.
+	// One or two listed burners at the address are not enough: they
+	// might share a web host with anyone.
 	check("a@guerrillamail.com", emailcheck.StatusDisposable)
-	check("a@early-burner.xyz", emailcheck.StatusLikely)
-	// A second listed burner there: the address is a burner service's.
 	check("a@sharklasers.com", emailcheck.StatusDisposable)
+	check("a@early-burner.xyz", emailcheck.StatusLikely)
+	// A third there, and the listed outnumber the two others seen: the
+	// address is a burner service's.
+	check("a@grr.la", emailcheck.StatusDisposable)
 	check("a@other-burner.xyz", emailcheck.StatusDisposable)
 	check("a@keemail.me", emailcheck.StatusLikely)      // the allowlist wins
 	check("a@hosted-corp.com", emailcheck.StatusLikely) // a provider's host says nothing
@@ -74,10 +78,10 @@ func TestDisposableByMXAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer vp.Close()
-	for _, d := range []string{"guerrillamail.com", "sharklasers.com"} {
+	for _, d := range []string{"guerrillamail.com", "sharklasers.com", "grr.la"} {
 		srv.Set(d, dnstest.Domain{MX: mx("mx."+d, "10.0.0.5")})
 	}
-	for _, email := range []string{"a@guerrillamail.com", "a@sharklasers.com", "a@private-peer.xyz"} {
+	for _, email := range []string{"a@guerrillamail.com", "a@sharklasers.com", "a@grr.la", "a@private-peer.xyz"} {
 		res, err := vp.Validate(context.Background(), email)
 		if err != nil {
 			t.Fatal(err)
@@ -111,6 +115,67 @@ func TestDisposableByMXAddressSharedHost(t *testing.T) {
 		want := email == "a@guerrillamail.com" || email == "a@sharklasers.com"
 		if res.Validations.IsDisposable != want {
 			t.Errorf("%s: is_disposable %v, want %v", email, res.Validations.IsDisposable, want)
+		}
+	}
+}
+
+// Listed domains on a shared web host condemn none of its customers:
+// two listed domains are not enough, nor are listed domains of only two
+// registrable domains however many, nor three once the customers seen
+// there, before the listed ones as after, are as many. Each sequence is
+// validated in order, by its own validator, at one address.
+func TestDisposableByMXAddressSharedHostCustomers(t *testing.T) {
+	t.Parallel()
+	type step struct {
+		domain     string
+		disposable bool
+	}
+	sequences := map[string][]step{
+		"listed first": {
+			{"guerrillamail.com", true},
+			{"sharklasers.com", true},
+			{"shop-a.com", false}, // two listed, of two registrable domains
+			{"x.guerrillamail.com", true},
+			{"y.guerrillamail.com", true},
+			{"shop-b.com", false}, // four listed, still of two registrable domains
+			{"shop-c.com", false},
+			{"shop-d.com", false},
+			{"shop-e.com", false},
+			{"grr.la", true},
+			{"shop-f.com", false}, // five listed of three, five customers
+		},
+		"customers first": {
+			{"shop-a.com", false},
+			{"shop-b.com", false},
+			{"shop-c.com", false},
+			{"guerrillamail.com", true},
+			{"sharklasers.com", true},
+			{"grr.la", true},
+			{"shop-d.com", false}, // three listed of three, three customers before them
+			{"guerrillamail.net", true},
+			{"pokemail.net", true},
+			{"burner-like.xyz", true}, // five listed, four customers: now the address condemns
+		},
+	}
+	for name, seq := range sequences {
+		zone := dnstest.Zone{}
+		for _, st := range seq {
+			zone[st.domain] = dnstest.Domain{MX: []dnstest.MX{{Pref: 10, Host: "mail." + st.domain, Addrs: []string{"185.199.4.40"}}}}
+		}
+		srv := dnstest.Start(t, zone, nil)
+		v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, QueryTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		for i, st := range seq {
+			res, err := v.Validate(context.Background(), "a@"+st.domain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Validations.IsDisposable != st.disposable {
+				t.Errorf("%s, step %d, %s: is_disposable %v, want %v", name, i, st.domain, res.Validations.IsDisposable, st.disposable)
+			}
 		}
 	}
 }

@@ -433,6 +433,26 @@ func (c *classifier) providerOf(domain string, mxHosts []string) provider {
 		// Yahoo Japan is a separate company.
 		return *c.yahoo
 	}
+	return hostsProvider(mxHosts)
+}
+
+// providerByMX names the provider of a domain from its MX hosts alone,
+// the domain's name aside: the provider an MX host's suffix names, else
+// the most preferred host's registrable domain, else "Unknown". It is for
+// a domain whose name says nothing of who runs its mail, such as a typo
+// of a provider's (yahoo.cm).
+func (c *classifier) providerByMX(mxHosts []string) provider {
+	for _, h := range mxHosts {
+		if p := c.mxProvider(h); p != nil {
+			return *p
+		}
+	}
+	return hostsProvider(mxHosts)
+}
+
+// hostsProvider names a provider no index knows by the most preferred MX
+// host's registrable domain, or "Unknown" when there is no MX host.
+func hostsProvider(mxHosts []string) provider {
 	if len(mxHosts) > 0 {
 		h := mxHosts[0]
 		if reg, err := publicsuffix.EffectiveTLDPlusOne(h); err == nil {

@@ -2,6 +2,7 @@ package emailcheck
 
 import (
 	"net/netip"
+	"slices"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -12,22 +13,41 @@ import (
 
 // burnerMark records what was seen at one MX host address: how many
 // listed burner domains and how many other domains have their mail there.
-// The address is taken for a burner service's only when at least two
-// listed domains, with different registrable domains, are seen there and
-// they outnumber the others: a listed domain or two on a shared web host
+// The address is taken for a burner service's only when listed domains of
+// at least minBurnerDomains different registrable domains are seen there
+// and they outnumber the others: a few listed domains on a shared web host
 // must not condemn its neighbours, while a burner service's server holds
-// mostly the list's domains. Every domain the mark condemns counts among
-// the others, so a wrong mark wears itself out.
+// mostly the list's domains. The other domains are counted whenever they
+// are resolved, before the first listed one as after, and every domain the
+// mark condemns counts among them, so a wrong mark wears itself out.
 type burnerMark struct {
-	first    string // the registrable domain of the first listed burner seen there
-	listed   int    // listed burner domains resolved there, counting the first
-	distinct bool   // a listed domain other than first was seen there
-	others   int    // other domains resolved there since first
+	regs     [minBurnerDomains - 1]string // the first registrable domains of listed burners seen there
+	distinct int                          // different registrable domains among them, up to minBurnerDomains
+	listed   int                          // listed burner domains resolved there
+	others   int                          // other domains resolved there
 	expires  time.Time
 }
 
+// minBurnerDomains is how many different registrable domains of listed
+// burners an address must serve before it condemns others.
+const minBurnerDomains = 3
+
 // condemns reports whether the address is a burner service's.
-func (m burnerMark) condemns() bool { return m.distinct && m.listed >= 2 && m.listed > m.others }
+func (m burnerMark) condemns() bool {
+	return m.distinct >= minBurnerDomains && m.listed > m.others
+}
+
+// addListed counts a listed burner domain of registrable domain reg.
+func (m *burnerMark) addListed(reg string) {
+	m.listed++
+	if m.distinct >= minBurnerDomains || slices.Contains(m.regs[:m.distinct], reg) {
+		return
+	}
+	if m.distinct < len(m.regs) {
+		m.regs[m.distinct] = reg
+	}
+	m.distinct++
+}
 
 // burnerAddrs holds what the validator learned about burners' MX
 // addresses. It lives beside the DNS cache and is bounded by its size.
@@ -42,7 +62,10 @@ type burnerAddrs = lru.Cache[netip.Addr, burnerMark]
 //     disposable (disposableMX), unless allowlisted or known;
 //   - a domain that receives mail gets a suggestion where its MX hosts say
 //     typo (suggester.suggestReceiving);
-//   - a domain with a suggestion is a typo, and never free.
+//   - a domain with a suggestion is a typo, and never free; its name says
+//     nothing of who runs its mail (yahoo.cm is not Yahoo's), so its
+//     provider and alias rule come from its MX hosts alone
+//     (classifier.providerByMX).
 func (v *Validator) refine(domain string, info *domainInfo) {
 	if info.outcome == outcomeNXDomain {
 		info.class.provider, info.class.rule = "Unknown", aliasRuleUnknown
@@ -55,12 +78,15 @@ func (v *Validator) refine(domain string, info *domainInfo) {
 	}
 	if info.suggest != "" {
 		info.class.free = false
+		p := v.classifier.providerByMX(info.mxHosts)
+		info.class.provider, info.class.rule = p.name, p.rule
 	}
 }
 
-// learnBurner records the MX addresses of a listed burner domain, or marks
-// an unlisted domain whose MX host shares a confirmed burner address. Only
-// addresses already in the host cache are used: it costs no query.
+// learnBurner records the MX addresses of a listed burner domain, and
+// those of any other domain, which it marks disposable when one of them is
+// a confirmed burner address. Only addresses already in the host cache are
+// used: it costs no query.
 // Concurrent lookups may each miss the other's count: the marks are
 // evidence, not accounts.
 func (v *Validator) learnBurner(domain string, info *domainInfo) {
@@ -84,6 +110,7 @@ func (v *Validator) learnBurner(domain string, info *domainInfo) {
 	if !teach && (info.class.disposable || c.isAllowed(domain)) {
 		return
 	}
+	condemned := false
 	for _, h := range info.mxHosts {
 		hi, ok := v.hosts.Peek(h)
 		if !ok || !now.Before(hi.expires) {
@@ -95,27 +122,21 @@ func (v *Validator) learnBurner(domain string, info *domainInfo) {
 			}
 			m, seen := v.burners.Peek(a)
 			if seen && !now.Before(m.expires) {
-				seen, m = false, burnerMark{}
+				m = burnerMark{}
 			}
-			switch {
-			case teach && !seen:
-				v.burners.Add(a, burnerMark{first: reg, listed: 1, expires: hi.expires})
-			case teach:
-				m.listed++
-				m.distinct = m.distinct || reg != m.first
-				if hi.expires.After(m.expires) {
-					m.expires = hi.expires
-				}
-				v.burners.Add(a, m)
-			case seen:
-				condemned := m.condemns()
+			if teach {
+				m.addListed(reg)
+			} else {
+				condemned = condemned || m.condemns()
 				m.others++
-				v.burners.Add(a, m)
-				if condemned {
-					info.class.disposable, info.class.reason = true, disposableMX
-					return
-				}
 			}
+			if hi.expires.After(m.expires) {
+				m.expires = hi.expires
+			}
+			v.burners.Add(a, m)
 		}
+	}
+	if condemned {
+		info.class.disposable, info.class.reason = true, disposableMX
 	}
 }

@@ -678,3 +678,25 @@ func TestDisposableConfiguredOverKnown(t *testing.T) {
 		t.Error("tutanota.com: disposable")
 	}
 }
+
+// No domain of testdata/not_typos.tsv marked as an ISP's, a company's or
+// a university's is free: those mailboxes come with a line, a job or a
+// place of study, whatever the upstream free list says.
+func TestInstitutionsNotFree(t *testing.T) {
+	t.Parallel()
+	c := defaultClassifier(t)
+	n := 0
+	for _, r := range readTSV(t, "testdata/not_typos.tsv") {
+		why := r[2]
+		if why != "ISP" && !strings.HasPrefix(why, "ISP:") && !strings.Contains(why, "company") && !strings.Contains(why, "university") {
+			continue
+		}
+		n++
+		if c.classifyDomain(r[0], mxHostsOf(r[0], r[1])).free {
+			t.Errorf("%s (%s): free", r[0], why)
+		}
+	}
+	if n < 250 {
+		t.Errorf("%d ISP, company and university domains, want at least 250", n)
+	}
+}

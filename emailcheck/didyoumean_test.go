@@ -26,7 +26,7 @@ func TestDidYouMean(t *testing.T) {
 		// provider at a third party's host.
 		"hotmale.com": {MX: []dnstest.MX{{Pref: 10, Host: "mx.sedoparking.com"}}},
 		"cloud.com":   {MX: []dnstest.MX{{Pref: 10, Host: "cloud-com.mail.protection.outlook.com"}}},
-		"hotmal.it":   {MX: []dnstest.MX{{Pref: 10, Host: "mx.catchall-inbox.net"}}},
+		"hotmial.it":  {MX: []dnstest.MX{{Pref: 10, Host: "mx.catchall-inbox.net"}}},
 		"gmaiil.co":   {MX: []dnstest.MX{{Pref: 10, Host: "mail.gmaiil.co"}}}, // its own host
 	}, nil)
 	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, QueryTimeout: 10 * time.Second})
@@ -49,7 +49,7 @@ func TestDidYouMean(t *testing.T) {
 		{"jane@acme-corp.con", "jane@acme-corp.com", emailcheck.StatusInvalidDomain},
 		{"not an address", "", emailcheck.StatusInvalidFormat},
 		{"jane@hotmale.com", "jane@hotmail.com", emailcheck.StatusLikely},
-		{"jane@hotmal.it", "jane@hotmail.it", emailcheck.StatusLikely},
+		{"jane@hotmial.it", "jane@hotmail.it", emailcheck.StatusLikely},
 		{"jane@cloud.com", "", emailcheck.StatusLikely},
 		{"jane@gmaiil.co", "", emailcheck.StatusLikely},
 		{"jane@yahooo.fr", "jane@yahoo.fr", emailcheck.StatusInvalidDomain},
@@ -86,6 +86,62 @@ func TestDidYouMean(t *testing.T) {
 		domain := tt.email[strings.LastIndex(tt.email, "@")+1:]
 		if n := srv.QueryCount(domain, dns.TypeMX); tt.status == emailcheck.StatusInvalidDomain && (n < 1 || srv.Queries() != n) {
 			t.Errorf("%s: %d queries, %d of them the MX query, for an NXDOMAIN with a suggestion; want the MX query only", tt.email, srv.Queries(), n)
+		}
+	}
+}
+
+// A typo of a provider's domain is not the provider's: its provider and
+// alias rule come from its MX hosts alone, never from its name. yahoo.cm
+// parked is no Yahoo mailbox, so "-x" is no tag there; the same typo
+// whose mail really goes to Yahoo keeps Yahoo's rule.
+func TestDidYouMeanTypoProvider(t *testing.T) {
+	t.Parallel()
+	parked := []dnstest.MX{{Pref: 10, Host: "mx.sedoparking.com"}}
+	srv := dnstest.Start(t, dnstest.Zone{
+		"yahoo.cm":  {MX: parked},
+		"yahoo.om":  {MX: parked},
+		"yahoo.co":  {MX: parked},
+		"yahoo.con": {A: []string{"192.0.2.10"}},                                         // no MX: a broken TLD
+		"vahoo.com": {MX: []dnstest.MX{{Pref: 10, Host: "mta5.am0.yahoodns.net"}}},       // a listed typo, at Yahoo
+		"yahoo.fr":  {MX: []dnstest.MX{{Pref: 10, Host: "mx-eu.mail.am0.yahoodns.net"}}}, // the real one
+	}, nil)
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, QueryTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	tests := []struct {
+		email, suggestion, provider string
+		alias                       emailcheck.AliasStatus
+		canonical                   string
+	}{
+		{"jane-x@yahoo.cm", "jane-x@yahoo.com", "sedoparking.com", emailcheck.AliasMaybeNot, ""},
+		{"jane-x@yahoo.om", "jane-x@yahoo.com", "sedoparking.com", emailcheck.AliasMaybeNot, ""},
+		{"jane-x@yahoo.co", "jane-x@yahoo.com", "sedoparking.com", emailcheck.AliasMaybeNot, ""},
+		{"jane+x@yahoo.cm", "jane+x@yahoo.com", "sedoparking.com", emailcheck.AliasPossible, "jane@yahoo.cm"},
+		{"jane-x@yahoo.con", "jane-x@yahoo.com", "Unknown", emailcheck.AliasMaybeNot, ""},
+		{"jane-x@vahoo.com", "jane-x@yahoo.com", "Yahoo", emailcheck.AliasConfirmed, "jane@vahoo.com"},
+		{"jane-x@yahoo.fr", "", "Yahoo", emailcheck.AliasConfirmed, "jane@yahoo.fr"},
+	}
+	for _, tt := range tests {
+		res, err := v.Validate(context.Background(), tt.email)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, canonical := "", ""
+		if res.DidYouMean != nil {
+			got = *res.DidYouMean
+		}
+		if res.Confidence.CanonicalEmail != nil {
+			canonical = *res.Confidence.CanonicalEmail
+		}
+		if got != tt.suggestion || res.Provider.Name != tt.provider || res.Confidence.AliasStatus != tt.alias || canonical != tt.canonical {
+			t.Errorf("%s: did_you_mean %q, provider %q, %s, canonical %q; want %q, %q, %s, %q",
+				tt.email, got, res.Provider.Name, res.Confidence.AliasStatus, canonical,
+				tt.suggestion, tt.provider, tt.alias, tt.canonical)
+		}
+		if got != "" && res.Provider.IsFree {
+			t.Errorf("%s: a typo domain is free", tt.email)
 		}
 	}
 }

@@ -172,13 +172,14 @@
 // suffix never matches. It is also disposable when the registrable domain
 // of any of its MX hosts is on that list: a custom domain whose mail goes to
 // a burner service. And it is disposable when one of its MX hosts has a
-// public address that the MX hosts of listed burner domains have too, at
-// least two with different registrable domains, outnumbering the other
-// domains seen there: the validator learns those addresses as it resolves
+// public address that the MX hosts of listed burner domains have too, of
+// at least three different registrable domains, outnumbering the other
+// domains seen there before and after them: the validator learns those
+// addresses as it resolves
 // domains, within the DNS cache (bounded by [Config.CacheSize], expiring
 // with the host answers, off when caching is); it applies to lookups made
-// after the learning. A single listed domain teaches nothing, nor do a few
-// on a shared web host among more that are not listed, nor one whose mail
+// after the learning. One or two listed domains teach nothing, nor do a
+// few on a shared web host among as many that are not listed, nor one whose mail
 // goes to a provider, a gateway, a shared mail host or a parking service;
 // every domain an address condemns counts against it. Domains on the embedded allowlist, the known-domain model
 // (data/known_domains.txt) or [Config.AllowDomains], matched on the domain
@@ -209,14 +210,17 @@
 // the most preferred MX host (a self-hosted domain reports itself), and
 // "Unknown" when there is no MX host. A domain that does not exist
 // (NXDOMAIN) is "Unknown" whatever its name, and no provider's alias rule
-// applies to it.
+// applies to it. Nor is a domain with a typo suggestion named after the
+// provider it misspells: yahoo.cm parked at a sale service is named by its
+// MX host, and Yahoo's "-tag" rule applies only where an MX host is
+// Yahoo's.
 //
 // Free providers. provider.is_free is true when anyone can open a mailbox
 // at the registrable domain at no cost (gmail.com, outlook.com, yahoo.*,
 // gmx.*, mail.ru, qq.com, Tuta's domains, ...): the embedded list from
 // AfterShip's email-verifier (MIT), without its disposable and reserved
-// domains and without the company, institution and typo domains that
-// data/free_exclusions.txt names with a reason each, corrected by the
+// domains and without the company, institution, ISP and typo domains
+// that data/free_exclusions.txt names with a reason each, corrected by the
 // known-domain model's facts (paid-only providers such as Fastmail, Posteo,
 // Runbox and Hushmail, ISPs' and organizations' mail are not free). A
 // domain with a suggestion is a typo and never free.
@@ -240,10 +244,15 @@
 // domain that receives mail gets one only where its MX hosts say typo: it
 // is disposable, or its mail goes to a parking service (strong signs), or
 // to a host that is neither its own (below its registrable domain) nor a
-// provider's, gateway's or shared mail host's (a weak sign: not enough for
-// a domain of six characters or fewer, and leading only to a target of
-// some size, not to a small or legacy provider); then a global provider
-// may be two edits away, any other target one. A domain whose DNS could not answer
+// provider's, gateway's or shared mail host's (a weak sign, which every
+// customer of a web host no list names shows too); then a global provider
+// may be two edits away, any other target one. On the weak sign alone a
+// domain of six characters or fewer is never corrected, the target must
+// be of some size (not a small or legacy provider), and the name before
+// the first dot may differ from the target's by one edit at most: none
+// when it is shorter than five characters (seven unless the target is a
+// global provider), so that naver.co and comcats.net are corrected but
+// haver.com, love.de and libera.it are not. A domain whose DNS could not answer
 // gets only the fixes that need no DNS. A known domain (the model, the free
 // list, the provider index) is never corrected.
 //

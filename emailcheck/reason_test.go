@@ -40,6 +40,7 @@ func TestReasons(t *testing.T) {
 		"burner-front.com":     {MX: mx("mail2.mailinator.com")},
 		"guerrillamail.com":    {MX: mx("mx.guerrillamail.com", burnerAddr)},
 		"sharklasers.com":      {MX: mx("mx.sharklasers.com", burnerAddr)},
+		"grr.la":               {MX: mx("mx.grr.la", burnerAddr)},
 		"fresh-burner.xyz":     {MX: mx("mx.fresh-burner.xyz", burnerAddr)},
 		"implicit-only.com":    {A: []string{"192.0.2.11"}},
 		"xn--bcher-kva.de":     {MX: mx("mx.xn--bcher-kva.de")},
@@ -104,9 +105,9 @@ func TestReasons(t *testing.T) {
 		}
 	}
 
-	// A domain on no list, at an address where two listed burners' MX
+	// A domain on no list, at an address where three listed burners' MX
 	// hosts live, once they have been seen.
-	for _, e := range []string{"a@guerrillamail.com", "a@sharklasers.com"} {
+	for _, e := range []string{"a@guerrillamail.com", "a@sharklasers.com", "a@grr.la"} {
 		if _, err := v.Validate(context.Background(), e); err != nil {
 			t.Fatal(err)
 		}

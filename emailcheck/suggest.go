@@ -129,12 +129,16 @@ func (s *suggester) suggest(domain string, receivesMail bool) string {
 // suggestReceiving returns the domain probably meant instead of a domain
 // that receives mail at mxHosts (most preferred first), classified as dc,
 // or "". A target within reach is suggested only where the evidence says
-// typo (see typoEvidence): two edits for a global provider, one for the
-// others. Weak evidence (a third party's host) leads only to a target of
-// weight largeWeight or more, and not at all from a short domain
-// (6 characters or fewer): one edit from many real companies' names, and
-// from many small providers', they need strong evidence, a parking or
-// burner host.
+// typo (see typoEvidence): on strong evidence (a parking or burner host),
+// two edits for a global provider, one for the others.
+//
+// Weak evidence (a third party's host) is what every customer of a web
+// host the lists do not name shows too, so it corrects only what few real
+// domains look like (see weakName): never a short domain (6 characters or
+// fewer), only to a target of weight largeWeight or more, and with at most
+// one edit in the name, the part before the first dot. A name one letter
+// from a short provider's name is as likely a company's own (haver.com,
+// love.de, globe.com, libera.it, mall.com).
 func (s *suggester) suggestReceiving(domain string, mxHosts []string, dc domainClass) string {
 	if sg := s.suggest(domain, true); sg != "" || s.isKnown(domain) {
 		return sg
@@ -146,10 +150,19 @@ func (s *suggester) suggestReceiving(domain string, mxHosts []string, dc domainC
 		if len(domain) <= 6 {
 			return ""
 		}
-		return s.nearest(domain, reachReceivingLarge)
+		return s.nearest(domain, reachWeak)
 	}
 	return s.nearest(domain, reachReceiving)
 }
+
+// A name edited at a third party's host must be at least this long: a
+// global provider's (whose misspellings far outnumber the companies named
+// like it) from minWeakGlobalName characters, another target's from
+// minWeakName.
+const (
+	minWeakGlobalName = 5
+	minWeakName       = 7
+)
 
 // typoSign is how strongly a domain's MX hosts say typosquat.
 type typoSign uint8
@@ -201,10 +214,10 @@ func (s *suggester) typoEvidence(domain string, mxHosts []string, dc domainClass
 type reach uint8
 
 const (
-	reachNoMail         reach = iota // the domain receives no mail: maxDistance for every target
-	reachReceiving                   // it receives mail: maxDistance for a global target, one edit for the others
-	reachReceivingLarge              // as reachReceiving, to targets of weight largeWeight or more only
-	reachFixedTLD                    // its TLD was fixed: one edit
+	reachNoMail    reach = iota // the domain receives no mail: maxDistance for every target
+	reachReceiving              // it receives mail: maxDistance for a global target, one edit for the others
+	reachWeak                   // as reachReceiving, to targets of weight largeWeight or more, by name (see weakName)
+	reachFixedTLD               // its TLD was fixed: one edit
 )
 
 // largeWeight is the weight from which a target is more than a small or
@@ -244,9 +257,9 @@ func (s *suggester) nearest(domain string, r reach) string {
 	for _, t := range s.targets[s.starts[lo]:end] {
 		k := far
 		switch {
-		case r == reachReceivingLarge && t.weight < largeWeight:
+		case r == reachWeak && t.weight < largeWeight:
 			continue
-		case (r == reachReceiving || r == reachReceivingLarge) && !t.global:
+		case (r == reachReceiving || r == reachWeak) && !t.global:
 			k = 1
 		}
 		if d := len(t.name) - len(domain); d > k || -d > k {
@@ -260,11 +273,41 @@ func (s *suggester) nearest(domain string, r reach) string {
 		if d > k || d > bestD || t.name == domain {
 			continue
 		}
+		if r == reachWeak && !weakName(domain, t) {
+			continue
+		}
 		if d < bestD || t.weight > bestW || (t.weight == bestW && t.name < best) {
 			best, bestD, bestW = t.name, d, t.weight
 		}
 	}
 	return best
+}
+
+// weakName reports whether a domain at a third party's host, within reach
+// of target t, may be corrected to it: when it carries t's very name, so
+// that the edits are in the suffix (naver.co for naver.com, gmail.co), or
+// when one edit turns its name into t's and the name is long enough
+// (comcats.net for comcast.net, gnail.co for gmail.com).
+func weakName(domain string, t target) bool {
+	name, want := firstLabel(domain), firstLabel(t.name)
+	switch osaDistance(name, want, 1) {
+	case 0:
+		return true
+	case 1:
+		if t.global {
+			return len(name) >= minWeakGlobalName
+		}
+		return len(name) >= minWeakName
+	}
+	return false
+}
+
+// firstLabel returns d up to its first dot.
+func firstLabel(d string) string {
+	if i := strings.IndexByte(d, '.'); i >= 0 {
+		return d[:i]
+	}
+	return d
 }
 
 // byteMask is the set of bytes in s: a bit each for a-z, 0-9, '-' and

@@ -238,6 +238,22 @@ func TestSuggestRules(t *testing.T) {
 		{"qa.com", other, ""},        // two letters: one edit from many companies' names
 		{"gm.com", parked, ""},       // a known company
 		{"hotmale.com", parked, "hotmail.com"},
+		// At a third party's host, the weak sign every customer of an
+		// unlisted web host shows: a name one edit from a regional
+		// provider's or an ISP's is corrected only when long, a global
+		// provider's from five characters, and the provider's very name
+		// under a mistyped suffix always.
+		{"haver.com", other, ""},
+		{"haver.com", parked, "naver.com"},
+		{"naver.co", other, "naver.com"},
+		{"comcats.net", other, "comcast.net"},
+		{"orang.fr", other, ""},
+		{"orang.fr", parked, "orange.fr"},
+		{"mall.com", other, ""}, // not gmail.com either: two edits in the name
+		{"gnail.co", other, "gmail.com"},
+		{"gmai.co", other, ""},
+		{"libera.it", other, ""},
+		{"libera.it", burner, "libero.it"},
 	}
 	for _, tt := range tests {
 		if got := suggestFor(c, s, tt.domain, tt.mx); got != tt.want {
@@ -342,15 +358,20 @@ func BenchmarkSuggestNone(b *testing.B) {
 	}
 }
 
-// BenchmarkSuggestReceiving weighs the MX hosts of domains that receive
-// mail: one at its own host (the common case, decided without a search),
-// one at a third party's host (a search of the targets within reach).
+// BenchmarkSuggestReceiving is the path the validator takes for every
+// domain it resolves that receives mail: the name alone, then its MX
+// hosts weighed. One at its own host (the common case, decided without a
+// search), one at a third party's host (a search of the targets within
+// reach), one there within reach of a target but with a name of its own
+// (haver.com, one edit from naver.com: its name is weighed too), and a
+// typo.
 func BenchmarkSuggestReceiving(b *testing.B) {
 	c := defaultClassifier(b)
 	s := newSuggester(c)
 	for _, bc := range []struct{ name, domain, mx string }{
 		{"OwnHost", "acme-widgets.com", "mx1.acme-widgets.com"},
 		{"ThirdParty", "acme-widgets.com", "mx.catchall-inbox.net"},
+		{"ThirdPartyNear", "haver.com", "mx.catchall-inbox.net"},
 		{"Typo", "hotmale.com", "mx.catchall-inbox.net"},
 	} {
 		hosts := []string{bc.mx}
