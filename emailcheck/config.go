@@ -17,8 +17,12 @@ type Config struct {
 	// server, and so the ceiling of the retransmission timeout (RTO),
 	// which is otherwise learnt per nameserver from the round trips
 	// measured (smoothed RTT plus four times its variation, at least
-	// 50ms, doubled after each timeout; 400ms, or QueryTimeout when
-	// less, before the first answer). Default 2s.
+	// 50ms; 400ms, or QueryTimeout when less, before the first answer).
+	// It doubles after a timeout only when the server answered no query
+	// sent after the one lost; a name that alone goes unanswered backs
+	// off only its own retransmissions, and its zone is then answered at
+	// once as unanswered for FailureTTL (longer for a zone that keeps
+	// timing out, up to a minute). Default 2s.
 	QueryTimeout time.Duration
 	// Retries is how many more times a query is sent when its answer has
 	// not come within the server's RTO, or a server failed (SERVFAIL,

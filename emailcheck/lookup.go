@@ -74,7 +74,9 @@ func (v *Validator) resolveDomain(ctx context.Context, domain string) (*domainIn
 	switch {
 	case mxErr != nil:
 		info.outcome = outcomeUnknown
-		info.unreachable = errors.Is(mxErr, errUnreachable)
+		// A SERVFAIL while the resolver resolves nothing at all is the
+		// resolver's failure, not the name's: as good as no answer.
+		info.unreachable = errors.Is(mxErr, errUnreachable) || v.resolver.cutOff(ctx)
 		info.dnsReason = ReasonDNSServfail
 		if info.unreachable {
 			info.dnsReason = ReasonDNSTimeout

@@ -32,6 +32,11 @@ const (
 	// rttBand is how much slower than the fastest a nameserver may be and
 	// still take first attempts in turn with it (Unbound's RTT band).
 	rttBand = 400 * time.Millisecond
+	// retryShare is the share of the window, one part in retryShare, that
+	// retransmissions may hold at once: a name that is never answered
+	// is retransmitted, and a crowd of them must leave the rest of the
+	// window to first attempts.
+	retryShare = 4
 )
 
 // nameserver is one nameserver's UDP transport and what the resolver has
@@ -58,7 +63,12 @@ type nameserver struct {
 	cuts     uint64        // halvings so far
 	undo     [2]float64    // cwnd and ssthresh before the last halving
 	inFlight int           // queries holding a place in the window
-	waiters  []*waiter     // queries waiting for a place, oldest first
+	retries  int           // of which retransmissions
+	waiters  []*waiter     // first attempts, then retries, oldest first
+	// answeredSent is when the latest-sent query answered so far was
+	// sent: a query sent before it and unanswered was passed over by the
+	// server for its name's sake, not lost with the server's other work.
+	answeredSent time.Time
 }
 
 // waiter is a query waiting for a place in a window.
@@ -84,26 +94,32 @@ func newNameserver(addr string, timeout time.Duration, maxInFlight int) *nameser
 // limit is the window as a whole number of queries.
 func (ns *nameserver) limit() int { return max(1, int(ns.cwnd)) }
 
+// retryLimit is how many places of the window retransmissions may hold.
+func (ns *nameserver) retryLimit() int { return max(1, ns.limit()/retryShare) }
+
 // acquire takes a place in the window, waiting in turn while the window
-// is full, until ctx ends. A retry goes ahead of the first attempts
-// waiting, as its question has waited longer.
+// is full, until ctx ends. First attempts are served before retries
+// (a retry's name has already shown it may never be answered), and
+// retries hold at most a quarter of the window, so that names that are
+// never answered cannot crowd out the questions asked after them.
 func (ns *nameserver) acquire(ctx context.Context, retry bool) error {
 	ns.mu.Lock()
-	if len(ns.waiters) == 0 && ns.inFlight < ns.limit() {
-		ns.inFlight++
+	if ns.inFlight < ns.limit() && (retry && len(ns.waiters) == 0 && ns.retries < ns.retryLimit() ||
+		!retry && (len(ns.waiters) == 0 || ns.waiters[0].retry)) {
+		ns.takeLocked(retry)
 		ns.mu.Unlock()
 		return nil
 	}
 	w := &waiter{ready: make(chan struct{}), retry: retry}
 	if retry {
-		// Behind the retries already waiting.
+		ns.waiters = append(ns.waiters, w)
+	} else {
+		// Behind the first attempts already waiting, ahead of the retries.
 		i := 0
-		for i < len(ns.waiters) && ns.waiters[i].retry {
+		for i < len(ns.waiters) && !ns.waiters[i].retry {
 			i++
 		}
 		ns.waiters = slices.Insert(ns.waiters, i, w)
-	} else {
-		ns.waiters = append(ns.waiters, w)
 	}
 	ns.mu.Unlock()
 	select {
@@ -112,35 +128,51 @@ func (ns *nameserver) acquire(ctx context.Context, retry bool) error {
 	case <-ctx.Done():
 		ns.mu.Lock()
 		if w.granted {
-			ns.releaseLocked()
+			ns.releaseLocked(retry)
 		} else if i := slices.Index(ns.waiters, w); i >= 0 {
 			ns.waiters = slices.Delete(ns.waiters, i, i+1)
+			ns.grantLocked() // a retry behind it may fit now
 		}
 		ns.mu.Unlock()
 		return ctx.Err()
 	}
 }
 
-// release gives a place back without telling anything of the server.
-func (ns *nameserver) release() {
+func (ns *nameserver) takeLocked(retry bool) {
+	ns.inFlight++
+	if retry {
+		ns.retries++
+	}
+}
+
+// release gives a place back without telling anything of the server;
+// retry says whether a retransmission held it.
+func (ns *nameserver) release(retry bool) {
 	ns.mu.Lock()
-	ns.releaseLocked()
+	ns.releaseLocked(retry)
 	ns.mu.Unlock()
 }
 
-func (ns *nameserver) releaseLocked() {
+func (ns *nameserver) releaseLocked(retry bool) {
 	ns.inFlight--
+	if retry {
+		ns.retries--
+	}
 	ns.grantLocked()
 }
 
-// grantLocked hands the places the window has free to the oldest waiters.
+// grantLocked hands the places the window has free to the oldest waiters,
+// first attempts before retries, retries within their share.
 func (ns *nameserver) grantLocked() {
 	for len(ns.waiters) > 0 && ns.inFlight < ns.limit() {
 		w := ns.waiters[0]
+		if w.retry && ns.retries >= ns.retryLimit() {
+			return // the first attempts are all served; retries wait
+		}
 		ns.waiters[0] = nil
 		ns.waiters = ns.waiters[1:]
 		w.granted = true
-		ns.inFlight++
+		ns.takeLocked(w.retry)
 		close(w.ready)
 	}
 }
@@ -160,11 +192,13 @@ func (ns *nameserver) currentRTO() time.Duration {
 // doubling meanwhile would flood the server. Past the threshold, it grows
 // by one place per window's worth of answers. The answers to queries sent
 // before the last halving grow nothing: they were sent under the window
-// that proved too large.
-func (ns *nameserver) answered(sent time.Time) {
+// that proved too large. retry says whether a retransmission held the
+// place.
+func (ns *nameserver) answered(sent time.Time, retry bool) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	ns.sampleLocked(time.Since(sent))
+	ns.answeredSent = later(ns.answeredSent, sent)
 	switch {
 	case sent.Before(ns.cut):
 	case ns.cwnd >= ns.ssthresh:
@@ -175,7 +209,15 @@ func (ns *nameserver) answered(sent time.Time) {
 		ns.cwnd += limitedSlowStart / (2 * ns.cwnd)
 	}
 	ns.cwnd = min(ns.cwnd, ns.maxWin)
-	ns.releaseLocked()
+	ns.releaseLocked(retry)
+}
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // sampleLocked folds a measured round trip into the smoothed RTT and its
@@ -196,20 +238,33 @@ func (ns *nameserver) sampleLocked(rtt time.Duration) {
 }
 
 // timedOut records that a query sent at sent had no answer within its
-// RTO: the RTO doubles (once for the queries sent under the same RTO), and
-// the query gives its place in the window back, whether or not its answer
-// comes later. A timeout alone does not shrink the window: a name whose
-// own servers are dead is never answered, by any server, and says nothing
-// of this one's queue. The window halves when the question is answered
-// after all, to a later attempt ([nameserver.lost]).
-func (ns *nameserver) timedOut(sent time.Time) {
+// RTO, and gives its place in the window back, whether or not its answer
+// comes later. It reports whether the server answered a query sent after
+// it meanwhile: then the loss is the name's (a recursive resolver still
+// waiting on the name's own dead servers) and says nothing of this
+// server, so neither its RTO nor its window changes; the query's own
+// retransmissions back off. Otherwise the server may have stopped
+// answering altogether, and its RTO doubles (once for the queries sent
+// under the same RTO). A timeout never shrinks the window: the window
+// halves when the question is answered after all, to a later attempt
+// ([nameserver.lost]).
+func (ns *nameserver) timedOut(sent time.Time, retry bool) (namesLoss bool) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	if !sent.Before(ns.backoff) {
+	namesLoss = ns.answeredSent.After(sent)
+	if !namesLoss && !sent.Before(ns.backoff) {
 		ns.rto = min(2*ns.rto, ns.maxRTO)
 		ns.backoff = time.Now()
 	}
-	ns.releaseLocked()
+	ns.releaseLocked(retry)
+	return namesLoss
+}
+
+// answeredAfter reports whether the server answered a query sent after t.
+func (ns *nameserver) answeredAfter(t time.Time) bool {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	return ns.answeredSent.After(t)
 }
 
 // lost records that a query sent at sent, while the window allowed win
@@ -232,12 +287,19 @@ func (ns *nameserver) lost(sent time.Time, win int) uint64 {
 }
 
 // late records the answer to a query that had timed out, taken rtt after
-// it was sent. When its timeout halved the window and no other has since,
-// the halving is undone: the answer was slow, not lost.
+// it was sent. Its round trip is a sample of the server's only when no
+// query sent after it was answered first (Karn): a slow name's answer,
+// overtaken by others, measures the name, not the server. When its
+// timeout halved the window and no other has since, the halving is
+// undone: the answer was slow, not lost.
 func (ns *nameserver) late(rtt time.Duration, cut uint64) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	ns.sampleLocked(rtt)
+	sent := time.Now().Add(-rtt)
+	if !ns.answeredSent.After(sent) {
+		ns.sampleLocked(rtt)
+		ns.answeredSent = sent
+	}
 	ns.undoLocked(cut)
 }
 
@@ -248,11 +310,13 @@ func (ns *nameserver) undoLocked(cut uint64) {
 	}
 }
 
-// sample records a round trip measured outside the window (a ping).
-func (ns *nameserver) sample(rtt time.Duration) {
+// sample records a round trip measured outside the window (a ping) for
+// a query sent at sent.
+func (ns *nameserver) sample(sent time.Time, rtt time.Duration) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	ns.sampleLocked(rtt)
+	ns.answeredSent = later(ns.answeredSent, sent)
 }
 
 // NameserverStats is what a [Validator] has learnt of one nameserver, for

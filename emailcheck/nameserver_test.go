@@ -20,18 +20,18 @@ func TestRTOFromRoundTrips(t *testing.T) {
 		t.Fatalf("RTO before any answer with QueryTimeout 100ms: %v", short.rto)
 	}
 	// RFC 6298 §2.2: the first sample sets SRTT to R and RTTVAR to R/2.
-	ns.sample(100 * time.Millisecond)
+	ns.sample(time.Time{}, 100*time.Millisecond)
 	if ns.srtt != 100*time.Millisecond || ns.rttvar != 50*time.Millisecond || ns.rto != 300*time.Millisecond {
 		t.Fatalf("after one 100ms sample: srtt %v rttvar %v rto %v; want 100ms 50ms 300ms", ns.srtt, ns.rttvar, ns.rto)
 	}
 	// §2.3: RTTVAR = 3/4 RTTVAR + 1/4 |SRTT - R|, SRTT = 7/8 SRTT + 1/8 R.
-	ns.sample(20 * time.Millisecond)
+	ns.sample(time.Time{}, 20*time.Millisecond)
 	if ns.srtt != 90*time.Millisecond || ns.rttvar != 57500*time.Microsecond {
 		t.Fatalf("after a 20ms sample: srtt %v rttvar %v; want 90ms 57.5ms", ns.srtt, ns.rttvar)
 	}
 	// Steady fast answers bring the RTO down to its floor, never below.
 	for range 100 {
-		ns.sample(time.Millisecond)
+		ns.sample(time.Time{}, time.Millisecond)
 	}
 	if ns.rto != minRTO {
 		t.Fatalf("RTO after steady 1ms answers %v; want the floor %v", ns.rto, minRTO)
@@ -39,21 +39,21 @@ func TestRTOFromRoundTrips(t *testing.T) {
 	// A timeout doubles it, once for the queries sent under it.
 	sent := time.Now()
 	ns.inFlight = 2
-	ns.timedOut(sent)
-	ns.timedOut(sent)
+	ns.timedOut(sent, false)
+	ns.timedOut(sent, false)
 	if ns.rto != 2*minRTO {
 		t.Fatalf("RTO after two timeouts of queries sent together %v; want %v", ns.rto, 2*minRTO)
 	}
 	// Doubling stops at QueryTimeout.
 	for range 10 {
 		ns.inFlight++
-		ns.timedOut(time.Now())
+		ns.timedOut(time.Now(), false)
 	}
 	if ns.rto != 2*time.Second {
 		t.Fatalf("RTO after many timeouts %v; want QueryTimeout", ns.rto)
 	}
 	// A fresh measurement ends the doubling.
-	ns.sample(time.Millisecond)
+	ns.sample(time.Time{}, time.Millisecond)
 	if ns.rto >= time.Second {
 		t.Fatalf("RTO after an answer %v; want it from the measurements again", ns.rto)
 	}
@@ -73,29 +73,30 @@ func TestWindow(t *testing.T) {
 		if err := ns.acquire(ctx, false); err != nil {
 			t.Fatal(err)
 		}
-		ns.answered(time.Now())
+		ns.answered(time.Now(), false)
 	}
 	if got := ns.stats().Window; got != initialWindow+10 {
 		t.Fatalf("window after 10 answers %d; want %d", got, initialWindow+10)
 	}
 
 	// A timeout alone shrinks nothing (a dead name is never answered), but
-	// gives the query's place back and doubles the RTO.
+	// gives the query's place back. A query sent after them was answered:
+	// the loss is their names', and the RTO stays.
 	lost := time.Now()
 	for range 3 {
 		if err := ns.acquire(ctx, false); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ns.answered(time.Now())
+	ns.answered(time.Now(), false)
 	win, rto := ns.limit(), ns.currentRTO()
-	ns.timedOut(lost)
-	ns.timedOut(lost)
+	ns.timedOut(lost, false)
+	ns.timedOut(lost, false)
 	if ns.limit() != win || ns.inFlight != 0 {
 		t.Fatalf("after two timeouts: window %d, %d in flight; want %d and 0", ns.limit(), ns.inFlight, win)
 	}
-	if got := ns.currentRTO(); got != min(2*rto, ns.maxRTO) {
-		t.Fatalf("RTO after two timeouts of queries sent together: %v; want %v (doubled once)", got, 2*rto)
+	if got := ns.currentRTO(); got != rto {
+		t.Fatalf("RTO after two timeouts of queries overtaken by an answer: %v; want %v", got, rto)
 	}
 	// A question answered to a retransmission was dropped: the window
 	// halves, once for the queries sent under the same window.
@@ -122,7 +123,7 @@ func TestWindow(t *testing.T) {
 		if err := ns.acquire(ctx, false); err != nil {
 			t.Fatal(err)
 		}
-		ns.answered(time.Now())
+		ns.answered(time.Now(), false)
 	}
 	if got := ns.limit(); got < win || got > win+1 {
 		t.Fatalf("window after a window of answers past the threshold: %d; want %d or %d", got, win, win+1)
@@ -141,9 +142,9 @@ func TestWindow(t *testing.T) {
 		if err := small.acquire(ctx, false); err != nil {
 			t.Fatal(err)
 		}
-		small.answered(time.Now())
+		small.answered(time.Now(), false)
 		small.cut = time.Time{}
-		small.timedOut(sent)
+		small.timedOut(sent, false)
 		small.lost(sent, small.limit())
 	}
 	if small.limit() != minWindow {
@@ -153,14 +154,14 @@ func TestWindow(t *testing.T) {
 		if err := small.acquire(ctx, false); err != nil {
 			t.Fatal(err)
 		}
-		small.answered(time.Now())
+		small.answered(time.Now(), false)
 	}
 	if small.limit() > 8 {
 		t.Fatalf("window %d above MaxInFlight 8", small.limit())
 	}
 }
 
-// Queries beyond the window wait, retries ahead of first attempts, and a
+// Queries beyond the window wait, first attempts ahead of retries, and a
 // waiter whose context ends leaves the line.
 func TestWindowWaits(t *testing.T) {
 	ns := newNameserver("127.0.0.1:53", 2*time.Second, 2)
@@ -200,10 +201,10 @@ func TestWindowWaits(t *testing.T) {
 		t.Fatalf("%d waiting after one left; want 2", w)
 	}
 	start("rrr", true)
-	// Places come free one by one: the retry first, then the others in
-	// turn.
-	for i, want := range []string{"rrr", "f", "ff"} {
-		ns.release()
+	// Places come free one by one: the first attempts in turn, then the
+	// retry.
+	for i, want := range []string{"f", "ff", "rrr"} {
+		ns.release(false)
 		waitCond(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == i+1 })
 		mu.Lock()
 		got := order[i]
@@ -292,7 +293,7 @@ func TestWindowGrowthLimited(t *testing.T) {
 		if err := ns.acquire(ctx, false); err != nil {
 			t.Fatal(err)
 		}
-		ns.answered(time.Now())
+		ns.answered(time.Now(), false)
 	}
 	if got := ns.limit(); got < 440 || got > 460 {
 		t.Fatalf("window 400 after 400 answers: %d; want about %d", got, 400+limitedSlowStart/2)
@@ -304,13 +305,13 @@ func TestWindowGrowthLimited(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ns.answered(time.Now()) // sent later than the lost one
+	ns.answered(time.Now(), false) // sent later than the lost one
 	win := ns.limit()
-	ns.timedOut(before)
+	ns.timedOut(before, false)
 	if ns.lost(before, win) == 0 {
 		t.Fatal("no halving")
 	}
-	ns.answered(before)
+	ns.answered(before, false)
 	if got := ns.limit(); got != win/2 {
 		t.Fatalf("window after an answer sent before the halving: %d; want %d", got, win/2)
 	}

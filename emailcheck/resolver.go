@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/net/publicsuffix"
 )
 
 // errNoAnswer is returned when no server gave a usable answer within the
@@ -41,6 +45,8 @@ type resolver struct {
 	retries  int
 	next     atomic.Uint32 // rotates the first server tried
 	counters *counters     // nil: nothing is counted
+	zones    *zoneMemory   // nil: no zone is remembered
+	recent   recentZones   // zones answered lately, for the canary
 }
 
 func newResolver(servers []string, timeout time.Duration, retries, maxInFlight int) *resolver {
@@ -160,6 +166,10 @@ func soaMinimum(msg *dns.Msg) uint32 {
 	return 0
 }
 
+// errZoneSilent is the error of a question under a zone whose names the
+// nameservers were lately found not to answer.
+var errZoneSilent = errors.New("emailcheck: dns: the zone's names went unanswered lately")
+
 // attempt is one sending of a question to one nameserver.
 type attempt struct {
 	ns      *nameserver
@@ -169,6 +179,7 @@ type attempt struct {
 	window  int           // the server's window when sent
 	cut     uint64        // the window halving its loss caused, or 0
 	holding bool          // holds a place in the server's window
+	retry   bool          // a retransmission: its place is of their share
 	pending bool          // waits for its answer
 	expired bool          // its RTO passed without an answer
 }
@@ -180,6 +191,12 @@ type attempt struct {
 // answers until each has waited QueryTimeout. SERVFAIL, REFUSED and the
 // like are asked of the other servers and reported as errors when none
 // does better.
+//
+// A timeout backs the query's own retransmissions off (each waits at
+// least twice its previous attempt's RTO); a question under a zone whose
+// names lately went unanswered is failed at once, and one under a zone
+// whose question is being retransmitted waits for that question's outcome
+// before sending ([zoneMemory]).
 func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.Msg, error) {
 	m := new(dns.Msg)
 	m.SetQuestion(name, qtype)
@@ -201,25 +218,62 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 	endTimer := time.NewTimer(time.Hour)
 	defer endTimer.Stop()
 
+	zone := r.zones.key(name, qtype)
+	var lead chan struct{}       // closed when this query ends, while it leads its zone
+	var zoneWait <-chan struct{} // closed when the query leading the zone ends
+	silent := false              // every attempt timed out while the servers answered others
+	defer func() {
+		if zone != "" && (lead != nil || silent) {
+			r.zones.end(zone, lead, silent)
+		}
+	}()
+	zoneSilent := func() error {
+		return r.failure(ctx, fmt.Errorf("%w: %s %s: %w", errNoAnswer, name, dns.TypeToString[qtype], errZoneSilent), false)
+	}
+
 	var lastErr error
 	answered := false             // a server answered, whatever it said
 	send, failover := true, false // send an attempt; to a server not asked yet
+	var backoff time.Duration     // the least RTO of the next attempt
 	for {
-		if send && len(atts) < maxAttempts {
+		if send && zoneWait == nil && len(atts) < maxAttempts && lead == nil {
+			// Another question under the zone may lead it meanwhile.
+			w, dead := r.zones.gate(zone)
+			if dead {
+				return nil, zoneSilent()
+			}
+			zoneWait = w
+		}
+		if send && zoneWait == nil && len(atts) < maxAttempts {
 			send = false
 			i := pick(seq, tries, failover)
-			tries[i]++
 			ns := seq[i]
-			if err := ns.acquire(ctx, len(atts) > 0); err != nil {
+			retry := len(atts) > 0
+			if err := ns.acquire(ctx, retry); err != nil {
 				return nil, r.failure(ctx, fmt.Errorf("%w: %s %s: waiting for %s: %w", errNoAnswer, name, dns.TypeToString[qtype], ns.addr, err), answered)
 			}
-			a := &attempt{ns: ns, holding: true, sent: time.Now()}
+			if lead == nil {
+				// The wait for a place may have been long: ask the
+				// zone again.
+				w, dead := r.zones.gate(zone)
+				if dead || w != nil {
+					ns.release(retry)
+					if dead {
+						return nil, zoneSilent()
+					}
+					zoneWait, send = w, true
+					continue
+				}
+			}
+			tries[i]++
+			a := &attempt{ns: ns, holding: true, retry: retry, sent: time.Now()}
 			a.rto, a.window = ns.pace()
+			a.rto = min(max(a.rto, backoff), r.timeout)
 			atts = append(atts, a)
 			call, err := ns.udp.send(m, len(atts)-1, results)
 			if err != nil {
 				a.holding = false
-				ns.release()
+				ns.release(retry)
 				r.counters.observeQuery(nil, err, 0)
 				lastErr = fmt.Errorf("%w: %s: %w", errNoAnswer, ns.addr, err)
 				send, failover = true, true
@@ -236,14 +290,14 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 				end = a.sent.Add(r.timeout)
 			}
 		}
-		if end.IsZero() {
+		if end.IsZero() && zoneWait == nil {
 			if send && len(atts) < maxAttempts {
 				continue
 			}
 			break
 		}
 		newest := len(atts) - 1
-		if len(atts) == maxAttempts {
+		if len(atts) == maxAttempts && !end.IsZero() {
 			endTimer.Reset(time.Until(end))
 		} else {
 			// The newest attempt's RTO, at most QueryTimeout, comes first.
@@ -258,7 +312,7 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 				// is not there to answer.
 				if a.holding {
 					a.holding = false
-					a.ns.release()
+					a.ns.release(a.retry)
 				}
 				r.counters.observeQuery(nil, res.err, 0)
 				lastErr = fmt.Errorf("%w: %s: %w", errNoAnswer, a.ns.addr, res.err)
@@ -270,7 +324,7 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 			rtt := time.Since(a.sent)
 			if a.holding {
 				a.holding = false
-				a.ns.answered(a.sent)
+				a.ns.answered(a.sent, a.retry)
 			} else {
 				a.ns.late(rtt, a.cut)
 			}
@@ -284,6 +338,8 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 				continue
 			}
 			answered = true
+			r.zones.answered(zone)
+			lead = nil // answered ends the lead too
 			// The question was answerable: the earlier attempts that
 			// timed out unanswered were dropped.
 			for _, b := range atts[:res.tag] {
@@ -293,6 +349,7 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 			}
 			switch resp.Rcode {
 			case dns.RcodeSuccess, dns.RcodeNameError:
+				r.recent.add(name)
 				return resp, nil
 			}
 			lastErr = fmt.Errorf("%w: %s from %s for %s %s", errNoAnswer,
@@ -306,16 +363,34 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 				send, failover = true, true
 			}
 		case <-rtoTimer.C:
+			if newest < 0 {
+				break
+			}
 			if a := atts[newest]; a.pending && !a.expired {
 				a.expired = true
 				a.holding = false
-				a.ns.timedOut(a.sent)
+				a.ns.timedOut(a.sent, a.retry)
+				backoff = 2 * a.rto
+				if lead == nil && len(atts) < maxAttempts {
+					lead = r.zones.suspect(zone)
+				}
 				send, failover = true, false
 			}
+		case <-zoneWait:
+			// The question leading the zone ended: ask the zone again.
+			zoneWait = nil
 		case <-endTimer.C:
 			// Every attempt waiting has waited QueryTimeout.
 			for _, a := range atts {
 				a.expired = a.expired || a.pending
+			}
+			// The zone is silent when the servers answered a question
+			// sent after this one's first attempt, and no attempt of it
+			// failed otherwise.
+			if !answered && lastErr == nil && len(atts) > 0 {
+				for _, ns := range r.servers {
+					silent = silent || ns.answeredAfter(atts[0].sent)
+				}
 			}
 			lastErr = fmt.Errorf("%w: %s %s: %w", errNoAnswer, name, dns.TypeToString[qtype], errUDPTimeout)
 			return nil, r.failure(ctx, lastErr, answered)
@@ -352,7 +427,7 @@ func (r *resolver) settle(a *attempt) {
 		}
 	}
 	if a.holding {
-		a.ns.release()
+		a.ns.release(a.retry)
 	}
 }
 
@@ -462,46 +537,203 @@ func systemNameservers(path string) ([]string, error) {
 	return out, nil
 }
 
-// ErrNameserversDown reports that no configured nameserver answered; the
-// error [Validator.PingNameservers] returns wraps it.
+// ErrNameserversDown reports that no configured nameserver answered, or
+// that none can resolve; the error [Validator.PingNameservers] returns
+// wraps it.
 var ErrNameserversDown = errors.New("emailcheck: no nameserver answers")
+
+// errCannotRecurse is the error of a canary whose nameservers answer but
+// resolve nothing: a recursive resolver cut off from the rest of the DNS.
+var errCannotRecurse = errors.New("emailcheck: dns: the nameservers resolve no name")
 
 // pingAttempts bounds the queries a ping sends one nameserver.
 const pingAttempts = 3
 
-// PingNameservers asks every configured nameserver at once one question
-// whose answer is known (the root's NS records) and returns nil as soon as
-// one answers at all, whatever its answer: for a readiness check, an
-// outage detector, or a warning at start. A ping takes no place in the
+// Canary questions under the zones lately answered.
+const (
+	// canaryZones is how many such zones a canary asks about.
+	canaryZones = 3
+	// recentZonesKept is how many are remembered.
+	recentZonesKept = 8
+	// recentZoneAge is how long one stays a canary's candidate.
+	recentZoneAge = 10 * time.Minute
+	// recursionCheckAge is how long a canary's verdict on recursion
+	// stands for the lookups that ask it after a SERVFAIL.
+	recursionCheckAge = time.Second
+)
+
+// recentZones remembers the last few zones (registrable domains) whose
+// names were answered, NOERROR or NXDOMAIN: a name under one that no
+// cache holds can be resolved only by asking its servers, which proves
+// that recursion works.
+type recentZones struct {
+	mu    sync.Mutex
+	zones [recentZonesKept]string
+	at    [recentZonesKept]time.Time
+	next  int
+
+	check     sync.Mutex
+	checkedAt time.Time
+	checked   error
+}
+
+// add records that a name (fully qualified) was answered.
+func (rz *recentZones) add(name string) {
+	zone := strings.TrimSuffix(strings.ToLower(name), ".")
+	reg, err := publicsuffix.EffectiveTLDPlusOne(zone)
+	if err != nil {
+		return // a public suffix is no zone a canary asks under
+	}
+	now := time.Now()
+	rz.mu.Lock()
+	defer rz.mu.Unlock()
+	for i, z := range rz.zones {
+		if z == reg {
+			rz.at[i] = now
+			return
+		}
+	}
+	rz.zones[rz.next], rz.at[rz.next] = reg, now
+	rz.next = (rz.next + 1) % recentZonesKept
+}
+
+// pick returns up to n of the zones answered within recentZoneAge, most
+// recent first.
+func (rz *recentZones) pick(n int) []string {
+	rz.mu.Lock()
+	defer rz.mu.Unlock()
+	type zoneAt struct {
+		zone string
+		at   time.Time
+	}
+	var all []zoneAt
+	for i, z := range rz.zones {
+		if z != "" && time.Since(rz.at[i]) < recentZoneAge {
+			all = append(all, zoneAt{z, rz.at[i]})
+		}
+	}
+	slices.SortFunc(all, func(a, b zoneAt) int { return b.at.Compare(a.at) })
+	out := make([]string, 0, n)
+	for _, z := range all[:min(n, len(all))] {
+		out = append(out, z.zone)
+	}
+	return out
+}
+
+// PingNameservers tells whether the DNS answers: it asks every configured
+// nameserver at once one question whose answer is known (the root's NS
+// records) and fails when none answers at all. A recursive resolver
+// answers that from its cache even when it can reach nothing upstream, so
+// it then asks, of every nameserver at once, for a random name under each
+// of a few zones lately answered: a NOERROR or NXDOMAIN proves that the
+// resolver reached the zone's servers, and it fails when every such
+// question is answered with SERVFAIL or not at all (the resolver is cut
+// off: every lookup would fail), forgetting the zones it remembered as
+// unanswered meanwhile. Before any zone was answered, the root's answer
+// suffices. It is a readiness check, an outage detector (the jobs pool's
+// canary), or a warning at start. A ping takes no place in the
 // nameservers' windows, so that lookups waiting there do not delay it; an
-// unanswered ping is sent again after the server's RTO, up to three
-// times within QueryTimeout, so that one lost datagram is no outage. It
-// does not touch the cache.
+// unanswered ping is sent again after the server's RTO, up to three times
+// within QueryTimeout, so that one lost datagram is no outage. It does
+// not touch the cache.
 func (v *Validator) PingNameservers(ctx context.Context) error {
 	r := v.resolver
+	root := new(dns.Msg)
+	root.SetQuestion(".", dns.TypeNS)
+	root.RecursionDesired = true
+	if err := r.askAll(ctx, []*dns.Msg{root}, false); err != nil {
+		return fmt.Errorf("%w: %w", ErrNameserversDown, err)
+	}
+	err := r.recursionWorks(ctx)
+	if err != nil {
+		r.zones.forget()
+		return fmt.Errorf("%w: %w", ErrNameserversDown, err)
+	}
+	return nil
+}
+
+// recursionWorks asks every nameserver for a random name under each of a
+// few zones lately answered, and returns nil at the first NOERROR or
+// NXDOMAIN, or when no zone was answered lately; otherwise an error
+// matching errCannotRecurse. The verdict is kept for recursionCheckAge,
+// for [resolver.cutOff].
+func (r *resolver) recursionWorks(ctx context.Context) error {
+	zones := r.recent.pick(canaryZones)
+	if len(zones) == 0 {
+		return nil
+	}
+	msgs := make([]*dns.Msg, len(zones))
+	for i, z := range zones {
+		m := new(dns.Msg)
+		m.SetQuestion(fmt.Sprintf("canary-%016x.%s.", rand.Uint64(), z), dns.TypeA)
+		m.RecursionDesired = true
+		msgs[i] = m
+	}
+	err := r.askAll(ctx, msgs, true)
+	if err != nil {
+		err = fmt.Errorf("%w: %w", errCannotRecurse, err)
+	}
+	if ctx.Err() == nil {
+		r.recent.check.Lock()
+		r.recent.checkedAt, r.recent.checked = time.Now(), err
+		r.recent.check.Unlock()
+	}
+	return err
+}
+
+// cutOff reports whether the nameservers cannot resolve anything (a
+// canary's question under a zone lately answered went unanswered or
+// failed), asking anew when the last verdict is older than
+// recursionCheckAge: a SERVFAIL is then the resolver's, not the name's.
+func (r *resolver) cutOff(ctx context.Context) bool {
+	r.recent.check.Lock()
+	defer r.recent.check.Unlock()
+	if time.Since(r.recent.checkedAt) >= recursionCheckAge {
+		r.recent.check.Unlock()
+		err := r.recursionWorks(ctx)
+		r.recent.check.Lock()
+		if err != nil && ctx.Err() == nil {
+			r.zones.forget()
+		}
+		return err != nil && ctx.Err() == nil
+	}
+	return r.recent.checked != nil
+}
+
+// askAll sends every message to every nameserver at once and returns nil
+// at the first answer that counts: any answer, or under rcodeMatters a
+// NOERROR or NXDOMAIN one.
+func (r *resolver) askAll(ctx context.Context, msgs []*dns.Msg, rcodeMatters bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, len(r.servers))
+	n := len(r.servers) * len(msgs)
+	errc := make(chan error, n)
 	for _, ns := range r.servers {
-		go func() { errc <- r.ping(ctx, ns) }()
+		for _, m := range msgs {
+			go func() {
+				resp, err := r.ping(ctx, ns, m.Copy(), !rcodeMatters)
+				if err == nil && rcodeMatters && resp.Rcode != dns.RcodeSuccess && resp.Rcode != dns.RcodeNameError {
+					err = fmt.Errorf("%s: %s for %s", ns.addr, dns.RcodeToString[resp.Rcode], m.Question[0].Name)
+				}
+				errc <- err
+			}()
+		}
 	}
 	var errs []error
-	for range r.servers {
+	for range n {
 		err := <-errc
 		if err == nil {
 			return nil
 		}
 		errs = append(errs, err)
 	}
-	return fmt.Errorf("%w: %w", ErrNameserversDown, errors.Join(errs...))
+	return errors.Join(errs...)
 }
 
-// ping asks ns for the root's NS records, again after each RTO (doubled
-// every time), and returns nil at the first answer.
-func (r *resolver) ping(ctx context.Context, ns *nameserver) error {
-	m := new(dns.Msg)
-	m.SetQuestion(".", dns.TypeNS)
-	m.RecursionDesired = true
+// ping asks ns the question of m, again after each RTO (doubled every
+// time), and returns the first answer; its round trip is a sample of the
+// server's when sample is set (a question it answers from its cache).
+func (r *resolver) ping(ctx context.Context, ns *nameserver, m *dns.Msg, sample bool) (*dns.Msg, error) {
 	results := make(chan udpResult, pingAttempts)
 	var calls []udpCall
 	var sent []time.Time
@@ -523,7 +755,7 @@ func (r *resolver) ping(ctx context.Context, ns *nameserver) error {
 			}
 			call, err := ns.udp.send(m, len(calls), results)
 			if err != nil {
-				return fmt.Errorf("%s: %w", ns.addr, err)
+				return nil, fmt.Errorf("%s: %w", ns.addr, err)
 			}
 			calls = append(calls, call)
 			sent = append(sent, time.Now())
@@ -531,20 +763,22 @@ func (r *resolver) ping(ctx context.Context, ns *nameserver) error {
 			wait *= 2
 		case res := <-results:
 			if res.err != nil {
-				return fmt.Errorf("%s: %w", ns.addr, res.err)
+				return nil, fmt.Errorf("%s: %w", ns.addr, res.err)
 			}
 			rtt := time.Since(sent[res.tag])
 			resp := new(dns.Msg)
 			if err := resp.Unpack(res.wire); err != nil {
 				continue // not an answer; one may still come
 			}
-			ns.sample(rtt)
+			if sample {
+				ns.sample(sent[res.tag], rtt)
+			}
 			r.counters.observeQuery(resp, nil, rtt)
-			return nil
+			return resp, nil
 		case <-end.C:
-			return fmt.Errorf("%s: %w", ns.addr, errUDPTimeout)
+			return nil, fmt.Errorf("%s: %w", ns.addr, errUDPTimeout)
 		case <-ctx.Done():
-			return fmt.Errorf("%s: %w", ns.addr, ctx.Err())
+			return nil, fmt.Errorf("%s: %w", ns.addr, ctx.Err())
 		}
 	}
 }

@@ -112,6 +112,9 @@ func New(cfg *Config) (*Validator, error) {
 	}
 	v.resolver.counters = v.counters
 	if c.CacheSize > 0 {
+		v.resolver.zones = newZoneMemory(c.FailureTTL)
+	}
+	if c.CacheSize > 0 {
 		v.cache, err = lru.NewWithEvict(c.CacheSize, func(string, *domainInfo) { v.counters.evictions.Add(1) })
 		if err != nil {
 			return nil, fmt.Errorf("emailcheck: cache: %w", err)
