@@ -358,7 +358,7 @@ func onEachBackend(t *testing.T, f func(t *testing.T, b *backend.Backend)) {
 			} else {
 				u += sep + "prefix=" + ns
 			}
-			b, err := storeurl.Open(context.Background(), u, nil)
+			b, err := storeurl.Open(context.Background(), u, &storeurl.Options{Init: true})
 			if err != nil {
 				t.Fatal(err)
 			}

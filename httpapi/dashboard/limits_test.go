@@ -62,7 +62,7 @@ func eachBackend(t *testing.T, f func(t *testing.T, open func() *backend.Backend
 				u += sep + "prefix=" + ns
 			}
 			f(t, func() *backend.Backend {
-				b, err := storeurl.Open(context.Background(), u, nil)
+				b, err := storeurl.Open(context.Background(), u, &storeurl.Options{Init: true})
 				if err != nil {
 					t.Fatal(err)
 				}
