@@ -3,7 +3,8 @@
 // delivery) on the store named by VALIDMAIL_STORE, with a route and a
 // middleware of the host's. VALIDMAIL_DNS names DNS servers;
 // VALIDMAIL_BOOTSTRAP_EMAIL creates an account at start and logs its
-// first key.
+// first key; VALIDMAIL_STORE_INIT=true initialises a new Redis store (the
+// first start of a deployment only: see storeurl.Options.Init).
 //
 //	VALIDMAIL_BOOTSTRAP_EMAIL=me@example.org go run ./examples/custom
 //	curl -H 'x-api-key: KEY' 'http://localhost:8080/validate?email=jane@gmail.com'
@@ -44,7 +45,7 @@ func main() {
 
 // run serves on ln until ctx ends, configured by getenv.
 func run(ctx context.Context, ln net.Listener, getenv func(string) string, logger *slog.Logger) error {
-	b, err := storeurl.Open(ctx, getenv("VALIDMAIL_STORE"), &storeurl.Options{Logger: logger})
+	b, err := storeurl.Open(ctx, getenv("VALIDMAIL_STORE"), &storeurl.Options{Logger: logger, Init: getenv("VALIDMAIL_STORE_INIT") == "true"})
 	if err != nil {
 		return err
 	}

@@ -6,16 +6,21 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/storeurl"
 )
 
 // openBackend opens the store named by storeURL (see package storeurl),
-// reporting a malformed URL as a usage error.
-func openBackend(ctx context.Context, storeURL string, workers int, logger *slog.Logger) (*backend.Backend, error) {
-	b, err := storeurl.Open(ctx, storeURL, &storeurl.Options{Workers: workers, Logger: logger})
-	if errors.Is(err, storeurl.ErrBadURL) {
+// reporting a malformed URL as a usage error; init initialises a new
+// Redis store (-store-init).
+func openBackend(ctx context.Context, storeURL string, workers int, init bool, logger *slog.Logger) (*backend.Backend, error) {
+	b, err := storeurl.Open(ctx, storeURL, &storeurl.Options{Workers: workers, Logger: logger, Init: init})
+	switch {
+	case errors.Is(err, storeurl.ErrBadURL):
 		return nil, fmt.Errorf("%w: -store: %w", errUsage, err)
+	case errors.Is(err, store.ErrDataLost):
+		return nil, fmt.Errorf("the store %s has no marker key. If this is a new deployment, start validmaild once with -store-init (VALIDMAIL_STORE_INIT=true), then without it. Otherwise the Redis server lost its data: restore it from its backup or replica before starting: %w", storeurl.Redact(storeURL), err)
 	}
 	return b, err
 }

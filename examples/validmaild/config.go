@@ -40,8 +40,12 @@ func exitCode(err error) int {
 
 // config is the service's configuration, from flags and environment.
 type config struct {
-	Addr           string
-	Store          string
+	Addr  string
+	Store string
+	// StoreInit declares a Redis store new (-store-init): its marker key is
+	// written when missing. Without it a Redis store without a marker is
+	// refused as one whose server lost its data.
+	StoreInit      bool
 	DNS            []string
 	Workers        int
 	BootstrapEmail string
@@ -148,6 +152,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	)
 	fs.StringVar(&c.Addr, "addr", ":8080", "listen `address` (host:port)")
 	fs.StringVar(&c.Store, "store", "memory", "backend: memory, postgres://… (schema=NAME selects a schema), redis://… or redis+cluster://host:port,host:port/ (prefix=NAME selects a key prefix)")
+	fs.BoolVar(&c.StoreInit, "store-init", false, "initialise a new Redis store: write its marker key when there is none. Give it at a new\ndeployment's first start only; without it, a Redis store with no marker fails the start as one whose\nserver lost its data (restore the data), so that an empty store is never served as the customers' one")
 	fs.StringVar(&dns, "dns", "", "comma-separated DNS `servers` (host:port); default those of /etc/resolv.conf")
 	fs.IntVar(&c.Workers, "workers", jobs.DefaultWorkers, "batch validations run at once by this instance; 0 runs no workers here (the API and webhook delivery still run)")
 	fs.StringVar(&c.BootstrapEmail, "bootstrap-email", "", "create an account with this `email` at start if it is missing")

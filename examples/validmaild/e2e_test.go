@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/miekg/dns"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/validmail/validmail/emailcheck/dnstest"
 	"github.com/validmail/validmail/store"
@@ -710,4 +713,132 @@ func TestPprof(t *testing.T) {
 	if resp, err := http.Get(in.base + "/debug/pprof/"); err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("the API's listener serves pprof: %v %v", resp.StatusCode, err)
 	}
+}
+
+// TestRedisRestartAfterDataLoss empties a running deployment's Redis keys,
+// as a server restarting without persistence does: the running instance
+// reports the loss, and a new instance started on the same prefix without
+// -store-init refuses to start, saying what to do, instead of serving an
+// empty store where the lost customers' keys would answer 401.
+func TestRedisRestartAfterDataLoss(t *testing.T) {
+	t.Parallel()
+	url := freshRedis(t)
+	key := store.NewSecret()
+	in := start(t, "-store", url, "-workers", "0", "-bootstrap-email", "lost@example.com", "-bootstrap-key", key)
+	if resp, m := (client{t, in.base, key}).do("GET", "/api/v1/account", nil); resp.StatusCode != 200 {
+		t.Fatalf("account before the loss: %d %v", resp.StatusCode, m)
+	}
+
+	deleteRedisKeys(t, url)
+
+	resp, err := http.Get(in.base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "lost its data") {
+		t.Fatalf("/readyz of the running instance after the loss: %d %q", resp.StatusCode, body)
+	}
+
+	for _, extra := range [][]string{nil, {"-bootstrap-email", "lost@example.com", "-bootstrap-key", key}} {
+		cmd := exec.Command(binary, append([]string{"-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-store", url, "-workers", "0"}, extra...)...)
+		cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, envPrefix) })
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err = <-done:
+		case <-time.After(time.Minute):
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("validmaild started on a store that lost its data:\n%s", stderr.String())
+		}
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("validmaild on a store that lost its data: %v, want exit status 1\n%s", err, stderr.String())
+		}
+		for _, want := range []string{"-store-init", "new deployment", "lost its data", "restore"} {
+			if !strings.Contains(stderr.String(), want) {
+				t.Errorf("the start-up error does not say %q:\n%s", want, stderr.String())
+			}
+		}
+	}
+	if n := countRedisKeys(t, url); n != 0 {
+		t.Fatalf("the refused instances wrote %d keys", n)
+	}
+
+	// The operator restores nothing and says the store is new: the
+	// instance starts, and a later start without -store-init too.
+	for _, init := range []bool{true, false} {
+		args := []string{"-store", url, "-workers", "0", "-bootstrap-email", "new@example.com"}
+		if init {
+			args = append(args, "-store-init")
+		}
+		next := start(t, args...)
+		if init && next.record("redisstore: store initialised: marker written") == nil {
+			t.Errorf("no record of the store's initialisation:\n%s", next.stderr())
+		}
+		next.stop()
+	}
+}
+
+// redisTarget returns a client of the Redis server a redis:// store URL
+// names and the URL's prefix.
+func redisTarget(t *testing.T, rawURL string) (*redis.Client, string) {
+	t.Helper()
+	u, err := neturl.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := u.Query().Get("prefix")
+	q := u.Query()
+	q.Del("prefix")
+	u.RawQuery = q.Encode()
+	opts, err := redis.ParseURL(u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { c.Close() })
+	return c, prefix
+}
+
+// redisKeys returns the keys of the store at rawURL.
+func redisKeys(t *testing.T, rawURL string) (*redis.Client, []string) {
+	t.Helper()
+	c, prefix := redisTarget(t, rawURL)
+	ctx := context.Background()
+	var keys []string
+	iter := c.Scan(ctx, 0, "{"+prefix+"[}:]*", 50000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return c, keys
+}
+
+// deleteRedisKeys deletes every key of the store at rawURL.
+func deleteRedisKeys(t *testing.T, rawURL string) {
+	t.Helper()
+	c, keys := redisKeys(t, rawURL)
+	if len(keys) == 0 {
+		t.Fatal("no keys to delete")
+	}
+	if err := c.Unlink(context.Background(), keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// countRedisKeys returns how many keys the store at rawURL has.
+func countRedisKeys(t *testing.T, rawURL string) int {
+	t.Helper()
+	_, keys := redisKeys(t, rawURL)
+	return len(keys)
 }

@@ -54,7 +54,7 @@ func runEnv(ctx context.Context, args []string, getenv func(string) string, stdo
 
 // serve runs the service described by cfg until ctx ends.
 func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Writer) error {
-	b, err := openBackend(ctx, cfg.Store, cfg.Workers, logger)
+	b, err := openBackend(ctx, cfg.Store, cfg.Workers, cfg.StoreInit, logger)
 	if err != nil {
 		return err
 	}

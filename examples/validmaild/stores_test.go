@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/validmail/validmail/store/storeurl"
 )
 
 // testStore is a store the end-to-end tests run on.
@@ -46,6 +48,22 @@ func withParam(rawURL, name, value string) string {
 		sep = "&"
 	}
 	return rawURL + sep + name + "=" + value
+}
+
+// initialised initialises the Redis store at rawURL, as the first start of
+// a deployment with -store-init does, and returns rawURL.
+func initialised(t *testing.T, rawURL string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := storeurl.Open(ctx, rawURL, &storeurl.Options{Init: true})
+	if err != nil {
+		t.Fatalf("initialising %s: %v", storeurl.Redact(rawURL), err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return rawURL
 }
 
 // freshPostgres returns VALIDMAIL_TEST_POSTGRES with a schema of its own,
@@ -105,7 +123,7 @@ func freshRedis(t *testing.T) string {
 			}
 		}
 	})
-	return withParam(base, "prefix", prefix)
+	return initialised(t, withParam(base, "prefix", prefix))
 }
 
 // freshRedisCluster returns VALIDMAIL_TEST_REDIS_CLUSTER (a
@@ -138,5 +156,5 @@ func freshRedisCluster(t *testing.T) string {
 			t.Errorf("deleting keys of %s: %v", prefix, err)
 		}
 	})
-	return withParam(base, "prefix", prefix)
+	return initialised(t, withParam(base, "prefix", prefix))
 }

@@ -18,9 +18,13 @@ import (
 const (
 	confirmTTL = 48 * time.Hour
 	resetTTL   = time.Hour
-	// mailBurst messages to one address at once, then one per mailEvery.
-	mailBurst = 3
-	mailEvery = 10 * time.Minute
+	// mailBurst messages to one address at the request of one network at
+	// once, then one per mailEvery; mailRecipientBurst to one address
+	// whoever asks, then one per mailRecipientEvery.
+	mailBurst          = 3
+	mailEvery          = 10 * time.Minute
+	mailRecipientBurst = 20
+	mailRecipientEvery = 3 * time.Minute
 	// mailTimeout bounds one message's delivery to the relay, and
 	// mailsInFlight the messages on their way at once.
 	mailTimeout   = 30 * time.Second
@@ -53,12 +57,19 @@ func (d *Dashboard) origin(r *http.Request) string {
 	return "https://" + r.Host
 }
 
-// mayMail reports whether the address may get one more message now, and
-// counts it: a few at once, then one every mailEvery. Callers ask before
-// creating the message's token, so that asking again and again stores
-// nothing either.
-func (d *Dashboard) mayMail(ctx context.Context, to string) bool {
-	if ok, _ := d.allowKey(ctx, "mail-to:"+emailKey(to), mailLimit); !ok {
+// mayMail reports whether the address may get one more message at the
+// request of r's client now, and counts it: a few at once per requesting
+// network, then one every mailEvery, and a larger cap per address from
+// every network together. A stranger who asks again and again uses up
+// the stranger's own network's share, not the one the owner asks from.
+// Callers ask before creating the message's token, so that asking again
+// and again stores nothing either.
+func (d *Dashboard) mayMail(ctx context.Context, r *http.Request, to string) bool {
+	if ok, _ := d.allowKey(ctx, "mail-net:"+pairKey(to, d.clientKey(r)), mailLimit); !ok {
+		d.cfg.Logger.WarnContext(ctx, "dashboard: mail not sent: this address had mail too often lately at the request of this network")
+		return false
+	}
+	if ok, _ := d.allowKey(ctx, "mail-to:"+emailKey(to), mailRecipientLimit); !ok {
 		d.cfg.Logger.WarnContext(ctx, "dashboard: mail not sent: this address had mail too often lately")
 		return false
 	}
@@ -102,7 +113,7 @@ func (d *Dashboard) mailLink(ctx context.Context, r *http.Request, a store.Accou
 
 // mailConfirmation sends the account's email a link that confirms it.
 func (d *Dashboard) mailConfirmation(ctx context.Context, r *http.Request, a store.Account) error {
-	if !d.mayMail(ctx, a.Email) {
+	if !d.mayMail(ctx, r, a.Email) {
 		return nil
 	}
 	link, err := d.mailLink(ctx, r, a, store.TokenConfirm, confirmTTL, "/confirm")
@@ -122,7 +133,7 @@ func (d *Dashboard) mailConfirmation(ctx context.Context, r *http.Request, a sto
 // mailExisting tells an address that has an account that someone tried
 // to create another.
 func (d *Dashboard) mailExisting(ctx context.Context, r *http.Request, email string) {
-	if !d.mayMail(ctx, email) {
+	if !d.mayMail(ctx, r, email) {
 		return
 	}
 	body := "Hello,\n\nSomeone, perhaps you, tried to create a validmail account with this address, " +
@@ -276,7 +287,7 @@ func (d *Dashboard) forgot(w http.ResponseWriter, r *http.Request) {
 	}
 	a, err := d.cfg.Accounts.GetAccountByEmail(ctx, email)
 	switch {
-	case err == nil && !d.mayMail(ctx, a.Email):
+	case err == nil && !d.mayMail(ctx, r, a.Email):
 	case err == nil:
 		link, err := d.mailLink(ctx, r, a, store.TokenReset, resetTTL, "/reset")
 		if err != nil {

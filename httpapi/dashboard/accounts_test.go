@@ -55,7 +55,7 @@ func testBackends(t *testing.T) []testBackend {
 			if name == "postgres" {
 				t.Cleanup(func() { dropSchema(t, raw, ns) })
 			}
-			b, err := storeurl.Open(context.Background(), u, nil)
+			b, err := storeurl.Open(context.Background(), u, &storeurl.Options{Init: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -46,8 +46,11 @@
 //
 // Every limit lives in [Config.Limiter], the deployment's backend, so it
 // holds across instances: sign-in attempts per client address, failed
-// sign-ins per email (only attempts the address limit let through count,
-// so no one is locked out by requests refused elsewhere), sign-ups and
+// sign-ins per email and client address and, with a much larger limit,
+// per email (only attempts the limits before let through count, so
+// failures from one network lock out that network, not the owner), mail
+// per recipient and requesting address and, larger, per recipient (a
+// reset link once mailed always works), sign-ups and
 // demo validations per client address, test events per account (shared
 // with the API's), and the free bulk tool's quota per account (300
 // addresses per 10 minutes by default): a counter per account and fixed
@@ -126,9 +129,16 @@ const (
 // 20 at once, then one every 3 s.
 var DefaultSignInLimit = ratelimit.Limit{PerSecond: 1.0 / 3, Burst: 20}
 
-// DefaultSignInFailures is how many failed sign-ins an email may have: 5
-// a minute.
+// DefaultSignInFailures is how many failed sign-ins an email may have
+// from one client network: 5 a minute.
 var DefaultSignInFailures = ratelimit.Quota{Limit: 5, Window: time.Minute}
+
+// DefaultSignInFailuresPerEmail is how many failed sign-ins an email may
+// have from every network together: 50 a minute, ten networks' worth, so
+// that guessing from many networks is slowed while locking the owner out
+// takes more than ten networks failing at full speed, for as long as they
+// keep it up.
+var DefaultSignInFailuresPerEmail = ratelimit.Quota{Limit: 50, Window: time.Minute}
 
 // Storage is where the console keeps its data: all four are required,
 // the fields of the same names of a deployment's backend (store/backend).
@@ -220,9 +230,17 @@ type Config struct {
 	// Default [DefaultSignInLimit].
 	SignInLimit ratelimit.Limit
 	// SignInFailures is how many failed sign-ins an email may have per
-	// window; only the attempts that SignInLimit let through count, and
-	// a success costs nothing. Default [DefaultSignInFailures].
+	// window from one client address (an IPv4 address or an IPv6 /64,
+	// [ratelimit.ClientKey]); only the attempts that SignInLimit let
+	// through count, and a success costs nothing. Default
+	// [DefaultSignInFailures].
 	SignInFailures ratelimit.Quota
+	// SignInFailuresPerEmail is how many failed sign-ins an email may
+	// have per window from every client together, counting those that
+	// SignInFailures let through; keep it well above SignInFailures, so
+	// that a few networks cannot lock the owner out. Default
+	// [DefaultSignInFailuresPerEmail].
+	SignInFailuresPerEmail ratelimit.Quota
 	// WebhookTestLimit bounds an account's test events, in the bucket
 	// the API's POST /api/v1/webhook/test takes from too. Default
 	// [httpapi.DefaultWebhookTestLimit]; a negative PerSecond turns it
@@ -327,6 +345,12 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 	}
 	if err := cfg.SignInFailures.Check(); err != nil {
 		return nil, fmt.Errorf("dashboard: %w: SignInFailures: %w", httpapi.ErrConfig, err)
+	}
+	if cfg.SignInFailuresPerEmail == (ratelimit.Quota{}) {
+		cfg.SignInFailuresPerEmail = DefaultSignInFailuresPerEmail
+	}
+	if err := cfg.SignInFailuresPerEmail.Check(); err != nil {
+		return nil, fmt.Errorf("dashboard: %w: SignInFailuresPerEmail: %w", httpapi.ErrConfig, err)
 	}
 	if cfg.WebhookTestLimit == (ratelimit.Limit{}) {
 		cfg.WebhookTestLimit = httpapi.DefaultWebhookTestLimit

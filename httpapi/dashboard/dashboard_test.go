@@ -305,7 +305,7 @@ func TestSharedSessions(t *testing.T) {
 				u += sep + "prefix=" + ns
 			}
 			open := func() *backend.Backend {
-				b, err := storeurl.Open(context.Background(), u, nil)
+				b, err := storeurl.Open(context.Background(), u, &storeurl.Options{Init: true})
 				if err != nil {
 					t.Fatal(err)
 				}

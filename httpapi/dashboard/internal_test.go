@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -197,8 +199,10 @@ func (c *countingMailer) Send(_ context.Context, m mail.Message) error {
 	return nil
 }
 
-// TestMailPerAddressBounded: asking again and again mails an address a
-// few times only; other addresses are not held back by it.
+// TestMailPerAddressBounded: asking again and again from one network
+// mails an address a few times only; other addresses, and the same
+// address asked for from another network, are not held back by it; and
+// every network together mails an address a bounded number of times.
 func TestMailPerAddressBounded(t *testing.T) {
 	b := memstore.NewBackend()
 	ledger := credits.New(b.Credits, nil)
@@ -212,25 +216,54 @@ func TestMailPerAddressBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 20 {
-		d.mailExisting(context.Background(), nil, "Flood@example.com")
+	from := func(addr string) *http.Request {
+		r := httptest.NewRequest("POST", "/dashboard/signup", nil)
+		r.RemoteAddr = addr + ":4711"
+		return r
 	}
-	d.mailExisting(context.Background(), nil, "other@example.com")
-	// A confirmation of the flooded address is held back too.
-	a, err := b.Accounts.CreateAccount(context.Background(), store.CreateAccountParams{Email: "flood@EXAMPLE.com", Unconfirmed: true})
+	ctx := context.Background()
+	// Every slot taken back means every message is sent.
+	settle := func() {
+		for range cap(d.sending) {
+			d.sending <- struct{}{}
+		}
+		for range cap(d.sending) {
+			<-d.sending
+		}
+	}
+	for i := range 20 {
+		d.mailExisting(ctx, from(fmt.Sprintf("2001:db8:a::%x", i+1)), "Flood@example.com")
+	}
+	d.mailExisting(ctx, from("2001:db8:a::1"), "other@example.com")
+	// A confirmation of the flooded address asked from the same network
+	// is held back too; one asked from another network is not.
+	a, err := b.Accounts.CreateAccount(ctx, store.CreateAccountParams{Email: "flood@EXAMPLE.com", Unconfirmed: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 5 {
-		if err := d.mailConfirmation(context.Background(), nil, a); err != nil {
+		if err := d.mailConfirmation(ctx, from("2001:db8:a::99"), a); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Every slot taken back means every message is sent.
-	for range cap(d.sending) {
-		d.sending <- struct{}{}
-	}
+	settle()
 	if m.to["Flood@example.com"] != mailBurst || m.to["other@example.com"] != 1 || m.to["flood@EXAMPLE.com"] != 0 {
 		t.Fatalf("messages sent: %v, want %d to the flooded address and 1 to the other", m.to, mailBurst)
+	}
+	if err := d.mailConfirmation(ctx, from("198.51.100.7"), a); err != nil {
+		t.Fatal(err)
+	}
+	settle()
+	if m.to["flood@EXAMPLE.com"] != 1 {
+		t.Fatalf("messages sent: %v, want the confirmation asked from another network", m.to)
+	}
+	// Many networks together reach the address's own cap.
+	for i := range 3 * mailRecipientBurst {
+		d.mailExisting(ctx, from(fmt.Sprintf("203.0.113.%d", i+1)), "FLOOD@example.com")
+	}
+	settle()
+	total := m.to["Flood@example.com"] + m.to["flood@EXAMPLE.com"] + m.to["FLOOD@example.com"]
+	if total != mailRecipientBurst {
+		t.Fatalf("messages to the flooded address from many networks: %d (%v), want %d", total, m.to, mailRecipientBurst)
 	}
 }

@@ -62,11 +62,15 @@ func (d *Dashboard) allowKey(ctx context.Context, key string, limit ratelimit.Li
 }
 
 // The limits of the account pages, in the deployment's limiter like every
-// other: mail per recipient (mailBurst, then one per mailEvery), password
-// reset requests per client address, and password checks (changing it,
-// or confirming an email while signed out) per account.
+// other: mail per recipient and requesting network (mailBurst, then one
+// per mailEvery), mail per recipient from everywhere (a larger cap, so
+// that strangers on many networks cannot flood an inbox, nor one network
+// use up what the owner may ask for), password reset requests per client
+// address, and password checks (changing it, or confirming an email while
+// signed out) per account.
 var (
 	mailLimit          = ratelimit.Limit{PerSecond: 1 / mailEvery.Seconds(), Burst: mailBurst}
+	mailRecipientLimit = ratelimit.Limit{PerSecond: 1 / mailRecipientEvery.Seconds(), Burst: mailRecipientBurst}
 	forgotLimit        = ratelimit.Limit{PerSecond: 1.0 / 6, Burst: 10}
 	passwordCheckLimit = ratelimit.Limit{PerSecond: 1.0 / 12, Burst: 5}
 )
@@ -77,31 +81,49 @@ func retryAfter(w http.ResponseWriter, wait time.Duration) {
 }
 
 // signinAllowed applies the sign-in limits to an attempt for email: the
-// client address's bucket, then the email's quota of failures, from which
-// the attempt takes one unit in advance (so that concurrent guesses count)
-// unless the address refused it. A successful attempt calls succeeded,
-// which gives the unit back: only failures that passed the address limit
-// count against an email, so no one is locked out by attempts refused
-// elsewhere.
+// client address's bucket, then the failures of the email from the
+// client's network ([Config.SignInFailures]), then the failures of the
+// email from everywhere ([Config.SignInFailuresPerEmail]). Each quota
+// takes one unit in advance (so that concurrent guesses count) unless a
+// limit before it refused the attempt, and a refusal of the second gives
+// the first its unit back. A successful attempt calls succeeded, which
+// gives both back: only failures count, and only those that passed the
+// limits before, so a stranger's failures lock out the stranger's own
+// network, not the owner, who signs in from another.
 func (d *Dashboard) signinAllowed(r *http.Request, email string) (ok bool, wait time.Duration, succeeded func()) {
 	succeeded = func() {}
-	if ok, wait := d.allow(r, "signin-ip:"+d.clientKey(r), d.cfg.SignInLimit); !ok {
+	client := d.clientKey(r)
+	if ok, wait := d.allow(r, "signin-ip:"+client, d.cfg.SignInLimit); !ok {
 		return false, wait, succeeded
 	}
-	key := "signin-email:" + emailKey(email)
-	dec, err := d.limits.quotas.Take(r.Context(), key, 1, d.cfg.SignInFailures)
+	netKey := "signin-net:" + pairKey(email, client)
+	net, err := d.limits.quotas.Take(r.Context(), netKey, 1, d.cfg.SignInFailures)
 	if err != nil {
 		d.cfg.Logger.WarnContext(r.Context(), "dashboard: rate limiter failed; sign-in let through", "err", err)
 		return true, 0, succeeded
 	}
-	if !dec.Allowed {
-		return false, dec.Reset, succeeded
+	if !net.Allowed {
+		return false, net.Reset, succeeded
 	}
-	return true, 0, func() {
+	giveBack := func(key string, q ratelimit.Quota, window int64) {
 		ctx := context.WithoutCancel(r.Context())
-		if err := d.limits.quotas.Refund(ctx, key, 1, d.cfg.SignInFailures, dec.Window); err != nil {
+		if err := d.limits.quotas.Refund(ctx, key, 1, q, window); err != nil {
 			d.cfg.Logger.WarnContext(ctx, "dashboard: rate limiter failed to give back a sign-in", "err", err)
 		}
+	}
+	allKey := "signin-email:" + emailKey(email)
+	all, err := d.limits.quotas.Take(r.Context(), allKey, 1, d.cfg.SignInFailuresPerEmail)
+	if err != nil {
+		d.cfg.Logger.WarnContext(r.Context(), "dashboard: rate limiter failed; sign-in let through", "err", err)
+		return true, 0, func() { giveBack(netKey, d.cfg.SignInFailures, net.Window) }
+	}
+	if !all.Allowed {
+		giveBack(netKey, d.cfg.SignInFailures, net.Window)
+		return false, all.Reset, succeeded
+	}
+	return true, 0, func() {
+		giveBack(netKey, d.cfg.SignInFailures, net.Window)
+		giveBack(allKey, d.cfg.SignInFailuresPerEmail, all.Window)
 	}
 }
 
@@ -109,6 +131,13 @@ func (d *Dashboard) signinAllowed(r *http.Request, email string) (ok bool, wait 
 // of fixed length whatever was typed, and not the address itself.
 func emailKey(email string) string {
 	sum := sha256.Sum256([]byte(strings.ToLower(email)))
+	return hex.EncodeToString(sum[:16])
+}
+
+// pairKey names an email and a client address's key together in the
+// limiter, hashed like [emailKey].
+func pairKey(email, client string) string {
+	sum := sha256.Sum256([]byte(strings.ToLower(email) + "\x00" + client))
 	return hex.EncodeToString(sum[:16])
 }
 

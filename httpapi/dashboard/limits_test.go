@@ -20,6 +20,8 @@ import (
 	"github.com/validmail/validmail/emailcheck/dnstest"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/dashboard"
+	"github.com/validmail/validmail/httpapi/dashboard/mail"
+	"github.com/validmail/validmail/httpapi/dashboard/mail/mailtest"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/jobs"
@@ -62,7 +64,7 @@ func eachBackend(t *testing.T, f func(t *testing.T, open func() *backend.Backend
 				u += sep + "prefix=" + ns
 			}
 			f(t, func() *backend.Backend {
-				b, err := storeurl.Open(context.Background(), u, nil)
+				b, err := storeurl.Open(context.Background(), u, &storeurl.Options{Init: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -151,8 +153,9 @@ func TestSignInLockout(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, open func() *backend.Backend, _ bool) {
 		s := startLimitSite(t, open(), dashboard.Config{
-			SignInLimit:    ratelimit.Limit{PerSecond: 0.0001, Burst: 3},
-			SignInFailures: ratelimit.Quota{Limit: 5, Window: 1000 * time.Hour},
+			SignInLimit:            ratelimit.Limit{PerSecond: 0.0001, Burst: 3},
+			SignInFailures:         ratelimit.Quota{Limit: 5, Window: 1000 * time.Hour},
+			SignInFailuresPerEmail: ratelimit.Quota{Limit: 8, Window: 1000 * time.Hour},
 		})
 		alice := newUser(t, s.base)
 		alice.do("POST", "/dashboard/signup", url.Values{"email": {"alice@example.com"}, "password": {password}}, from("203.0.113.5")...)
@@ -180,26 +183,111 @@ func TestSignInLockout(t *testing.T) {
 		}
 		alice.do("POST", "/dashboard/logout", nil)
 
-		// Failures that pass the address limit count, from any address;
-		// a success gives its unit back.
+		// Failures that pass the address limit count against the email
+		// from every network too, under a larger limit; a success gives
+		// its units back.
 		login := func(pw, addr string) int {
 			return newUser(t, s.base).do("POST", "/dashboard/login", url.Values{"email": {"ALICE@example.com"}, "password": {pw}}, from(addr)...).code
 		}
-		for i := range 4 {
+		for i := range 7 {
 			if code := login("wrong password!", fmt.Sprintf("192.0.2.%d", i+1)); code != http.StatusUnauthorized {
 				t.Fatalf("failure %d: %d", i+1, code)
 			}
 		}
 		if code := login(password, "192.0.2.10"); code != http.StatusSeeOther {
-			t.Fatalf("right password after 4 failures: %d", code)
+			t.Fatalf("right password after 7 failures: %d", code)
 		}
 		if code := login("wrong password!", "192.0.2.11"); code != http.StatusUnauthorized {
-			t.Fatalf("5th failure: %d", code)
+			t.Fatalf("8th failure: %d", code)
 		}
 		if code := login(password, "192.0.2.12"); code != http.StatusTooManyRequests {
-			t.Fatalf("right password after 5 failures: %d, want 429", code)
+			t.Fatalf("right password after 8 failures from 8 networks: %d, want 429", code)
 		}
 	})
+}
+
+// A stranger failing again and again on alice's password, and asking for
+// her reset mail again and again, from one network, locks out that
+// network only: alice signs in from hers, asks for a reset link, gets it
+// and uses it.
+func TestStrangerCannotLockOut(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, open func() *backend.Backend, _ bool) {
+		srv := mailtest.Start(t, nil)
+		relay, err := mail.NewRelay(mail.RelayConfig{Addr: srv.Addr, From: "validmail <no-reply@validmail.test>"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := startLimitSite(t, open(), dashboard.Config{Mailer: relay, BaseURL: "http://console.test"})
+		const home, evil = "2001:db8:b:1::10", "2001:db8:a:1::%x"
+		alice := newUser(t, s.base)
+		if a := alice.do("POST", "/dashboard/signup", url.Values{"email": {"alice@example.com"}, "password": {password}}, from(home)...); a.code != http.StatusOK {
+			t.Fatalf("sign-up: %d", a.code)
+		}
+		waitLink(t, srv, "alice@example.com", "confirm")
+
+		attacker := newUser(t, s.base)
+		for i := range 20 {
+			a := attacker.do("POST", "/dashboard/login", url.Values{"email": {"alice@example.com"}, "password": {"wrong password!"}}, from(fmt.Sprintf(evil, i+1))...)
+			want := http.StatusUnauthorized
+			if i >= dashboard.DefaultSignInFailures.Limit {
+				want = http.StatusTooManyRequests
+			}
+			if a.code != want {
+				t.Fatalf("attempt %d from the attacker's network: %d, want %d", i+1, a.code, want)
+			}
+		}
+		for i := range 10 {
+			a := attacker.do("POST", "/dashboard/forgot", url.Values{"email": {"alice@example.com"}}, from(fmt.Sprintf(evil, i+1))...)
+			if a.code != http.StatusOK {
+				t.Fatalf("reset request %d from the attacker's network: %d", i+1, a.code)
+			}
+		}
+		// The attacker's network got its few messages, no more.
+		resets := func() []mailtest.Received {
+			var out []mailtest.Received
+			for _, m := range srv.Messages() {
+				if strings.Contains(m.Text(), "/dashboard/reset?token=") {
+					out = append(out, m)
+				}
+			}
+			return out
+		}
+		waitCount(t, func() int { return len(resets()) }, 3)
+
+		if a := alice.do("POST", "/dashboard/login", url.Values{"email": {"alice@example.com"}, "password": {password}}, from(home)...); a.code != http.StatusOK && a.code != http.StatusSeeOther {
+			t.Fatalf("alice's sign-in from her network after 20 failures elsewhere: %d, want 200 or 303", a.code)
+		}
+		alice.do("POST", "/dashboard/logout", nil)
+		if a := newUser(t, s.base).do("POST", "/dashboard/forgot", url.Values{"email": {"alice@example.com"}}, from(home)...); a.code != http.StatusOK {
+			t.Fatalf("alice's reset request: %d", a.code)
+		}
+		waitCount(t, func() int { return len(resets()) }, 4)
+		if n := len(resets()); n != 4 {
+			t.Fatalf("%d reset messages, want 3 asked by the attacker's network and alice's", n)
+		}
+		// Every link mailed works, whatever the limits say.
+		link := linkRE.FindString(resets()[3].Text())
+		if a := newUser(t, s.base).do("POST", "/dashboard/reset", url.Values{"token": {tokenOf(t, link)}, "password": {"another long passphrase"}}, from(fmt.Sprintf(evil, 99))...); a.code != http.StatusSeeOther {
+			t.Fatalf("a reset link after the flood: %d\n%s", a.code, a.body)
+		}
+		if a := newUser(t, s.base).do("POST", "/dashboard/login", url.Values{"email": {"alice@example.com"}, "password": {"another long passphrase"}}, from(home)...); a.code != http.StatusSeeOther && a.code != http.StatusOK {
+			t.Fatalf("alice's sign-in with her new password: %d", a.code)
+		}
+	})
+}
+
+// waitCount polls n until it reaches want, for as long as a loaded machine
+// may need; it fails the test if it never does.
+func waitCount(t *testing.T, n func() int, want int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for n() < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d after a minute, want %d", n(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // The bulk quota is one counter per account in the backend: twenty

@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/httpapi/service"
+	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/redisstore"
 	"github.com/validmail/validmail/store/storeurl"
 )
 
@@ -31,7 +34,8 @@ func TestRedisDataLost(t *testing.T) {
 	if strings.Contains(raw, "?") {
 		sep = "&"
 	}
-	b, err := storeurl.Open(ctx, raw+sep+"prefix="+prefix, nil)
+	u := raw + sep + "prefix=" + prefix
+	b, err := storeurl.Open(ctx, u, &storeurl.Options{Init: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,5 +103,44 @@ func TestRedisDataLost(t *testing.T) {
 	rec = serve("POST", "/dashboard/login", url.Values{"email": {"lost@example.org"}, "password": {"a long enough passphrase"}})
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("sign-in after the loss: %d", rec.Code)
+	}
+
+	// A restart after the loss: the new process refuses to start, since
+	// nobody said the store is new.
+	if b2, err := storeurl.Open(ctx, u, nil); !errors.Is(err, store.ErrDataLost) || !strings.Contains(err.Error(), "-store-init") {
+		if err == nil {
+			b2.Close()
+		}
+		t.Fatalf("a new instance's Open after the loss: %v, want ErrDataLost naming -store-init", err)
+	}
+	// A host that skips the start-up check serves 503 for every request
+	// that needs the store, never 401 for the lost key.
+	rdb2 := redis.NewClient(opt)
+	t.Cleanup(func() { rdb2.Close() })
+	b3, err := redisstore.NewBackend(rdb2, &redisstore.Config{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc3, err := service.New(b3, &service.Config{Validator: instant{}, Workers: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc3.Close() })
+	for range 3 {
+		r := httptest.NewRequest("GET", "/validate?email=jane@example.org", nil)
+		r.Header.Set("x-api-key", key)
+		rec := httptest.NewRecorder()
+		svc3.Mux().ServeHTTP(rec, r)
+		if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "lost its data") {
+			t.Fatalf("the lost key on a new instance: %d %s", rec.Code, rec.Body)
+		}
+	}
+	rec = httptest.NewRecorder()
+	svc3.Mux().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "backend: store lost its data") {
+		t.Fatalf("/readyz of a new instance: %d %q", rec.Code, rec.Body)
+	}
+	if n, err := rdb.Exists(ctx, "{"+prefix+"}marker").Result(); err != nil || n != 0 {
+		t.Fatalf("a new instance wrote a marker: %d, %v", n, err)
 	}
 }

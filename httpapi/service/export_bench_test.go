@@ -56,7 +56,7 @@ func BenchmarkExportCSV(b *testing.B) {
 			case "redis":
 				url += sep(url) + "prefix=" + ns
 			}
-			be, err := storeurl.Open(ctx, url, &storeurl.Options{Workers: 8})
+			be, err := storeurl.Open(ctx, url, &storeurl.Options{Workers: 8, Init: true})
 			if err != nil {
 				b.Fatal(err)
 			}

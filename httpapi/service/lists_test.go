@@ -52,7 +52,7 @@ func openTarget(tb testing.TB, tg listTarget) *backend.Backend {
 	case "redis", "redis-cluster":
 		url += sep(url) + "prefix=" + ns
 	}
-	be, err := storeurl.Open(context.Background(), url, &storeurl.Options{Workers: 8})
+	be, err := storeurl.Open(context.Background(), url, &storeurl.Options{Workers: 8, Init: true})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func everyBackend() []backendCase {
 				}
 				client.Close()
 			})
-			b, err := redisstore.NewBackend(client, &redisstore.Config{Prefix: prefix})
+			b, err := redisstore.NewBackend(client, &redisstore.Config{Prefix: prefix, Init: true})
 			if err != nil {
 				t.Fatal(err)
 			}

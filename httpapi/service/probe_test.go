@@ -121,7 +121,7 @@ func TestProbeBudgetPerAccount(t *testing.T) {
 			case "redis":
 				u += sep(u) + "prefix=" + ns
 			}
-			b, err := storeurl.Open(ctx, u, nil)
+			b, err := storeurl.Open(ctx, u, &storeurl.Options{Init: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -102,7 +102,7 @@ func TestValidateRoundTrips(t *testing.T) {
 			t.Cleanup(func() { client.Close() })
 			c := &redisCounter{}
 			client.AddHook(c)
-			b, err := redisstore.NewBackend(client, &redisstore.Config{Prefix: "rt-" + uuid.NewString()})
+			b, err := redisstore.NewBackend(client, &redisstore.Config{Prefix: "rt-" + uuid.NewString(), Init: true})
 			if err != nil {
 				t.Fatal(err)
 			}

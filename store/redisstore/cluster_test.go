@@ -38,7 +38,7 @@ var clusterDurable = crashtest.Durable[*backend.Backend]{
 		return prefix
 	},
 	Open: func(tb testing.TB, prefix string) *backend.Backend {
-		s, err := redisstore.New(clusterClient(tb), &redisstore.Config{Prefix: prefix})
+		s, err := redisstore.New(clusterClient(tb), &redisstore.Config{Prefix: prefix, Init: true})
 		if err != nil {
 			tb.Fatal(err)
 		}

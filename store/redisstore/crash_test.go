@@ -25,7 +25,7 @@ func newPrefix(tb testing.TB) string {
 // openPrefix returns a Store over the keys with prefix.
 func openPrefix(tb testing.TB, prefix string) *redisstore.Store {
 	tb.Helper()
-	s, err := redisstore.New(client(tb), &redisstore.Config{Prefix: prefix})
+	s, err := redisstore.New(client(tb), &redisstore.Config{Prefix: prefix, Init: true})
 	if err != nil {
 		tb.Fatal(err)
 	}

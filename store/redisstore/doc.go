@@ -60,7 +60,8 @@
 //   - wh:ep:ACCOUNT: an account's webhook endpoint
 //   - acct:ID, emails, key:ID, keyhash, keys:ACCOUNT: accounts, the email
 //     index, API keys, the index by SHA-256 hash, an account's key ids
-//   - marker: a random value [Store.Setup] writes once; gone or replaced
+//   - marker: a random value written once, when the store is initialised
+//     ([Config.Init], [Store.Init]); missing at start, or gone or replaced
 //     while the store runs, it means the server lost the store's data
 //     ([store.ErrDataLost])
 //   - sess:ID: a console session under the SHA-256 of its token, expiring

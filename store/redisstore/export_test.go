@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"strconv"
-	"strings"
 )
 
 // BackfillTotalsStep runs one backfill of the account's totals counting
@@ -13,22 +12,8 @@ func BackfillTotalsStep(ctx context.Context, s *Store, account string, chunk int
 	return s.run(ctx, scriptTotalsBackfill, keys, chunk).Int64()
 }
 
-// KeyOf returns the full name of the key called name that a call about
-// account reads: "job:ID" and "bt:ID" in the id's shard, the global names
-// in the store's own slot, the others in the account's shard.
-func KeyOf(s *Store, account, name string) string {
-	for _, p := range []string{"job:", "bt:"} {
-		if id, ok := strings.CutPrefix(name, p); ok {
-			return s.idBase(id) + name
-		}
-	}
-	switch {
-	case name == "emails", name == "keyhash", name == markerName, name == "notify",
-		strings.HasPrefix(name, "acct:"), strings.HasPrefix(name, "key:"), strings.HasPrefix(name, "keys:"):
-		return s.key(name)
-	}
-	return s.acctKey(account, name)
-}
+// KeyOf is [Store.KeyName].
+func KeyOf(s *Store, account, name string) string { return s.KeyName(account, name) }
 
 // FirstJobID returns the id the first job of account's shard gets.
 func FirstJobID(account string) string {

@@ -120,7 +120,7 @@ func TestClusterFailoverMidBatch(t *testing.T) {
 	defer cancel()
 	cc := redisstore.NewClusterClient(&redis.ClusterOptions{Addrs: fc.addrs, PoolSize: 32})
 	defer cc.Close()
-	s, err := redisstore.New(cc, &redisstore.Config{Prefix: "failover"})
+	s, err := redisstore.New(cc, &redisstore.Config{Prefix: "failover", Init: true})
 	if err != nil {
 		t.Fatal(err)
 	}

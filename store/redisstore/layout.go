@@ -154,3 +154,24 @@ func (s *Store) idBase(id string) string {
 	k, _ := idShard(id)
 	return s.shardBase(k)
 }
+
+// KeyName returns the full name of the key called name (as the package
+// documentation lists them: "hist:ACCOUNT", "bal:ACCOUNT", "seq:entry",
+// "job:ID", "emails", ...) that the store reads for account: "job:ID" and
+// "bt:ID" in the id's shard, the store's global names in its own slot,
+// the others in the account's shard. It is for tools that read or write
+// the store's keys directly, such as a migration or a load test; the
+// layout may change between releases.
+func (s *Store) KeyName(account, name string) string {
+	for _, p := range []string{"job:", "bt:"} {
+		if id, ok := strings.CutPrefix(name, p); ok {
+			return s.idBase(id) + name
+		}
+	}
+	switch {
+	case name == "emails", name == "keyhash", name == markerName, name == "notify",
+		strings.HasPrefix(name, "acct:"), strings.HasPrefix(name, "key:"), strings.HasPrefix(name, "keys:"):
+		return s.key(name)
+	}
+	return s.acctKey(account, name)
+}

@@ -93,15 +93,34 @@ func (s *Store) Persistence(ctx context.Context) (Persistence, error) {
 // Setup prepares the store for serving, once; later calls return nil at
 // once. It reads the server's persistence settings and logs a warning
 // when a restart would lose the data (or when the server will not say),
-// and writes the marker key under the prefix when there is none, or
-// reads it: from then on, a marker gone or changed means the server lost
-// the store's data, and [Store.CheckHealth], [Store.Authenticate],
-// [Store.GetAccountByEmail] and [Store.CreateAccount] report
-// [store.ErrDataLost].
+// and reads the marker key under the prefix: from then on, a marker gone
+// or changed means the server lost the store's data, and
+// [Store.CheckHealth], [Store.Authenticate], [Store.GetAccountByEmail]
+// and [Store.CreateAccount] report [store.ErrDataLost].
+//
+// A missing marker is written only when [Config.Init] is set (or by
+// [Store.Init]): an empty prefix looks the same whether the deployment is
+// new or the server lost its data, and only the operator knows which.
+// Otherwise Setup returns an error wrapping [store.ErrDataLost] and
+// succeeds on a later call once the data is restored.
 //
 // Any call that needs it runs Setup; a host calls it at start, so that
-// the warning is logged and the marker read before the first request.
+// the warning is logged, and a lost store refused, before the first
+// request.
 func (s *Store) Setup(ctx context.Context) error {
+	return s.setup(ctx, s.init)
+}
+
+// Init declares the store new: it writes the marker key when there is
+// none, then runs [Store.Setup]. Call it once, at the first start of a
+// deployment; a store whose marker is there is left as it is (and a
+// warning logged, since a host that always calls Init cannot notice a
+// loss of the server's data).
+func (s *Store) Init(ctx context.Context) error {
+	return s.setup(ctx, true)
+}
+
+func (s *Store) setup(ctx context.Context, init bool) error {
 	if s.markerValue() != "" {
 		return nil
 	}
@@ -114,6 +133,31 @@ func (s *Store) Setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	key := s.key(markerName)
+	value, err := s.rdb.Get(ctx, key).Result()
+	switch {
+	case errors.Is(err, redis.Nil) && !init:
+		if s.lostLogged.CompareAndSwap(false, true) {
+			s.logger.ErrorContext(ctx, "redisstore: NO MARKER KEY: the store under this prefix was never initialised, or the Redis server lost its data; a new deployment starts once with the store initialised (validmaild -store-init), otherwise restore the server's data", "key", key)
+		}
+		return fmt.Errorf("redisstore: %w: the marker key %s is missing: for a new deployment, initialise the store once (validmaild -store-init, storeurl Options.Init, redisstore Config.Init); otherwise the Redis server lost its data: restore it", store.ErrDataLost, key)
+	case errors.Is(err, redis.Nil):
+		value = token() + " " + time.Now().UTC().Format(time.RFC3339)
+		created, err := s.rdb.SetNX(ctx, key, value, 0).Result()
+		if err != nil {
+			return s.wrap(ctx, "setup", err)
+		}
+		if created {
+			s.logger.InfoContext(ctx, "redisstore: store initialised: marker written", "key", key)
+		} else if value, err = s.rdb.Get(ctx, key).Result(); err != nil {
+			// Another process initialised it at the same moment.
+			return s.wrap(ctx, "setup", err)
+		}
+	case err != nil:
+		return s.wrap(ctx, "setup", err)
+	case init:
+		s.logger.WarnContext(ctx, "redisstore: the store was initialised already; start without initialising it (drop -store-init), or a loss of the server's data goes unnoticed", "key", key)
+	}
 	switch {
 	case !p.Known:
 		s.logger.WarnContext(ctx, "redisstore: persistence unknown: the Redis server does not answer CONFIG GET; make sure it keeps its data with AOF or snapshots, or a restart loses every account, key and queued job")
@@ -122,17 +166,7 @@ func (s *Store) Setup(ctx context.Context) error {
 	default:
 		s.logger.InfoContext(ctx, "redisstore: persistence", "persistence", p.String())
 	}
-	key := s.key(markerName)
-	value := token() + " " + time.Now().UTC().Format(time.RFC3339)
-	created, err := s.rdb.SetNX(ctx, key, value, 0).Result()
-	if err != nil {
-		return s.wrap(ctx, "setup", err)
-	}
-	if created {
-		s.logger.InfoContext(ctx, "redisstore: marker written: a new deployment, or a server that lost its data before this start", "key", key)
-	} else if value, err = s.rdb.Get(ctx, key).Result(); err != nil {
-		return s.wrap(ctx, "setup", err)
-	}
+	s.lostLogged.Store(false)
 	s.persistence.Store(&p)
 	s.marker.Store(&value)
 	return nil
@@ -150,7 +184,7 @@ func (s *Store) markerValue() string {
 func (s *Store) dataLost(ctx context.Context) error {
 	key := s.key(markerName)
 	if s.lostLogged.CompareAndSwap(false, true) {
-		s.logger.ErrorContext(ctx, "redisstore: THE STORE LOST ITS DATA: the marker key written at start is gone or replaced, so the Redis server restarted without its data (or the key was deleted); requests are refused until the data is restored or the service restarted", "key", key)
+		s.logger.ErrorContext(ctx, "redisstore: THE STORE LOST ITS DATA: the marker key written at start is gone or replaced, so the Redis server restarted without its data (or the key was deleted); requests are refused until the data is restored (restarting does not help: a new process refuses the store too)", "key", key)
 	}
 	return fmt.Errorf("redisstore: %w: the marker key %s is gone or replaced", store.ErrDataLost, key)
 }

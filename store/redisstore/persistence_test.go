@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/validmail/validmail/store"
@@ -92,24 +93,124 @@ func TestDataLost(t *testing.T) {
 		t.Errorf("the loss logged %d times, want once:\n%s", got, logs.String())
 	}
 
-	// A second instance starting now cannot tell a lost store from a new
-	// one and writes a new marker; the first one still knows.
+	// A second instance starting now, as a restart of the service does,
+	// refuses the store too: a missing marker is not taken for a new
+	// deployment unless the operator says so.
 	s2, err := redisstore.New(c, &redisstore.Config{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s2.Setup(ctx); err != nil {
+	if err := s2.Setup(ctx); !errors.Is(err, store.ErrDataLost) {
+		t.Fatalf("a new instance's Setup after the loss: %v, want ErrDataLost", err)
+	}
+	if _, err := s2.CheckHealth(ctx); !errors.Is(err, store.ErrDataLost) {
+		t.Fatalf("a new instance's health after the loss: %v, want ErrDataLost", err)
+	}
+	if _, err := s2.Authenticate(ctx, secret); !errors.Is(err, store.ErrDataLost) {
+		t.Fatalf("a new instance, the lost key: %v, want ErrDataLost", err)
+	}
+	if _, err := s2.CreateAccount(ctx, store.CreateAccountParams{Email: "lost@example.com"}); !errors.Is(err, store.ErrDataLost) {
+		t.Fatalf("a new instance, a sign-up: %v, want ErrDataLost", err)
+	}
+	if n, err := c.Exists(ctx, "{"+prefix+"}marker").Result(); err != nil || n != 0 {
+		t.Fatalf("a new instance wrote a marker: %d, %v", n, err)
+	}
+
+	// The operator accepts the loss and initialises the store again: the
+	// first instance still knows its marker is not the one it saw.
+	s3, err := redisstore.New(c, &redisstore.Config{Prefix: prefix})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s2.CheckHealth(ctx); err != nil {
-		t.Fatalf("the new instance: %v", err)
+	if err := s3.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s3.CheckHealth(ctx); err != nil {
+		t.Fatalf("the initialised instance: %v", err)
 	}
 	if _, err := s.CheckHealth(ctx); !errors.Is(err, store.ErrDataLost) {
 		t.Fatalf("the first instance after a new marker: %v, want ErrDataLost", err)
 	}
-	if _, err := s2.Authenticate(ctx, secret); !errors.Is(err, store.ErrInvalidKey) {
-		t.Fatalf("the new instance, a key it never saw: %v", err)
+	if _, err := s3.Authenticate(ctx, secret); !errors.Is(err, store.ErrInvalidKey) {
+		t.Fatalf("the initialised instance, a key it never saw: %v", err)
 	}
+}
+
+// TestStoreInit checks the store's start on a prefix without a marker:
+// refused without Init, and served after the data come back; and that
+// Init leaves an initialised store's marker alone.
+func TestStoreInit(t *testing.T) {
+	ctx := context.Background()
+	var logs logBuffer
+	c := client(t)
+	prefix := "vmtest-" + uuid.NewString()
+	t.Cleanup(func() { deleteKeys(t, c, prefix) })
+	s, err := redisstore.New(c, &redisstore.Config{Prefix: prefix, Logger: logs.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := s.Setup(ctx); !errors.Is(err, store.ErrDataLost) {
+			t.Fatalf("Setup without a marker: %v, want ErrDataLost", err)
+		}
+	}
+	if err := s.Setup(ctx); !strings.Contains(err.Error(), "-store-init") {
+		t.Errorf("the error does not say how to initialise a new store: %v", err)
+	}
+	if got := strings.Count(logs.String(), "NO MARKER KEY"); got != 1 {
+		t.Errorf("the missing marker logged %d times, want once:\n%s", got, logs.String())
+	}
+	if _, err := s.GetAccountByEmail(ctx, "a@example.com"); !errors.Is(err, store.ErrDataLost) {
+		t.Fatalf("a sign-in: %v, want ErrDataLost", err)
+	}
+	if keys := scanPrefix(t, c, prefix); len(keys) != 0 {
+		t.Fatalf("the refused store wrote %q", keys)
+	}
+
+	// Another instance initialises it; the first then serves, with the
+	// marker the other wrote.
+	other, err := redisstore.New(c, &redisstore.Config{Prefix: prefix, Init: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	marker, err := c.Get(ctx, "{"+prefix+"}marker").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CheckHealth(ctx); err != nil {
+		t.Fatalf("after the store was initialised: %v", err)
+	}
+	again, err := redisstore.New(c, &redisstore.Config{Prefix: prefix, Logger: logs.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if now, err := c.Get(ctx, "{"+prefix+"}marker").Result(); err != nil || now != marker {
+		t.Fatalf("Init on an initialised store changed the marker: %q, %v; was %q", now, err, marker)
+	}
+	if !strings.Contains(logs.String(), "initialised already") {
+		t.Errorf("Init on an initialised store logged no warning:\n%s", logs.String())
+	}
+}
+
+// scanPrefix returns the keys under prefix.
+func scanPrefix(t *testing.T, c *redis.Client, prefix string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var keys []string
+	iter := c.Scan(ctx, 0, "{"+prefix+"[}:]*", 10000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return keys
 }
 
 // TestPersistence reads the server's settings as the store does and
@@ -187,7 +288,7 @@ func TestPersistenceUnknown(t *testing.T) {
 	c.AddHook(refuseConfig{})
 	var logs logBuffer
 	_, _, prefix := setup(t, nil)
-	s, err := redisstore.New(c, &redisstore.Config{Prefix: prefix, Logger: logs.logger()})
+	s, err := redisstore.New(c, &redisstore.Config{Prefix: prefix, Logger: logs.logger(), Init: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,6 +59,15 @@ type Config struct {
 	// Logger receives the store's records: the server's persistence at
 	// [Store.Setup], and a loss of its data. Default: discard.
 	Logger *slog.Logger
+	// Init lets [Store.Setup] write the marker key when there is none,
+	// declaring the store new: set it for the first start of a new
+	// deployment (or a new prefix) only. Without it, the default, a
+	// missing marker means the server lost the store's data, and Setup
+	// and every call that needs it report [store.ErrDataLost], so that a
+	// process started after the loss refuses to serve an empty store as
+	// if it were the customers' one. [Store.Init] does the same on
+	// demand.
+	Init bool
 }
 
 // Store is a Redis backend. It is safe for concurrent use, also from many
@@ -70,6 +79,7 @@ type Store struct {
 	bases     [shardCount]string // of each shard
 	retention time.Duration
 	logger    *slog.Logger
+	init      bool // Config.Init
 
 	setupMu     sync.Mutex                  // orders Setup
 	marker      atomic.Pointer[string]      // the marker's value, from Setup
@@ -111,6 +121,7 @@ func New(client redis.UniversalClient, cfg *Config) (*Store, error) {
 		base:      "{" + c.Prefix + "}",
 		retention: cmp.Or(c.Retention, jobs.DefaultRetention),
 		logger:    cmp.Or(c.Logger, slog.New(slog.DiscardHandler)),
+		init:      c.Init,
 	}, nil
 }
 

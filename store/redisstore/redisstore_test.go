@@ -399,7 +399,7 @@ func TestServerGoneAway(t *testing.T) {
 	c := redis.NewClient(&opts)
 	defer c.Close()
 	s, _, prefix := setup(t, nil)
-	s2, err := redisstore.New(c, &redisstore.Config{Prefix: prefix})
+	s2, err := redisstore.New(c, &redisstore.Config{Prefix: prefix, Init: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +460,7 @@ func TestNotifierWakesAfterReconnect(t *testing.T) {
 	opts.ClientName = "vmtest-reconnect-" + uuid.NewString()
 	c := redis.NewClient(&opts)
 	t.Cleanup(func() { c.Close() })
-	s, err := redisstore.New(c, &redisstore.Config{Prefix: "vmtest-" + uuid.NewString()})
+	s, err := redisstore.New(c, &redisstore.Config{Prefix: "vmtest-" + uuid.NewString(), Init: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,7 @@ func setupOn(t testing.TB, c redis.UniversalClient, cfg *redisstore.Config) (*re
 		conf = *cfg
 	}
 	conf.Prefix = "vmtest-" + uuid.NewString()
+	conf.Init = true // a new store
 	s, err := redisstore.New(c, &conf)
 	if err != nil {
 		t.Fatal(err)

@@ -46,6 +46,14 @@ type Options struct {
 	Workers int
 	// Logger receives the backend's records. Default: discard.
 	Logger *slog.Logger
+	// Init declares a Redis store new: its marker key is written when
+	// missing ([redisstore.Config.Init]). Set it for the first start of a
+	// deployment only. Without it, Open refuses a Redis store whose
+	// marker is missing with an error wrapping
+	// [github.com/validmail/validmail/store.ErrDataLost]: the
+	// server lost its data, or the store was never initialised. Other
+	// backends ignore it.
+	Init bool
 }
 
 // Open connects to the backend named by rawURL and checks that its server
@@ -60,8 +68,9 @@ type Options struct {
 // parameters are those of go-redis's cluster URLs (max_redirects,
 // dial_timeout, pool_size, …; see redis.ParseClusterURL) besides prefix.
 // The cluster client follows failovers quickly: see
-// [redisstore.FollowFailover]. The pool or client that Open creates is
-// closed by the Backend's Close. opts may be nil.
+// [redisstore.FollowFailover]. A Redis store must have been initialised
+// once ([Options.Init]). The pool or client that Open creates is closed by
+// the Backend's Close. opts may be nil.
 func Open(ctx context.Context, rawURL string, opts *Options) (*backend.Backend, error) {
 	var o Options
 	if opts != nil {
@@ -275,10 +284,10 @@ func openRedisCluster(ctx context.Context, u *url.URL, o Options) (*backend.Back
 // newRedisBackend sets up a Redis store over client and returns it as a
 // backend that closes client.
 func newRedisBackend(ctx context.Context, client redis.UniversalClient, prefix string, o Options) (*backend.Backend, error) {
-	rs, err := redisstore.New(client, &redisstore.Config{Prefix: prefix, Logger: o.Logger})
+	rs, err := redisstore.New(client, &redisstore.Config{Prefix: prefix, Logger: o.Logger, Init: o.Init})
 	if err == nil {
-		// Persistence read and logged, marker written, before the first
-		// request.
+		// Persistence read and logged, marker read (or written, with
+		// Init), before the first request.
 		err = rs.Setup(ctx)
 	}
 	if err != nil {

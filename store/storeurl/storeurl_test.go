@@ -95,7 +95,7 @@ func TestOpenRedisCluster(t *testing.T) {
 				return nil
 			})
 		})
-		b, err := storeurl.Open(ctx, raw+"?prefix="+prefix, nil)
+		b, err := storeurl.Open(ctx, raw+"?prefix="+prefix, &storeurl.Options{Init: true})
 		if err != nil {
 			t.Fatalf("prefix %s: %v", prefix, err)
 		}
