@@ -711,7 +711,13 @@ func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) 
 	// cleaning up meanwhile leaves it to the one holding the lock.
 	n := 0
 	_, err := s.withPartitionLock(ctx, func(conn *pgx.Conn) error {
-		if err := s.ensurePartitions(ctx, conn, time.Now()); err != nil {
+		// One try each: a partition whose locks are busy is made at
+		// the next cleanup, the default partition holding its rows
+		// meanwhile.
+		switch err := s.ensurePartitions(ctx, conn, time.Now(), 1); {
+		case errors.Is(err, ErrPartitionBusy):
+			s.logger.InfoContext(ctx, "pgstore: partitions of the days ahead made at a later cleanup", "err", err)
+		case err != nil:
 			s.logger.WarnContext(ctx, "pgstore: partitions of the days ahead", "err", err)
 		}
 		for _, t := range partitionedTables {
