@@ -223,7 +223,10 @@ func (s *Store) replayBatch(ctx context.Context, tx pgx.Tx, p jobs.EnqueueCharge
 }
 
 // leaseSQL leases up to $1 of the oldest ready jobs with ids first..last
-// for $2 microseconds.
+// for $2 microseconds. The jobs chosen are updated by their ids as an
+// array, looked up in the primary key: joined to the choice instead, the
+// update may be planned as a scan of every job of the range, done or not,
+// when the statistics lag behind the day's jobs.
 const leaseSQL = `
 	WITH next AS (
 		SELECT id AS next_id FROM {schema}.jobs
@@ -234,7 +237,7 @@ const leaseSQL = `
 	UPDATE {schema}.jobs j
 	SET state = 'running', token = gen_random_uuid()::text,
 	    lease_expires_at = clock_timestamp() + $2::bigint * interval '1 microsecond'
-	FROM next WHERE j.id = next.next_id AND j.id BETWEEN {first} AND {last}
+	WHERE j.id = ANY (ARRAY(SELECT next_id FROM next)) AND j.id BETWEEN {first} AND {last}
 	RETURNING ` + jobColumns
 
 // Lease implements [jobs.Driver] with SELECT ... FOR UPDATE SKIP LOCKED, so
