@@ -254,12 +254,15 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	//
 	// The partitions from the lease floor to today hold every job not
 	// finished (see leaseFloor): the lease looks there, and at the whole
-	// table only for what that range lacks.
-	first, last := s.leaseRange(ctx, time.Now())
+	// table only for what that range lacks, at most once a floorRecheck
+	// (see sweepDue), as that form plans and locks every partition.
+	now := time.Now()
+	first, last := s.leaseRange(ctx, now)
 	leases, err := s.lease(ctx, first, last, p.Max, p.Duration)
-	if err == nil && len(leases) < p.Max && (first > 0 || last < math.MaxInt64) {
+	if err == nil && len(leases) < p.Max && (first > 0 || last < math.MaxInt64) && s.sweepDue(now) {
 		var more []jobs.Lease
 		more, err = s.lease(ctx, 0, math.MaxInt64, p.Max-len(leases), p.Duration)
+		s.swept(now, err == nil, len(more) > 0)
 		leases = append(leases, more...)
 	}
 	if err != nil {
