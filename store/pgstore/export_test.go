@@ -61,3 +61,12 @@ func OpenUnpartitioned(ctx context.Context, pool *pgxpool.Pool, schema string) (
 	}
 	return s, s.Migrate(ctx)
 }
+
+// AgeLeaseFloor makes the store's lease floor and its last sweep of the
+// whole table d older, as if d had passed since.
+func (s *Store) AgeLeaseFloor(d time.Duration) {
+	s.floor.mu.Lock()
+	defer s.floor.mu.Unlock()
+	s.floor.checked = s.floor.checked.Add(-d)
+	s.floor.sweptAt = s.floor.sweptAt.Add(-d)
+}

@@ -67,11 +67,21 @@ const maxTexts = 256
 // finished: every available or running job is of that day or later, and
 // so is every job enqueued from then on, since a finished job never
 // comes back and a new id carries the day of its enqueuing. Leases look
-// from the floor to the end of today; only when that range holds too few
-// ready jobs does the lease look at the whole table for the rest, so
-// nothing is missed. The floor is read from the partial indexes of
-// available and running jobs when the store first leases and again every
-// floorRecheck, so it follows the oldest unfinished job up.
+// from the floor to the end of today. The floor is read from the partial
+// indexes of available and running jobs when the store first leases and
+// again every floorRecheck, so it follows the oldest unfinished job up,
+// and down to a job that came in below it.
+//
+// What the range can miss is a job it did not cover when it was read: one
+// written below the floor since (by a transaction that began more than an
+// hour before midnight), or above today (by a database whose clock is
+// ahead of this host's). So when the range holds too few ready jobs, a
+// lease also sweeps the whole table for the rest; but that form plans and
+// locks every partition and each index of each, so a store sweeps at most
+// once a floorRecheck, and again at once after a sweep that found jobs,
+// until one finds none. An idle pool polling, or the tail of a queue,
+// costs the range's few partitions, and a job outside the range waits at
+// most a floorRecheck longer than it would.
 
 // floorRecheck is how often the floor is read again.
 const floorRecheck = 10 * time.Second
@@ -83,6 +93,42 @@ type leaseFloor struct {
 	day     int64     // the floor, in days since 1970-01-01
 	checked time.Time // when day was read
 	reading bool      // a lease is reading it
+
+	sweptAt  time.Time // when a lease last swept the whole table
+	sweeping bool      // a lease is sweeping it
+	found    bool      // the last sweep found jobs
+}
+
+// sweepDue reports whether a lease at now that found too few jobs in its
+// range sweeps the whole table: no other lease is, and none did in the
+// last floorRecheck, or the last one found jobs. A lease told yes calls
+// swept when done.
+func (s *Store) sweepDue(now time.Time) bool {
+	f := &s.floor
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	due := !f.sweeping && (f.found || f.sweptAt.IsZero() || now.Sub(f.sweptAt) >= floorRecheck || now.Before(f.sweptAt))
+	if due {
+		f.sweeping = true
+	}
+	return due
+}
+
+// swept records a sweep that began at now: whether it ran (a sweep that
+// failed is due again at once) and whether it found jobs. Jobs found
+// may lie below the floor, which is then read again at the next lease.
+func (s *Store) swept(now time.Time, ran, found bool) {
+	f := &s.floor
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sweeping = false
+	if !ran {
+		return
+	}
+	f.sweptAt, f.found = now, found
+	if found {
+		f.checked = time.Time{}
+	}
 }
 
 // floorSQL reads the floor: the day of the oldest available or running

@@ -120,3 +120,42 @@ func TestLeaseReachesOlderPartitions(t *testing.T) {
 		t.Errorf("the job of two days ago (%s) was never leased", older)
 	}
 }
+
+// TestLeaseSweepsSeldom leases from an empty queue, as an idle pool
+// polls: the lease sweeps the whole table once, then looks at the
+// floor's range alone until a floor recheck is due, so a job written
+// below the floor meanwhile waits for that; then it is leased.
+func TestLeaseSweepsSeldom(t *testing.T) {
+	t.Parallel()
+	pool := testPool(t)
+	schema := testSchema(t, pool)
+	ctx := context.Background()
+	s, err := pgstore.New(ctx, pool, &pgstore.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := func() []jobs.Lease {
+		t.Helper()
+		ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 10, Duration: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ls
+	}
+	// The first lease reads the floor, the second sweeps once.
+	for range 3 {
+		if ls := lease(); len(ls) != 0 {
+			t.Fatalf("leased %d jobs from an empty queue", len(ls))
+		}
+	}
+	old := insertJobOfDay(t, pool, schema, time.Now().AddDate(0, 0, -3))
+	for range 5 {
+		if ls := lease(); len(ls) != 0 {
+			t.Fatalf("leased %s below the floor before a recheck was due", ls[0].ID)
+		}
+	}
+	s.AgeLeaseFloor(time.Minute)
+	if ls := lease(); len(ls) != 1 || ls[0].ID != old {
+		t.Fatalf("leased %v once a recheck was due, want the job %s", ls, old)
+	}
+}

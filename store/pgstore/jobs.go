@@ -223,7 +223,10 @@ func (s *Store) replayBatch(ctx context.Context, tx pgx.Tx, p jobs.EnqueueCharge
 }
 
 // leaseSQL leases up to $1 of the oldest ready jobs with ids first..last
-// for $2 microseconds.
+// for $2 microseconds. The jobs chosen are updated by their ids as an
+// array, looked up in the primary key: joined to the choice instead, the
+// update may be planned as a scan of every job of the range, done or not,
+// when the statistics lag behind the day's jobs.
 const leaseSQL = `
 	WITH next AS (
 		SELECT id AS next_id FROM {schema}.jobs
@@ -234,7 +237,7 @@ const leaseSQL = `
 	UPDATE {schema}.jobs j
 	SET state = 'running', token = gen_random_uuid()::text,
 	    lease_expires_at = clock_timestamp() + $2::bigint * interval '1 microsecond'
-	FROM next WHERE j.id = next.next_id AND j.id BETWEEN {first} AND {last}
+	WHERE j.id = ANY (ARRAY(SELECT next_id FROM next)) AND j.id BETWEEN {first} AND {last}
 	RETURNING ` + jobColumns
 
 // Lease implements [jobs.Driver] with SELECT ... FOR UPDATE SKIP LOCKED, so
@@ -251,12 +254,15 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	//
 	// The partitions from the lease floor to today hold every job not
 	// finished (see leaseFloor): the lease looks there, and at the whole
-	// table only for what that range lacks.
-	first, last := s.leaseRange(ctx, time.Now())
+	// table only for what that range lacks, at most once a floorRecheck
+	// (see sweepDue), as that form plans and locks every partition.
+	now := time.Now()
+	first, last := s.leaseRange(ctx, now)
 	leases, err := s.lease(ctx, first, last, p.Max, p.Duration)
-	if err == nil && len(leases) < p.Max && (first > 0 || last < math.MaxInt64) {
+	if err == nil && len(leases) < p.Max && (first > 0 || last < math.MaxInt64) && s.sweepDue(now) {
 		var more []jobs.Lease
 		more, err = s.lease(ctx, 0, math.MaxInt64, p.Max-len(leases), p.Duration)
+		s.swept(now, err == nil, len(more) > 0)
 		leases = append(leases, more...)
 	}
 	if err != nil {
@@ -711,7 +717,13 @@ func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) 
 	// cleaning up meanwhile leaves it to the one holding the lock.
 	n := 0
 	_, err := s.withPartitionLock(ctx, func(conn *pgx.Conn) error {
-		if err := s.ensurePartitions(ctx, conn, time.Now()); err != nil {
+		// One try each: a partition whose locks are busy is made at
+		// the next cleanup, the default partition holding its rows
+		// meanwhile.
+		switch err := s.ensurePartitions(ctx, conn, time.Now(), 1); {
+		case errors.Is(err, ErrPartitionBusy):
+			s.logger.InfoContext(ctx, "pgstore: partitions of the days ahead made at a later cleanup", "err", err)
+		case err != nil:
 			s.logger.WarnContext(ctx, "pgstore: partitions of the days ahead", "err", err)
 		}
 		for _, t := range partitionedTables {

@@ -32,17 +32,54 @@ const PartitionDaysAhead = 2
 // process at a time maintains a schema's partitions.
 const partitionLockClass = lockClass + 1
 
+// partitionLockTimeout bounds the wait for the locks that making or
+// dropping a partition takes. Dropping one locks the parent table and its
+// default partition against every query, and each lease, completion and
+// enqueuing that comes after the waiting drop queues behind it; so the
+// wait is short, and a partition whose locks are not had in time is left
+// to the next cleanup.
+const partitionLockTimeout = 100 * time.Millisecond
+
 // partitionedTable is a table partitioned by day and what keeps its rows.
 type partitionedTable struct {
 	name string
 	// keep is a condition on a row, with $1 the cutoff, true for a row
 	// that must stay: not finished, or finished at or after the cutoff.
 	keep string
+	// probes are conditions whose disjunction is keep, each answered by
+	// one of the table's partial indexes, so that whether a partition
+	// holds a row to keep is a few index probes, not a scan.
+	probes []string
 }
 
 var partitionedTables = []partitionedTable{
-	{name: "jobs", keep: `state <> 'completed' OR completed_at >= $1`},
-	{name: "batches", keep: `completed_at IS NULL OR completed_at >= $1`},
+	{
+		name: "jobs",
+		keep: `state <> 'completed' OR completed_at >= $1`,
+		probes: []string{
+			`state = 'available'`,                        // jobs_available_idx
+			`state = 'running'`,                          // jobs_running_idx
+			`state = 'completed' AND completed_at >= $1`, // jobs_completed_idx
+		},
+	},
+	{
+		name: "batches",
+		keep: `completed_at IS NULL OR completed_at >= $1`,
+		probes: []string{
+			`completed_at IS NULL`,                            // batches_open_idx
+			`completed_at IS NOT NULL AND completed_at >= $1`, // batches_completed_idx
+		},
+	},
+}
+
+// keepsSQL is a query, with $1 the cutoff, true when partition part of t
+// holds a row to keep.
+func (t partitionedTable) keepsSQL(part string) string {
+	probes := make([]string, len(t.probes))
+	for i, p := range t.probes {
+		probes[i] = fmt.Sprintf(`EXISTS (SELECT 1 FROM %s WHERE %s)`, part, p)
+	}
+	return `SELECT ` + strings.Join(probes, ` OR `)
 }
 
 // day is a UTC calendar day, as its midnight.
@@ -80,15 +117,38 @@ func partitionDay(table, name string) (time.Time, bool) {
 	return d, err == nil
 }
 
+// ErrPartitionBusy reports a partition that could not be made or dropped
+// because other sessions held the locks it needs for longer than the
+// store waits for them (a long query on the table, say). Nothing is
+// changed; the next attempt, at the latest the next [Store.Cleanup],
+// tries again.
+var ErrPartitionBusy = errors.New("pgstore: partition busy")
+
+// errPartitionBusy is ErrPartitionBusy.
+var errPartitionBusy = ErrPartitionBusy
+
+// setLockTimeout bounds the lock waits of a partition's transaction.
+var setLockTimeout = fmt.Sprintf(`SET LOCAL lock_timeout = '%dms'`, partitionLockTimeout.Milliseconds())
+
+// ensureAttempts is how many times EnsurePartitions tries a partition
+// whose locks are busy, and ensurePause how long it lets the queue run
+// between two tries.
+const (
+	ensureAttempts = 10
+	ensurePause    = 200 * time.Millisecond
+)
+
 // EnsurePartitions makes the partitions of the jobs and batches tables for
 // yesterday through [PartitionDaysAhead] days after now, moving into each
 // the rows the default partition holds for its day. It is safe to call
 // from several processes at once: one does the work, under an advisory
 // lock, and the others return at once. New and [Store.Cleanup] call it;
-// a host that never runs Cleanup calls it daily.
+// a host that never runs Cleanup calls it daily. Each partition waits
+// briefly for its locks, a few times over; one still busy then is left
+// undone, with an error wrapping [ErrPartitionBusy].
 func (s *Store) EnsurePartitions(ctx context.Context, now time.Time) error {
 	_, err := s.withPartitionLock(ctx, func(conn *pgx.Conn) error {
-		return s.ensurePartitions(ctx, conn, now)
+		return s.ensurePartitions(ctx, conn, now, ensureAttempts)
 	})
 	return err
 }
@@ -122,9 +182,13 @@ func (s *Store) withPartitionLock(ctx context.Context, f func(conn *pgx.Conn) er
 	return true, f(conn.Conn())
 }
 
-// ensurePartitions is EnsurePartitions on a connection holding the lock.
-func (s *Store) ensurePartitions(ctx context.Context, conn *pgx.Conn, now time.Time) error {
+// ensurePartitions is EnsurePartitions on a connection holding the lock,
+// trying each partition up to attempts times while its locks are busy.
+// The partitions made are made even when another stays busy; the error
+// then wraps [ErrPartitionBusy].
+func (s *Store) ensurePartitions(ctx context.Context, conn *pgx.Conn, now time.Time, attempts int) error {
 	first := day(now).AddDate(0, 0, -1)
+	var busy []string
 	for _, t := range partitionedTables {
 		existing, err := s.partitions(ctx, conn, t.name)
 		if err != nil {
@@ -135,10 +199,25 @@ func (s *Store) ensurePartitions(ctx context.Context, conn *pgx.Conn, now time.T
 			if existing[d] {
 				continue
 			}
-			if err := s.createPartition(ctx, conn, t.name, d); err != nil {
+			err := s.createPartition(ctx, conn, t.name, d)
+			for try := 1; errors.Is(err, errPartitionBusy) && try < attempts; try++ {
+				select {
+				case <-ctx.Done():
+					return fail(ctx, "partitions", ctx.Err())
+				case <-time.After(ensurePause):
+				}
+				err = s.createPartition(ctx, conn, t.name, d)
+			}
+			switch {
+			case errors.Is(err, errPartitionBusy):
+				busy = append(busy, partitionName(t.name, d))
+			case err != nil:
 				return err
 			}
 		}
+	}
+	if len(busy) > 0 {
+		return fmt.Errorf("%w: %s not made", errPartitionBusy, strings.Join(busy, ", "))
 	}
 	return nil
 }
@@ -168,7 +247,8 @@ func (s *Store) partitions(ctx context.Context, conn *pgx.Conn, table string) (m
 // a table like the parent, the default partition's rows of that day moved
 // into it, then attached. Attaching takes a weaker lock on the parent
 // than creating the partition in place, so jobs keep flowing meanwhile;
-// the default partition is locked for the whole step.
+// the default partition is locked for the whole step. A lock not had
+// within partitionLockTimeout gives errPartitionBusy, nothing made.
 func (s *Store) createPartition(ctx context.Context, conn *pgx.Conn, table string, d time.Time) error {
 	parent := s.ident + "." + quoteIdent(table)
 	part := s.ident + "." + quoteIdent(partitionName(table, d))
@@ -180,7 +260,7 @@ func (s *Store) createPartition(ctx context.Context, conn *pgx.Conn, table strin
 	}
 	defer rollback(tx)
 	for _, q := range []string{
-		`SET LOCAL lock_timeout = '5s'`,
+		setLockTimeout,
 		// The default partition first, the lock ATTACH takes on it in
 		// the end: taken after the move, it would wait for workers
 		// that wait for the moved rows, a deadlock.
@@ -188,6 +268,9 @@ func (s *Store) createPartition(ctx context.Context, conn *pgx.Conn, table strin
 		fmt.Sprintf(`CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`, part, parent),
 	} {
 		if _, err := tx.Exec(ctx, q); err != nil {
+			if isLockTimeout(err) {
+				return errPartitionBusy
+			}
 			return fail(ctx, "partitions: create "+partitionName(table, d), err)
 		}
 	}
@@ -198,6 +281,9 @@ func (s *Store) createPartition(ctx context.Context, conn *pgx.Conn, table strin
 	}
 	if _, err := tx.Exec(ctx, fmt.Sprintf(`ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%d) TO (%d)`,
 		parent, part, from, to)); err != nil {
+		if isLockTimeout(err) {
+			return errPartitionBusy
+		}
 		return fail(ctx, "partitions: attach "+partitionName(table, d), err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -214,7 +300,12 @@ func (s *Store) createPartition(ctx context.Context, conn *pgx.Conn, table strin
 // is trimmed row by row against cutoff itself. limit bounds the rows
 // deleted one by one (0: no bound); whole partitions are not counted
 // against it, as dropping one costs the same at any size. It returns how
-// many rows went.
+// many rows went, those of a dropped partition as the statistics count
+// them (exact for a partition analyzed whole; see partitionRows).
+//
+// A partition whose locks are busy ends the dropping for this call: the
+// others would likely wait on the same long query, each stalling the
+// queue for partitionLockTimeout, and the next cleanup drops them all.
 //
 // It runs on a connection holding the lock of partition maintenance
 // ([Store.withPartitionLock]).
@@ -250,55 +341,104 @@ func (s *Store) dropExpired(ctx context.Context, conn *pgx.Conn, t partitionedTa
 	}
 	for _, name := range ended {
 		part := s.ident + "." + quoteIdent(name)
-		var blocked bool
-		if err := conn.QueryRow(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %s WHERE %s)`, part, t.keep), boundary).Scan(&blocked); err != nil {
+		// Asked first without the locks of a drop, so that a partition
+		// that must stay costs no more than the probes.
+		var keeps bool
+		if err := conn.QueryRow(ctx, t.keepsSQL(part), boundary).Scan(&keeps); err != nil {
 			return removed, fail(ctx, "cleanup: "+t.name, err)
 		}
-		if blocked {
-			n, err := s.deleteFinished(ctx, conn, part, t, boundary, budget())
-			removed += n
+		if !keeps {
+			n, err := s.dropPartition(ctx, conn, t, part, boundary)
+			if errors.Is(err, errPartitionBusy) {
+				s.logger.InfoContext(ctx, "pgstore: partition busy, dropped at a later cleanup", "partition", name)
+				break
+			}
 			if err != nil {
 				return removed, err
 			}
-			continue
+			if n >= 0 {
+				removed += n
+				continue
+			}
+			// A row to keep came in meanwhile.
 		}
-		n, err := s.dropPartition(ctx, conn, part)
+		n, err := s.deleteFinished(ctx, conn, part, t, boundary, budget())
+		removed += n
 		if err != nil {
 			return removed, err
 		}
-		removed += n
 	}
 	n, err := s.deleteFinished(ctx, conn, s.ident+"."+quoteIdent(t.name+"_default"), t, cutoff, budget())
 	return removed + n, err
 }
 
-// dropPartition drops a partition with nothing to keep and returns how
-// many rows it held. A lock the drop cannot get at once (a long query on
-// the table) leaves the partition for the next cleanup.
-func (s *Store) dropPartition(ctx context.Context, conn *pgx.Conn, part string) (int, error) {
+// dropPartition drops partition part of t when it holds nothing to keep
+// at cutoff, and returns how many rows it held (see partitionRows), or
+// -1 when it keeps a row after all. The locks of the drop are taken
+// first, in the order DROP TABLE takes them (parent, partition, default
+// partition), so that no row to keep comes in between the check and the
+// drop, and the check is index probes, so the locks are held for
+// moments. A lock not had within partitionLockTimeout gives
+// errPartitionBusy, the partition left as it was.
+func (s *Store) dropPartition(ctx context.Context, conn *pgx.Conn, t partitionedTable, part string, cutoff time.Time) (int, error) {
+	rows, err := s.partitionRows(ctx, conn, part)
+	if err != nil {
+		return 0, err
+	}
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return 0, fail(ctx, "cleanup", err)
 	}
 	defer rollback(tx)
-	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '2s'`); err != nil {
-		return 0, fail(ctx, "cleanup", err)
+	for _, q := range []string{
+		setLockTimeout,
+		`LOCK TABLE ONLY ` + s.ident + "." + quoteIdent(t.name) + ` IN ACCESS EXCLUSIVE MODE`,
+		`LOCK TABLE ` + part + ` IN ACCESS EXCLUSIVE MODE NOWAIT`,
+		`LOCK TABLE ` + s.ident + "." + quoteIdent(t.name+"_default") + ` IN ACCESS EXCLUSIVE MODE`,
+	} {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			if isLockTimeout(err) {
+				return 0, errPartitionBusy
+			}
+			return 0, fail(ctx, "cleanup: lock "+part, err)
+		}
 	}
-	var n int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+part).Scan(&n); err != nil {
-		return 0, fail(ctx, "cleanup: count "+part, err)
+	var keeps bool
+	if err := tx.QueryRow(ctx, t.keepsSQL(part), cutoff).Scan(&keeps); err != nil {
+		return 0, fail(ctx, "cleanup: "+t.name, err)
+	}
+	if keeps {
+		return -1, nil
 	}
 	if _, err := tx.Exec(ctx, `DROP TABLE `+part); err != nil {
 		if isLockTimeout(err) {
-			s.logger.Warn("pgstore: partition busy, dropped at the next cleanup", "partition", part)
-			return 0, nil
+			return 0, errPartitionBusy
 		}
 		return 0, fail(ctx, "cleanup: drop "+part, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, fail(ctx, "cleanup: drop "+part, err)
 	}
-	return n, nil
+	return rows, nil
+}
+
+// partitionRows returns how many rows a partition holds as its
+// statistics count them, without reading it: exact when it was last
+// analyzed or vacuumed whole, as a day's partition is long before it
+// expires. Only a partition never analyzed is counted row by row.
+func (s *Store) partitionRows(ctx context.Context, conn *pgx.Conn, part string) (int, error) {
+	var n float64
+	if err := conn.QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, part).Scan(&n); err != nil {
+		return 0, fail(ctx, "cleanup: rows of "+part, err)
+	}
+	if n >= 0 {
+		return int(n), nil
+	}
+	var c int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+part).Scan(&c); err != nil {
+		return 0, fail(ctx, "cleanup: rows of "+part, err)
+	}
+	return c, nil
 }
 
 // deleteFinished deletes the rows of one partition not kept at cutoff,

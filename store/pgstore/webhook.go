@@ -267,14 +267,37 @@ func (w *Webhooks) OldestPending(ctx context.Context) (time.Time, error) {
 	return *oldest, nil
 }
 
-// Prune implements [webhook.Outbox].
+// pruneBatch is how many deliveries one statement of Prune deletes, and
+// pruneBatches how many such statements one call runs at most.
+const (
+	pruneBatch   = 10_000
+	pruneBatches = 100
+)
+
+// Prune implements [webhook.Outbox]. It deletes in statements of
+// pruneBatch deliveries, the oldest finished first, each its own
+// transaction, so that no statement holds its locks and its dead rows
+// for the whole backlog; a call deletes at most pruneBatches of them
+// (a million deliveries), and the next prune goes on from there.
 func (w *Webhooks) Prune(ctx context.Context, before time.Time) (int, error) {
-	tag, err := w.s.pool.Exec(ctx, w.s.sql(`
-		DELETE FROM {schema}.webhook_deliveries WHERE state <> 'pending' AND finished_at < $1`), before)
-	if err != nil {
-		return 0, fail(ctx, "webhook prune", err)
+	q := w.s.sql(`
+		DELETE FROM {schema}.webhook_deliveries WHERE event_id IN (
+			SELECT event_id FROM {schema}.webhook_deliveries
+			WHERE state <> 'pending' AND finished_at < $1
+			ORDER BY finished_at LIMIT $2::bigint
+		) AND state <> 'pending' AND finished_at < $1`)
+	n := 0
+	for range pruneBatches {
+		tag, err := w.s.pool.Exec(ctx, q, before, pruneBatch)
+		if err != nil {
+			return n, fail(ctx, "webhook prune", err)
+		}
+		n += int(tag.RowsAffected())
+		if tag.RowsAffected() < pruneBatch {
+			break
+		}
 	}
-	return int(tag.RowsAffected()), nil
+	return n, nil
 }
 
 // previousSecret is the JSON form of a [webhook.PreviousSecret] in the

@@ -125,3 +125,41 @@ func TestMigrateFromFirstSchema(t *testing.T) {
 		t.Fatalf("old key with another count = %v, want ErrIdempotencyConflict", err)
 	}
 }
+
+// TestPruneInBatches prunes more finished deliveries than one statement
+// deletes: they all go, over several statements, and the pending ones
+// and those finished after the cutoff stay.
+func TestPruneInBatches(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	pool := testPool(t)
+	ident := `"` + s.Schema() + `"`
+	cutoff := time.Now().Add(-time.Hour)
+	const old = 25_000
+	_, err := pool.Exec(ctx, `
+		INSERT INTO `+ident+`.webhook_deliveries (event_id, account_id, created_at, payload, state, next_attempt, finished_at)
+		SELECT 'old-' || g, 'acct', $1::timestamptz - interval '1 day', ''::bytea, CASE WHEN g % 2 = 0 THEN 'delivered' ELSE 'dead' END,
+		       NULL::timestamptz, $1::timestamptz - g * interval '1 second'
+		FROM generate_series(1, $2::int) g
+		UNION ALL
+		SELECT 'young-' || g, 'acct', $1::timestamptz, '', 'delivered', NULL, $1::timestamptz + interval '1 minute'
+		FROM generate_series(1, 10) g
+		UNION ALL
+		SELECT 'pending-' || g, 'acct', $1::timestamptz - interval '1 day', '', 'pending', $1::timestamptz, NULL
+		FROM generate_series(1, 10) g`, cutoff, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Backend().Outbox.Prune(ctx, cutoff)
+	if err != nil || n != old {
+		t.Fatalf("Prune = %d, %v; want %d", n, err, old)
+	}
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+ident+`.webhook_deliveries`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 20 {
+		t.Errorf("%d deliveries left, want the 20 pending or young", left)
+	}
+}
