@@ -71,10 +71,11 @@ type PoolConfig struct {
 	// retention are removed. Default [DefaultCleanupEvery]; negative
 	// disables cleanup.
 	CleanupInterval time.Duration
-	// MaxAttempts bounds the attempts at a job that fail (a validation
-	// error, a rescued lease); when they run out the job completes with
-	// the validator's UNKNOWN for the address ([UnknownValidator]) and
-	// its cost is refunded. Default [DefaultMaxAttempts].
+	// MaxAttempts bounds a job's attempts when its validation fails: a
+	// validation error with MaxAttempts-1 failed attempts of any kind
+	// already counted ([Job.Errors]) is the last, and the job completes
+	// with the validator's UNKNOWN for the address ([UnknownValidator])
+	// and its cost is refunded. Default [DefaultMaxAttempts].
 	MaxAttempts int
 	// Backoff returns the wait before attempt number failures+1, given
 	// the number of failures so far (1 or more). Default: 1 s doubling per
@@ -610,8 +611,8 @@ func (r *run) process(ctx context.Context, l Lease) (handedOff bool) {
 			return false
 		}
 		if why := retryable(res, unanswered); why != "" {
-			// The DNS answers, but not for this domain: try again later,
-			// out of the way of the other jobs.
+			// The DNS answers, but gave no verdict on this domain: try
+			// again later, out of the way of the other jobs.
 			tries := unjudgedTries(l.LastError) + 1
 			if tries < p.cfg.UnknownAttempts && l.Errors+1 < p.cfg.MaxAttempts+p.cfg.UnknownAttempts-1 {
 				msg := fmt.Sprintf("%s%s%d of %d)", why, unjudgedMark, tries, p.cfg.UnknownAttempts)
