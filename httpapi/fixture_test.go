@@ -211,9 +211,14 @@ func (f *fixture) runDispatcher(t *testing.T) {
 }
 
 // runPool runs workers until the test ends. With webhooks, completions
-// write their events and wake the dispatcher.
+// write their events and wake the dispatcher. A job whose domain gets no
+// DNS verdict (servfail.com) is tried again 10 ms later rather than after
+// DefaultUnknownBackoff's 10 s and 30 s, its verdict the same each time.
 func (f *fixture) runPool(t *testing.T) {
-	cfg := &jobs.PoolConfig{Workers: 4, PollInterval: 5 * time.Millisecond}
+	cfg := &jobs.PoolConfig{
+		Workers: 4, PollInterval: 5 * time.Millisecond,
+		UnknownBackoff: func(int) time.Duration { return 10 * time.Millisecond },
+	}
 	if f.events != nil {
 		cfg.NewEvents = f.events.NewEvents
 		cfg.OnComplete = func(context.Context, jobs.Job) { f.disp.Notify() }

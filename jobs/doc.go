@@ -30,8 +30,10 @@
 // that lost its lease cannot overwrite another's work ([ErrLeaseLost]).
 //
 // A job never ends without a result: when its attempts run out the Pool
-// completes it with an UNKNOWN result ([UnknownResult]) and refunds its
-// credit. Completing, refunding and recording the completion's outbox
+// completes it with the validator's UNKNOWN result for the address, the
+// one a single validation gives when the DNS gives no verdict
+// ([UnknownValidator]; [UnknownResult] from a validator that cannot tell
+// it), and refunds its credit. Completing, refunding and recording the completion's outbox
 // events ([CompleteParams.Event], and [CompleteParams.BatchEvent] for a
 // batch's last job, with the batch's final counts) are one atomic step in
 // the driver.
@@ -42,7 +44,8 @@
 // is known), never inferred from the jobs: an address at a domain that
 // never answers says nothing about the others. When a validation comes
 // back UNKNOWN the Pool asks the canary afresh. If it answers, a job whose
-// own domain went unanswered is tried again later, out of the others' way
+// own domain went unanswered, or whose nameservers answered with a
+// failure (SERVFAIL), is tried again later, out of the others' way
 // ([PoolConfig.UnknownAttempts], [DefaultUnknownBackoff]: three attempts
 // over about a minute), then completes with the validator's own UNKNOWN
 // result, the same a single validation gives, refunded. If it does not,

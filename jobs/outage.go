@@ -20,9 +20,9 @@ type Canary func(ctx context.Context) error
 
 // Defaults of the handling of unanswered lookups ([PoolConfig.Canary]).
 const (
-	// DefaultUnknownAttempts is how many times a job whose own domain no
-	// nameserver answered for is tried before its UNKNOWN verdict is
-	// final.
+	// DefaultUnknownAttempts is how many times in a row a job whose own
+	// domain got no DNS verdict (no nameserver answered, or they answered
+	// with a failure) is tried before its UNKNOWN verdict is final.
 	DefaultUnknownAttempts = 3
 	// DefaultOutagePause is the longest wait between two questions to
 	// the canary while the pool pauses for a DNS outage; the waits start

@@ -181,8 +181,9 @@ func TestUnresolvedHostsRetried(t *testing.T) {
 	}
 }
 
-// An UNKNOWN that a server answered (SERVFAIL) is final at once.
-func TestAnsweredUnknownIsFinal(t *testing.T) {
+// An UNKNOWN the validator gives no cause for (no DNS reason, the domain
+// not shown to exist) is final at once.
+func TestCauselessUnknownIsFinal(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ids := f.submit(t, "acct", "", []string{"x@broken.io"})
@@ -201,6 +202,120 @@ func TestAnsweredUnknownIsFinal(t *testing.T) {
 	j, _ := f.q.Get(context.Background(), "acct", ids[0])
 	if calls.Load() != 1 || j.Errors != 0 || j.Result.Meta.Source != emailcheck.SourceAPIAsync || !j.Result.Validations.Syntax {
 		t.Fatalf("%d validations, %d errors, result %+v; want one, final", calls.Load(), j.Errors, j.Result)
+	}
+}
+
+// servfailResult is what a validator gives for an address whose domain's
+// nameservers answered with a failure (SERVFAIL, REFUSED).
+func servfailResult(email string) emailcheck.Result {
+	r := unknownResult(email)
+	r.Reason = emailcheck.ReasonDNSServfail
+	return r
+}
+
+// A domain whose nameservers answer with a failure (SERVFAIL: a resolver
+// briefly overloaded, or cut off upstream) is tried again like one that
+// does not answer, out of the others' way and without pausing the pool:
+// when the failure passes the job gets its true verdict, unrefunded; when
+// it lasts, the job completes after UnknownAttempts with the validator's
+// UNKNOWN, refunded.
+func TestServfailRetried(t *testing.T) {
+	t.Parallel()
+	for _, lasting := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lasting %v", lasting), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			ids := f.submit(t, "acct", jobs.SourceDashboard, []string{"x@overloaded.example.net"})
+			var calls atomic.Int64
+			v := validatorFunc(func(_ context.Context, email string) (emailcheck.Result, error) {
+				if calls.Add(1) < 3 || lasting {
+					return servfailResult(email), nil
+				}
+				return likelyResult(email), nil
+			})
+			canary := &switchCanary{}
+			var mu sync.Mutex
+			var waits []int
+			p, err := jobs.NewPool(f.q, v, &jobs.PoolConfig{
+				Workers: 1, PollInterval: 5 * time.Millisecond, Canary: canary.ask, UnknownAttempts: 4,
+				UnknownBackoff: func(failures int) time.Duration {
+					mu.Lock()
+					waits = append(waits, failures)
+					mu.Unlock()
+					return time.Millisecond
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runPool(t, p)
+			waitFor(t, time.Minute, "job completed", func() bool { return f.completed("acct", ids) })
+			j, _ := f.q.Get(context.Background(), "acct", ids[0])
+			want, wantCalls, wantWaits, wantBal := likelyResult(j.Email), int64(3), "[1 2]", int64(0)
+			if lasting {
+				want, wantCalls, wantWaits, wantBal = servfailResult(j.Email), 4, "[1 2 3]", 1
+			}
+			want.Meta.Source = emailcheck.SourceDashboard
+			if got, w := string(j.Result.AppendJSON(nil)), string(want.AppendJSON(nil)); got != w {
+				t.Fatalf("result\n%s\nwant\n%s", got, w)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if calls.Load() != wantCalls || j.Errors != int(wantCalls-1) || fmt.Sprint(waits) != wantWaits || p.Outages() != 0 {
+				t.Fatalf("%d validations, %d errors, backoff asked for %v, %d outages; want %d, %d, %s, 0",
+					calls.Load(), j.Errors, waits, p.Outages(), wantCalls, wantCalls-1, wantWaits)
+			}
+			if bal, _ := f.ledger.Balance(context.Background(), "acct"); bal != wantBal {
+				t.Fatalf("balance %d, want %d", bal, wantBal)
+			}
+		})
+	}
+}
+
+// A job whose leases were rescued (its workers died) still has every
+// attempt of its own when its domain then goes unanswered: the rescues
+// and the unanswered lookups are budgets apart.
+func TestRescuesLeaveUnansweredAttempts(t *testing.T) {
+	t.Parallel()
+	b := memstore.NewBackend()
+	ledger := credits.New(b.Credits, nil)
+	q, err := jobs.NewQueue(b.Jobs, ledger, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fixture{q: q, ledger: ledger}
+	ids := f.submit(t, "acct", "", []string{"x@flaky.example.net"})
+	ctx := context.Background()
+	for range 2 { // two workers lease the job and die
+		ls, err := b.Jobs.Lease(ctx, jobs.LeaseParams{Max: 1, Duration: time.Millisecond})
+		if err != nil || len(ls) != 1 {
+			t.Fatalf("lease: %v, %v", ls, err)
+		}
+		waitFor(t, time.Minute, "the lease rescued", func() bool {
+			n, err := q.RescueExpired(ctx)
+			return err == nil && n == 1
+		})
+	}
+	var calls atomic.Int64
+	v := validatorFunc(func(_ context.Context, email string) (emailcheck.Result, error) {
+		if calls.Add(1) < 3 {
+			return unknownResult(email), emailcheck.ErrResolverUnreachable
+		}
+		return likelyResult(email), nil
+	})
+	p, err := jobs.NewPool(q, v, &jobs.PoolConfig{
+		Workers: 1, PollInterval: 5 * time.Millisecond, Canary: (&switchCanary{}).ask,
+		UnknownBackoff: func(int) time.Duration { return time.Millisecond },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runPool(t, p)
+	waitFor(t, time.Minute, "job completed", func() bool { return f.completed("acct", ids) })
+	j, _ := q.Get(ctx, "acct", ids[0])
+	if j.Result.Confidence.Status != emailcheck.StatusLikely || calls.Load() != 3 || j.Errors != 4 {
+		t.Fatalf("%s after %d validations and %d failed attempts; want LIKELY at the third validation, after 2 rescues and 2 unanswered attempts",
+			j.Result.Confidence.Status, calls.Load(), j.Errors)
 	}
 }
 
@@ -426,7 +541,7 @@ func TestLongValidationRecordsItsRetry(t *testing.T) {
 		j, _ = f.q.Get(context.Background(), "acct", ids[0])
 		return j.Errors == 1
 	})
-	if j.LastError != "no nameserver answered for the domain" || j.State != jobs.StateActive {
+	if j.LastError != "no nameserver answered for the domain (unjudged attempt 1 of 3)" || j.State != jobs.StateActive {
 		t.Fatalf("job %+v; want waiting for its second attempt", j)
 	}
 }

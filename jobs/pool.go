@@ -26,6 +26,18 @@ type Validator interface {
 	Validate(ctx context.Context, email string, opts ...emailcheck.CallOption) (emailcheck.Result, error)
 }
 
+// UnknownValidator is implemented by a [Validator] that can tell, without
+// asking the DNS, the result it gives an address when the DNS gives no
+// verdict on its domain: *emailcheck.Validator's Unknown. A job whose
+// attempts run out without such a result of the validator's own (every
+// attempt failed, or an unanswered lookup came without a result)
+// completes with it, so that its result is the one a single validation
+// gives in the same situation. With a validator that does not implement
+// it, such a job completes with [UnknownResult].
+type UnknownValidator interface {
+	Unknown(email string, reason emailcheck.Reason, opts ...emailcheck.CallOption) emailcheck.Result
+}
+
 // Pool defaults.
 const (
 	DefaultWorkers       = 8
@@ -59,9 +71,11 @@ type PoolConfig struct {
 	// retention are removed. Default [DefaultCleanupEvery]; negative
 	// disables cleanup.
 	CleanupInterval time.Duration
-	// MaxAttempts bounds the attempts at a job; when they run out the job
-	// completes with [UnknownResult] and its cost is refunded. Default
-	// [DefaultMaxAttempts].
+	// MaxAttempts bounds a job's attempts when its validation fails: a
+	// validation error with MaxAttempts-1 failed attempts of any kind
+	// already counted ([Job.Errors]) is the last, and the job completes
+	// with the validator's UNKNOWN for the address ([UnknownValidator])
+	// and its cost is refunded. Default [DefaultMaxAttempts].
 	MaxAttempts int
 	// Backoff returns the wait before attempt number failures+1, given
 	// the number of failures so far (1 or more). Default: 1 s doubling per
@@ -73,24 +87,31 @@ type PoolConfig struct {
 	// the validator's PingNameservers. When a validation comes back
 	// UNKNOWN the pool asks it a fresh question. If it answers, the
 	// verdict is the address's own: a job whose domain no nameserver
-	// answered for ([emailcheck.ErrResolverUnreachable]), or whose mail
-	// servers' addresses could not be looked up, is tried again later,
-	// up to UnknownAttempts times, and then completes with the
-	// validator's UNKNOWN result; a server's failure for the domain
-	// itself (SERVFAIL) is final at once.
+	// answered for ([emailcheck.ErrResolverUnreachable],
+	// [emailcheck.ReasonDNSTimeout]), whose nameservers answered with a
+	// failure ([emailcheck.ReasonDNSServfail]: SERVFAIL, REFUSED, as from
+	// a resolver briefly overloaded or cut off from the domain's
+	// servers), or whose mail servers' addresses could not be looked up,
+	// is tried again later, up to UnknownAttempts times, and then
+	// completes with the validator's UNKNOWN result. An UNKNOWN with no
+	// such cause is final at once.
 	// If the canary does not answer, the DNS is down: the job goes back
 	// to the queue without counting an attempt, and the pool leases
 	// nothing until the canary answers again (asked after 100 ms, then
 	// twice as long each time up to OutagePause). Nil: the DNS is never
 	// considered down.
 	Canary Canary
-	// UnknownAttempts bounds the attempts at a job whose domain no
-	// nameserver answered for while the canary answered. Default
+	// UnknownAttempts bounds the attempts in a row at a job that came
+	// back without a DNS verdict while the canary answered (see Canary).
+	// It is a budget of its own: the job's rescued leases and failed
+	// validations do not use it up, though one of them between two such
+	// attempts starts the count again; a job's failed attempts of every
+	// kind together stay under MaxAttempts+UnknownAttempts-1. Default
 	// [DefaultUnknownAttempts]; 1 makes the first such verdict final.
 	UnknownAttempts int
 	// UnknownBackoff returns the wait before trying such a job again,
-	// given its failed attempts so far (1 or more). The job waits in the
-	// queue, out of the way of the others. Default
+	// given its attempts in a row without a verdict so far (1 or more).
+	// The job waits in the queue, out of the way of the others. Default
 	// [DefaultUnknownBackoff]; it should exceed the validator's
 	// FailureTTL, so that each attempt asks the DNS afresh.
 	UnknownBackoff func(failures int) time.Duration
@@ -568,7 +589,7 @@ func (r *run) process(ctx context.Context, l Lease) (handedOff bool) {
 	if unanswered {
 		err = nil
 		if res.Email == "" { // a validator that gives no result with the error
-			res = UnknownResult(l.Email)
+			res = p.unknown(l, emailcheck.ReasonDNSTimeout)
 		}
 	}
 	// Ask the canary whether the DNS answers at all, now (each question
@@ -589,11 +610,15 @@ func (r *run) process(ctx context.Context, l Lease) (handedOff bool) {
 			r.putBack(bctx, l)
 			return false
 		}
-		if retryable(res, unanswered) && l.Errors+1 < p.cfg.UnknownAttempts {
-			// The DNS answers, but not for this domain: try again later,
-			// out of the way of the other jobs.
-			r.retry(ctx, bctx, l, time.Now().Add(p.cfg.UnknownBackoff(l.Errors+1)), "no nameserver answered for the domain")
-			return false
+		if why := retryable(res, unanswered); why != "" {
+			// The DNS answers, but gave no verdict on this domain: try
+			// again later, out of the way of the other jobs.
+			tries := unjudgedTries(l.LastError) + 1
+			if tries < p.cfg.UnknownAttempts && l.Errors+1 < p.cfg.MaxAttempts+p.cfg.UnknownAttempts-1 {
+				msg := fmt.Sprintf("%s%s%d of %d)", why, unjudgedMark, tries, p.cfg.UnknownAttempts)
+				r.retry(ctx, bctx, l, time.Now().Add(p.cfg.UnknownBackoff(tries)), msg)
+				return false
+			}
 		}
 	}
 	if err != nil {
@@ -603,7 +628,14 @@ func (r *run) process(ctx context.Context, l Lease) (handedOff bool) {
 			return false
 		}
 		p.logger.WarnContext(ctx, "jobs: attempts exhausted, completing as UNKNOWN", "job", l.ID, "err", err)
-		res = UnknownResult(l.Email)
+		if res.Email == "" || res.Confidence.Status != emailcheck.StatusUnknown {
+			// No UNKNOWN of the validator's own came with the error.
+			reason := emailcheck.ReasonDNSServfail
+			if errors.Is(err, context.DeadlineExceeded) {
+				reason = emailcheck.ReasonDNSTimeout
+			}
+			res = p.unknown(l, reason)
+		}
 	}
 	res.Meta.Source = resultSource(l.Job)
 
@@ -640,12 +672,58 @@ func (r *run) process(ctx context.Context, l Lease) (handedOff bool) {
 	return false
 }
 
-// retryable reports whether an UNKNOWN verdict may change on another
-// attempt: no nameserver answered for the domain, or its mail servers'
-// addresses could not be looked up (their lookups may have timed out). A
-// server's own failure for the domain (SERVFAIL, REFUSED) is final.
-func retryable(res emailcheck.Result, unanswered bool) bool {
-	return unanswered || (res.Validations.DomainExists && !res.Validations.MXRecords)
+// retryable tells why an UNKNOWN verdict may change on another attempt,
+// or returns "" when it may not: no nameserver answered for the domain,
+// its nameservers answered with a failure (SERVFAIL, REFUSED: a resolver
+// briefly overloaded, or cut off from the domain's servers), or its mail
+// servers' addresses could not be looked up (their lookups may have
+// failed or timed out). An UNKNOWN the validator gives no such cause for
+// is final.
+func retryable(res emailcheck.Result, unanswered bool) string {
+	switch {
+	case unanswered || res.Reason == emailcheck.ReasonDNSTimeout:
+		return "no nameserver answered for the domain"
+	case res.Reason == emailcheck.ReasonDNSServfail:
+		return "the domain's nameservers answered with a failure"
+	case res.Reason == emailcheck.ReasonMXLookupFailed || (res.Validations.DomainExists && !res.Validations.MXRecords):
+		return "the mail servers' addresses could not be looked up"
+	}
+	return ""
+}
+
+// unjudgedMark introduces, in the error a retry of an unjudged verdict
+// records, the number of that attempt in the current run of such
+// attempts: "<cause> (unjudged attempt 2 of 3)".
+const unjudgedMark = " (unjudged attempt "
+
+// unjudgedTries returns how many attempts in a row, up to the job's
+// latest failure, came back unjudged (no DNS verdict), read from the
+// error the latest failure recorded ([Job.LastError]); 0 when that
+// failure was of another kind (a rescued lease, a validation error).
+// [Job.Errors] counts every kind of failure together, so the pool keeps
+// this count apart in the error message, which every driver stores:
+// rescued leases and failed validations do not use up the attempts an
+// unjudged verdict is allowed.
+func unjudgedTries(lastError string) int {
+	i := strings.LastIndex(lastError, unjudgedMark)
+	if i < 0 {
+		return 0
+	}
+	var n, of int
+	if _, err := fmt.Sscanf(lastError[i+len(unjudgedMark):], "%d of %d)", &n, &of); err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// unknown is the UNKNOWN result a job completes with when its attempts
+// ran out without one of the validator's own: the validator's
+// ([UnknownValidator]) when it can tell it, else [UnknownResult].
+func (p *Pool) unknown(l Lease, reason emailcheck.Reason) emailcheck.Result {
+	if u, ok := p.v.(UnknownValidator); ok {
+		return u.Unknown(l.Email, reason, emailcheck.WithSource(resultSource(l.Job)))
+	}
+	return UnknownResult(l.Email)
 }
 
 // putBack hands a job back to the queue, available at once, without

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,5 +118,85 @@ func TestPoolCompletesWhenEventKeepsFailing(t *testing.T) {
 	j := waitJob(t, q, "acct", ids[0], func(j jobs.Job) bool { return j.State == jobs.StateCompleted })
 	if j.Result == nil || j.Errors != 2 {
 		t.Fatalf("job %+v; want completed with its result after 2 failed attempts", j)
+	}
+}
+
+// unknownValidator is a validator that can tell its UNKNOWN for an
+// address ([jobs.UnknownValidator]).
+type unknownValidator struct {
+	validatorFunc
+	unknown func(email string, reason emailcheck.Reason) emailcheck.Result
+}
+
+func (v unknownValidator) Unknown(email string, reason emailcheck.Reason, opts ...emailcheck.CallOption) emailcheck.Result {
+	return v.unknown(email, reason)
+}
+
+// A job whose attempts all fail, or whose unanswered lookup comes back
+// without a result, completes with the validator's own UNKNOWN for the
+// address (with the reason of the failure and the job's source), the one
+// a single validation gives; a validator that cannot tell it gives
+// UnknownResult.
+func TestPoolGivesUpWithTheValidatorsUnknown(t *testing.T) {
+	t.Parallel()
+	theirs := func(email string, reason emailcheck.Reason) emailcheck.Result {
+		r := jobs.UnknownResult(email)
+		r.Validations.Syntax = true
+		r.Confidence.Score = 40
+		r.Confidence.IsRoleBased = true
+		r.Reason = reason
+		r.Meta.Source = "validator's"
+		return r
+	}
+	for _, tc := range []struct {
+		name     string
+		err      error
+		canTell  bool
+		attempts int
+		want     emailcheck.Result
+	}{
+		{"errors", errors.New("resolver crashed"), true, 3, theirs("info@example.org", emailcheck.ReasonDNSServfail)},
+		{"timeouts", context.DeadlineExceeded, true, 3, theirs("info@example.org", emailcheck.ReasonDNSTimeout)},
+		{"unanswered without a result", emailcheck.ErrResolverUnreachable, true, 2, theirs("info@example.org", emailcheck.ReasonDNSTimeout)},
+		{"errors, validator cannot tell", errors.New("resolver crashed"), false, 3, jobs.UnknownResult("info@example.org")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := memstore.New()
+			q, err := jobs.NewQueue(s, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, err := q.EnqueueWith(context.Background(), jobs.EnqueueParams{AccountID: "acct", Emails: []string{"info@example.org"}, Source: jobs.SourceDashboard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var calls atomic.Int64
+			var v jobs.Validator = validatorFunc(func(context.Context, string) (emailcheck.Result, error) {
+				calls.Add(1)
+				return emailcheck.Result{}, tc.err
+			})
+			if tc.canTell {
+				v = unknownValidator{v.(validatorFunc), theirs}
+			}
+			p, err := jobs.NewPool(q, v, &jobs.PoolConfig{
+				Workers: 1, MaxAttempts: 3, UnknownAttempts: 2, PollInterval: 5 * time.Millisecond,
+				Backoff:        func(int) time.Duration { return time.Millisecond },
+				UnknownBackoff: func(int) time.Duration { return time.Millisecond },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runPool(t, p)
+			j := waitJob(t, q, "acct", ids[0], func(j jobs.Job) bool { return j.State == jobs.StateCompleted })
+			want := tc.want
+			want.Meta.Source = emailcheck.SourceDashboard
+			if got, w := string(j.Result.AppendJSON(nil)), string(want.AppendJSON(nil)); got != w {
+				t.Fatalf("result\n%s\nwant\n%s", got, w)
+			}
+			if calls.Load() != int64(tc.attempts) || j.Errors != tc.attempts-1 {
+				t.Fatalf("%d validations, %d failed attempts; want %d, %d", calls.Load(), j.Errors, tc.attempts, tc.attempts-1)
+			}
+		})
 	}
 }

@@ -171,9 +171,9 @@ func (q *Queue) Cleanup(ctx context.Context) (int, error) {
 }
 
 // UnknownResult is the result a job completes with when it could not be
-// validated at all (its attempts ran out on errors, not on an unanswered
-// lookup, whose result is the validator's own): status UNKNOWN, syntax
-// unchecked, provider "Unknown".
+// validated at all and its validator cannot tell its own UNKNOWN for the
+// address ([UnknownValidator]): status UNKNOWN, syntax unchecked, provider
+// "Unknown".
 func UnknownResult(email string) emailcheck.Result {
 	return emailcheck.Result{
 		Email: email,

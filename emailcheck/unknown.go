@@ -1,0 +1,100 @@
+package emailcheck
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Unknown returns the result Validate gives email when the DNS gives no
+// verdict on its domain, for the given reason ([ReasonDNSTimeout] when no
+// nameserver answered, [ReasonDNSServfail] when they answered with a
+// failure), without asking the DNS: syntax checked, the domain neither
+// shown to exist nor to have mail servers, status UNKNOWN with the score
+// the validator gives it, and what the address alone tells (suggestion,
+// provider, role, alias). An address whose verdict needs no DNS (bad
+// syntax, an address literal, a reserved or blocked domain) gets that
+// verdict, as from Validate. opts are those of Validate: [WithSource]
+// sets meta.source; nothing is probed. A batch worker that gives up on an
+// address completes its job with it, so that the job's result is the one
+// a single validation gives in the same situation.
+func (v *Validator) Unknown(email string, reason Reason, opts ...CallOption) Result {
+	var o callOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	res := Result{
+		Email: email,
+		Confidence: Confidence{
+			AliasStatus:       AliasMaybeNot,
+			EquivalentDomains: []string{},
+		},
+		Provider: Provider{Name: "Unknown"},
+		Meta:     Meta{Source: cmp.Or(o.source, v.cfg.Source)},
+	}
+	v.unjudged(email, reason, &res)
+	if v.cfg.Prober != nil && res.SMTP == nil {
+		res.SMTP = &SMTPResult{Mailbox: MailboxUnknown, Detail: "not probed: the address is " + string(res.Confidence.Status)}
+	}
+	return res
+}
+
+// unjudged fills res as [Validator.check] does when the domain's lookup
+// ends in outcomeUnknown for reason.
+func (v *Validator) unjudged(email string, reason Reason, res *Result) {
+	addr, err := ParseAddress(email, v.syntax)
+	if err != nil {
+		res.Confidence.Status = StatusInvalidFormat
+		res.Reason = ReasonInvalidSyntax
+		res.Confidence.Score = score(StatusInvalidFormat, evidence{})
+		return
+	}
+	res.Validations.Syntax = true
+	if addr.IsLiteral {
+		v.checkLiteral(addr, res)
+		return
+	}
+	domain := addr.ASCIIDomain
+
+	var info *domainInfo
+	if special := isSpecialUse(domain); special || v.isBlocked(domain) {
+		info = &domainInfo{outcome: outcomeUnknown, class: v.classifier.classifyDomain(domain, nil)}
+		res.Confidence.Status = StatusInvalid
+		res.Reason = ReasonBlockedDomain
+		if special {
+			res.Reason = ReasonReservedDomain
+		}
+	} else {
+		// What resolveDomain and refine make of a lookup that failed.
+		info = &domainInfo{
+			outcome:   outcomeUnknown,
+			dnsReason: cmp.Or(reason, ReasonDNSTimeout),
+			class:     v.classifier.classifyDomain(domain, nil),
+			suggest:   v.suggester.suggest(domain, true),
+		}
+		v.refine(domain, info)
+		res.Confidence.Status = statusOf(info)
+		res.Reason = reasonOf(info)
+		res.Provider.Name = info.class.provider
+	}
+	res.Provider.IsFree = info.class.free
+	if info.suggest != "" {
+		s := addr.Local + "@" + info.suggest
+		res.DidYouMean = &s
+	}
+	res.Validations.IsDisposable = info.class.disposable
+
+	role, alias, canonical := v.classifier.classifyLocal(addr.Local, domain, info.class)
+	res.Confidence.IsRoleBased = role
+	res.Confidence.AliasStatus = alias
+	if canonical != "" {
+		c := canonical
+		res.Confidence.CanonicalEmail = &c
+	}
+	if len(info.class.equivalent) > 0 {
+		res.Confidence.EquivalentDomains = slices.Clone(info.class.equivalent)
+	}
+	res.Confidence.Score = score(res.Confidence.Status, evidence{
+		role:       role,
+		aliasGuess: alias == AliasPossible,
+	})
+}
