@@ -419,3 +419,19 @@ func TestMailLinksIgnoreHost(t *testing.T) {
 		t.Fatalf("the reset link points to %s", link)
 	}
 }
+
+// A throwaway address opens no account, whether or not its domain
+// resolves: its owner would take the sign-up credits and be gone. The
+// answer names the email field and reads the same for every such address.
+func TestSignupRefusesDisposable(t *testing.T) {
+	s := startSite(t, nil)
+	for _, email := range []string{"x@mailinator.com", "Someone@Guerrillamail.com", "y@sub.yopmail.com"} {
+		a := newUser(t, s.base).do("POST", "/dashboard/signup", url.Values{"email": {email}, "password": {passphrase}})
+		if a.code != http.StatusUnprocessableEntity || !strings.Contains(a.body, "disposable email service") {
+			t.Errorf("sign-up of %s: %d, want 422 naming the disposable service\n%s", email, a.code, a.body)
+		}
+	}
+	if a := newUser(t, s.base).do("POST", "/dashboard/signup", url.Values{"email": {"jane@good.com"}, "password": {passphrase}}); a.code != http.StatusOK {
+		t.Errorf("sign-up of an ordinary address: %d\n%s", a.code, a.body)
+	}
+}

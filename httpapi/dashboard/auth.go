@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/store"
 )
 
@@ -221,6 +222,10 @@ func (d *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusUnprocessableEntity, "email", "Enter an email address like jane@example.com.")
 		return
 	}
+	if d.disposable(ctx, email) {
+		refuse(http.StatusUnprocessableEntity, "email", "This address belongs to a disposable email service. Sign up with an address you keep.")
+		return
+	}
 	if msg := d.passwordProblem(password); msg != "" {
 		refuse(http.StatusUnprocessableEntity, "password", msg)
 		return
@@ -245,6 +250,22 @@ func (d *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d.render(w, r, http.StatusOK, "sent", page{Title: "Check your inbox", Data: sentPage{Email: email, Confirm: d.confirm}})
+}
+
+// disposable reports whether the service's own validator classifies email
+// as a throwaway address: such an address would earn the sign-up credits
+// and be gone tomorrow. It asks without a mailbox probe; when no validator
+// is configured, or the validation fails, it lets the address through, as
+// the confirmation mail still has to reach it.
+func (d *Dashboard) disposable(ctx context.Context, email string) bool {
+	if d.cfg.Validator == nil {
+		return false
+	}
+	res, err := d.cfg.Validator.Validate(ctx, email, emailcheck.WithoutProbe())
+	if err != nil {
+		return false
+	}
+	return res.Validations.IsDisposable || res.Confidence.Status == emailcheck.StatusDisposable
 }
 
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
