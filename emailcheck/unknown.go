@@ -2,7 +2,6 @@ package emailcheck
 
 import (
 	"cmp"
-	"slices"
 )
 
 // Unknown returns the result Validate gives email when the DNS gives no
@@ -76,25 +75,5 @@ func (v *Validator) unjudged(email string, reason Reason, res *Result) {
 		res.Reason = reasonOf(info)
 		res.Provider.Name = info.class.provider
 	}
-	res.Provider.IsFree = info.class.free
-	if info.suggest != "" {
-		s := addr.Local + "@" + info.suggest
-		res.DidYouMean = &s
-	}
-	res.Validations.IsDisposable = info.class.disposable
-
-	role, alias, canonical := v.classifier.classifyLocal(addr.Local, domain, info.class)
-	res.Confidence.IsRoleBased = role
-	res.Confidence.AliasStatus = alias
-	if canonical != "" {
-		c := canonical
-		res.Confidence.CanonicalEmail = &c
-	}
-	if len(info.class.equivalent) > 0 {
-		res.Confidence.EquivalentDomains = slices.Clone(info.class.equivalent)
-	}
-	res.Confidence.Score = score(res.Confidence.Status, evidence{
-		role:       role,
-		aliasGuess: alias == AliasPossible,
-	})
+	v.describe(addr, info, res)
 }

@@ -322,6 +322,19 @@ func (v *Validator) check(ctx context.Context, now time.Time, email string, res 
 		res.MXHosts = slices.Clone(info.mxHosts)
 		res.Provider.Name = info.class.provider
 	}
+	ev := v.describe(addr, info, res)
+	if v.cfg.Prober != nil {
+		v.probe(ctx, addr, info, res, ev, o)
+	}
+	return unreachable, nil
+}
+
+// describe fills in what the address and its domain's class tell beside
+// the status (provider, suggestion, disposable flag, role, alias,
+// equivalent domains) and the score, and returns the evidence the score
+// was computed from. Validate and Unknown share it, so that both describe
+// an address alike.
+func (v *Validator) describe(addr Address, info *domainInfo, res *Result) evidence {
 	res.Provider.IsFree = info.class.free
 	if info.suggest != "" {
 		s := addr.Local + "@" + info.suggest
@@ -329,7 +342,7 @@ func (v *Validator) check(ctx context.Context, now time.Time, email string, res 
 	}
 	res.Validations.IsDisposable = info.class.disposable
 
-	role, alias, canonical := v.classifier.classifyLocal(addr.Local, domain, info.class)
+	role, alias, canonical := v.classifier.classifyLocal(addr.Local, addr.ASCIIDomain, info.class)
 	res.Confidence.IsRoleBased = role
 	res.Confidence.AliasStatus = alias
 	if canonical != "" {
@@ -346,10 +359,7 @@ func (v *Validator) check(ctx context.Context, now time.Time, email string, res 
 		nullMX:     info.outcome == outcomeNullMX,
 	}
 	res.Confidence.Score = score(res.Confidence.Status, ev)
-	if v.cfg.Prober != nil {
-		v.probe(ctx, addr, info, res, ev, o)
-	}
-	return unreachable, nil
+	return ev
 }
 
 // statusOf maps a domain's DNS verdict and class to a status, in the
