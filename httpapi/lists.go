@@ -249,14 +249,16 @@ var listColumns = []string{"status", "score", "reason", "did_you_mean", "is_disp
 	"is_free", "provider", "domain_exists", "mx_records", "alias", "canonical", "state"}
 
 // ListCSVHeader returns the header of a list's CSV export: the uploaded
-// columns, then validmail's (a name the upload already uses gets a
-// "validmail_" prefix).
+// columns (escaped as their cells are, see [ListCSVRecord]), then
+// validmail's (a name the upload already uses gets a "validmail_"
+// prefix).
 func ListCSVHeader(uploaded []string) []string {
 	taken := make(map[string]bool, len(uploaded))
+	out := make([]string, 0, len(uploaded)+len(listColumns))
 	for _, h := range uploaded {
 		taken[strings.ToLower(strings.TrimSpace(h))] = true
+		out = append(out, resultcsv.Cell(h))
 	}
-	out := append(make([]string, 0, len(uploaded)+len(listColumns)), uploaded...)
 	for _, col := range listColumns {
 		if taken[col] {
 			col = "validmail_" + col
@@ -267,12 +269,16 @@ func ListCSVHeader(uploaded []string) []string {
 }
 
 // ListCSVRecord returns a list row's record of the CSV export: its
-// uploaded fields (as many as the header has), then validmail's. A row
-// that is not an address reads INVALID_FORMAT, invalid_syntax; a row
+// uploaded fields (as many as the header has), each escaped as
+// [resultcsv.Cell] escapes a batch export's text, so that a cell a
+// spreadsheet would run as a formula reads as text; then validmail's. A
+// row that is not an address reads INVALID_FORMAT, invalid_syntax; a row
 // whose job is still active has only its state.
 func ListCSVRecord(width int, row jobs.ListRow) []string {
 	out := make([]string, 0, width+len(listColumns))
-	out = append(out, row.Record...)
+	for _, cell := range row.Record {
+		out = append(out, resultcsv.Cell(cell))
+	}
 	for len(out) < width {
 		out = append(out, "")
 	}

@@ -2,7 +2,9 @@ package httpapi_test
 
 import (
 	"bytes"
+	"encoding/csv"
 	"mime/multipart"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,5 +118,41 @@ func TestListMultipart(t *testing.T) {
 	r = f.do(t, req{method: "POST", target: "/validate/async", key: f.key, body: `{"emails":[` + emails[:len(emails)-1] + `]}`})
 	if r.Code != 400 || !strings.Contains(string(r.Body), "batch_too_large") {
 		t.Fatalf("1,001 addresses to /validate/async: %d %s", r.Code, r.Body)
+	}
+}
+
+// TestListExportEscapesFormulas reads back a list whose cells a
+// spreadsheet would run as formulas: every uploaded cell (and header)
+// starting with =, +, -, @, a tab or a carriage return comes back with a
+// leading apostrophe, as in a batch's export; the rest is unchanged.
+func TestListExportEscapesFormulas(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	body := "email,=note,plain\n" +
+		"a@good.com,=HYPERLINK(\"http://evil.example\"),ok\n" +
+		"b@good.com,+1,-2\n" +
+		"c@good.com,@SUM(A1),\"\tx\"\n" +
+		"=1+1,\"\rcr\",x-y\n"
+	resp := f.do(t, req{method: "POST", target: "/api/v1/lists", key: f.key, body: body, header: map[string]string{"Content-Type": "text/csv"}})
+	if resp.Code != 202 {
+		t.Fatalf("POST: %d %s", resp.Code, resp.Body)
+	}
+	id := resp.JSON(t)["batch_id"].(string)
+	r := f.do(t, req{method: "GET", target: "/api/v1/batches/" + id + "/results?format=csv", key: f.key})
+	recs, err := csv.NewReader(bytes.NewReader(r.Body)).ReadAll()
+	if err != nil || len(recs) != 5 {
+		t.Fatalf("export: %v\n%s", err, r.Body)
+	}
+	want := [][]string{
+		{"email", "'=note", "plain"},
+		{"a@good.com", `'=HYPERLINK("http://evil.example")`, "ok"},
+		{"b@good.com", "'+1", "'-2"},
+		{"c@good.com", "'@SUM(A1)", "'\tx"},
+		{"'=1+1", "'\rcr", "x-y"},
+	}
+	for i, w := range want {
+		if got := recs[i][:3]; !slices.Equal(got, w) {
+			t.Errorf("row %d: %q, want %q", i, got, w)
+		}
 	}
 }
