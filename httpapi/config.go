@@ -127,8 +127,9 @@ type Config struct {
 	// come from each request). nil means the [lists.Options] defaults: up
 	// to 1,000,000 rows and 256 MiB.
 	Lists *lists.Options
-	// MaxListUploads bounds the lists read at once by this handler; more
-	// are refused with 429. Default [DefaultMaxListUploads].
+	// MaxListUploads bounds the lists read at once by this handler, at
+	// most [MaxListUploadsPerAccount] of them one account's; more are
+	// refused with 429. Default [DefaultMaxListUploads].
 	MaxListUploads int
 	// Now is the clock used for latencies and durations. Default time.Now.
 	Now func() time.Time

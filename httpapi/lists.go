@@ -15,6 +15,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi/internal/resultcsv"
+	"github.com/validmail/validmail/httpapi/internal/uploads"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/lists"
 )
@@ -22,6 +23,10 @@ import (
 // DefaultMaxListUploads is how many lists a handler reads at once by
 // default.
 const DefaultMaxListUploads = 4
+
+// MaxListUploadsPerAccount is how many of a handler's list uploads one
+// account may hold at once, so that one account cannot take them all.
+const MaxListUploadsPerAccount = 2
 
 // maxListName bounds ?name= and a multipart file's name, in bytes.
 const maxListName = 200
@@ -38,7 +43,7 @@ func (h *Handler) setupLists(cfg *Config) {
 	if n <= 0 {
 		n = DefaultMaxListUploads
 	}
-	h.listSlots = make(chan struct{}, n)
+	h.listSlots = uploads.NewSlots(n, MaxListUploadsPerAccount)
 }
 
 type listResponse struct {
@@ -100,14 +105,18 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain or multipart/form-data.")
 		return
 	}
-	select {
-	case h.listSlots <- struct{}{}:
-		defer func() { <-h.listSlots }()
-	default:
+	release, why := h.listSlots.Take(c.key.AccountID)
+	switch why {
+	case uploads.AccountBusy:
+		w.Header().Set("Retry-After", "5")
+		writeProblem(w, c, CodeRateLimited, "This account is uploading "+strconv.Itoa(MaxListUploadsPerAccount)+" lists already; send this one when one of them is done.")
+		return
+	case uploads.InstanceBusy:
 		w.Header().Set("Retry-After", "5")
 		writeProblem(w, c, CodeRateLimited, "Too many lists are being uploaded; retry shortly.")
 		return
 	}
+	defer release()
 	ctx := r.Context()
 	sp, err := lists.Read(ctx, body, &opts)
 	if err != nil {

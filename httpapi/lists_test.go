@@ -3,11 +3,17 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/csv"
+	"io"
 	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/store"
 )
 
 // TestListErrors sends lists the API refuses: each is a 4xx problem with
@@ -154,5 +160,80 @@ func TestListExportEscapesFormulas(t *testing.T) {
 		if got := recs[i][:3]; !slices.Equal(got, w) {
 			t.Errorf("row %d: %q, want %q", i, got, w)
 		}
+	}
+}
+
+// heldUpload is a list upload served by the handler whose body stays
+// open until finish: it holds an upload slot meanwhile.
+type heldUpload struct {
+	pw   *io.PipeWriter
+	done chan *httptest.ResponseRecorder
+}
+
+// holdUpload starts an upload and returns once the handler has read its
+// first bytes, so that it holds its slot.
+func holdUpload(t *testing.T, h http.Handler, key string) *heldUpload {
+	t.Helper()
+	pr, pw := io.Pipe()
+	r := httptest.NewRequest("POST", "/api/v1/lists", pr)
+	r.Header.Set("x-api-key", key)
+	r.Header.Set("Content-Type", "text/csv")
+	u := &heldUpload{pw: pw, done: make(chan *httptest.ResponseRecorder, 1)}
+	go func() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		pr.CloseWithError(io.ErrClosedPipe) // unblocks a writer if the handler refused
+		u.done <- rec
+	}()
+	// A write to the pipe returns when the handler reads it.
+	if _, err := io.WriteString(pw, "email\n"); err != nil {
+		t.Fatalf("the handler did not read the upload: %v", err)
+	}
+	return u
+}
+
+// finish ends the upload's body and returns the handler's answer.
+func (u *heldUpload) finish(t *testing.T) *httptest.ResponseRecorder {
+	t.Helper()
+	io.WriteString(u.pw, "held@good.com\n")
+	u.pw.Close()
+	return <-u.done
+}
+
+// TestListUploadsPerAccount holds uploads open: one account gets at most
+// MaxListUploadsPerAccount of the handler's slots, and the others'
+// uploads still go through until every slot is taken.
+func TestListUploadsPerAccount(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	_, other := f.newAccount(t, "other@good.com", 300, store.AllPermissions())
+	_, third := f.newAccount(t, "third@good.com", 300, store.AllPermissions())
+	var held []*heldUpload
+	for range httpapi.MaxListUploadsPerAccount {
+		held = append(held, holdUpload(t, f.h, f.key))
+	}
+	list := map[string]string{"Content-Type": "text/csv"}
+	resp := f.do(t, req{method: "POST", target: "/api/v1/lists", key: f.key, body: "email\na@good.com\n", header: list})
+	if resp.Code != 429 || !strings.Contains(string(resp.Body), "This account is uploading") || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a third upload of one account: %d %s", resp.Code, resp.Body)
+	}
+	if resp := f.do(t, req{method: "POST", target: "/api/v1/lists", key: other, body: "email\nb@good.com\n", header: list}); resp.Code != 202 {
+		t.Fatalf("another account's upload: %d %s", resp.Code, resp.Body)
+	}
+	// Fill the instance's slots: 2 of the owner's, 2 of the others'.
+	for _, k := range []string{other, third} {
+		held = append(held, holdUpload(t, f.h, k))
+	}
+	resp = f.do(t, req{method: "POST", target: "/api/v1/lists", key: third, body: "email\nc@good.com\n", header: list})
+	if resp.Code != 429 || !strings.Contains(string(resp.Body), "Too many lists") {
+		t.Fatalf("an upload with every slot taken: %d %s", resp.Code, resp.Body)
+	}
+	for _, u := range held {
+		if rec := u.finish(t); rec.Code != 202 {
+			t.Fatalf("a held upload: %d %s", rec.Code, rec.Body)
+		}
+	}
+	if resp := f.do(t, req{method: "POST", target: "/api/v1/lists", key: f.key, body: "email\nd@good.com\n", header: list}); resp.Code != 202 {
+		t.Fatalf("the owner's upload after the others ended: %d %s", resp.Code, resp.Body)
 	}
 }
