@@ -72,6 +72,9 @@ type Handler struct {
 	// flight, on the handler and per account.
 	listOpts  lists.Options
 	listSlots *uploads.Slots
+	// listPace is how fast an upload must send to outlive the server's
+	// read timeout.
+	listPace uploads.Pace
 }
 
 // NewHandler returns the API over its four required parts: v validates

@@ -44,6 +44,7 @@ func (h *Handler) setupLists(cfg *Config) {
 		n = DefaultMaxListUploads
 	}
 	h.listSlots = uploads.NewSlots(n, MaxListUploadsPerAccount)
+	h.listPace = uploads.Pace{Window: cfg.ListReadWindow, MinBytes: cfg.ListReadMinBytes}
 }
 
 type listResponse struct {
@@ -82,13 +83,16 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain or multipart/form-data.")
 		return
 	}
-	var body io.Reader = http.MaxBytesReader(w, r.Body, maxBytes+multipartSlack)
+	// The upload lives past the server's read timeout while it keeps
+	// sending.
+	paced := uploads.NewReader(w, r.Body, h.listPace)
+	var body io.Reader = http.MaxBytesReader(w, io.NopCloser(paced), maxBytes+multipartSlack)
 	switch mt {
 	case "", "text/csv", "application/csv", "text/comma-separated-values", "application/vnd.ms-excel":
 	case "text/plain":
 		opts.Text = true
 	case "multipart/form-data":
-		part, ok := filePart(w, c, multipart.NewReader(body, params["boundary"]))
+		part, ok := filePart(w, c, multipart.NewReader(body, params["boundary"]), paced)
 		if !ok {
 			return
 		}
@@ -120,6 +124,10 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 	ctx := r.Context()
 	sp, err := lists.Read(ctx, body, &opts)
 	if err != nil {
+		if paced.Stalled() {
+			stalledUpload(w, c)
+			return
+		}
 		h.listError(w, c, err)
 		return
 	}
@@ -138,12 +146,22 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 	})
 }
 
+// stalledUpload answers an upload that stopped sending.
+func stalledUpload(w http.ResponseWriter, c *call) {
+	w.Header().Set("Connection", "close")
+	writeProblem(w, c, CodeRequestTimeout, "The upload stalled: its bytes stopped arriving. Nothing was submitted; send the list again.")
+}
+
 // filePart returns the multipart body's part named "file", skipping
 // others (each within a bound).
-func filePart(w http.ResponseWriter, c *call, mr *multipart.Reader) (*multipart.Part, bool) {
+func filePart(w http.ResponseWriter, c *call, mr *multipart.Reader, paced *uploads.Reader) (*multipart.Part, bool) {
 	for range 16 {
 		part, err := mr.NextPart()
 		if err != nil {
+			if paced.Stalled() {
+				stalledUpload(w, c)
+				return nil, false
+			}
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
 				writeProblem(w, c, CodeBodyTooLarge, "The list is too large.")
