@@ -31,7 +31,9 @@
 //	POST      /webhook/rotate, /webhook/test
 //	GET, POST /webhook/delete  (a confirmation, then the endpoint's removal)
 //	GET, POST /bulk            field emails (one per line) or a multipart file (.txt, .csv)
-//	GET       /batches, /batches/{id}, /batches/{id}/results.csv
+//	POST      /bulk/list       a list of any size: multipart name, file (see listtool.go)
+//	GET, POST /bulk/list/{token}, POST /bulk/list/{token}/column, /bulk/list/{token}/cancel
+//	GET       /batches, /batches/{id}, /batches/{id}/results.csv, /batches/{id}/list.csv
 //	GET       /reference       the API reference, to anyone ([Config.OpenAPI])
 //
 // and [Dashboard.Demo] serves GET /demo?email= (HTML, or for Accept:
@@ -96,6 +98,7 @@ import (
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/lists"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
 )
@@ -243,6 +246,10 @@ type Config struct {
 	// HashConcurrency bounds the password hashes computed at once
 	// (each takes 19 MiB). Default 2.
 	HashConcurrency int
+	// Lists bounds the lists the bulk page takes (rows, bytes, the
+	// syntax of an address), as the API's [httpapi.Config.Lists] does.
+	// nil means the [lists.Options] defaults.
+	Lists *lists.Options
 	// Logger receives the dashboard's records. Default: discard.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -272,6 +279,8 @@ type Dashboard struct {
 	sending  chan struct{} // a slot per message on its way
 	// reference is Config.OpenAPI, read for its page; nil without one.
 	reference *reference
+	// lists keeps the uploaded lists waiting for their confirmation.
+	lists *listTool
 }
 
 // New returns the console over its storage st, the ledger that grants
@@ -353,6 +362,7 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 		mailer:  cfg.Mailer,
 		confirm: cfg.Mailer != nil,
 		sending: make(chan struct{}, mailsInFlight),
+		lists:   newListTool(),
 	}
 	if err := d.parseTemplates(); err != nil {
 		return nil, err
@@ -465,6 +475,7 @@ func (d *Dashboard) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+p+"/batches/{id}", d.authed(d.batchPage))
 	mux.HandleFunc("GET "+p+"/batches/{id}/progress", d.authed(d.batchProgress))
 	mux.HandleFunc("GET "+p+"/batches/{id}/results.csv", d.authed(d.batchCSV))
+	d.listRoutes(mux)
 	mux.HandleFunc(p+"/", func(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusNotFound, "There is no such page.")
 	})
