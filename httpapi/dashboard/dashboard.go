@@ -65,6 +65,13 @@
 // them (UTF-8, UTF-16 with a byte order mark, else Windows-1252), and the
 // lines left out are listed, with their reason, on the batch's page.
 //
+// A list uploaded to /bulk/list is the exception to those limits: it is
+// streamed into a spool within the list bounds ([Config.Lists]), two
+// uploads per account at most, kept alive past the server's read timeout
+// while it sends 1 MiB per 30 s, then previewed with its cost (the free
+// allowance first, credits for the rest) until the customer confirms,
+// cancels, or 30 minutes pass; its temporary file goes then.
+//
 // Accounts: with a [Config.Mailer], sign-up creates an unconfirmed account
 // and mails a single-use link (48 h) whose form confirms the address and
 // grants the signup credits ([store.Accounts.ConfirmAccount]); until then
