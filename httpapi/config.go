@@ -127,9 +127,16 @@ type Config struct {
 	// come from each request). nil means the [lists.Options] defaults: up
 	// to 1,000,000 rows and 256 MiB.
 	Lists *lists.Options
-	// MaxListUploads bounds the lists read at once by this handler; more
-	// are refused with 429. Default [DefaultMaxListUploads].
+	// MaxListUploads bounds the lists read at once by this handler, at
+	// most [MaxListUploadsPerAccount] of them one account's; more are
+	// refused with 429. Default [DefaultMaxListUploads].
 	MaxListUploads int
+	// ListReadWindow and ListReadMinBytes pace a list's upload: the
+	// server's read timeout does not end it while it sends at least
+	// ListReadMinBytes per ListReadWindow, and one that sends less is
+	// answered 408 (request_timeout). Defaults 30 s and 1 MiB.
+	ListReadWindow   time.Duration
+	ListReadMinBytes int64
 	// Now is the clock used for latencies and durations. Default time.Now.
 	Now func() time.Time
 

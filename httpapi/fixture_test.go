@@ -58,6 +58,8 @@ type options struct {
 	loopback bool
 	// adminToken serves the operator's routes with this token.
 	adminToken string
+	// configure, when set, changes the handler's configuration last.
+	configure func(*httpapi.Config)
 }
 
 // fixture is a handler over memstore with one account and a key carrying
@@ -134,6 +136,9 @@ func setup(t testing.TB, o *options) *fixture {
 	if o.webhooks {
 		f.setupWebhooks(t, o.loopback)
 		cfg.Webhooks, cfg.WebhookOutbox, cfg.WebhookSender, cfg.WebhookEvents = f.hooks, f.hooks, f.disp, f.events
+	}
+	if o.configure != nil {
+		o.configure(&cfg)
 	}
 	f.h, err = httpapi.NewHandler(hv, ledger, q, accts, &cfg)
 	if err != nil {

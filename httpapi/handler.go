@@ -25,6 +25,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/httpapi/internal/uploads"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/lists"
@@ -67,10 +68,13 @@ type Handler struct {
 	// none is configured and the operator's routes are not mounted.
 	adminHash [sha256.Size]byte
 	adminOn   bool
-	// listOpts bounds list uploads; listSlots holds a token per upload in
-	// flight.
+	// listOpts bounds list uploads; listSlots counts the uploads in
+	// flight, on the handler and per account.
 	listOpts  lists.Options
-	listSlots chan struct{}
+	listSlots *uploads.Slots
+	// listPace is how fast an upload must send to outlive the server's
+	// read timeout.
+	listPace uploads.Pace
 }
 
 // NewHandler returns the API over its four required parts: v validates

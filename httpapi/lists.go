@@ -15,6 +15,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi/internal/resultcsv"
+	"github.com/validmail/validmail/httpapi/internal/uploads"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/lists"
 )
@@ -22,6 +23,10 @@ import (
 // DefaultMaxListUploads is how many lists a handler reads at once by
 // default.
 const DefaultMaxListUploads = 4
+
+// MaxListUploadsPerAccount is how many of a handler's list uploads one
+// account may hold at once, so that one account cannot take them all.
+const MaxListUploadsPerAccount = 2
 
 // maxListName bounds ?name= and a multipart file's name, in bytes.
 const maxListName = 200
@@ -38,7 +43,8 @@ func (h *Handler) setupLists(cfg *Config) {
 	if n <= 0 {
 		n = DefaultMaxListUploads
 	}
-	h.listSlots = make(chan struct{}, n)
+	h.listSlots = uploads.NewSlots(n, MaxListUploadsPerAccount)
+	h.listPace = uploads.Pace{Window: cfg.ListReadWindow, MinBytes: cfg.ListReadMinBytes}
 }
 
 type listResponse struct {
@@ -77,13 +83,16 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain or multipart/form-data.")
 		return
 	}
-	var body io.Reader = http.MaxBytesReader(w, r.Body, maxBytes+multipartSlack)
+	// The upload lives past the server's read timeout while it keeps
+	// sending.
+	paced := uploads.NewReader(w, r.Body, h.listPace)
+	var body io.Reader = http.MaxBytesReader(w, io.NopCloser(paced), maxBytes+multipartSlack)
 	switch mt {
 	case "", "text/csv", "application/csv", "text/comma-separated-values", "application/vnd.ms-excel":
 	case "text/plain":
 		opts.Text = true
 	case "multipart/form-data":
-		part, ok := filePart(w, c, multipart.NewReader(body, params["boundary"]))
+		part, ok := filePart(w, c, multipart.NewReader(body, params["boundary"]), paced)
 		if !ok {
 			return
 		}
@@ -100,17 +109,25 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain or multipart/form-data.")
 		return
 	}
-	select {
-	case h.listSlots <- struct{}{}:
-		defer func() { <-h.listSlots }()
-	default:
+	release, why := h.listSlots.Take(c.key.AccountID)
+	switch why {
+	case uploads.AccountBusy:
+		w.Header().Set("Retry-After", "5")
+		writeProblem(w, c, CodeRateLimited, "This account is uploading "+strconv.Itoa(MaxListUploadsPerAccount)+" lists already; send this one when one of them is done.")
+		return
+	case uploads.InstanceBusy:
 		w.Header().Set("Retry-After", "5")
 		writeProblem(w, c, CodeRateLimited, "Too many lists are being uploaded; retry shortly.")
 		return
 	}
+	defer release()
 	ctx := r.Context()
 	sp, err := lists.Read(ctx, body, &opts)
 	if err != nil {
+		if paced.Stalled() {
+			stalledUpload(w, c)
+			return
+		}
 		h.listError(w, c, err)
 		return
 	}
@@ -129,12 +146,22 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 	})
 }
 
+// stalledUpload answers an upload that stopped sending.
+func stalledUpload(w http.ResponseWriter, c *call) {
+	w.Header().Set("Connection", "close")
+	writeProblem(w, c, CodeRequestTimeout, "The upload stalled: its bytes stopped arriving. Nothing was submitted; send the list again.")
+}
+
 // filePart returns the multipart body's part named "file", skipping
 // others (each within a bound).
-func filePart(w http.ResponseWriter, c *call, mr *multipart.Reader) (*multipart.Part, bool) {
+func filePart(w http.ResponseWriter, c *call, mr *multipart.Reader, paced *uploads.Reader) (*multipart.Part, bool) {
 	for range 16 {
 		part, err := mr.NextPart()
 		if err != nil {
+			if paced.Stalled() {
+				stalledUpload(w, c)
+				return nil, false
+			}
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
 				writeProblem(w, c, CodeBodyTooLarge, "The list is too large.")
@@ -249,14 +276,16 @@ var listColumns = []string{"status", "score", "reason", "did_you_mean", "is_disp
 	"is_free", "provider", "domain_exists", "mx_records", "alias", "canonical", "state"}
 
 // ListCSVHeader returns the header of a list's CSV export: the uploaded
-// columns, then validmail's (a name the upload already uses gets a
-// "validmail_" prefix).
+// columns (escaped as their cells are, see [ListCSVRecord]), then
+// validmail's (a name the upload already uses gets a "validmail_"
+// prefix).
 func ListCSVHeader(uploaded []string) []string {
 	taken := make(map[string]bool, len(uploaded))
+	out := make([]string, 0, len(uploaded)+len(listColumns))
 	for _, h := range uploaded {
 		taken[strings.ToLower(strings.TrimSpace(h))] = true
+		out = append(out, resultcsv.Cell(h))
 	}
-	out := append(make([]string, 0, len(uploaded)+len(listColumns)), uploaded...)
 	for _, col := range listColumns {
 		if taken[col] {
 			col = "validmail_" + col
@@ -267,12 +296,16 @@ func ListCSVHeader(uploaded []string) []string {
 }
 
 // ListCSVRecord returns a list row's record of the CSV export: its
-// uploaded fields (as many as the header has), then validmail's. A row
-// that is not an address reads INVALID_FORMAT, invalid_syntax; a row
+// uploaded fields (as many as the header has), each escaped as
+// [resultcsv.Cell] escapes a batch export's text, so that a cell a
+// spreadsheet would run as a formula reads as text; then validmail's. A
+// row that is not an address reads INVALID_FORMAT, invalid_syntax; a row
 // whose job is still active has only its state.
 func ListCSVRecord(width int, row jobs.ListRow) []string {
 	out := make([]string, 0, width+len(listColumns))
-	out = append(out, row.Record...)
+	for _, cell := range row.Record {
+		out = append(out, resultcsv.Cell(cell))
+	}
 	for len(out) < width {
 		out = append(out, "")
 	}

@@ -2,10 +2,18 @@ package httpapi_test
 
 import (
 	"bytes"
+	"encoding/csv"
+	"io"
 	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/store"
 )
 
 // TestListErrors sends lists the API refuses: each is a 4xx problem with
@@ -116,5 +124,116 @@ func TestListMultipart(t *testing.T) {
 	r = f.do(t, req{method: "POST", target: "/validate/async", key: f.key, body: `{"emails":[` + emails[:len(emails)-1] + `]}`})
 	if r.Code != 400 || !strings.Contains(string(r.Body), "batch_too_large") {
 		t.Fatalf("1,001 addresses to /validate/async: %d %s", r.Code, r.Body)
+	}
+}
+
+// TestListExportEscapesFormulas reads back a list whose cells a
+// spreadsheet would run as formulas: every uploaded cell (and header)
+// starting with =, +, -, @, a tab or a carriage return comes back with a
+// leading apostrophe, as in a batch's export; the rest is unchanged.
+func TestListExportEscapesFormulas(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	body := "email,=note,plain\n" +
+		"a@good.com,=HYPERLINK(\"http://evil.example\"),ok\n" +
+		"b@good.com,+1,-2\n" +
+		"c@good.com,@SUM(A1),\"\tx\"\n" +
+		"=1+1,\"\rcr\",x-y\n"
+	resp := f.do(t, req{method: "POST", target: "/api/v1/lists", key: f.key, body: body, header: map[string]string{"Content-Type": "text/csv"}})
+	if resp.Code != 202 {
+		t.Fatalf("POST: %d %s", resp.Code, resp.Body)
+	}
+	id := resp.JSON(t)["batch_id"].(string)
+	r := f.do(t, req{method: "GET", target: "/api/v1/batches/" + id + "/results?format=csv", key: f.key})
+	recs, err := csv.NewReader(bytes.NewReader(r.Body)).ReadAll()
+	if err != nil || len(recs) != 5 {
+		t.Fatalf("export: %v\n%s", err, r.Body)
+	}
+	want := [][]string{
+		{"email", "'=note", "plain"},
+		{"a@good.com", `'=HYPERLINK("http://evil.example")`, "ok"},
+		{"b@good.com", "'+1", "'-2"},
+		{"c@good.com", "'@SUM(A1)", "'\tx"},
+		{"'=1+1", "'\rcr", "x-y"},
+	}
+	for i, w := range want {
+		if got := recs[i][:3]; !slices.Equal(got, w) {
+			t.Errorf("row %d: %q, want %q", i, got, w)
+		}
+	}
+}
+
+// heldUpload is a list upload served by the handler whose body stays
+// open until finish: it holds an upload slot meanwhile.
+type heldUpload struct {
+	pw   *io.PipeWriter
+	done chan *httptest.ResponseRecorder
+}
+
+// holdUpload starts an upload and returns once the handler has read its
+// first bytes, so that it holds its slot.
+func holdUpload(t *testing.T, h http.Handler, key string) *heldUpload {
+	t.Helper()
+	pr, pw := io.Pipe()
+	r := httptest.NewRequest("POST", "/api/v1/lists", pr)
+	r.Header.Set("x-api-key", key)
+	r.Header.Set("Content-Type", "text/csv")
+	u := &heldUpload{pw: pw, done: make(chan *httptest.ResponseRecorder, 1)}
+	go func() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		pr.CloseWithError(io.ErrClosedPipe) // unblocks a writer if the handler refused
+		u.done <- rec
+	}()
+	// A write to the pipe returns when the handler reads it.
+	if _, err := io.WriteString(pw, "email\n"); err != nil {
+		t.Fatalf("the handler did not read the upload: %v", err)
+	}
+	return u
+}
+
+// finish ends the upload's body and returns the handler's answer.
+func (u *heldUpload) finish(t *testing.T) *httptest.ResponseRecorder {
+	t.Helper()
+	io.WriteString(u.pw, "held@good.com\n")
+	u.pw.Close()
+	return <-u.done
+}
+
+// TestListUploadsPerAccount holds uploads open: one account gets at most
+// MaxListUploadsPerAccount of the handler's slots, and the others'
+// uploads still go through until every slot is taken.
+func TestListUploadsPerAccount(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	_, other := f.newAccount(t, "other@good.com", 300, store.AllPermissions())
+	_, third := f.newAccount(t, "third@good.com", 300, store.AllPermissions())
+	var held []*heldUpload
+	for range httpapi.MaxListUploadsPerAccount {
+		held = append(held, holdUpload(t, f.h, f.key))
+	}
+	list := map[string]string{"Content-Type": "text/csv"}
+	resp := f.do(t, req{method: "POST", target: "/api/v1/lists", key: f.key, body: "email\na@good.com\n", header: list})
+	if resp.Code != 429 || !strings.Contains(string(resp.Body), "This account is uploading") || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a third upload of one account: %d %s", resp.Code, resp.Body)
+	}
+	if resp := f.do(t, req{method: "POST", target: "/api/v1/lists", key: other, body: "email\nb@good.com\n", header: list}); resp.Code != 202 {
+		t.Fatalf("another account's upload: %d %s", resp.Code, resp.Body)
+	}
+	// Fill the instance's slots: 2 of the owner's, 2 of the others'.
+	for _, k := range []string{other, third} {
+		held = append(held, holdUpload(t, f.h, k))
+	}
+	resp = f.do(t, req{method: "POST", target: "/api/v1/lists", key: third, body: "email\nc@good.com\n", header: list})
+	if resp.Code != 429 || !strings.Contains(string(resp.Body), "Too many lists") {
+		t.Fatalf("an upload with every slot taken: %d %s", resp.Code, resp.Body)
+	}
+	for _, u := range held {
+		if rec := u.finish(t); rec.Code != 202 {
+			t.Fatalf("a held upload: %d %s", rec.Code, rec.Body)
+		}
+	}
+	if resp := f.do(t, req{method: "POST", target: "/api/v1/lists", key: f.key, body: "email\nd@good.com\n", header: list}); resp.Code != 202 {
+		t.Fatalf("the owner's upload after the others ended: %d %s", resp.Code, resp.Body)
 	}
 }

@@ -37,6 +37,7 @@ const (
 	CodeRateLimited          Code = "rate_limited"           // 429
 	CodeInternal             Code = "internal"               // 500
 	CodeUnavailable          Code = "unavailable"            // 503
+	CodeRequestTimeout       Code = "request_timeout"        // 408
 )
 
 // ProblemTypePrefix starts the "type" URI of every problem document; the
@@ -74,6 +75,7 @@ var codes = map[Code]codeInfo{
 	CodeRateLimited:          {http.StatusTooManyRequests, "Rate limited"},
 	CodeInternal:             {http.StatusInternalServerError, "Internal error"},
 	CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable"},
+	CodeRequestTimeout:       {http.StatusRequestTimeout, "Request timeout"},
 }
 
 // Status returns the HTTP status code c is sent with (500 for an unknown

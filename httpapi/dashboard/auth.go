@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/mail"
@@ -61,7 +62,20 @@ func (d *Dashboard) parseTemplates() error {
 			return false
 		},
 	}
-	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html")
+	funcs["listBounds"] = d.listBounds
+	funcs["num"] = func(n any) string {
+		switch v := n.(type) {
+		case int:
+			return thousands(int64(v))
+		case int64:
+			return thousands(v)
+		}
+		return fmt.Sprint(n)
+	}
+	funcs["inc"] = func(i int) int { return i + 1 }
+	funcs["sub"] = func(a, b int64) int64 { return a - b }
+	// Every page has the layout and the partials (*_parts.html).
+	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/*_parts.html")
 	if err != nil {
 		return err
 	}
@@ -71,7 +85,7 @@ func (d *Dashboard) parseTemplates() error {
 	}
 	d.pages = map[string]*template.Template{}
 	for _, e := range names {
-		if e.Name() == "layout.html" {
+		if e.Name() == "layout.html" || strings.HasSuffix(e.Name(), "_parts.html") {
 			continue
 		}
 		t, err := template.Must(layout.Clone()).ParseFS(templateFiles, "templates/"+e.Name())

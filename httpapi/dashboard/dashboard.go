@@ -31,7 +31,9 @@
 //	POST      /webhook/rotate, /webhook/test
 //	GET, POST /webhook/delete  (a confirmation, then the endpoint's removal)
 //	GET, POST /bulk            field emails (one per line) or a multipart file (.txt, .csv)
-//	GET       /batches, /batches/{id}, /batches/{id}/results.csv
+//	POST      /bulk/list       a list of any size: multipart name, file (see listtool.go)
+//	GET, POST /bulk/list/{token}, POST /bulk/list/{token}/column, /bulk/list/{token}/cancel
+//	GET       /batches, /batches/{id}, /batches/{id}/results.csv, /batches/{id}/list.csv
 //	GET       /reference       the API reference, to anyone ([Config.OpenAPI])
 //
 // and [Dashboard.Demo] serves GET /demo?email= (HTML, or for Accept:
@@ -66,6 +68,13 @@
 // them (UTF-8, UTF-16 with a byte order mark, else Windows-1252), and the
 // lines left out are listed, with their reason, on the batch's page.
 //
+// A list uploaded to /bulk/list is the exception to those limits: it is
+// streamed into a spool within the list bounds ([Config.Lists]), two
+// uploads per account at most, kept alive past the server's read timeout
+// while it sends 1 MiB per 30 s, then previewed with its cost (the free
+// allowance first, credits for the rest) until the customer confirms,
+// cancels, or 30 minutes pass; its temporary file goes then.
+//
 // Accounts: with a [Config.Mailer], sign-up creates an unconfirmed account
 // and mails a single-use link (48 h) whose form confirms the address and
 // grants the signup credits ([store.Accounts.ConfirmAccount]); until then
@@ -99,6 +108,7 @@ import (
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/lists"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
 )
@@ -261,6 +271,10 @@ type Config struct {
 	// HashConcurrency bounds the password hashes computed at once
 	// (each takes 19 MiB). Default 2.
 	HashConcurrency int
+	// Lists bounds the lists the bulk page takes (rows, bytes, the
+	// syntax of an address), as the API's [httpapi.Config.Lists] does.
+	// nil means the [lists.Options] defaults.
+	Lists *lists.Options
 	// Logger receives the dashboard's records. Default: discard.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -290,6 +304,8 @@ type Dashboard struct {
 	sending  chan struct{} // a slot per message on its way
 	// reference is Config.OpenAPI, read for its page; nil without one.
 	reference *reference
+	// lists keeps the uploaded lists waiting for their confirmation.
+	lists *listTool
 }
 
 // New returns the console over its storage st, the ledger that grants
@@ -377,6 +393,7 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 		mailer:  cfg.Mailer,
 		confirm: cfg.Mailer != nil,
 		sending: make(chan struct{}, mailsInFlight),
+		lists:   newListTool(),
 	}
 	if err := d.parseTemplates(); err != nil {
 		return nil, err
@@ -489,6 +506,7 @@ func (d *Dashboard) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+p+"/batches/{id}", d.authed(d.batchPage))
 	mux.HandleFunc("GET "+p+"/batches/{id}/progress", d.authed(d.batchProgress))
 	mux.HandleFunc("GET "+p+"/batches/{id}/results.csv", d.authed(d.batchCSV))
+	d.listRoutes(mux)
 	mux.HandleFunc(p+"/", func(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusNotFound, "There is no such page.")
 	})

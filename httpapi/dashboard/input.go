@@ -41,7 +41,7 @@ var listFields = []string{"emails"}
 // removed when the handler returns: the request here is the session
 // middleware's copy, whose form the server's own clean-up never sees.
 func (d *Dashboard) bounded(next http.Handler) http.Handler {
-	bulk := d.path("/bulk")
+	bulk, listUpload := d.path("/bulk"), d.path("/bulk/list")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			if r.MultipartForm != nil {
@@ -61,6 +61,17 @@ func (d *Dashboard) bounded(next http.Handler) http.Handler {
 			}
 			if field, ok := textValues(q, nil); !ok {
 				d.refuseField(w, r, field)
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.URL.Path == listUpload {
+			// A list of any size: streamed by its handler, never parsed
+			// here (see uploadList).
+			if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != formMultipart {
+				w.Header().Set("Accept-Post", formMultipart)
+				d.fail(w, r, http.StatusUnsupportedMediaType, "This form must be sent as an ordinary web form, with its file.")
 				return
 			}
 			next.ServeHTTP(w, r)

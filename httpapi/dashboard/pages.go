@@ -736,6 +736,8 @@ type batchData struct {
 	More     bool
 	After    string
 	Report   *list // the lines of the submitted list that were left out
+	// Groups are the downloads of a list batch's rows; nil for others.
+	Groups []listGroup
 }
 
 const resultsPerPage = 100
@@ -759,6 +761,12 @@ func (d *Dashboard) batchPage(w http.ResponseWriter, r *http.Request, a store.Ac
 		return
 	}
 	data := batchData{batchRow: d.row(b), Filter: r.URL.Query().Get("status"), Report: d.report(r.Context(), b.ID)}
+	groups, err := d.listGroups(r.Context(), a.ID, b)
+	if err != nil {
+		d.backendError(w, r, "batch list", err)
+		return
+	}
+	data.Groups = groups
 	for _, c := range data.Counts {
 		data.Statuses = append(data.Statuses, c.Status)
 	}
@@ -788,7 +796,7 @@ func (d *Dashboard) batchPage(w http.ResponseWriter, r *http.Request, a store.Ac
 			break
 		}
 	}
-	d.render(w, r, http.StatusOK, "batch", page{Title: "Batch #" + b.ID, Nav: "batches", Email: a.Email, Data: data,
+	d.render(w, r, http.StatusOK, "batch", page{Title: data.Title(), Nav: "batches", Email: a.Email, Data: data,
 		Refresh: b.State != jobs.StateCompleted})
 }
 

@@ -388,6 +388,9 @@ func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error 
 	if dc.WebhookTestLimit == (ratelimit.Limit{}) {
 		dc.WebhookTestLimit = api.WebhookTestLimit
 	}
+	if dc.Lists == nil {
+		dc.Lists = api.Lists
+	}
 	d, err := dashboard.New(dashboard.Storage{Accounts: b.Accounts, Passwords: b.Passwords, Sessions: b.Sessions, Tokens: b.Tokens}, s.ledger, s.queue, &dc)
 	if err != nil {
 		return fmt.Errorf("service: %w", err)

@@ -1,0 +1,254 @@
+package dashboard_test
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/validmail/validmail/httpapi/dashboard"
+	"github.com/validmail/validmail/store/backend"
+)
+
+// upload sends the list tool's form: a name and a file, as a browser
+// sends them.
+func (u *user) upload(name, filename, content string) answer {
+	u.t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	mw.WriteField("name", name)
+	fw, _ := mw.CreateFormFile("file", filename)
+	fw.Write([]byte(content))
+	mw.Close()
+	req, _ := http.NewRequest("POST", u.base+"/dashboard/bulk/list", &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := u.c.Do(req)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	return answer{resp.StatusCode, resp.Header, b.String()}
+}
+
+// preview uploads a list and follows the redirect to its preview.
+func (u *user) preview(name, filename, content string) (string, answer) {
+	u.t.Helper()
+	a := u.upload(name, filename, content)
+	loc := a.hdr.Get("Location")
+	if a.code != http.StatusSeeOther || !strings.HasPrefix(loc, "/dashboard/bulk/list/") {
+		u.t.Fatalf("upload: %d %s\n%s", a.code, loc, a.body)
+	}
+	return loc, u.do("GET", loc, nil)
+}
+
+var (
+	idText   = func(id string) *regexp.Regexp { return regexp.MustCompile(`id="` + id + `">([^<]*)<`) }
+	addrHead = regexp.MustCompile(`<th scope="col" class="addr">([^<]*?) <span`)
+)
+
+// field returns the text of the element of id on a page.
+func field(t *testing.T, page, id string) string {
+	t.Helper()
+	m := idText(id).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no #%s on the page:\n%s", id, page)
+	}
+	return m[1]
+}
+
+// customers is a list of 8 unique addresses (two of missing-domain.com),
+// 2 duplicates and a row without an address, in columns of its own.
+const customers = "name;Mail;city\n" +
+	"Ann;ann@good.com;Paris\n" +
+	"Bob;bob@good.com;Rome\n" +
+	"Cid;cid@good.com;Oslo\n" +
+	"Dee;dee@good.com;Bern\n" +
+	"Eve;eve@good.com;Riga\n" +
+	"Fay;fay@good.com;Kyiv\n" +
+	"Gus;gus@missing-domain.com;Lima\n" +
+	"Hal;hal@missing-domain.com;Nice\n" +
+	"Ann again; ANN@good.com ;Paris\n" +
+	"Bob again;bob@good.com;Rome\n" +
+	"Nobody;n/a;=cmd\n"
+
+// TestListTool uploads a list on the bulk page on every backend: its
+// preview finds the address column, counts its rows and costs it (the
+// free allowance first, credits for the rest); the confirmation submits
+// it once and charges exactly that; a list beyond the balance is refused
+// before and at the confirmation; and the batch's grouped downloads hold
+// the rows of each group with the uploaded columns.
+func TestListTool(t *testing.T) {
+	eachBackend(t, func(t *testing.T, open func() *backend.Backend, _ bool) {
+		s := startSite(t, open(), func(dc *dashboard.Config, _ string) { dc.BulkLimit = 5 })
+		u := newUser(t, s.base)
+		u.signup("lister@example.com")
+
+		bulk := u.do("GET", "/dashboard/bulk", nil).body
+		if !strings.Contains(bulk, `action="/dashboard/bulk/list"`) || !strings.Contains(bulk, `id="list-file"`) {
+			t.Fatalf("the bulk page has no upload form:\n%s", bulk)
+		}
+		loc, p := u.preview("", "customers.csv", customers)
+		if p.code != http.StatusOK {
+			t.Fatalf("preview: %d\n%s", p.code, p.body)
+		}
+		if m := addrHead.FindStringSubmatch(p.body); m == nil || m[1] != "Mail" {
+			t.Fatalf("the highlighted column: %v\n%s", m, p.body)
+		}
+		if !strings.Contains(p.body, `<td class="addr">ann@good.com</td>`) || strings.Count(p.body, "<tr>") != 11 {
+			t.Fatalf("the first rows: %s", p.body)
+		}
+		for id, want := range map[string]string{"rows": "11", "unique": "8", "duplicates": "2", "invalid": "1", "free": "5", "credits": "3", "balance": "300"} {
+			if got := field(t, p.body, id); got != want {
+				t.Errorf("#%s %q, want %q", id, got, want)
+			}
+		}
+		if !strings.Contains(p.body, "<title>Preview of customers.csv") || !strings.Contains(p.body, `id="confirm"`) {
+			t.Fatalf("the preview's title or confirmation:\n%s", p.body)
+		}
+
+		// Another user sees nothing of it.
+		other := newUser(t, s.base)
+		other.signup("other-lister@example.com")
+		if a := other.do("GET", loc, nil); a.code != http.StatusNotFound {
+			t.Fatalf("another account's preview: %d", a.code)
+		}
+		if a := other.do("POST", loc, url.Values{}); a.code != http.StatusNotFound {
+			t.Fatalf("another account's confirmation: %d", a.code)
+		}
+
+		// Confirm: 3 credits, the allowance spent.
+		a := u.do("POST", loc, url.Values{})
+		batchURL := a.hdr.Get("Location")
+		if a.code != http.StatusSeeOther || !strings.HasPrefix(batchURL, "/dashboard/batches/") {
+			t.Fatalf("confirm: %d %s\n%s", a.code, batchURL, a.body)
+		}
+		if a := u.do("POST", loc, url.Values{}); a.code != http.StatusNotFound {
+			t.Fatalf("a second confirmation: %d", a.code)
+		}
+		if got := field(t, u.do("GET", "/dashboard/", nil).body, "balance"); got != "297" {
+			t.Fatalf("balance %s after the list, want 297", got)
+		}
+		if got := field(t, u.do("GET", "/dashboard/bulk", nil).body, "remaining"); got != "0" {
+			t.Fatalf("allowance left %s, want 0", got)
+		}
+
+		// Beyond the balance: refused at the preview and at the confirmation.
+		var big strings.Builder
+		big.WriteString("email\n")
+		for i := range 400 {
+			fmt.Fprintf(&big, "big%d@good.com\n", i)
+		}
+		loc2, p2 := u.preview("Big one", "big.csv", big.String())
+		if p2.code != http.StatusPaymentRequired || field(t, p2.body, "credits") != "400" || field(t, p2.body, "short") != "103 more credits are needed to validate this list." ||
+			strings.Contains(p2.body, `id="confirm"`) {
+			t.Fatalf("a list beyond the balance: %d\n%s", p2.code, p2.body)
+		}
+		if a := u.do("POST", loc2, url.Values{}); a.code != http.StatusPaymentRequired {
+			t.Fatalf("confirming a list beyond the balance: %d\n%s", a.code, a.body)
+		}
+		if got := field(t, u.do("GET", "/dashboard/", nil).body, "balance"); got != "297" {
+			t.Fatalf("balance %s after a refused list, want 297", got)
+		}
+		if a := u.do("POST", loc2+"/cancel", url.Values{}); a.code != http.StatusSeeOther {
+			t.Fatalf("cancel: %d", a.code)
+		}
+		if a := u.do("GET", loc2, nil); a.code != http.StatusNotFound {
+			t.Fatalf("a cancelled preview: %d", a.code)
+		}
+
+		// The batch: its name and number, then its downloads by group.
+		var page string
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			page = u.do("GET", batchURL, nil).body
+			if strings.Contains(page, `<span id="state">completed</span>`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the list is not validated after 30 s:\n%s", page)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !strings.Contains(page, "<title>customers.csv (batch 1)") || !strings.Contains(page, "?group=safe") {
+			t.Fatalf("the batch page:\n%s", page)
+		}
+		if list := u.do("GET", "/dashboard/batches", nil).body; !strings.Contains(list, ">customers.csv</a>") || !strings.Contains(list, "No. 1") {
+			t.Fatalf("the batches table:\n%s", list)
+		}
+		get := func(group string) [][]string {
+			t.Helper()
+			a := u.do("GET", batchURL+"/list.csv"+group, nil)
+			recs, err := csv.NewReader(strings.NewReader(a.body)).ReadAll()
+			if a.code != http.StatusOK || err != nil || len(recs) == 0 || strings.Join(recs[0][:4], ",") != "name,Mail,city,status" {
+				t.Fatalf("download %s: %d %v\n%s", group, a.code, err, a.body)
+			}
+			return recs[1:]
+		}
+		names := func(recs [][]string) string {
+			var out []string
+			for _, r := range recs {
+				out = append(out, r[0])
+			}
+			return strings.Join(out, ",")
+		}
+		if got := names(get("?group=safe")); got != "Ann,Bob,Cid,Dee,Eve,Fay,Ann again,Bob again" {
+			t.Errorf("safe to send: %s", got)
+		}
+		if got := names(get("?group=risky")); got != "" {
+			t.Errorf("risky: %s", got)
+		}
+		remove := get("?group=remove")
+		if got := names(remove); got != "Gus,Hal,Nobody" {
+			t.Errorf("remove: %s", got)
+		}
+		if remove[2][2] != "'=cmd" {
+			t.Errorf("a formula cell comes back as %q", remove[2][2])
+		}
+		if got := len(get("")); got != 11 {
+			t.Errorf("all rows: %d", got)
+		}
+		if a := other.do("GET", batchURL+"/list.csv?group=safe", nil); a.code != http.StatusNotFound {
+			t.Errorf("another account's download: %d", a.code)
+		}
+	})
+}
+
+// TestListToolColumn chooses another address column on the preview: the
+// list is read again with it, and counted anew.
+func TestListToolColumn(t *testing.T) {
+	t.Parallel()
+	s := startSite(t, nil)
+	u := newUser(t, s.base)
+	u.signup("columns@example.com")
+	loc, p := u.preview("Two columns", "two.csv", "email,work\na@good.com,w1@good.com\nb@good.com,w2@good.com\na@good.com,w3@good.com\n")
+	if m := addrHead.FindStringSubmatch(p.body); m == nil || m[1] != "email" || field(t, p.body, "unique") != "2" {
+		t.Fatalf("preview: %v\n%s", m, p.body)
+	}
+	a := u.do("POST", loc+"/column", url.Values{"column": {"2"}})
+	next := a.hdr.Get("Location")
+	if a.code != http.StatusSeeOther || next == loc {
+		t.Fatalf("choosing a column: %d %s\n%s", a.code, next, a.body)
+	}
+	p = u.do("GET", next, nil)
+	if m := addrHead.FindStringSubmatch(p.body); m == nil || m[1] != "work" || field(t, p.body, "unique") != "3" || !strings.Contains(p.body, "<title>Preview of Two columns") {
+		t.Fatalf("after choosing work: %v\n%s", m, p.body)
+	}
+	if a := u.do("GET", loc, nil); a.code != http.StatusNotFound {
+		t.Fatalf("the first reading is still kept: %d", a.code)
+	}
+	if a := u.do("POST", next+"/column", url.Values{"column": {"9"}}); a.code != http.StatusUnprocessableEntity {
+		t.Fatalf("a column out of range: %d", a.code)
+	}
+	// A file the list reader refuses comes back to the bulk page.
+	if a := u.upload("", "bad.csv", "name,city\nAnn,Paris\n"); a.code != http.StatusUnprocessableEntity || !strings.Contains(a.body, "No column of the file holds addresses") {
+		t.Fatalf("a file without addresses: %d\n%s", a.code, a.body)
+	}
+}
