@@ -38,57 +38,81 @@ type failoverCluster struct {
 // waits until every master has a replica in sync.
 func startFailoverCluster(t *testing.T) *failoverCluster {
 	t.Helper()
+	return startCluster(t, 0, 3, 1)
+}
+
+// startCluster starts a cluster of masters, each with replicas, on the
+// ports from envFailoverPort's plus offset, and waits until it is healthy
+// and every replica in sync. It skips tb when envFailoverPort is unset.
+// A cluster of one master has no replicas and owns every slot.
+func startCluster(tb testing.TB, offset, masters, replicas int) *failoverCluster {
+	tb.Helper()
 	raw := os.Getenv(envFailoverPort)
 	if raw == "" {
-		t.Skip(envFailoverPort + " is not set: skipping the failover test")
+		tb.Skip(envFailoverPort + " is not set: skipping the test that starts its own cluster")
 	}
 	first, err := strconv.Atoi(raw)
 	if err != nil {
-		t.Fatalf("%s=%q: %v", envFailoverPort, raw, err)
+		tb.Fatalf("%s=%q: %v", envFailoverPort, raw, err)
 	}
 	for _, bin := range []string{"redis-server", "redis-cli"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s=%s but %v", envFailoverPort, raw, err)
+			tb.Fatalf("%s=%s but %v", envFailoverPort, raw, err)
 		}
 	}
+	if masters == 1 {
+		replicas = 0
+	}
 	fc := &failoverCluster{procs: make(map[string]*exec.Cmd)}
-	dir := t.TempDir()
-	for i := range 6 {
-		port := strconv.Itoa(first + i)
+	dir := tb.TempDir()
+	for i := range masters * (1 + replicas) {
+		port := strconv.Itoa(first + offset + i)
 		d := filepath.Join(dir, port)
 		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		cmd := exec.Command("redis-server", "--bind", "127.0.0.1", "--port", port, "--dir", d,
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no",
 			"--logfile", filepath.Join(d, "redis.log"))
 		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		addr := "127.0.0.1:" + port
 		fc.addrs = append(fc.addrs, addr)
 		fc.procs[addr] = cmd
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		tb.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	}
 	for _, a := range fc.addrs {
 		c := redis.NewClient(&redis.Options{Addr: a})
-		waitFor(t, 60*time.Second, "server "+a+" answers", func() bool { return c.Ping(t.Context()).Err() == nil })
+		waitFor(tb, 60*time.Second, "server "+a+" answers", func() bool { return c.Ping(tb.Context()).Err() == nil })
 		c.Close()
 	}
-	args := append([]string{"--cluster", "create"}, fc.addrs...)
-	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
-	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
-		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	if masters == 1 {
+		c := redis.NewClient(&redis.Options{Addr: fc.addrs[0]})
+		err := c.Do(tb.Context(), "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err()
+		c.Close()
+		if err != nil {
+			tb.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
+		}
+	} else {
+		args := append([]string{"--cluster", "create"}, fc.addrs...)
+		args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+		if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+			tb.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+		}
 	}
 	for _, a := range fc.addrs {
 		c := redis.NewClient(&redis.Options{Addr: a})
-		waitFor(t, 120*time.Second, "node "+a+" in a healthy cluster", func() bool {
-			info, err := c.ClusterInfo(t.Context()).Result()
+		waitFor(tb, 120*time.Second, "node "+a+" in a healthy cluster", func() bool {
+			info, err := c.ClusterInfo(tb.Context()).Result()
 			if err != nil || !strings.Contains(info, "cluster_state:ok") {
 				return false
 			}
-			repl, err := c.Info(t.Context(), "replication").Result()
+			if replicas == 0 {
+				return true
+			}
+			repl, err := c.Info(tb.Context(), "replication").Result()
 			if err != nil {
 				return false
 			}
@@ -100,7 +124,7 @@ func startFailoverCluster(t *testing.T) *failoverCluster {
 }
 
 // waitFor polls cond until it holds, failing t after limit.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {
