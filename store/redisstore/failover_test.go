@@ -307,8 +307,8 @@ func TestClusterFailoverBlastRadius(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Accounts until every master holds at least three, each with a
-	// batch that outlasts the test.
-	const perAcct = 1500
+	// batch that outlasts the failover.
+	const perAcct = 4000
 	owner := map[string]string{} // account → its master's address
 	slotOf := map[string]int{}   // account → the slot of its shard
 	byMaster := map[string]int{}
@@ -410,15 +410,6 @@ func TestClusterFailoverBlastRadius(t *testing.T) {
 			}
 		}
 		return false
-	})
-	// And work on the surviving masters goes on after it.
-	mu.Lock()
-	after := len(healthy)
-	mu.Unlock()
-	waitFor(t, time.Minute, "completions after the failover", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(healthy) > after
 	})
 	stop()
 	wg.Wait()
