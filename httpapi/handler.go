@@ -25,6 +25,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/httpapi/internal/buckets"
 	"github.com/validmail/validmail/httpapi/internal/uploads"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
@@ -534,11 +535,11 @@ func (h *Handler) allowed(w http.ResponseWriter, r *http.Request, c *call, prefi
 	var reqs [2]ratelimit.Request
 	n := 0
 	if !keyLimit.Unlimited() {
-		reqs[n] = ratelimit.Request{Key: prefix + c.key.ID, Limit: keyLimit}
+		reqs[n] = ratelimit.Request{Key: buckets.APIKey(prefix, c.key.AccountID, c.key.ID), Limit: keyLimit}
 		n++
 	}
 	if !acctLimit.Unlimited() {
-		reqs[n] = ratelimit.Request{Key: prefix + "acct:" + c.key.AccountID, Limit: acctLimit}
+		reqs[n] = ratelimit.Request{Key: buckets.Account(prefix, c.key.AccountID), Limit: acctLimit}
 		n++
 	}
 	if n == 0 {

@@ -9,8 +9,9 @@ import (
 
 func ExampleAllowAll() {
 	l := ratelimit.NewMemory(nil)
-	key := ratelimit.Request{Key: "key:1", Limit: ratelimit.Limit{PerSecond: 10, Burst: 5}}
-	account := ratelimit.Request{Key: "account:7", Limit: ratelimit.Limit{PerSecond: 1, Burst: 1}}
+	// One group, the account's: a shared limiter stores both together.
+	key := ratelimit.Request{Key: "{7}:key:1", Limit: ratelimit.Limit{PerSecond: 10, Burst: 5}}
+	account := ratelimit.Request{Key: "{7}:account", Limit: ratelimit.Limit{PerSecond: 1, Burst: 1}}
 	for range 2 {
 		ds, err := ratelimit.AllowAll(context.Background(), l, []ratelimit.Request{key, account})
 		if err != nil {

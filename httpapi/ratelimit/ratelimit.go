@@ -77,6 +77,23 @@ type Limiter interface {
 	Allow(ctx context.Context, key string, limit Limit) (Decision, error)
 }
 
+// Group returns the part of a bucket's or quota's key that says where a
+// shared limiter may store it: the text between the key's first "{" and
+// the first "}" after it, as in a Redis Cluster hash tag, when not empty;
+// otherwise the whole key. A limiter that spreads its buckets over
+// servers keeps the keys of one group together, and may place keys of
+// different groups apart: the buckets of one [MultiLimiter.AllowAll] call
+// must share a group. Name them "prefix:{account}:..." to keep all of an
+// account's buckets together; a key without braces is placed by itself.
+func Group(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
+}
+
 // Request names one bucket for [MultiLimiter.AllowAll].
 type Request struct {
 	Key   string
@@ -93,12 +110,13 @@ type MultiLimiter interface {
 	// in order: a refusing bucket's is what Allow would answer; when some
 	// bucket refuses, the others' are Allowed, with what they have left,
 	// though nothing was taken from them. An unlimited request is allowed
-	// and touches nothing. The keys must be distinct.
+	// and touches nothing. The keys must be distinct, and the limited
+	// ones must share a [Group]: a call naming two groups is an error.
 	AllowAll(ctx context.Context, reqs []Request) ([]Decision, error)
 }
 
 // Partition checks reqs for [MultiLimiter.AllowAll] (valid limits, no
-// bucket named twice) and returns a decision per request, filled in for
+// bucket named twice, one [Group] for the limited buckets) and returns a decision per request, filled in for
 // the unlimited ones (allowed) and zero for the others, whose indexes it
 // returns in order: the part every implementation shares.
 func Partition(reqs []Request) (out []Decision, limited []int, err error) {
@@ -114,6 +132,11 @@ func Partition(reqs []Request) (out []Decision, limited []int, err error) {
 		}
 		if seen[r.Key] {
 			return nil, nil, fmt.Errorf("ratelimit: bucket %q asked twice", r.Key)
+		}
+		if len(limited) > 0 {
+			if first := reqs[limited[0]].Key; Group(r.Key) != Group(first) {
+				return nil, nil, fmt.Errorf("ratelimit: buckets %q and %q are in different groups", first, r.Key)
+			}
 		}
 		seen[r.Key] = true
 		limited = append(limited, i)

@@ -120,3 +120,22 @@ func TestMemorySweeps(t *testing.T) {
 		t.Fatalf("%d buckets and counters after the sweep, want the 2 just used", got)
 	}
 }
+
+// Group is what a Redis Cluster hashes: the first non-empty braces, or
+// the whole key.
+func TestGroup(t *testing.T) {
+	for key, want := range map[string]string{
+		"authfail:1.2.3.4": "authfail:1.2.3.4",
+		"{acct}:key:k1":    "acct",
+		"read:{acct}:acct": "acct",
+		"a{b}c{d}":         "b",
+		"a{}b{c}":          "a{}b{c}",
+		"a{b":              "a{b",
+		"a}b{c}":           "c",
+		"":                 "",
+	} {
+		if got := ratelimit.Group(key); got != want {
+			t.Errorf("Group(%q) = %q, want %q", key, got, want)
+		}
+	}
+}

@@ -4,12 +4,9 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/validmail/validmail/httpapi/internal/buckets"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 )
-
-// probeKeyPrefix names an account's probe bucket in the limiter, apart
-// from its request buckets.
-const probeKeyPrefix = "probe:acct:"
 
 // newProbeBudget returns the validator's probe budget: one token of
 // limit's bucket per probe, per account, in l (in memory when nil). A
@@ -30,7 +27,7 @@ func newProbeBudget(l ratelimit.Limiter, limit ratelimit.Limit, logger *slog.Log
 		l = ratelimit.NewMemory(nil)
 	}
 	return func(ctx context.Context, account string) bool {
-		d, err := l.Allow(ctx, probeKeyPrefix+account, limit)
+		d, err := l.Allow(ctx, buckets.Probe(account), limit)
 		if err != nil {
 			logger.WarnContext(ctx, "service: probe budget undecided, address not probed", "account_id", account, "err", err)
 			return false

@@ -18,9 +18,10 @@ func NewBackend(client redis.UniversalClient, cfg *Config) (*backend.Backend, er
 
 // Backend returns the store as a [backend.Backend]: the Store itself as
 // accounts, credits and job queue, its [Webhooks] as outbox and
-// endpoints, and a [RateLimiter] whose buckets sit beside the store's keys
-// under the same hash tag, so every process on the server shares one limit
-// per key. Closing it leaves the client open.
+// endpoints, and a [RateLimiter] whose buckets sit among the store's
+// shards (an account's, named with the account's id as their group, in the
+// account's shard), so every process on the server shares one limit per
+// key. Closing it leaves the client open.
 func (s *Store) Backend() *backend.Backend {
 	w := s.webhooks()
 	return &backend.Backend{
@@ -31,7 +32,7 @@ func (s *Store) Backend() *backend.Backend {
 		Jobs:      s,
 		Outbox:    w,
 		Endpoints: w,
-		Limiter:   NewRateLimiter(s.rdb, s.base),
+		Limiter:   s.rateLimiter(),
 		Passwords: s,
 		Sessions:  &Sessions{s: s},
 		Tokens:    s,

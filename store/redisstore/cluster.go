@@ -19,13 +19,24 @@ const (
 	// one command may follow: enough to ride out a failover whose new
 	// master is announced while the command is in flight.
 	ClusterMaxRedirects = 8
+	// ClusterDialTimeout bounds one attempt to connect to a node: a
+	// master that is down costs the calls that meet it at most this long
+	// (a refused connection, far less), not go-redis's 5 s.
+	ClusterDialTimeout = time.Second
+	// ClusterDialAttempts is how many times one connection to a node is
+	// tried before the call fails: once, as the redirects that follow
+	// (each reloading the map of slots) are the retries, rather than
+	// go-redis's 5 attempts 100 ms apart on every redirect.
+	ClusterDialAttempts = 1
 )
 
 // NewClusterClient returns a go-redis cluster client over opts that
 // follows failovers quickly: it reloads the map of slots every
 // [ClusterReloadInterval] unless opts sets ClusterStateReloadInterval,
 // follows up to [ClusterMaxRedirects] redirects unless opts sets
-// MaxRedirects, reads from masters only (ReadOnly off), and reloads the map
+// MaxRedirects, gives up connecting to a node after [ClusterDialTimeout]
+// and [ClusterDialAttempts] unless opts sets DialTimeout or
+// DialerRetries, reads from masters only (ReadOnly off), and reloads the map
 // at once when a command finds a node unreachable or the cluster down
 // ([FollowFailover]). opts is not modified.
 func NewClusterClient(opts *redis.ClusterOptions) *redis.ClusterClient {
@@ -35,6 +46,12 @@ func NewClusterClient(opts *redis.ClusterOptions) *redis.ClusterClient {
 	}
 	if o.MaxRedirects == 0 {
 		o.MaxRedirects = ClusterMaxRedirects
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = ClusterDialTimeout
+	}
+	if o.DialerRetries == 0 {
+		o.DialerRetries = ClusterDialAttempts
 	}
 	o.ReadOnly, o.RouteByLatency, o.RouteRandomly = false, false, false
 	c := redis.NewClusterClient(&o)

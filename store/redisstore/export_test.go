@@ -22,3 +22,17 @@ func FirstJobID(account string) string {
 
 // KeySlot is keySlot, for the test that checks it against the server.
 var KeySlot = keySlot
+
+// BucketKey returns the name of the key of the store's limiter's bucket
+// named key.
+func BucketKey(s *Store, key string) string { return s.rateLimiter().bucketKey(key) }
+
+// SlotOf returns the cluster slot of a key name.
+func SlotOf(name string) int {
+	if i := strings.IndexByte(name, '{'); i >= 0 {
+		if j := strings.IndexByte(name[i+1:], '}'); j > 0 {
+			return keySlot(name[i+1 : i+1+j])
+		}
+	}
+	return keySlot(name)
+}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -91,6 +93,12 @@ const maxLease = 1000
 // Lease implements [jobs.Driver]: one script moves due retries to the ready
 // set, takes the lowest ids, and records each lease in the leases sorted
 // set scored by its expiry. It hands out at most 1,000 jobs per call.
+//
+// On a cluster a master that cannot be reached costs only its own shards:
+// they are asked on the master's own connections, which fail at once
+// instead of retrying across the cluster's redirects, a shard that fails
+// is skipped for [shardBackoff] while the others are leased from, and the
+// call fails only when no shard that answered had work.
 func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, error) {
 	if err := checkCtx(ctx, "lease"); err != nil {
 		return nil, err
@@ -102,9 +110,12 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	// shard further, among those known to hold work, until Max jobs are
 	// leased; which shards hold work is looked up again when none of them
 	// does, and every probeEvery.
-	var out []jobs.Lease
+	var (
+		out     []jobs.Lease
+		lastErr error
+	)
 	for probed := false; ; {
-		mask := s.busy.Load()
+		mask := s.busy.Load() &^ s.downMask()
 		if mask == 0 || time.Since(time.UnixMicro(s.probedAt.Load())) > probeEvery {
 			var err error
 			if mask, err = s.probe(ctx); err != nil {
@@ -113,20 +124,27 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 			probed = true
 		}
 		if mask == 0 {
-			return nil, nil
+			return nil, lastErr
 		}
 		start := int(s.next.Add(1))
 		for i := range shardCount {
 			k := (start + i) % shardCount
-			if mask&(1<<k) == 0 {
+			if mask&(1<<k) == 0 || s.isDown(k) {
 				continue
 			}
 			ls, err := s.leaseShard(ctx, k, p.Max-len(out), p.Duration)
 			if err != nil {
-				if len(out) > 0 {
-					return out, nil // the leased ones; the next call meets the error
+				if ctx.Err() != nil {
+					if len(out) > 0 {
+						return out, nil
+					}
+					return nil, err
 				}
-				return nil, err
+				// Skipped while it fails: the other shards are
+				// still leased from.
+				s.markDown(ctx, k)
+				lastErr = err
+				continue
 			}
 			if len(ls) == 0 {
 				s.busy.And(^uint32(1 << k))
@@ -140,8 +158,11 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 				return out, nil
 			}
 		}
-		if len(out) > 0 || probed {
+		if len(out) > 0 {
 			return out, nil
+		}
+		if probed {
+			return nil, lastErr
 		}
 		// The shards thought busy were empty: look which are, once.
 		s.probedAt.Store(0)
@@ -153,30 +174,198 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 // found while others are busy.
 const probeEvery = 100 * time.Millisecond
 
-// probe looks up which shards have ready or due jobs, records it, and
-// returns it as a bit mask.
-func (s *Store) probe(ctx context.Context) (uint32, error) {
-	now := strconv.FormatInt(time.Now().UnixMicro(), 10)
-	pipe := s.rdb.Pipeline()
-	ready := make([]*redis.IntCmd, shardCount)
-	due := make([]*redis.IntCmd, shardCount)
+// shardBackoff is how long Lease leaves a shard alone after it failed: it
+// is looked at again by the first probe after that. Short, so that work
+// resumes soon after a failover, and long enough that a dead master is
+// asked a few times a second, not on every call.
+const shardBackoff = 250 * time.Millisecond
+
+// isDown reports whether shard k failed less than [shardBackoff] ago.
+func (s *Store) isDown(k int) bool { return s.down[k].Load() > time.Now().UnixMicro() }
+
+// downMask returns the shards that failed less than [shardBackoff] ago.
+func (s *Store) downMask() uint32 {
+	now := time.Now().UnixMicro()
+	var m uint32
 	for k := range shardCount {
+		if s.down[k].Load() > now {
+			m |= 1 << k
+		}
+	}
+	return m
+}
+
+// markDown records that shard k failed, and with it, on a cluster, every
+// shard of the same master, and has the cluster client look again which
+// masters own which slots.
+func (s *Store) markDown(ctx context.Context, k int) {
+	until := time.Now().Add(shardBackoff).UnixMicro()
+	cc, ok := s.rdb.(*redis.ClusterClient)
+	if !ok {
+		s.down[k].Store(until)
+		return
+	}
+	cc.ReloadState(ctx)
+	nodes := s.shardMasters(ctx, cc)
+	for j := range shardCount {
+		if j == k || (nodes[k] != nil && nodes[j] == nodes[k]) {
+			s.down[j].Store(until)
+		}
+	}
+}
+
+// shardMasters returns the client of each shard's master by cc's current
+// map of slots (nil where the map names none): the master's own pool of
+// connections, without the cluster client's redirects and retries.
+func (s *Store) shardMasters(ctx context.Context, cc *redis.ClusterClient) [shardCount]*redis.Client {
+	var out [shardCount]*redis.Client
+	for k := range shardCount {
+		if m, err := cc.MasterForKey(ctx, s.shardBase(k)+"ready"); err == nil {
+			out[k] = m
+		}
+	}
+	return out
+}
+
+// redirected reports whether err is a reply that says a key's slot is
+// served elsewhere: the map of slots a direct call went by was stale.
+func redirected(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
+}
+
+// probe looks up which shards have ready or due jobs, records it, and
+// returns it as a bit mask. Shards that failed less than [shardBackoff]
+// ago are left out unless all did. On a cluster each master is asked
+// about its own shards, all masters at once, each in a pipeline on its
+// own connections: a master that cannot be reached fails its shards,
+// which are then skipped for [shardBackoff], and the probe fails only if
+// every master did.
+func (s *Store) probe(ctx context.Context) (uint32, error) {
+	skip := s.downMask()
+	if skip == 1<<shardCount-1 {
+		skip = 0
+	}
+	cc, ok := s.rdb.(*redis.ClusterClient)
+	if !ok {
+		shards := ^skip & (1<<shardCount - 1)
+		mask, err := s.probeShards(ctx, s.rdb, shards)
+		if err != nil {
+			return 0, s.wrap(ctx, "lease", err)
+		}
+		return s.probed(mask, shards), nil
+	}
+	// The shards by master, in the client's current map of slots.
+	nodes := s.shardMasters(ctx, cc)
+	groups := make(map[*redis.Client]uint32, 4)
+	var fallback uint32 // no master known: through the cluster client
+	for k, n := range nodes {
+		switch {
+		case skip&(1<<k) != 0:
+		case n == nil:
+			fallback |= 1 << k
+		default:
+			groups[n] |= 1 << k
+		}
+	}
+	type task struct {
+		c            redis.UniversalClient
+		shards, mask uint32
+		err          error
+	}
+	tasks := make([]task, 0, len(groups)+1)
+	for c, shards := range groups {
+		tasks = append(tasks, task{c: c, shards: shards})
+	}
+	if fallback != 0 {
+		tasks = append(tasks, task{c: cc, shards: fallback})
+	}
+	ask := func(t *task) {
+		t.mask, t.err = s.probeShards(ctx, t.c, t.shards)
+		if redirected(t.err) {
+			// The map was stale: the cluster client follows the
+			// redirects, and looks again.
+			cc.ReloadState(ctx)
+			t.mask, t.err = s.probeShards(ctx, cc, t.shards)
+		}
+	}
+	if len(tasks) == 1 {
+		ask(&tasks[0])
+	} else {
+		var wg sync.WaitGroup
+		for i := range tasks {
+			wg.Go(func() { ask(&tasks[i]) })
+		}
+		wg.Wait()
+	}
+	var (
+		mask, answered uint32
+		lastErr        error
+	)
+	for _, r := range tasks {
+		if r.err != nil {
+			lastErr = r.err
+			until := time.Now().Add(shardBackoff).UnixMicro()
+			for k := range shardCount {
+				if r.shards&(1<<k) != 0 {
+					s.down[k].Store(until)
+				}
+			}
+			continue
+		}
+		mask |= r.mask
+		answered |= r.shards
+	}
+	if lastErr != nil {
+		cc.ReloadState(ctx)
+		if answered == 0 {
+			return 0, s.wrap(ctx, "lease", lastErr)
+		}
+	}
+	return s.probed(mask, answered), nil
+}
+
+// probeShards asks c which of shards (a bit mask) have ready or due jobs,
+// in one pipeline.
+func (s *Store) probeShards(ctx context.Context, c redis.UniversalClient, shards uint32) (uint32, error) {
+	now := strconv.FormatInt(time.Now().UnixMicro(), 10)
+	pipe := c.Pipeline()
+	var ready, due [shardCount]*redis.IntCmd
+	for k := range shardCount {
+		if shards&(1<<k) == 0 {
+			continue
+		}
 		base := s.shardBase(k)
 		ready[k] = pipe.ZCard(ctx, base+"ready")
 		due[k] = pipe.ZCount(ctx, base+"delayed", "-inf", now)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, s.wrap(ctx, "lease", err)
+		return 0, err
 	}
 	var mask uint32
 	for k := range shardCount {
-		if ready[k].Val() > 0 || due[k].Val() > 0 {
+		if ready[k] != nil && (ready[k].Val() > 0 || due[k].Val() > 0) {
 			mask |= 1 << k
 		}
 	}
-	s.busy.Store(mask)
-	s.probedAt.Store(time.Now().UnixMicro())
 	return mask, nil
+}
+
+// probed records what a probe found: mask, the busy shards among
+// answered; the others keep their last known state.
+func (s *Store) probed(mask, answered uint32) uint32 {
+	for {
+		old := s.busy.Load()
+		if s.busy.CompareAndSwap(old, old&^answered|mask) {
+			break
+		}
+	}
+	s.probedAt.Store(time.Now().UnixMicro())
+	return mask
 }
 
 // leaseShard leases at most limit jobs of shard k for d.
@@ -188,7 +377,7 @@ func (s *Store) leaseShard(ctx context.Context, k, limit int, d time.Duration) (
 	// script at a time.
 	base := s.shardBase(k)
 	keys := []string{base + "ready", base + "delayed", base + "leases"}
-	f, err := s.run(ctx, scriptLease, keys, base+"job:", min(limit, maxLease), max(d.Microseconds(), 1), token()).StringSlice()
+	f, err := s.runShard(ctx, k, scriptLease, keys, base+"job:", min(limit, maxLease), max(d.Microseconds(), 1), token()).StringSlice()
 	if err != nil {
 		return nil, s.wrap(ctx, "lease", err)
 	}

@@ -14,8 +14,10 @@ import (
 //
 // A store's keys are spread over [shardCount] shards. Shard 0's tag is the
 // store's own, "{prefix}", which holds what is global besides shard 0's
-// data: accounts, the email and key-hash indexes, API keys, sessions, rate
-// limits and quotas, the marker. Shard k > 0 has the tag
+// data: accounts, the email and key-hash indexes, API keys, sessions, the
+// marker. (Rate-limit buckets and quotas go to the shard their key's group
+// names as if it were an account: an account's own in its shard, others
+// spread; see [Store.rateLimiter].) Shard k > 0 has the tag
 // "{prefix:sk.j}", j the first number that puts the tag's cluster slot in
 // the k-th sixteenth of the slots: the shards are spread evenly over the
 // slots whatever the prefix, so a cluster whose masters own equal ranges

@@ -84,9 +84,15 @@ return out
 // quotas), atomic on the server and timed by the server's clock, so
 // instances' clocks need not agree. It is safe for
 // concurrent use; the client is the host's and is not closed.
+//
+// Where a bucket or quota is stored follows its key's [ratelimit.Group]:
+// the keys of one group share a cluster slot, so that a multi-bucket call
+// stays one script, and different groups spread over the slots, so that
+// no one master runs every limit of a deployment.
 type RateLimiter struct {
 	client       redis.UniversalClient
 	prefix       string
+	bases        *[shardCount]string // a store's shards, or nil
 	script       *redis.Script
 	allScript    *redis.Script
 	takeScript   *redis.Script
@@ -96,7 +102,10 @@ type RateLimiter struct {
 // NewRateLimiter returns a limiter storing its buckets in client under keys
 // that start with prefix (for example "validmail:"), followed by
 // "ratelimit:" and the limited key, and its quotas under prefix, "quota:",
-// the key, ":" and the window's number.
+// the key, ":" and the window's number. On a cluster, where a prefix
+// without braces leaves the limited key's own braces as the hash tag, a
+// key's slot is that of its group. (A prefix with braces puts every key
+// in the prefix's slot.)
 func NewRateLimiter(client redis.UniversalClient, prefix string) *RateLimiter {
 	return &RateLimiter{
 		client: client, prefix: prefix,
@@ -104,6 +113,28 @@ func NewRateLimiter(client redis.UniversalClient, prefix string) *RateLimiter {
 		takeScript: redis.NewScript(quotaTakeScript), refundScript: redis.NewScript(quotaRefundScript),
 	}
 }
+
+// rateLimiter returns the store's limiter: a key of group g is stored in
+// the shard an account named g would be in, under the shard's hash tag.
+// So an account's buckets, named with its id as their group, sit in the
+// account's shard beside its other keys, and the keys of client addresses
+// and the like, each its own group, spread over the shards.
+func (s *Store) rateLimiter() *RateLimiter {
+	l := NewRateLimiter(s.rdb, s.base)
+	l.bases = &s.bases
+	return l
+}
+
+// base returns the start of the names of key's bucket and quota.
+func (l *RateLimiter) base(key string) string {
+	if l.bases == nil {
+		return l.prefix
+	}
+	return l.bases[accountShard(ratelimit.Group(key))]
+}
+
+// bucketKey is the name of key's bucket.
+func (l *RateLimiter) bucketKey(key string) string { return l.base(key) + "ratelimit:" + key }
 
 // Allow implements [ratelimit.Limiter]. An unlimited limit (negative
 // PerSecond) is allowed without a round trip.
@@ -115,7 +146,7 @@ func (l *RateLimiter) Allow(ctx context.Context, key string, limit ratelimit.Lim
 		return ratelimit.Decision{}, fmt.Errorf("redisstore: %w", err)
 	}
 	interval := limit.Interval().Microseconds()
-	res, err := l.script.Run(ctx, l.client, []string{l.prefix + "ratelimit:" + key}, interval, limit.Burst).Int64Slice()
+	res, err := l.script.Run(ctx, l.client, []string{l.bucketKey(key)}, interval, limit.Burst).Int64Slice()
 	if err != nil {
 		return ratelimit.Decision{}, fmt.Errorf("redisstore: rate limit: %w", err)
 	}
@@ -133,7 +164,7 @@ func (l *RateLimiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) ([
 	args := make([]any, 0, 2*len(idx))
 	for _, i := range idx {
 		r := reqs[i]
-		keys = append(keys, l.prefix+"ratelimit:"+r.Key)
+		keys = append(keys, l.bucketKey(r.Key))
 		args = append(args, r.Limit.Interval().Microseconds(), r.Limit.Burst)
 	}
 	if len(keys) == 0 {
@@ -217,7 +248,7 @@ return left
 `
 
 // quotaKey is the name of key's quota counters, before the window.
-func (l *RateLimiter) quotaKey(key string) string { return l.prefix + "quota:" + key }
+func (l *RateLimiter) quotaKey(key string) string { return l.base(key) + "quota:" + key }
 
 // Take implements [ratelimit.Counter]: one script run, atomic on the
 // server, over a key per window that expires when the window ends.

@@ -108,3 +108,31 @@ func BenchmarkQuota(b *testing.B) {
 		}
 	}
 }
+
+// The store's limiter keeps an account's buckets, named with its id as
+// their group, in the account's slot, and spreads the buckets of client
+// addresses over the shards.
+func TestRateLimitPlacement(t *testing.T) {
+	t.Parallel()
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never contacted
+	defer c.Close()
+	s, err := redisstore.New(c, &redisstore.Config{Prefix: "placement"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, acct := range []string{"0194f0d2-6c1e-8a3b-9c4d-5e6f7a8b9c0d", "0194f0d2-6c1e-8a3b-9c4d-5e6f7a8b9c07", "some-account"} {
+		want := redisstore.SlotOf(redisstore.KeyOf(s, acct, "bal:"+acct))
+		for _, b := range []string{"{" + acct + "}:key:k1", "read:{" + acct + "}:acct", "webhook-test:{" + acct + "}"} {
+			if got := redisstore.SlotOf(redisstore.BucketKey(s, b)); got != want {
+				t.Errorf("bucket %q in slot %d, its account's keys in %d", b, got, want)
+			}
+		}
+	}
+	slots := map[int]bool{}
+	for i := range 64 {
+		slots[redisstore.SlotOf(redisstore.BucketKey(s, "authfail:10.0.0."+strconv.Itoa(i)))] = true
+	}
+	if len(slots) < 8 {
+		t.Errorf("64 client addresses' buckets in %d slots, want them spread over the shards", len(slots))
+	}
+}

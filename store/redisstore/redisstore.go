@@ -86,9 +86,10 @@ type Store struct {
 	persistence atomic.Pointer[Persistence] // as Setup read it
 	lostLogged  atomic.Bool
 
-	busy     atomic.Uint32 // bit k: shard k held jobs at the last look
-	next     atomic.Uint32 // where the next Lease starts
-	probedAt atomic.Int64  // µs: when busy was last looked up
+	busy     atomic.Uint32            // bit k: shard k held jobs at the last look
+	next     atomic.Uint32            // where the next Lease starts
+	probedAt atomic.Int64             // µs: when busy was last looked up
+	down     [shardCount]atomic.Int64 // µs: until when Lease skips shard k, which failed
 }
 
 // New returns a Store over client, which stays the caller's to configure
@@ -180,6 +181,29 @@ func code(err error) (string, []string) {
 // run runs script with keys and args.
 func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) *redis.Cmd {
 	return sc.Run(ctx, s.rdb, keys, args...)
+}
+
+// runShard runs a script on shard k's keys. On a cluster it goes to the
+// shard's master on that master's own connections, by the client's map
+// of slots, so that a master that cannot be reached fails the call at
+// once instead of after the cluster client's retries; a reply saying the
+// slot moved sends it through the cluster client, which follows the
+// redirect.
+func (s *Store) runShard(ctx context.Context, k int, sc *redis.Script, keys []string, args ...any) *redis.Cmd {
+	cc, ok := s.rdb.(*redis.ClusterClient)
+	if !ok {
+		return sc.Run(ctx, s.rdb, keys, args...)
+	}
+	m, err := cc.MasterForKey(ctx, s.shardBase(k)+"ready")
+	if err != nil {
+		return sc.Run(ctx, s.rdb, keys, args...)
+	}
+	cmd := sc.Run(ctx, m, keys, args...)
+	if redirected(cmd.Err()) {
+		cc.ReloadState(ctx)
+		cmd = sc.Run(ctx, s.rdb, keys, args...)
+	}
+	return cmd
 }
 
 // token returns a random string for lease tokens.

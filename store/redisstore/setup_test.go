@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
@@ -132,6 +133,12 @@ func dialCluster(raw string) (*redis.ClusterClient, error) {
 		return nil, err
 	}
 	c := redisstore.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(u.Host, ","), PoolSize: 64})
+	// Every command, on the cluster client and on the clients of its
+	// nodes (which the store also uses directly), is checked for
+	// CROSSSLOT.
+	hook := crossSlotHook{seen: &crossSlots}
+	c.AddHook(hook)
+	c.OnNewNode(func(n *redis.Client) { n.AddHook(hook) })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
@@ -153,7 +160,51 @@ func clusterClient(t testing.TB) *redis.ClusterClient {
 	if err != nil {
 		t.Fatalf("%s=%s: %v", envRedisCluster, os.Getenv(envRedisCluster), err)
 	}
+	t.Cleanup(func() { reportCrossSlots(t) })
 	return c
+}
+
+// crossSlots holds the commands on the test cluster that met CROSSSLOT
+// and were not reported yet.
+var crossSlots sync.Map
+
+// reportCrossSlots fails t for every command that met CROSSSLOT since the
+// last report: a key layout that puts one command's keys in two slots
+// fails the test that was running, whichever it is.
+func reportCrossSlots(t testing.TB) {
+	crossSlots.Range(func(k, _ any) bool {
+		if _, ok := crossSlots.LoadAndDelete(k); ok {
+			t.Errorf("CROSSSLOT: %v", k)
+		}
+		return true
+	})
+}
+
+// crossSlotHook records every CROSSSLOT reply.
+type crossSlotHook struct{ seen *sync.Map }
+
+func (crossSlotHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h crossSlotHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil && strings.Contains(err.Error(), "CROSSSLOT") {
+			h.seen.Store(fmt.Sprint(cmd.Args()), true)
+		}
+		return err
+	}
+}
+
+func (h crossSlotHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			if c.Err() != nil && strings.Contains(c.Err().Error(), "CROSSSLOT") {
+				h.seen.Store(fmt.Sprint(c.Args()), true)
+			}
+		}
+		return err
+	}
 }
 
 // setupCluster returns a Store on the test cluster under a fresh prefix

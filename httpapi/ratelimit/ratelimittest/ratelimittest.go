@@ -30,11 +30,12 @@ func RunMulti(t *testing.T, newLimiter func(t *testing.T) ratelimit.MultiLimiter
 }
 
 // testAllOrNone: a request refused by one bucket takes nothing from the
-// other, which reports what it has left.
+// other, which reports what it has left. (The buckets of one call share a
+// group, "{a}", as callers name them.)
 func testAllOrNone(t *testing.T, l ratelimit.MultiLimiter) {
 	ctx := context.Background()
-	key := ratelimit.Request{Key: "key", Limit: ratelimit.Limit{PerSecond: 0.01, Burst: 3}}
-	acct := ratelimit.Request{Key: "acct", Limit: ratelimit.Limit{PerSecond: 0.01, Burst: 1}}
+	key := ratelimit.Request{Key: "{a}:key", Limit: ratelimit.Limit{PerSecond: 0.01, Burst: 3}}
+	acct := ratelimit.Request{Key: "{a}:acct", Limit: ratelimit.Limit{PerSecond: 0.01, Burst: 1}}
 	ds, err := l.AllowAll(ctx, []ratelimit.Request{key, acct})
 	if err != nil || len(ds) != 2 || !ds[0].Allowed || !ds[1].Allowed || ds[0].Remaining != 2 || ds[1].Remaining != 0 {
 		t.Fatalf("first request: %+v, %v; want both allowed, 2 and 0 left", ds, err)
@@ -59,7 +60,7 @@ func testAllOrNone(t *testing.T, l ratelimit.MultiLimiter) {
 		}
 	}
 	// And in the other order, a refusing first bucket spares the second.
-	other := ratelimit.Request{Key: "other", Limit: ratelimit.Limit{PerSecond: 0.01, Burst: 1}}
+	other := ratelimit.Request{Key: "{a}:other", Limit: ratelimit.Limit{PerSecond: 0.01, Burst: 1}}
 	ds, err = l.AllowAll(ctx, []ratelimit.Request{acct, other})
 	if err != nil || ds[0].Allowed || !ds[1].Allowed {
 		t.Fatalf("refusing bucket first: %+v, %v", ds, err)
@@ -122,14 +123,14 @@ func testSameAsAllow(t *testing.T, l ratelimit.MultiLimiter) {
 // first and half last, each with a bucket of its own: exactly the shared
 // burst is allowed, and nothing deadlocks.
 func testConcurrent(t *testing.T, l ratelimit.MultiLimiter) {
-	shared := ratelimit.Request{Key: "shared", Limit: ratelimit.Limit{PerSecond: 0.01, Burst: 25}}
+	shared := ratelimit.Request{Key: "{c}:shared", Limit: ratelimit.Limit{PerSecond: 0.01, Burst: 25}}
 	var allowed atomic.Int32
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i := range 200 {
 		wg.Go(func() {
-			own := ratelimit.Request{Key: fmt.Sprintf("own-%d", i%20), Limit: ratelimit.Limit{PerSecond: 0.01, Burst: 1000}}
+			own := ratelimit.Request{Key: fmt.Sprintf("{c}:own-%d", i%20), Limit: ratelimit.Limit{PerSecond: 0.01, Burst: 1000}}
 			reqs := []ratelimit.Request{own, shared}
 			if i%2 == 1 {
 				reqs = []ratelimit.Request{shared, own}
@@ -151,7 +152,7 @@ func testConcurrent(t *testing.T, l ratelimit.MultiLimiter) {
 	// Own buckets lost a token only for the allowed requests.
 	left := 0
 	for i := range 20 {
-		d, err := l.Allow(context.Background(), fmt.Sprintf("own-%d", i), ratelimit.Limit{PerSecond: 0.01, Burst: 1000})
+		d, err := l.Allow(context.Background(), fmt.Sprintf("{c}:own-%d", i), ratelimit.Limit{PerSecond: 0.01, Burst: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +163,8 @@ func testConcurrent(t *testing.T, l ratelimit.MultiLimiter) {
 	}
 }
 
-// testBadInput: a bucket named twice or an invalid limit is an error.
+// testBadInput: a bucket named twice, an invalid limit or buckets of two
+// groups are an error.
 func testBadInput(t *testing.T, l ratelimit.MultiLimiter) {
 	ctx := context.Background()
 	r := ratelimit.Request{Key: "twice", Limit: ratelimit.Limit{PerSecond: 1, Burst: 1}}
@@ -172,5 +174,21 @@ func testBadInput(t *testing.T, l ratelimit.MultiLimiter) {
 	bad := ratelimit.Request{Key: "bad", Limit: ratelimit.Limit{PerSecond: 1, Burst: 0}}
 	if _, err := l.AllowAll(ctx, []ratelimit.Request{bad}); err == nil {
 		t.Error("a burst of 0 was accepted")
+	}
+	// Buckets of different groups: a limiter spread over servers could
+	// not take from both at once.
+	apart := []ratelimit.Request{
+		{Key: "{a}:one", Limit: ratelimit.Limit{PerSecond: 1, Burst: 1}},
+		{Key: "{b}:one", Limit: ratelimit.Limit{PerSecond: 1, Burst: 1}},
+	}
+	if _, err := l.AllowAll(ctx, apart); err == nil {
+		t.Error("buckets of two groups were accepted in one call")
+	}
+	ungrouped := []ratelimit.Request{
+		{Key: "one", Limit: ratelimit.Limit{PerSecond: 1, Burst: 1}},
+		{Key: "two", Limit: ratelimit.Limit{PerSecond: 1, Burst: 1}},
+	}
+	if _, err := l.AllowAll(ctx, ungrouped); err == nil {
+		t.Error("two keys without a group, each its own, were accepted in one call")
 	}
 }

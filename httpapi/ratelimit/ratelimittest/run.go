@@ -176,11 +176,11 @@ func testTwoInstances(t *testing.T, h Harness) {
 // shares the buckets as Allow does.
 func testMultiTwoInstances(t *testing.T, h Harness) {
 	a, b := h.New(t)
-	shared := ratelimit.Request{Key: "shared", Limit: ratelimit.Limit{PerSecond: 0.001, Burst: 30}}
+	shared := ratelimit.Request{Key: "{m}:shared", Limit: ratelimit.Limit{PerSecond: 0.001, Burst: 30}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := race(t, a, b, 120, func(l ratelimit.Limiter, i int) (bool, error) {
-		own := ratelimit.Request{Key: fmt.Sprintf("own-%d", i%10), Limit: ratelimit.Limit{PerSecond: 0.001, Burst: 1000}}
+		own := ratelimit.Request{Key: fmt.Sprintf("{m}:own-%d", i%10), Limit: ratelimit.Limit{PerSecond: 0.001, Burst: 1000}}
 		ds, err := l.(ratelimit.MultiLimiter).AllowAll(ctx, []ratelimit.Request{own, shared})
 		if err != nil {
 			return false, err
