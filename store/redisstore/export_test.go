@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"strconv"
+	"strings"
 )
 
 // BackfillTotalsStep runs one backfill of the account's totals counting
