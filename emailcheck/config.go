@@ -20,9 +20,10 @@ type Config struct {
 	// 50ms; 400ms, or QueryTimeout when less, before the first answer).
 	// It doubles after a timeout only when the server answered no query
 	// sent after the one lost; a name that alone goes unanswered backs
-	// off only its own retransmissions, and its zone is then answered at
-	// once as unanswered for FailureTTL (longer for a zone that keeps
-	// timing out, up to a minute). Default 2s.
+	// off only its own retransmissions, and its zone (registrable domain
+	// and query type) is then marked for FailureTTL: every name under it
+	// is still asked, but sent only once, not retransmitted, until a name
+	// under it is answered. Default 2s.
 	QueryTimeout time.Duration
 	// Retries is how many more times a query is sent when its answer has
 	// not come within the server's RTO, or a server failed (SERVFAIL,
@@ -38,6 +39,15 @@ type Config struct {
 	// burst of lookups never floods a resolver; queries beyond it wait
 	// their turn. Default 1024.
 	MaxInFlight int
+
+	// CanaryZones are the zones under which [Validator.PingNameservers]
+	// asks for a random name to prove that the nameservers recurse: the
+	// resolver is judged cut off only when the question under every one
+	// of them fails (SERVFAIL, REFUSED) or goes unanswered while the root
+	// answers; a NOERROR or NXDOMAIN passes. They are fixed, never taken
+	// from the addresses validated. Default (empty): the top-level domains
+	// com, net and org.
+	CanaryZones []string
 
 	// CacheSize bounds how many domains the DNS cache holds. Default 100,000.
 	// A negative value disables caching.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,31 +95,45 @@ func TestDeadZonesStallNoOne(t *testing.T) {
 }
 
 // Once a lookup under a zone timed out while the server answered others,
-// the zone's other names are answered at once as unanswered: a hundred
-// names under it cost about one name's queries.
+// the zone's other names are asked once each, never again after a
+// timeout: a hundred names under it cost about one query each, not one
+// per retry, and each is still UNKNOWN dns_timeout, the resolver
+// unreachable for it.
 func TestSilentZoneRemembered(t *testing.T) {
 	srv := dnstest.Start(t, nil, &dnstest.Options{Latency: 5 * time.Millisecond, Fallback: liveAndDead})
-	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, AllowPrivateMX: true, QueryTimeout: 300 * time.Millisecond})
+	// A long FailureTTL keeps the zone remembered however slow the machine.
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, AllowPrivateMX: true, QueryTimeout: 300 * time.Millisecond, FailureTTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer v.Close()
-	const n = 100
-	for i := range n {
-		var wg sync.WaitGroup
-		wg.Go(func() { v.Validate(context.Background(), fmt.Sprintf("b@d%d.live.io", i)) })
+	deadName := func(i int) {
 		r, err := v.Validate(context.Background(), fmt.Sprintf("a@x%d.dead.io", i), emailcheck.WithUnreachableError())
-		wg.Wait()
 		if !errors.Is(err, emailcheck.ErrResolverUnreachable) || r.Confidence.Status != emailcheck.StatusUnknown || r.Reason != emailcheck.ReasonDNSTimeout {
-			t.Fatalf("dead name %d: %s %s %v; want UNKNOWN dns_timeout, unreachable", i, r.Confidence.Status, r.Reason, err)
+			t.Errorf("dead name %d: %s %s %v; want UNKNOWN dns_timeout, unreachable", i, r.Confidence.Status, r.Reason, err)
 		}
 	}
+	// The first dead name, beside a live one, is retransmitted in vain.
+	var wg sync.WaitGroup
+	wg.Go(func() { v.Validate(context.Background(), "b@first.live.io") })
+	deadName(0)
+	wg.Wait()
+	first := srv.QueryCount("x0.dead.io.", dns.TypeMX)
+	const n = 100
+	for i := 1; i <= n; i++ {
+		wg.Go(func() { v.Validate(context.Background(), fmt.Sprintf("b@d%d.live.io", i)) })
+		wg.Go(func() { deadName(i) })
+	}
+	wg.Wait()
 	var queries int64
-	for i := range n {
+	for i := 1; i <= n; i++ {
 		queries += srv.QueryCount(fmt.Sprintf("x%d.dead.io.", i), dns.TypeMX)
 	}
-	t.Logf("%d queries for %d names under one dead zone", queries, n)
-	if max := int64(2 * (emailcheck.DefaultRetries + 1)); queries > max {
+	t.Logf("%d queries for the first dead name, %d for %d more under its zone", first, queries, n)
+	if first != int64(emailcheck.DefaultRetries+1) {
+		t.Errorf("%d queries for the first dead name; want %d", first, emailcheck.DefaultRetries+1)
+	}
+	if max := int64(n + 2*(emailcheck.DefaultRetries+1)); queries > max {
 		t.Errorf("%d queries for %d names under one dead zone; want at most %d", queries, n, max)
 	}
 }
@@ -157,5 +172,123 @@ func TestCanaryDetectsResolverCutOff(t *testing.T) {
 	cut.Store(false)
 	if err := v.PingNameservers(ctx); err != nil {
 		t.Fatalf("canary after the cut: %v", err)
+	}
+}
+
+// A name under a zone whose other names go unanswered is still asked: a
+// never-answered dead.gmail.com does not turn gmail.com UNKNOWN, neither
+// while the dead name is retransmitted nor once its zone is remembered as
+// unanswered.
+func TestSilentSiblingSparesParent(t *testing.T) {
+	srv := dnstest.Start(t, nil, &dnstest.Options{Latency: 5 * time.Millisecond, Fallback: func(name string) (dnstest.Domain, bool) {
+		switch {
+		case strings.HasPrefix(name, "dead") && strings.HasSuffix(name, ".gmail.com"):
+			return dnstest.Domain{Drop: true}, true
+		case name == "gmail.com", strings.HasSuffix(name, ".gmail.com"), strings.HasSuffix(name, ".live.io"):
+			return dnstest.Domain{MX: []dnstest.MX{{Pref: 10, Host: "mx.provider.net"}}}, true
+		}
+		return dnstest.Domain{}, false
+	}})
+	// A long FailureTTL keeps the zone remembered however slow the machine.
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, AllowPrivateMX: true, QueryTimeout: 300 * time.Millisecond, FailureTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	ctx := context.Background()
+	check := func(when, email string) {
+		t.Helper()
+		if r, _ := v.Validate(ctx, email); r.Confidence.Status != emailcheck.StatusLikely {
+			t.Errorf("%s: %s is %s %s; want LIKELY", when, email, r.Confidence.Status, r.Reason)
+		}
+	}
+	// deadBeside validates a dead name under gmail.com, running live
+	// once its first attempt timed out (it was sent again), so that the
+	// server answers a question sent after it: the zone is silent.
+	deadBeside := func(dead string, live func()) {
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for srv.QueryCount(dead+".", dns.TypeMX) < 2 {
+				time.Sleep(time.Millisecond)
+			}
+			live()
+		})
+		if r, _ := v.Validate(ctx, "x@"+dead); r.Confidence.Status != emailcheck.StatusUnknown || r.Reason != emailcheck.ReasonDNSTimeout {
+			t.Errorf("%s: %s %s; want UNKNOWN dns_timeout", dead, r.Confidence.Status, r.Reason)
+		}
+		wg.Wait()
+	}
+	// A live name under the zone while the dead name is retransmitted.
+	deadBeside("dead.gmail.com", func() { check("while the dead name is retransmitted", "victim@inbox.gmail.com") })
+	// gmail.com itself once the zone is marked silent.
+	deadBeside("dead2.gmail.com", func() { check("beside the dead name", "b@d1.live.io") })
+	for i := range 3 {
+		check("after the dead names", fmt.Sprintf("victim%d@gmail.com", i))
+	}
+	if n := srv.QueryCount("gmail.com.", dns.TypeMX); n != 1 {
+		t.Errorf("gmail.com MX asked %d times; want once", n)
+	}
+}
+
+// The canary asks about fixed zones, not those of the addresses
+// validated: zones whose servers answer their MX but SERVFAIL any other
+// name do not make it fail, and a domain's own SERVFAIL is then not the
+// resolver's. A zone configured in CanaryZones that always fails does.
+func TestCanaryAsksFixedZones(t *testing.T) {
+	var mu sync.Mutex
+	var canaries []string
+	srv := dnstest.Start(t, nil, &dnstest.Options{Fallback: func(name string) (dnstest.Domain, bool) {
+		if strings.HasPrefix(name, "canary-") {
+			mu.Lock()
+			canaries = append(canaries, name)
+			mu.Unlock()
+		}
+		switch {
+		case strings.HasPrefix(name, "att") && strings.HasSuffix(name, ".io"), strings.HasPrefix(name, "live"):
+			return dnstest.Domain{MX: []dnstest.MX{{Pref: 10, Host: "mx.provider.net"}}}, true
+		case strings.Contains(name, ".att"), name == "sf.io", strings.HasSuffix(name, ".broken.example"):
+			return dnstest.Domain{Rcode: dns.RcodeServerFailure}, true
+		}
+		return dnstest.Domain{}, false
+	}})
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, AllowPrivateMX: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	ctx := context.Background()
+	for _, d := range []string{"live1.io", "att1.io", "att2.io", "att3.io"} {
+		if r, _ := v.Validate(ctx, "a@"+d); r.Confidence.Status != emailcheck.StatusLikely {
+			t.Fatalf("%s: %s", d, r.Confidence.Status)
+		}
+	}
+	if err := v.PingNameservers(ctx); err != nil {
+		t.Errorf("canary after zones that SERVFAIL unknown names: %v", err)
+	}
+	r, err := v.Validate(ctx, "a@sf.io", emailcheck.WithUnreachableError())
+	if errors.Is(err, emailcheck.ErrResolverUnreachable) || r.Reason != emailcheck.ReasonDNSServfail {
+		t.Errorf("sf.io: %s %s, %v; want the domain's own SERVFAIL", r.Confidence.Status, r.Reason, err)
+	}
+	mu.Lock()
+	for _, name := range canaries {
+		if i := strings.IndexByte(name, '.'); !slices.Contains([]string{"com", "net", "org"}, name[i+1:]) {
+			t.Errorf("canary question %s; want one under com, net or org", name)
+		}
+	}
+	if len(canaries) == 0 {
+		t.Errorf("no canary question asked")
+	}
+	mu.Unlock()
+
+	v2, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, CanaryZones: []string{"broken.example."}, QueryTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v2.Close()
+	if err := v2.PingNameservers(ctx); !errors.Is(err, emailcheck.ErrNameserversDown) {
+		t.Errorf("canary under a configured zone that SERVFAILs: %v; want ErrNameserversDown", err)
+	}
+	if _, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, CanaryZones: []string{"bad zone"}}); !errors.Is(err, emailcheck.ErrConfig) {
+		t.Errorf("CanaryZones entry \"bad zone\": %v; want ErrConfig", err)
 	}
 }

@@ -57,6 +57,29 @@
 // [Validator.ResolverStats] reports each server's window, queries in
 // flight and waiting, smoothed RTT and RTO.
 //
+// A zone (a registrable domain, per query type) whose names go unanswered
+// while the nameservers answer others, as behind a recursive resolver
+// waiting on the zone's dead servers, is remembered, but no name is
+// failed without asking. While one of its names is retransmitted, the
+// others wait for its outcome before sending; once a name timed
+// out on every attempt, the zone is marked for [Config.FailureTTL]: every
+// name under it is still asked, but only once, never again after a
+// timeout, and behind the other names' first attempts, so that a thousand
+// dead names under one zone cost about one query each. A live name under
+// it (gmail.com beside a never-answered dead.gmail.com) is answered to
+// that query, and any answer under the zone clears the mark; a name that
+// timed out is UNKNOWN, its failure cached for FailureTTL.
+//
+// [Validator.PingNameservers] tells whether the DNS answers: the root's
+// NS records, which a resolver answers from its cache, then a random
+// name under each of [Config.CanaryZones] (by default the top-level
+// domains com, net and org, never zones of the addresses validated),
+// which it must reach the zone's servers to answer. NOERROR or NXDOMAIN
+// for any of them passes; the resolver is judged cut off from the DNS
+// only when every one fails (SERVFAIL, REFUSED) or goes unanswered while
+// the root answers. A SERVFAIL for a domain is then the resolver's (no
+// answer, dns_timeout) only when the canary fails too.
+//
 // The outcome of a domain is:
 //
 //   - NXDOMAIN: the domain does not exist (INVALID_DOMAIN).

@@ -246,18 +246,24 @@ func TestPingRetransmits(t *testing.T) {
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			got++
-			first := got == 1
-			mu.Unlock()
-			if first {
-				continue // lost
-			}
 			q := new(dns.Msg)
-			if q.Unpack(buf[:n]) != nil {
+			if q.Unpack(buf[:n]) != nil || len(q.Question) != 1 {
 				continue
 			}
-			wire, _ := new(dns.Msg).SetRcode(q, dns.RcodeRefused).Pack()
+			// The root's question is the ping; the canary's random
+			// names are answered NXDOMAIN.
+			rcode := dns.RcodeNameError
+			if q.Question[0].Name == "." {
+				mu.Lock()
+				got++
+				first := got == 1
+				mu.Unlock()
+				if first {
+					continue // lost
+				}
+				rcode = dns.RcodeRefused
+			}
+			wire, _ := new(dns.Msg).SetRcode(q, rcode).Pack()
 			_, _ = conn.WriteToUDP(wire, from)
 		}
 	}()

@@ -7,14 +7,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
-	"golang.org/x/net/publicsuffix"
 )
 
 // errNoAnswer is returned when no server gave a usable answer within the
@@ -46,7 +44,7 @@ type resolver struct {
 	next     atomic.Uint32 // rotates the first server tried
 	counters *counters     // nil: nothing is counted
 	zones    *zoneMemory   // nil: no zone is remembered
-	recent   recentZones   // zones answered lately, for the canary
+	canary   canary        // the questions proving recursion
 }
 
 func newResolver(servers []string, timeout time.Duration, retries, maxInFlight int) *resolver {
@@ -166,10 +164,6 @@ func soaMinimum(msg *dns.Msg) uint32 {
 	return 0
 }
 
-// errZoneSilent is the error of a question under a zone whose names the
-// nameservers were lately found not to answer.
-var errZoneSilent = errors.New("emailcheck: dns: the zone's names went unanswered lately")
-
 // attempt is one sending of a question to one nameserver.
 type attempt struct {
 	ns      *nameserver
@@ -180,6 +174,7 @@ type attempt struct {
 	cut     uint64        // the window halving its loss caused, or 0
 	holding bool          // holds a place in the server's window
 	retry   bool          // a retransmission: its place is of their share
+	marked  bool          // sent under a zone marked silent: its timeout is the zone's
 	pending bool          // waits for its answer
 	expired bool          // its RTO passed without an answer
 }
@@ -193,10 +188,13 @@ type attempt struct {
 // does better.
 //
 // A timeout backs the query's own retransmissions off (each waits at
-// least twice its previous attempt's RTO); a question under a zone whose
-// names lately went unanswered is failed at once, and one under a zone
-// whose question is being retransmitted waits for that question's outcome
-// before sending ([zoneMemory]).
+// least twice its previous attempt's RTO). The first attempt is always
+// sent; after a timeout, a question under a zone whose names lately went
+// unanswered is not sent again (it waits for its answers until they time
+// out), and one under a zone whose question is being retransmitted waits
+// for that question's outcome before sending again; under such zones the
+// first attempts wait for a place in the window as retransmissions do
+// ([zoneMemory]).
 func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.Msg, error) {
 	m := new(dns.Msg)
 	m.SetQuestion(name, qtype)
@@ -227,46 +225,54 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 			r.zones.end(zone, lead, silent)
 		}
 	}()
-	zoneSilent := func() error {
-		return r.failure(ctx, fmt.Errorf("%w: %s %s: %w", errNoAnswer, name, dns.TypeToString[qtype], errZoneSilent), false)
-	}
+	limit := maxAttempts // lowered to the attempts sent once the zone is marked silent
 
 	var lastErr error
 	answered := false             // a server answered, whatever it said
 	send, failover := true, false // send an attempt; to a server not asked yet
 	var backoff time.Duration     // the least RTO of the next attempt
 	for {
-		if send && zoneWait == nil && len(atts) < maxAttempts && lead == nil {
-			// Another question under the zone may lead it meanwhile.
-			w, dead := r.zones.gate(zone)
-			if dead {
-				return nil, zoneSilent()
+		// While another question under the zone leads it, the query
+		// waits for its outcome before sending; once the zone is marked
+		// silent, it sends its first attempt (and failovers after a
+		// failure) but nothing after a timeout.
+		resend := len(atts) > 0 && !failover // after a timeout
+		if send && zoneWait == nil && len(atts) < limit && lead == nil {
+			w, marked := r.zones.gate(zone)
+			if marked && resend {
+				limit, send = len(atts), false
 			}
 			zoneWait = w
 		}
-		if send && zoneWait == nil && len(atts) < maxAttempts {
+		if send && zoneWait == nil && len(atts) < limit {
 			send = false
 			i := pick(seq, tries, failover)
 			ns := seq[i]
-			retry := len(atts) > 0
+			// A first attempt under a marked zone waits as a retry does.
+			marked := r.zones.marked(zone)
+			retry := len(atts) > 0 || marked
 			if err := ns.acquire(ctx, retry); err != nil {
 				return nil, r.failure(ctx, fmt.Errorf("%w: %s %s: waiting for %s: %w", errNoAnswer, name, dns.TypeToString[qtype], ns.addr, err), answered)
 			}
 			if lead == nil {
 				// The wait for a place may have been long: ask the
 				// zone again.
-				w, dead := r.zones.gate(zone)
-				if dead || w != nil {
+				w, marked := r.zones.gate(zone)
+				if w != nil || marked && (resend || !retry) {
 					ns.release(retry)
-					if dead {
-						return nil, zoneSilent()
+					switch {
+					case w != nil:
+						zoneWait, send = w, true
+					case resend:
+						limit = len(atts)
+					default:
+						send = true // again, as a retry does
 					}
-					zoneWait, send = w, true
 					continue
 				}
 			}
 			tries[i]++
-			a := &attempt{ns: ns, holding: true, retry: retry, sent: time.Now()}
+			a := &attempt{ns: ns, holding: true, retry: retry, marked: marked, sent: time.Now()}
 			a.rto, a.window = ns.pace()
 			a.rto = min(max(a.rto, backoff), r.timeout)
 			atts = append(atts, a)
@@ -291,13 +297,13 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 			}
 		}
 		if end.IsZero() && zoneWait == nil {
-			if send && len(atts) < maxAttempts {
+			if send && len(atts) < limit {
 				continue
 			}
 			break
 		}
 		newest := len(atts) - 1
-		if len(atts) == maxAttempts && !end.IsZero() {
+		if len(atts) == limit && !end.IsZero() {
 			endTimer.Reset(time.Until(end))
 		} else {
 			// The newest attempt's RTO, at most QueryTimeout, comes first.
@@ -349,7 +355,6 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 			}
 			switch resp.Rcode {
 			case dns.RcodeSuccess, dns.RcodeNameError:
-				r.recent.add(name)
 				return resp, nil
 			}
 			lastErr = fmt.Errorf("%w: %s from %s for %s %s", errNoAnswer,
@@ -369,9 +374,14 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 			if a := atts[newest]; a.pending && !a.expired {
 				a.expired = true
 				a.holding = false
-				a.ns.timedOut(a.sent, a.retry)
+				if a.marked {
+					// Expected of the zone: no sign of the server's.
+					a.ns.release(a.retry)
+				} else {
+					a.ns.timedOut(a.sent, a.retry)
+				}
 				backoff = 2 * a.rto
-				if lead == nil && len(atts) < maxAttempts {
+				if lead == nil && len(atts) < limit {
 					lead = r.zones.suspect(zone)
 				}
 				send, failover = true, false
@@ -549,75 +559,23 @@ var errCannotRecurse = errors.New("emailcheck: dns: the nameservers resolve no n
 // pingAttempts bounds the queries a ping sends one nameserver.
 const pingAttempts = 3
 
-// Canary questions under the zones lately answered.
-const (
-	// canaryZones is how many such zones a canary asks about.
-	canaryZones = 3
-	// recentZonesKept is how many are remembered.
-	recentZonesKept = 8
-	// recentZoneAge is how long one stays a canary's candidate.
-	recentZoneAge = 10 * time.Minute
-	// recursionCheckAge is how long a canary's verdict on recursion
-	// stands for the lookups that ask it after a SERVFAIL.
-	recursionCheckAge = time.Second
-)
+// defaultCanaryZones are the zones under which [Validator.PingNameservers]
+// asks for random names when [Config.CanaryZones] is empty: top-level
+// domains, whose servers a resolver must reach to answer, and which no
+// address validated chooses.
+var defaultCanaryZones = []string{"com", "net", "org"}
 
-// recentZones remembers the last few zones (registrable domains) whose
-// names were answered, NOERROR or NXDOMAIN: a name under one that no
-// cache holds can be resolved only by asking its servers, which proves
-// that recursion works.
-type recentZones struct {
-	mu    sync.Mutex
-	zones [recentZonesKept]string
-	at    [recentZonesKept]time.Time
-	next  int
+// recursionCheckAge is how long a canary's verdict on recursion stands
+// for the lookups that ask it after a SERVFAIL.
+const recursionCheckAge = time.Second
 
-	check     sync.Mutex
+// canary holds the zones a canary asks under and its last verdict.
+type canary struct {
+	zones []string // fully qualified, fixed at construction
+
+	mu        sync.Mutex
 	checkedAt time.Time
 	checked   error
-}
-
-// add records that a name (fully qualified) was answered.
-func (rz *recentZones) add(name string) {
-	zone := strings.TrimSuffix(strings.ToLower(name), ".")
-	reg, err := publicsuffix.EffectiveTLDPlusOne(zone)
-	if err != nil {
-		return // a public suffix is no zone a canary asks under
-	}
-	now := time.Now()
-	rz.mu.Lock()
-	defer rz.mu.Unlock()
-	for i, z := range rz.zones {
-		if z == reg {
-			rz.at[i] = now
-			return
-		}
-	}
-	rz.zones[rz.next], rz.at[rz.next] = reg, now
-	rz.next = (rz.next + 1) % recentZonesKept
-}
-
-// pick returns up to n of the zones answered within recentZoneAge, most
-// recent first.
-func (rz *recentZones) pick(n int) []string {
-	rz.mu.Lock()
-	defer rz.mu.Unlock()
-	type zoneAt struct {
-		zone string
-		at   time.Time
-	}
-	var all []zoneAt
-	for i, z := range rz.zones {
-		if z != "" && time.Since(rz.at[i]) < recentZoneAge {
-			all = append(all, zoneAt{z, rz.at[i]})
-		}
-	}
-	slices.SortFunc(all, func(a, b zoneAt) int { return b.at.Compare(a.at) })
-	out := make([]string, 0, n)
-	for _, z := range all[:min(n, len(all))] {
-		out = append(out, z.zone)
-	}
-	return out
 }
 
 // PingNameservers tells whether the DNS answers: it asks every configured
@@ -625,17 +583,17 @@ func (rz *recentZones) pick(n int) []string {
 // records) and fails when none answers at all. A recursive resolver
 // answers that from its cache even when it can reach nothing upstream, so
 // it then asks, of every nameserver at once, for a random name under each
-// of a few zones lately answered: a NOERROR or NXDOMAIN proves that the
-// resolver reached the zone's servers, and it fails when every such
-// question is answered with SERVFAIL or not at all (the resolver is cut
-// off: every lookup would fail), forgetting the zones it remembered as
-// unanswered meanwhile. Before any zone was answered, the root's answer
-// suffices. It is a readiness check, an outage detector (the jobs pool's
-// canary), or a warning at start. A ping takes no place in the
-// nameservers' windows, so that lookups waiting there do not delay it; an
-// unanswered ping is sent again after the server's RTO, up to three times
-// within QueryTimeout, so that one lost datagram is no outage. It does
-// not touch the cache.
+// of the canary zones ([Config.CanaryZones]; by default the top-level
+// domains com, net and org), which no address validated chooses: a
+// NOERROR or NXDOMAIN proves that the resolver reached the zone's
+// servers, and it fails when every such question is answered with
+// SERVFAIL or not at all (the resolver is cut off: every lookup would
+// fail), forgetting the zones it remembered as unanswered meanwhile. It
+// is a readiness check, an outage detector (the jobs pool's canary), or a
+// warning at start. A ping takes no place in the nameservers' windows, so
+// that lookups waiting there do not delay it; an unanswered ping is sent
+// again after the server's RTO, up to three times within QueryTimeout, so
+// that one lost datagram is no outage. It does not touch the cache.
 func (v *Validator) PingNameservers(ctx context.Context) error {
 	r := v.resolver
 	root := new(dns.Msg)
@@ -652,20 +610,15 @@ func (v *Validator) PingNameservers(ctx context.Context) error {
 	return nil
 }
 
-// recursionWorks asks every nameserver for a random name under each of a
-// few zones lately answered, and returns nil at the first NOERROR or
-// NXDOMAIN, or when no zone was answered lately; otherwise an error
-// matching errCannotRecurse. The verdict is kept for recursionCheckAge,
-// for [resolver.cutOff].
+// recursionWorks asks every nameserver for a random name under each of
+// the canary zones, and returns nil at the first NOERROR or NXDOMAIN;
+// otherwise an error matching errCannotRecurse. The verdict is kept for
+// recursionCheckAge, for [resolver.cutOff].
 func (r *resolver) recursionWorks(ctx context.Context) error {
-	zones := r.recent.pick(canaryZones)
-	if len(zones) == 0 {
-		return nil
-	}
-	msgs := make([]*dns.Msg, len(zones))
-	for i, z := range zones {
+	msgs := make([]*dns.Msg, len(r.canary.zones))
+	for i, z := range r.canary.zones {
 		m := new(dns.Msg)
-		m.SetQuestion(fmt.Sprintf("canary-%016x.%s.", rand.Uint64(), z), dns.TypeA)
+		m.SetQuestion(fmt.Sprintf("canary-%016x.%s", rand.Uint64(), z), dns.TypeA)
 		m.RecursionDesired = true
 		msgs[i] = m
 	}
@@ -674,30 +627,30 @@ func (r *resolver) recursionWorks(ctx context.Context) error {
 		err = fmt.Errorf("%w: %w", errCannotRecurse, err)
 	}
 	if ctx.Err() == nil {
-		r.recent.check.Lock()
-		r.recent.checkedAt, r.recent.checked = time.Now(), err
-		r.recent.check.Unlock()
+		r.canary.mu.Lock()
+		r.canary.checkedAt, r.canary.checked = time.Now(), err
+		r.canary.mu.Unlock()
 	}
 	return err
 }
 
-// cutOff reports whether the nameservers cannot resolve anything (a
-// canary's question under a zone lately answered went unanswered or
-// failed), asking anew when the last verdict is older than
-// recursionCheckAge: a SERVFAIL is then the resolver's, not the name's.
+// cutOff reports whether the nameservers cannot resolve anything (every
+// canary question failed or went unanswered), asking anew when the last
+// verdict is older than recursionCheckAge: a SERVFAIL is then the
+// resolver's, not the name's.
 func (r *resolver) cutOff(ctx context.Context) bool {
-	r.recent.check.Lock()
-	defer r.recent.check.Unlock()
-	if time.Since(r.recent.checkedAt) >= recursionCheckAge {
-		r.recent.check.Unlock()
+	r.canary.mu.Lock()
+	defer r.canary.mu.Unlock()
+	if time.Since(r.canary.checkedAt) >= recursionCheckAge {
+		r.canary.mu.Unlock()
 		err := r.recursionWorks(ctx)
-		r.recent.check.Lock()
+		r.canary.mu.Lock()
 		if err != nil && ctx.Err() == nil {
 			r.zones.forget()
 		}
 		return err != nil && ctx.Err() == nil
 	}
-	return r.recent.checked != nil
+	return r.canary.checked != nil
 }
 
 // askAll sends every message to every nameserver at once and returns nil

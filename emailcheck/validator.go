@@ -92,6 +92,18 @@ func New(cfg *Config) (*Validator, error) {
 		}
 		blocked = append(blocked, n)
 	}
+	zones := c.CanaryZones
+	if len(zones) == 0 {
+		zones = defaultCanaryZones
+	}
+	canaryZones := make([]string, 0, len(zones))
+	for _, z := range zones {
+		n, err := normalizeZone(z)
+		if err != nil {
+			return nil, fmt.Errorf("%w: CanaryZones entry %q: %w", ErrConfig, z, err)
+		}
+		canaryZones = append(canaryZones, n)
+	}
 	v := &Validator{
 		cfg: c,
 		syntax: SyntaxOptions{
@@ -111,6 +123,7 @@ func New(cfg *Config) (*Validator, error) {
 		budget: c.QueryTimeout * time.Duration(c.Retries+1) * 4,
 	}
 	v.resolver.counters = v.counters
+	v.resolver.canary.zones = canaryZones
 	if c.CacheSize > 0 {
 		v.resolver.zones = newZoneMemory(c.FailureTTL)
 	}
@@ -196,6 +209,25 @@ func normalizeDomain(d string) (string, error) {
 		return "", err
 	}
 	return addr.ASCIIDomain, nil
+}
+
+// normalizeZone returns zone (a domain name, a top-level domain
+// included) fully qualified in lower-case ASCII.
+func normalizeZone(zone string) (string, error) {
+	z := strings.TrimSuffix(strings.TrimSpace(zone), ".")
+	if !strings.Contains(z, ".") {
+		// A top-level domain: checked as a label of a domain.
+		n, err := normalizeDomain("canary." + z)
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimPrefix(n, "canary.") + ".", nil
+	}
+	n, err := normalizeDomain(z)
+	if err != nil {
+		return "", err
+	}
+	return n + ".", nil
 }
 
 // CallOption adjusts one call of Validate.

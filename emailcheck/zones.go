@@ -10,27 +10,27 @@ import (
 	"golang.org/x/net/publicsuffix"
 )
 
-// Memory of unresponsive zones.
-const (
-	// zoneMemorySize bounds how many zones are remembered.
-	zoneMemorySize = 4096
-	// maxZoneSilence is the longest a zone that keeps timing out is
-	// answered at once as unanswered, unless FailureTTL is longer.
-	maxZoneSilence = time.Minute
-)
+// zoneMemorySize bounds how many zones are remembered.
+const zoneMemorySize = 4096
 
 // zoneMemory remembers the zones (registrable domains, per query type)
 // whose names the nameservers do not answer while they answer others: a
-// recursive resolver waiting on a zone's dead authoritative servers. A
-// question under such a zone is answered at once as unanswered for a
-// while (FailureTTL, doubling for a zone that times out again as soon as
-// it is asked, up to a minute), so that a thousand names under one dead
-// zone cost one name's queries. And while a question under a zone is
-// retransmitted after a timeout, the other questions under that zone wait
-// for its outcome instead of sending (or sending again): the first to
-// time out leads, the others follow its verdict.
+// recursive resolver waiting on a zone's dead authoritative servers. It
+// never fails a question without asking. While a question under a zone
+// is retransmitted after a timeout, the other questions under the zone
+// wait for its outcome before sending (or sending again): the first to
+// time out leads, the others follow its verdict. Once a question timed
+// out on every attempt while the nameservers answered others (the zone
+// is silent), the zone is marked for a fixed while (FailureTTL, however
+// often it was before): a question under it is sent once, never again
+// after a timeout, and waits for its place in the window as
+// retransmissions do (behind the others' first attempts, within their
+// share), so that a thousand names under one dead zone cost about one
+// query each, never their retries, and crowd out no one, while a live
+// name under it is answered to its first attempt. Any answer under the
+// zone clears the mark.
 type zoneMemory struct {
-	base, max time.Duration
+	mark time.Duration
 
 	mu    sync.Mutex
 	zones *lru.Cache[string, *zoneState]
@@ -38,18 +38,17 @@ type zoneMemory struct {
 
 // zoneState is what is known of one zone.
 type zoneState struct {
-	until   time.Time     // unanswered at once until then
-	strikes int           // consecutive silences: each doubles the next
-	lead    chan struct{} // closed when the question leading it ends; nil when none leads
+	until time.Time     // marked silent until then
+	lead  chan struct{} // closed when the question leading it ends; nil when none leads
 }
 
-// newZoneMemory returns a memory answering silent zones for base at
-// first, or nil (remembering nothing) when base is not positive.
-func newZoneMemory(base time.Duration) *zoneMemory {
-	if base <= 0 {
+// newZoneMemory returns a memory marking silent zones for mark, or nil
+// (remembering nothing) when mark is not positive.
+func newZoneMemory(mark time.Duration) *zoneMemory {
+	if mark <= 0 {
 		return nil
 	}
-	z := &zoneMemory{base: base, max: max(base, maxZoneSilence)}
+	z := &zoneMemory{mark: mark}
 	z.zones, _ = lru.NewWithEvict(zoneMemorySize, func(_ string, st *zoneState) { st.endLead() })
 	return z
 }
@@ -77,10 +76,11 @@ func (z *zoneMemory) key(name string, qtype uint16) string {
 	return name + " " + dns.TypeToString[qtype]
 }
 
-// gate tells a question under zone key whether to ask: dead when the zone
-// is remembered as unanswered, or a channel to wait on while another
-// question leads the zone; neither when it may ask.
-func (z *zoneMemory) gate(key string) (wait <-chan struct{}, dead bool) {
+// gate tells a question under zone key how to send: marked when the zone
+// is marked silent (it is sent once, not again after a timeout), or a
+// channel to wait on while another question leads the zone; neither when
+// it may send freely.
+func (z *zoneMemory) gate(key string) (wait <-chan struct{}, marked bool) {
 	if key == "" {
 		return nil, false
 	}
@@ -96,9 +96,24 @@ func (z *zoneMemory) gate(key string) (wait <-chan struct{}, dead bool) {
 	return st.lead, false
 }
 
+// marked reports whether zone key is marked silent: a question under it
+// then sends its first attempt behind the other questions' first
+// attempts, within the share of the window retransmissions hold, so that
+// names under a dead zone cannot crowd out the others.
+func (z *zoneMemory) marked(key string) bool {
+	if key == "" {
+		return false
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	st, ok := z.zones.Peek(key)
+	return ok && time.Now().Before(st.until)
+}
+
 // suspect records that a question under zone key timed out, and returns
 // a channel that the question closes (through [zoneMemory.end]) when it
-// ends, when it now leads the zone; nil when another leads.
+// ends, when it now leads the zone; nil when another leads or the zone is
+// marked silent (the question is then not sent again).
 func (z *zoneMemory) suspect(key string) chan struct{} {
 	if key == "" {
 		return nil
@@ -110,7 +125,7 @@ func (z *zoneMemory) suspect(key string) chan struct{} {
 		st = &zoneState{}
 		z.zones.Add(key, st)
 	}
-	if st.lead != nil {
+	if st.lead != nil || time.Now().Before(st.until) {
 		return nil
 	}
 	st.lead = make(chan struct{})
@@ -118,7 +133,7 @@ func (z *zoneMemory) suspect(key string) chan struct{} {
 }
 
 // answered records that a question under zone key was answered: the zone
-// is forgotten, and the questions waiting on it ask.
+// is forgotten (its mark cleared), and the questions waiting on it ask.
 func (z *zoneMemory) answered(key string) {
 	if key == "" {
 		return
@@ -130,9 +145,10 @@ func (z *zoneMemory) answered(key string) {
 
 // end records the end of a question under zone key that was not
 // answered: silent says that every attempt timed out while the
-// nameservers answered other questions, and the zone is then answered at
-// once as unanswered for a while. lead, when not nil, is the channel the
-// question got leading the zone, and is closed.
+// nameservers answered other questions, and the zone is then marked
+// silent for the memory's fixed while from now, however often it was
+// before. lead, when not nil, is the channel the question got leading the
+// zone, and is closed.
 func (z *zoneMemory) end(key string, lead chan struct{}, silent bool) {
 	if key == "" {
 		return
@@ -148,12 +164,7 @@ func (z *zoneMemory) end(key string, lead chan struct{}, silent bool) {
 		z.zones.Add(key, st)
 	}
 	if silent {
-		now := time.Now()
-		if st.strikes > 0 && now.After(st.until.Add(z.max)) {
-			st.strikes = 0 // long quiet: a new offence, not a repeat
-		}
-		st.until = now.Add(min(z.base<<min(st.strikes, 16), z.max))
-		st.strikes++
+		st.until = time.Now().Add(z.mark)
 	}
 	if lead != nil && st.lead == lead {
 		st.endLead()

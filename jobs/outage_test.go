@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
+
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/dnstest"
@@ -543,5 +545,59 @@ func TestLongValidationRecordsItsRetry(t *testing.T) {
 	})
 	if j.LastError != "no nameserver answered for the domain (unjudged attempt 1 of 3)" || j.State != jobs.StateActive {
 		t.Fatalf("job %+v; want waiting for its second attempt", j)
+	}
+}
+
+// The canary does not ask about the zones of the addresses submitted: an
+// attacker's zones whose servers answer their MX but SERVFAIL any other
+// name, then a job at a SERVFAILing domain, do not make the canary fail
+// and pause the pool, and another account's live jobs complete.
+func TestCanaryIgnoresSubmittedZones(t *testing.T) {
+	srv := dnstest.Start(t, nil, &dnstest.Options{Fallback: func(name string) (dnstest.Domain, bool) {
+		switch {
+		case strings.HasPrefix(name, "att") && strings.HasSuffix(name, ".io"):
+			return dnstest.Domain{MX: []dnstest.MX{{Pref: 10, Host: "mx." + name}}}, true
+		case strings.HasPrefix(name, "mx.att"):
+			return dnstest.Domain{A: []string{"93.184.216.34"}}, true
+		case strings.Contains(name, ".att"), name == "sf.io":
+			return dnstest.Domain{Rcode: dns.RcodeServerFailure}, true
+		case strings.HasSuffix(name, ".io"):
+			return dnstest.Domain{MX: []dnstest.MX{{Pref: 10, Host: "mx.sharedhost.net"}}}, true
+		}
+		return dnstest.Domain{}, false
+	}})
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	f := newFixture(t)
+	var asked atomic.Int32
+	canary := func(ctx context.Context) error {
+		err := v.PingNameservers(ctx)
+		asked.Add(1)
+		return err
+	}
+	pool, err := jobs.NewPool(f.q, v, &jobs.PoolConfig{Workers: 4, Canary: canary, PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runPool(t, pool)
+	for _, d := range []string{"att1.io", "att2.io", "att3.io"} {
+		if r, _ := v.Validate(context.Background(), "a@"+d); r.Confidence.Status != emailcheck.StatusLikely {
+			t.Fatalf("%s: %s", d, r.Confidence.Status)
+		}
+	}
+	f.submit(t, "attacker", "", []string{"a@sf.io"})
+	// The SERVFAIL job's validation came back and the canary was asked.
+	waitFor(t, time.Minute, "the canary asked", func() bool { return asked.Load() > 0 })
+	emails := make([]string, 50)
+	for i := range emails {
+		emails[i] = fmt.Sprintf("u%d@v%d.io", i, i)
+	}
+	ids := f.submit(t, "victim", "", emails)
+	waitFor(t, time.Minute, "the victim's jobs", func() bool { return f.completed("victim", ids) || pool.DNSDown() })
+	if pool.DNSDown() || pool.Outages() > 0 {
+		t.Errorf("pool paused (DNSDown %v, %d outages) by a domain's SERVFAIL and the zones submitted", pool.DNSDown(), pool.Outages())
 	}
 }
