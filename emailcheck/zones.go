@@ -181,13 +181,3 @@ func (z *zoneMemory) forget() {
 	defer z.mu.Unlock()
 	z.zones.Purge()
 }
-
-// size returns how many zones are remembered.
-func (z *zoneMemory) size() int {
-	if z == nil {
-		return 0
-	}
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	return z.zones.Len()
-}
