@@ -73,7 +73,8 @@
 // uploads per account at most, kept alive past the server's read timeout
 // while it sends 1 MiB per 30 s, then previewed with its cost (the free
 // allowance first, credits for the rest) until the customer confirms,
-// cancels, or 30 minutes pass; its temporary file goes then.
+// cancels, or 30 minutes pass; its temporary file, unlinked from the
+// start, is freed then.
 //
 // Accounts: with a [Config.Mailer], sign-up creates an unconfirmed account
 // and mails a single-use link (48 h) whose form confirms the address and

@@ -37,7 +37,9 @@ import (
 //
 // A spool waits for its confirmation in this process for pendingTTL at
 // most, one per account (a new upload replaces the last); its temporary
-// file is removed on confirmation, cancellation, replacement or expiry.
+// file, unlinked as soon as it is created (nothing is left behind by a
+// shutdown or a crash), is freed on confirmation, cancellation,
+// replacement or expiry.
 
 // pendingTTL is how long an uploaded list waits for its confirmation.
 const pendingTTL = 30 * time.Minute

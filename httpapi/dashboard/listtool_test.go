@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi/dashboard"
+	"github.com/validmail/validmail/jobs/lists"
 	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
 )
@@ -321,14 +323,22 @@ func TestListToolCostChanged(t *testing.T) {
 // refused (429) and the list stays as it was.
 func TestListToolColumnConcurrent(t *testing.T) {
 	t.Parallel()
+	tmp := t.TempDir()
 	b := memstore.NewBackend()
 	d, err := dashboard.New(dashboard.Storage{Accounts: b.Accounts, Passwords: b.Passwords, Sessions: b.Sessions, Tokens: b.Tokens},
-		credits.New(b.Credits, nil), mustQueue(t, b), &dashboard.Config{InsecureCookies: true})
+		credits.New(b.Credits, nil), mustQueue(t, b), &dashboard.Config{InsecureCookies: true, Lists: &lists.Options{TempDir: tmp}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(d.Handler())
 	defer srv.Close()
+	// Pending lists leave nothing in the temporary directory: their files
+	// are unlinked as soon as they are created.
+	defer func() {
+		if ents, err := os.ReadDir(tmp); err != nil || len(ents) != 0 {
+			t.Errorf("the temporary directory holds %v (%v)", ents, err)
+		}
+	}()
 	u := newUser(t, srv.URL)
 	u.signup("concurrent@example.com")
 	acct, err := b.Accounts.GetAccountByEmail(context.Background(), "concurrent@example.com")
