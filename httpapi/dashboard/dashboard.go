@@ -276,6 +276,15 @@ type Config struct {
 	// syntax of an address), as the API's [httpapi.Config.Lists] does.
 	// nil means the [lists.Options] defaults.
 	Lists *lists.Options
+	// MaxListUploads bounds the lists the bulk page reads at once (an
+	// upload, or a list read again with another column), at most
+	// [httpapi.MaxListUploadsPerAccount] of them one account's; more are
+	// refused with 429. Default [httpapi.DefaultMaxListUploads]. The
+	// readings take at most MaxListUploads × Lists.MaxBytes of the
+	// temporary directory's disk (16 × 256 MiB = 4 GiB by default), and
+	// each account's list waiting for its confirmation up to MaxBytes
+	// more.
+	MaxListUploads int
 	// Logger receives the dashboard's records. Default: discard.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -394,7 +403,7 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 		mailer:  cfg.Mailer,
 		confirm: cfg.Mailer != nil,
 		sending: make(chan struct{}, mailsInFlight),
-		lists:   newListTool(),
+		lists:   newListTool(cfg.MaxListUploads),
 	}
 	if err := d.parseTemplates(); err != nil {
 		return nil, err

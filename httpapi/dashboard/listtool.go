@@ -71,9 +71,13 @@ type listTool struct {
 	respooling func()
 }
 
-func newListTool() *listTool {
+// newListTool bounds the lists read at once to slots (0: the default).
+func newListTool(slots int) *listTool {
+	if slots <= 0 {
+		slots = httpapi.DefaultMaxListUploads
+	}
 	return &listTool{byToken: map[string]*pendingList{}, byAccount: map[string]string{},
-		slots: uploads.NewSlots(httpapi.DefaultMaxListUploads, httpapi.MaxListUploadsPerAccount)}
+		slots: uploads.NewSlots(slots, httpapi.MaxListUploadsPerAccount)}
 }
 
 // put keeps p until its confirmation or pendingTTL, replacing (and
