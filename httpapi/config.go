@@ -129,7 +129,9 @@ type Config struct {
 	Lists *lists.Options
 	// MaxListUploads bounds the lists read at once by this handler, at
 	// most [MaxListUploadsPerAccount] of them one account's; more are
-	// refused with 429. Default [DefaultMaxListUploads].
+	// refused with 429. Default [DefaultMaxListUploads]. The uploads in
+	// progress take at most MaxListUploads × Lists.MaxBytes of the
+	// temporary directory's disk (16 × 256 MiB = 4 GiB by default).
 	MaxListUploads int
 	// ListReadWindow and ListReadMinBytes pace a list's upload: the
 	// server's read timeout does not end it while it sends at least

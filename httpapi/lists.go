@@ -21,8 +21,11 @@ import (
 )
 
 // DefaultMaxListUploads is how many lists a handler reads at once by
-// default.
-const DefaultMaxListUploads = 4
+// default. Each holds a spool file of up to the list bounds' MaxBytes
+// (256 MiB by default) while it is read, so the uploads in progress take
+// at most MaxListUploads × MaxBytes of the temporary directory's disk:
+// 4 GiB with the defaults.
+const DefaultMaxListUploads = 16
 
 // MaxListUploadsPerAccount is how many of a handler's list uploads one
 // account may hold at once, so that one account cannot take them all.

@@ -205,7 +205,7 @@ func (u *heldUpload) finish(t *testing.T) *httptest.ResponseRecorder {
 // uploads still go through until every slot is taken.
 func TestListUploadsPerAccount(t *testing.T) {
 	t.Parallel()
-	f := setup(t, nil)
+	f := setup(t, &options{configure: func(c *httpapi.Config) { c.MaxListUploads = 4 }})
 	_, other := f.newAccount(t, "other@good.com", 300, store.AllPermissions())
 	_, third := f.newAccount(t, "third@good.com", 300, store.AllPermissions())
 	var held []*heldUpload

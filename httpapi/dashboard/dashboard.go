@@ -73,7 +73,8 @@
 // uploads per account at most, kept alive past the server's read timeout
 // while it sends 1 MiB per 30 s, then previewed with its cost (the free
 // allowance first, credits for the rest) until the customer confirms,
-// cancels, or 30 minutes pass; its temporary file goes then.
+// cancels, or 30 minutes pass; its temporary file, unlinked from the
+// start, is freed then.
 //
 // Accounts: with a [Config.Mailer], sign-up creates an unconfirmed account
 // and mails a single-use link (48 h) whose form confirms the address and
@@ -275,6 +276,15 @@ type Config struct {
 	// syntax of an address), as the API's [httpapi.Config.Lists] does.
 	// nil means the [lists.Options] defaults.
 	Lists *lists.Options
+	// MaxListUploads bounds the lists the bulk page reads at once (an
+	// upload, or a list read again with another column), at most
+	// [httpapi.MaxListUploadsPerAccount] of them one account's; more are
+	// refused with 429. Default [httpapi.DefaultMaxListUploads]. The
+	// readings take at most MaxListUploads × Lists.MaxBytes of the
+	// temporary directory's disk (16 × 256 MiB = 4 GiB by default), and
+	// each account's list waiting for its confirmation up to MaxBytes
+	// more.
+	MaxListUploads int
 	// Logger receives the dashboard's records. Default: discard.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -393,7 +403,7 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 		mailer:  cfg.Mailer,
 		confirm: cfg.Mailer != nil,
 		sending: make(chan struct{}, mailsInFlight),
-		lists:   newListTool(),
+		lists:   newListTool(cfg.MaxListUploads),
 	}
 	if err := d.parseTemplates(); err != nil {
 		return nil, err

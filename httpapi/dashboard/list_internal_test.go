@@ -3,6 +3,7 @@ package dashboard
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -12,6 +13,7 @@ import (
 	xunicode "golang.org/x/text/encoding/unicode"
 
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/internal/uploads"
 )
 
 func utf16(t *testing.T, s string, bigEndian bool) string {
@@ -115,4 +117,25 @@ func FuzzReadList(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestListSlots: the console reads httpapi.DefaultMaxListUploads lists
+// at once by default (or its Config.MaxListUploads), two of them one
+// account's at most: two busy accounts leave the rest to the others.
+func TestListSlots(t *testing.T) {
+	for _, c := range []struct{ config, want int }{{0, httpapi.DefaultMaxListUploads}, {6, 6}} {
+		lt := newListTool(c.config)
+		for i := range c.want {
+			account := strconv.Itoa(i / httpapi.MaxListUploadsPerAccount)
+			if _, why := lt.slots.Take(account); why != uploads.Granted {
+				t.Fatalf("config %d: slot %d of account %s refused: %v", c.config, i, account, why)
+			}
+		}
+		if _, why := lt.slots.Take("another"); why != uploads.InstanceBusy {
+			t.Fatalf("config %d: a slot beyond %d: %v", c.config, c.want, why)
+		}
+	}
+	if httpapi.DefaultMaxListUploads != 16 || httpapi.MaxListUploadsPerAccount != 2 {
+		t.Fatalf("slots %d, %d per account", httpapi.DefaultMaxListUploads, httpapi.MaxListUploadsPerAccount)
+	}
 }

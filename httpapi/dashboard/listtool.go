@@ -37,7 +37,9 @@ import (
 //
 // A spool waits for its confirmation in this process for pendingTTL at
 // most, one per account (a new upload replaces the last); its temporary
-// file is removed on confirmation, cancellation, replacement or expiry.
+// file, unlinked as soon as it is created (nothing is left behind by a
+// shutdown or a crash), is freed on confirmation, cancellation,
+// replacement or expiry.
 
 // pendingTTL is how long an uploaded list waits for its confirmation.
 const pendingTTL = 30 * time.Minute
@@ -64,11 +66,18 @@ type listTool struct {
 	byToken   map[string]*pendingList
 	byAccount map[string]string
 	slots     *uploads.Slots
+	// respooling, if set, runs when a column change starts reading a
+	// pending list again (tests hold it there).
+	respooling func()
 }
 
-func newListTool() *listTool {
+// newListTool bounds the lists read at once to slots (0: the default).
+func newListTool(slots int) *listTool {
+	if slots <= 0 {
+		slots = httpapi.DefaultMaxListUploads
+	}
 	return &listTool{byToken: map[string]*pendingList{}, byAccount: map[string]string{},
-		slots: uploads.NewSlots(httpapi.DefaultMaxListUploads, httpapi.MaxListUploadsPerAccount)}
+		slots: uploads.NewSlots(slots, httpapi.MaxListUploadsPerAccount)}
 }
 
 // put keeps p until its confirmation or pendingTTL, replacing (and
@@ -85,6 +94,22 @@ func (lt *listTool) put(p *pendingList) {
 	lt.mu.Unlock()
 	if old != nil {
 		old.sp.Close()
+	}
+}
+
+// restore keeps p again after it was taken and not submitted, unless
+// the account uploaded another list meanwhile: then p's file is removed.
+func (lt *listTool) restore(p *pendingList) {
+	lt.mu.Lock()
+	kept := lt.byToken[lt.byAccount[p.account]] == nil
+	if kept {
+		lt.byToken[p.token] = p
+		lt.byAccount[p.account] = p.token
+		p.timer = time.AfterFunc(pendingTTL, func() { lt.expire(p) })
+	}
+	lt.mu.Unlock()
+	if !kept {
+		p.sp.Close()
 	}
 }
 
@@ -426,25 +451,50 @@ func (d *Dashboard) confirmList(w http.ResponseWriter, r *http.Request, a store.
 		d.gone(w, r)
 		return
 	}
+	// The preview showed the credits this list would cost; the list is
+	// not submitted for more (the allowance may have been spent
+	// elsewhere since): the preview is shown again with the new cost.
+	previewed, err := strconv.ParseInt(r.PostFormValue("credits"), 10, 64)
+	if err != nil || previewed < 0 {
+		previewed = 0
+	}
+	costlier := func(credits int64) {
+		d.lists.restore(p)
+		d.renderPreview(w, r, a, p, http.StatusConflict, fmt.Sprintf(
+			"The cost of this list changed since its preview: it now needs %s credits instead of %s (the free allowance was used meanwhile). Nothing was submitted; confirm again to validate it at this cost.",
+			thousands(credits), thousands(previewed)))
+	}
 	c, err := d.cost(ctx, a.ID, p.pv.Unique)
 	if err != nil {
-		d.lists.put(p)
+		d.lists.restore(p)
 		d.backendError(w, r, "list cost", err)
 		return
 	}
+	if c.Credits > previewed {
+		costlier(c.Credits)
+		return
+	}
 	// The allowance is taken first, all or nothing; a window that moved
-	// since the preview gives what it has.
+	// since the cost was read gives nothing, and the list then costs
+	// more than its preview said.
 	free, window := 0, int64(0)
 	if c.Free > 0 {
 		dec, err := d.limits.quotas.Take(ctx, bulkKey(a.ID), c.Free, d.bulkQuota())
 		if err != nil {
-			d.lists.put(p)
+			d.lists.restore(p)
 			d.backendError(w, r, "list allowance", err)
 			return
 		}
 		if dec.Allowed {
 			free, window = c.Free, dec.Window
 		}
+	}
+	if credits := int64(p.pv.Unique - free); credits > previewed {
+		if free > 0 {
+			d.refundBulk(ctx, a.ID, free, window)
+		}
+		costlier(credits)
+		return
 	}
 	info, err := lists.Submit(ctx, d.cfg.Queue, p.sp, lists.SubmitParams{AccountID: a.ID, Name: p.name, Source: jobs.SourceDashboard, FreeAddresses: free})
 	if err != nil {
@@ -453,13 +503,13 @@ func (d *Dashboard) confirmList(w http.ResponseWriter, r *http.Request, a store.
 		}
 		switch {
 		case errors.Is(err, credits.ErrInsufficient):
-			d.lists.put(p)
+			d.lists.restore(p)
 			d.renderPreview(w, r, a, p, http.StatusPaymentRequired, "The account does not have the credits this list needs (its balance changed since the preview). Nothing was submitted.")
 		case errors.Is(err, jobs.ErrEmptyBatch):
 			p.sp.Close()
 			d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "No row of the list holds an address. Nothing was submitted.")
 		default:
-			d.lists.put(p)
+			d.lists.restore(p)
 			d.backendError(w, r, "list submit", err)
 		}
 		return
@@ -477,14 +527,18 @@ func (d *Dashboard) confirmList(w http.ResponseWriter, r *http.Request, a store.
 }
 
 // listColumn reads a pending list again with another address column.
+// The new reading takes an upload slot, as an upload does, and the
+// pending list leaves the table while it is read: another change, a
+// confirmation or a cancellation of it meanwhile finds nothing to do.
 func (d *Dashboard) listColumn(w http.ResponseWriter, r *http.Request, a store.Account) {
 	ctx := r.Context()
-	p := d.lists.get(r.PathValue("token"), a.ID)
+	token := r.PathValue("token")
+	p := d.lists.get(token, a.ID)
 	if p == nil {
 		d.gone(w, r)
 		return
 	}
-	col, err := strconv.Atoi(r.PostForm.Get("column"))
+	col, err := strconv.Atoi(r.PostFormValue("column"))
 	if p.text || err != nil || col < 1 || col > len(p.pv.Header) {
 		d.renderPreview(w, r, a, p, http.StatusUnprocessableEntity, "Choose one of the file's columns.")
 		return
@@ -493,8 +547,27 @@ func (d *Dashboard) listColumn(w http.ResponseWriter, r *http.Request, a store.A
 		d.redirect(w, r, "/bulk/list/"+p.token)
 		return
 	}
+	release, why := d.lists.slots.Take(a.ID)
+	if why != uploads.Granted {
+		retryAfter(w, 5*time.Second)
+		msg := "Too many lists are being uploaded right now. Try the column again in a moment."
+		if why == uploads.AccountBusy {
+			msg = fmt.Sprintf("This account is uploading %d lists already. Try the column again when one of them is done.", httpapi.MaxListUploadsPerAccount)
+		}
+		d.renderPreview(w, r, a, p, http.StatusTooManyRequests, msg)
+		return
+	}
+	defer release()
+	if p = d.lists.take(token, a.ID); p == nil {
+		d.gone(w, r)
+		return
+	}
+	if d.lists.respooling != nil {
+		d.lists.respooling()
+	}
 	sp, err := d.respool(ctx, p.sp, col)
 	if err != nil {
+		d.lists.restore(p)
 		msg := "That column cannot hold the list's addresses."
 		if !errors.Is(err, lists.ErrNoColumn) {
 			d.cfg.Logger.WarnContext(ctx, "dashboard: list column", "err", err)
@@ -506,11 +579,13 @@ func (d *Dashboard) listColumn(w http.ResponseWriter, r *http.Request, a store.A
 	pv, err := sp.Preview(ctx, previewRows)
 	if err != nil {
 		sp.Close()
+		d.lists.restore(p)
 		d.backendError(w, r, "list preview", err)
 		return
 	}
+	p.sp.Close()
 	np := &pendingList{token: newToken(), account: a.ID, name: p.name, sp: sp, pv: pv}
-	d.lists.put(np) // replaces p, and removes its file
+	d.lists.put(np)
 	d.redirect(w, r, "/bulk/list/"+np.token)
 }
 

@@ -2,18 +2,26 @@ package dashboard_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"fmt"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi/dashboard"
+	"github.com/validmail/validmail/jobs/lists"
 	"github.com/validmail/validmail/store/backend"
+	"github.com/validmail/validmail/store/memstore"
 )
 
 // upload sends the list tool's form: a name and a file, as a browser
@@ -62,6 +70,19 @@ func field(t *testing.T, page, id string) string {
 		t.Fatalf("no #%s on the page:\n%s", id, page)
 	}
 	return m[1]
+}
+
+var confirmCredits = regexp.MustCompile(`<input type="hidden" name="credits" value="([0-9]+)">`)
+
+// confirmForm is the confirmation form of a preview page: the credits
+// the preview showed.
+func confirmForm(t *testing.T, page string) url.Values {
+	t.Helper()
+	m := confirmCredits.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no confirmation form on the preview:\n%s", page)
+	}
+	return url.Values{"credits": {m[1]}}
 }
 
 // customers is a list of 8 unique addresses (two of missing-domain.com),
@@ -125,12 +146,12 @@ func TestListTool(t *testing.T) {
 		}
 
 		// Confirm: 3 credits, the allowance spent.
-		a := u.do("POST", loc, url.Values{})
+		a := u.do("POST", loc, confirmForm(t, p.body))
 		batchURL := a.hdr.Get("Location")
 		if a.code != http.StatusSeeOther || !strings.HasPrefix(batchURL, "/dashboard/batches/") {
 			t.Fatalf("confirm: %d %s\n%s", a.code, batchURL, a.body)
 		}
-		if a := u.do("POST", loc, url.Values{}); a.code != http.StatusNotFound {
+		if a := u.do("POST", loc, confirmForm(t, p.body)); a.code != http.StatusNotFound {
 			t.Fatalf("a second confirmation: %d", a.code)
 		}
 		if got := field(t, u.do("GET", "/dashboard/", nil).body, "balance"); got != "297" {
@@ -151,7 +172,7 @@ func TestListTool(t *testing.T) {
 			strings.Contains(p2.body, `id="confirm"`) {
 			t.Fatalf("a list beyond the balance: %d\n%s", p2.code, p2.body)
 		}
-		if a := u.do("POST", loc2, url.Values{}); a.code != http.StatusPaymentRequired {
+		if a := u.do("POST", loc2, url.Values{"credits": {"400"}}); a.code != http.StatusPaymentRequired {
 			t.Fatalf("confirming a list beyond the balance: %d\n%s", a.code, a.body)
 		}
 		if got := field(t, u.do("GET", "/dashboard/", nil).body, "balance"); got != "297" {
@@ -250,5 +271,145 @@ func TestListToolColumn(t *testing.T) {
 	// A file the list reader refuses comes back to the bulk page.
 	if a := u.upload("", "bad.csv", "name,city\nAnn,Paris\n"); a.code != http.StatusUnprocessableEntity || !strings.Contains(a.body, "No column of the file holds addresses") {
 		t.Fatalf("a file without addresses: %d\n%s", a.code, a.body)
+	}
+}
+
+// TestListToolCostChanged: a confirmation does not charge more credits
+// than its preview showed. The free allowance spent elsewhere after the
+// preview makes the confirmation show the preview again with the new
+// cost (409), charging nothing; confirming that preview submits the list
+// at the cost it shows.
+func TestListToolCostChanged(t *testing.T) {
+	t.Parallel()
+	s := startSite(t, nil, func(dc *dashboard.Config, _ string) { dc.BulkLimit = 5 })
+	u := newUser(t, s.base)
+	u.signup("costs@example.com")
+	loc, p := u.preview("", "customers.csv", customers)
+	if field(t, p.body, "free") != "5" || field(t, p.body, "credits") != "3" {
+		t.Fatalf("preview:\n%s", p.body)
+	}
+	// The allowance goes to addresses pasted on the bulk page.
+	if a := u.do("POST", "/dashboard/bulk", url.Values{"emails": {"p1@good.com\np2@good.com\np3@good.com\np4@good.com\np5@good.com"}}); a.code != http.StatusSeeOther {
+		t.Fatalf("pasted addresses: %d\n%s", a.code, a.body)
+	}
+	balance := field(t, u.do("GET", "/dashboard/", nil).body, "balance")
+	a := u.do("POST", loc, confirmForm(t, p.body))
+	if a.code != http.StatusConflict || field(t, a.body, "free") != "0" || field(t, a.body, "credits") != "8" ||
+		!strings.Contains(a.body, "now needs 8 credits instead of 3") {
+		t.Fatalf("a confirmation costing more than its preview: %d\n%s", a.code, a.body)
+	}
+	if got := field(t, u.do("GET", "/dashboard/", nil).body, "balance"); got != balance {
+		t.Fatalf("balance %s after a refused confirmation, want %s", got, balance)
+	}
+	// Without the preview's cost, a list that costs credits is not
+	// submitted either.
+	if a := u.do("POST", loc, url.Values{}); a.code != http.StatusConflict {
+		t.Fatalf("a confirmation without the preview's cost: %d\n%s", a.code, a.body)
+	}
+	a = u.do("POST", loc, confirmForm(t, a.body))
+	if a.code != http.StatusSeeOther || !strings.HasPrefix(a.hdr.Get("Location"), "/dashboard/batches/") {
+		t.Fatalf("confirming the new cost: %d\n%s", a.code, a.body)
+	}
+	want, _ := strconv.Atoi(balance)
+	if got := field(t, u.do("GET", "/dashboard/", nil).body, "balance"); got != strconv.Itoa(want-8) {
+		t.Fatalf("balance %s after the list, want %d", got, want-8)
+	}
+}
+
+// TestListToolColumnConcurrent: a column change reads the list again in
+// an upload slot, with the pending list out of the table meanwhile.
+// Changes sent at once read it once: the others find no list (404),
+// and one list is kept. With the account's slots taken, a change is
+// refused (429) and the list stays as it was.
+func TestListToolColumnConcurrent(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	b := memstore.NewBackend()
+	d, err := dashboard.New(dashboard.Storage{Accounts: b.Accounts, Passwords: b.Passwords, Sessions: b.Sessions, Tokens: b.Tokens},
+		credits.New(b.Credits, nil), mustQueue(t, b), &dashboard.Config{InsecureCookies: true, Lists: &lists.Options{TempDir: tmp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(d.Handler())
+	defer srv.Close()
+	// Pending lists leave nothing in the temporary directory: their files
+	// are unlinked as soon as they are created.
+	defer func() {
+		if ents, err := os.ReadDir(tmp); err != nil || len(ents) != 0 {
+			t.Errorf("the temporary directory holds %v (%v)", ents, err)
+		}
+	}()
+	u := newUser(t, srv.URL)
+	u.signup("concurrent@example.com")
+	acct, err := b.Accounts.GetAccountByEmail(context.Background(), "concurrent@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, _ := u.preview("Two columns", "two.csv", "email,work\na@good.com,w1@good.com\nb@good.com,w2@good.com\n")
+
+	// Every slot of the account taken: refused, the list kept.
+	r1, r2 := dashboard.TakeListSlot(d, acct.ID), dashboard.TakeListSlot(d, acct.ID)
+	if r1 == nil || r2 == nil {
+		t.Fatal("the account's slots are not free")
+	}
+	if a := u.do("POST", loc+"/column", url.Values{"column": {"2"}}); a.code != http.StatusTooManyRequests || a.hdr.Get("Retry-After") == "" {
+		t.Fatalf("a column change without a slot: %d\n%s", a.code, a.body)
+	}
+	if a := u.do("GET", loc, nil); a.code != http.StatusOK || dashboard.PendingLists(d) != 1 {
+		t.Fatalf("the list after a refused change: %d, %d lists", a.code, dashboard.PendingLists(d))
+	}
+	r1()
+	r2()
+
+	// The first change is held while it reads; the others answer meanwhile.
+	reading, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	dashboard.HoldRespool(d, func() {
+		once.Do(func() { close(reading) })
+		<-resume
+	})
+	first := make(chan answer, 1)
+	go func() { first <- u.do("POST", loc+"/column", url.Values{"column": {"2"}}) }()
+	<-reading
+	if n := dashboard.PendingLists(d); n != 0 {
+		t.Fatalf("%d lists kept while one is read again", n)
+	}
+	codes := make(chan int, 5)
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes <- u.do("POST", loc+"/column", url.Values{"column": {"2"}}).code
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	for c := range codes {
+		if c != http.StatusNotFound {
+			t.Errorf("a change during the reading: %d, want 404", c)
+		}
+	}
+	if a := u.do("POST", loc, url.Values{}); a.code != http.StatusNotFound {
+		t.Errorf("a confirmation during the reading: %d, want 404", a.code)
+	}
+	close(resume)
+	a := <-first
+	next := a.hdr.Get("Location")
+	if a.code != http.StatusSeeOther || next == loc {
+		t.Fatalf("the first change: %d %s\n%s", a.code, next, a.body)
+	}
+	if n := dashboard.PendingLists(d); n != 1 {
+		t.Fatalf("%d lists kept, want 1", n)
+	}
+	// Its slot is given back: the account holds none.
+	r1, r2 = dashboard.TakeListSlot(d, acct.ID), dashboard.TakeListSlot(d, acct.ID)
+	if r1 == nil || r2 == nil {
+		t.Fatal("a column change kept its upload slot")
+	}
+	r1()
+	r2()
+	if p := u.do("GET", next, nil); p.code != http.StatusOK || field(t, p.body, "unique") != "2" {
+		t.Fatalf("the list read with the new column: %d\n%s", p.code, p.body)
 	}
 }

@@ -391,6 +391,9 @@ func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error 
 	if dc.Lists == nil {
 		dc.Lists = api.Lists
 	}
+	if dc.MaxListUploads == 0 {
+		dc.MaxListUploads = api.MaxListUploads
+	}
 	d, err := dashboard.New(dashboard.Storage{Accounts: b.Accounts, Passwords: b.Passwords, Sessions: b.Sessions, Tokens: b.Tokens}, s.ledger, s.queue, &dc)
 	if err != nil {
 		return fmt.Errorf("service: %w", err)

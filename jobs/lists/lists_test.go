@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -235,4 +236,42 @@ func FuzzRead(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestListSpoolUnlinked: a spool's file leaves the temporary directory
+// as soon as it is created, so that a shutdown or a crash leaves nothing
+// there; the spool still reads its rows, again and again, until closed.
+func TestListSpoolUnlinked(t *testing.T) {
+	dir := t.TempDir()
+	empty := func(when string) {
+		t.Helper()
+		if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+			t.Fatalf("%s: the temporary directory holds %v (%v)", when, ents, err)
+		}
+	}
+	sp, err := lists.Read(context.Background(), strings.NewReader("email\na@good.com\nb@good.com\n"), &lists.Options{TempDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty("with the spool open")
+	for range 2 {
+		var got []string
+		if err := sp.Each(context.Background(), func(r jobs.ListRow) error { got = append(got, r.Record[0]); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, ",") != "a@good.com,b@good.com" {
+			t.Fatalf("rows %v", got)
+		}
+	}
+	if err := sp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.Close(); err != nil {
+		t.Fatalf("a second Close: %v", err)
+	}
+	// A file refused while it is read leaves nothing either.
+	if _, err := lists.Read(context.Background(), strings.NewReader("email\na@good.com\nb@good.com\n"), &lists.Options{TempDir: dir, MaxRows: 1}); err == nil {
+		t.Fatal("a list beyond MaxRows is read")
+	}
+	empty("after Close and a refused file")
 }

@@ -86,10 +86,14 @@ func normalizeHeader(s string) string {
 }
 
 // Spool is a list read whole into a temporary file: its rows are known
-// valid, counted and can be read again any number of times. Close removes
-// the file.
+// valid, counted and can be read again any number of times. The file is
+// unlinked as soon as it is created, so that nothing is left in the
+// temporary directory after a shutdown or a crash; Close frees it.
 type Spool struct {
 	f *os.File
+	// name is the file's name while it is still in its directory: only
+	// where an open file could not be removed.
+	name string
 	// Header names the columns: the uploaded header, or "email" (one
 	// column) and "column_N" names for a file without one.
 	Header []string
@@ -152,6 +156,13 @@ func Read(ctx context.Context, r io.Reader, o *Options) (*Spool, error) {
 		return nil, fmt.Errorf("lists: spool: %w", err)
 	}
 	sp.f = f
+	// The spool reads its rows through f alone: the file leaves the
+	// directory now, and its space is freed when f is closed, or when
+	// the process ends, however it ends. Where an open file cannot be
+	// removed, Close removes it.
+	if os.Remove(f.Name()) != nil {
+		sp.name = f.Name()
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -306,10 +317,13 @@ func (sp *Spool) Close() error {
 	if sp.f == nil {
 		return nil
 	}
-	name := sp.f.Name()
 	err := sp.f.Close()
 	sp.f = nil
-	return errors.Join(err, os.Remove(name))
+	if sp.name != "" {
+		err = errors.Join(err, os.Remove(sp.name))
+		sp.name = ""
+	}
+	return err
 }
 
 // Each calls fn with every row, in order; the row's Record is fresh for
