@@ -167,8 +167,8 @@ func (c *countingAccounts) Authenticate(ctx context.Context, secret string) (sto
 	return c.Accounts.Authenticate(ctx, secret)
 }
 
-// Guessing keys from one address is limited, and once limited costs no
-// lookup; other addresses are not affected.
+// Guessing keys from one address is limited, for its whole /24, and once
+// limited costs no lookup; other networks are not affected.
 func TestAuthFailuresLimitedPerAddress(t *testing.T) {
 	t.Parallel()
 	f := setup(t, nil)
@@ -199,8 +199,13 @@ func TestAuthFailuresLimitedPerAddress(t *testing.T) {
 	if n := ca.lookups.Load(); n != 11 {
 		t.Errorf("%d key lookups, want 11: a limited address must cost nothing", n)
 	}
-	if code := call(f.key, "198.51.100.8"); code != http.StatusOK {
-		t.Errorf("another address with a valid key: %d", code)
+	// The guesser's /24 is one client: its other addresses are held
+	// back too, another network's are not.
+	if code := call(f.key, "198.51.100.8"); code != http.StatusTooManyRequests {
+		t.Errorf("another address of the guesser's /24 with a valid key: %d, want 429", code)
+	}
+	if code := call(f.key, "198.51.101.7"); code != http.StatusOK {
+		t.Errorf("an address of another /24 with a valid key: %d", code)
 	}
 }
 

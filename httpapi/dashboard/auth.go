@@ -331,6 +331,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.sessions.Put(ctx, sessAccount, a.ID)
+	d.rememberDevice(w, r, a)
 	if !a.Unconfirmed {
 		// The first sign-in of a confirmed account shows its first key.
 		keys, err := d.cfg.Accounts.ListKeys(ctx, a.ID)

@@ -57,8 +57,8 @@
 // with the API's), and the free bulk tool's quota per account (300
 // addresses per 10 minutes by default): a counter per account and fixed
 // window, checked and taken in one step, all or nothing, and given back
-// when the submission fails. A client address counts as its IPv4 address
-// or its IPv6 /64 ([ratelimit.ClientKey]).
+// when the submission fails. A client address counts as its network: its
+// IPv4 /24 or its IPv6 /64 ([ratelimit.ClientKey]).
 //
 // Every POST body is read under a limit (64 KB; the bulk tool's, 1 MB
 // and its framing) and answered 413 beyond it; only the bulk tool takes
@@ -241,7 +241,7 @@ type Config struct {
 	// Default [DefaultSignInLimit].
 	SignInLimit ratelimit.Limit
 	// SignInFailures is how many failed sign-ins an email may have per
-	// window from one client address (an IPv4 address or an IPv6 /64,
+	// window from one client address (an IPv4 /24 or an IPv6 /64,
 	// [ratelimit.ClientKey]); only the attempts that SignInLimit let
 	// through count, and a success costs nothing. Default
 	// [DefaultSignInFailures].
@@ -249,7 +249,11 @@ type Config struct {
 	// SignInFailuresPerEmail is how many failed sign-ins an email may
 	// have per window from every client together, counting those that
 	// SignInFailures let through; keep it well above SignInFailures, so
-	// that a few networks cannot lock the owner out. Default
+	// that a few networks cannot lock the owner out. A browser that
+	// signed in to the account before (a known device: a cookie of 90
+	// days, its token kept hashed with the sessions) is exempt, so that
+	// many networks cannot lock the owner out either; a new browser is
+	// refused while they keep the cap full. Default
 	// [DefaultSignInFailuresPerEmail].
 	SignInFailuresPerEmail ratelimit.Quota
 	// WebhookTestLimit bounds an account's test events, in the bucket
@@ -264,8 +268,8 @@ type Config struct {
 	// [ratelimit.Memory], which limits this process only.
 	Limiter ratelimit.Limiter
 	// ClientIP returns a request's client address, for the limits per
-	// client address, which count an IPv4 address alone and an IPv6
-	// address with the rest of its /64. Default: the connection's
+	// client address, which count an address with the rest of its
+	// network, an IPv4 /24 or an IPv6 /64. Default: the connection's
 	// address (behind a proxy, set it to read the header the proxy sets,
 	// and only that).
 	ClientIP func(*http.Request) string

@@ -259,7 +259,7 @@ func TestMailPerAddressBounded(t *testing.T) {
 	}
 	// Many networks together reach the address's own cap.
 	for i := range 3 * mailRecipientBurst {
-		d.mailExisting(ctx, from(fmt.Sprintf("203.0.113.%d", i+1)), "FLOOD@example.com")
+		d.mailExisting(ctx, from(fmt.Sprintf("203.0.%d.1", i+1)), "FLOOD@example.com")
 	}
 	settle()
 	total := m.to["Flood@example.com"] + m.to["flood@EXAMPLE.com"] + m.to["FLOOD@example.com"]

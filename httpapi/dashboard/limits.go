@@ -89,7 +89,10 @@ func retryAfter(w http.ResponseWriter, wait time.Duration) {
 // the first its unit back. A successful attempt calls succeeded, which
 // gives both back: only failures count, and only those that passed the
 // limits before, so a stranger's failures lock out the stranger's own
-// network, not the owner, who signs in from another.
+// network, not the owner, who signs in from another. An attempt from a
+// known device of the email ([Dashboard.knownDevice]) skips the last
+// quota, so that no flood from many networks locks the owner out of her
+// own browsers.
 func (d *Dashboard) signinAllowed(r *http.Request, email string) (ok bool, wait time.Duration, succeeded func()) {
 	succeeded = func() {}
 	client := d.clientKey(r)
@@ -110,6 +113,11 @@ func (d *Dashboard) signinAllowed(r *http.Request, email string) (ok bool, wait 
 		if err := d.limits.quotas.Refund(ctx, key, 1, q, window); err != nil {
 			d.cfg.Logger.WarnContext(ctx, "dashboard: rate limiter failed to give back a sign-in", "err", err)
 		}
+	}
+	if d.knownDevice(r, email) {
+		// The owner's browser: not to be locked out by failures from
+		// everywhere (see device.go), and not counting towards them.
+		return true, 0, func() { giveBack(netKey, d.cfg.SignInFailures, net.Window) }
 	}
 	allKey := "signin-email:" + emailKey(email)
 	all, err := d.limits.quotas.Take(r.Context(), allKey, 1, d.cfg.SignInFailuresPerEmail)

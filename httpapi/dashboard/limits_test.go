@@ -190,17 +190,17 @@ func TestSignInLockout(t *testing.T) {
 			return newUser(t, s.base).do("POST", "/dashboard/login", url.Values{"email": {"ALICE@example.com"}, "password": {pw}}, from(addr)...).code
 		}
 		for i := range 7 {
-			if code := login("wrong password!", fmt.Sprintf("192.0.2.%d", i+1)); code != http.StatusUnauthorized {
+			if code := login("wrong password!", fmt.Sprintf("192.0.%d.1", i+1)); code != http.StatusUnauthorized {
 				t.Fatalf("failure %d: %d", i+1, code)
 			}
 		}
-		if code := login(password, "192.0.2.10"); code != http.StatusSeeOther {
+		if code := login(password, "192.0.10.1"); code != http.StatusSeeOther {
 			t.Fatalf("right password after 7 failures: %d", code)
 		}
-		if code := login("wrong password!", "192.0.2.11"); code != http.StatusUnauthorized {
+		if code := login("wrong password!", "192.0.11.1"); code != http.StatusUnauthorized {
 			t.Fatalf("8th failure: %d", code)
 		}
-		if code := login(password, "192.0.2.12"); code != http.StatusTooManyRequests {
+		if code := login(password, "192.0.12.1"); code != http.StatusTooManyRequests {
 			t.Fatalf("right password after 8 failures from 8 networks: %d, want 429", code)
 		}
 	})
@@ -273,6 +273,86 @@ func TestStrangerCannotLockOut(t *testing.T) {
 		}
 		if a := newUser(t, s.base).do("POST", "/dashboard/login", url.Values{"email": {"alice@example.com"}, "password": {"another long passphrase"}}, from(home)...); a.code != http.StatusSeeOther && a.code != http.StatusOK {
 			t.Fatalf("alice's sign-in with her new password: %d", a.code)
+		}
+	})
+}
+
+// Strangers on many networks can fill alice's cap of failures from
+// everywhere, but not keep her out of a browser she signed in from
+// before: its device cookie exempts it from that cap (on any instance),
+// while a browser new to her account is refused until the flood stops.
+func TestKnownDeviceNotLockedOut(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, open func() *backend.Backend, shared bool) {
+		// The default limits, in windows no test outlasts.
+		dc := dashboard.Config{
+			SignInFailures:         ratelimit.Quota{Limit: dashboard.DefaultSignInFailures.Limit, Window: 1000 * time.Hour},
+			SignInFailuresPerEmail: ratelimit.Quota{Limit: dashboard.DefaultSignInFailuresPerEmail.Limit, Window: 1000 * time.Hour},
+		}
+		a := startLimitSite(t, open(), dc)
+		b := a
+		if shared {
+			b = startLimitSite(t, open(), dc)
+		}
+		alice := newUser(t, a.base)
+		alice.do("POST", "/dashboard/signup", url.Values{"email": {"alice@example.com"}, "password": {password}}, from("203.0.113.5")...)
+		alice.do("POST", "/dashboard/logout", nil)
+		first := alice.do("POST", "/dashboard/login", url.Values{"email": {"alice@example.com"}, "password": {password}}, from("203.0.113.5")...)
+		if first.code != http.StatusOK && first.code != http.StatusSeeOther {
+			t.Fatalf("alice's sign-in: %d", first.code)
+		}
+		var device *http.Cookie
+		for _, c := range (&http.Response{Header: first.hdr}).Cookies() {
+			if c.Name == "vm_device" {
+				device = c
+			}
+		}
+		if device == nil || !device.HttpOnly || device.SameSite != http.SameSiteLaxMode || device.Path != "/" || device.MaxAge < 80*24*3600 {
+			t.Fatalf("the device cookie of a sign-in: %+v, want HttpOnly, SameSite=Lax, for months", device)
+		}
+		alice.do("POST", "/dashboard/logout", nil)
+
+		// 20 networks, 5 failures each: the first 10 fill the cap from
+		// everywhere, then every attempt is refused.
+		failures := map[int]int{}
+		for n := range 20 {
+			attacker := newUser(t, b.base)
+			for range dashboard.DefaultSignInFailures.Limit {
+				a := attacker.do("POST", "/dashboard/login", url.Values{"email": {"alice@example.com"}, "password": {"wrong password!"}}, from(fmt.Sprintf("198.%d.7.%d", 18+n, 1+n))...)
+				failures[a.code]++
+			}
+		}
+		if want := dashboard.DefaultSignInFailuresPerEmail.Limit; failures[http.StatusUnauthorized] != want || failures[http.StatusTooManyRequests] != 100-want {
+			t.Fatalf("100 failures from 20 networks: %v, want %d refused as wrong and the rest as too many", failures, want)
+		}
+
+		// A browser new to her account is refused, from any network; so
+		// is one with a made-up device cookie.
+		if c := newUser(t, a.base).do("POST", "/dashboard/login", url.Values{"email": {"alice@example.com"}, "password": {password}}, from("192.0.2.77")...).code; c != http.StatusTooManyRequests {
+			t.Fatalf("alice from a new browser during the flood: %d, want 429", c)
+		}
+		forged := newUser(t, a.base)
+		forged.c.Jar.SetCookies(mustURL(a.base), []*http.Cookie{{Name: "vm_device", Value: "ABCDEFGHIJKLMNOPQRSTUVWXYZ", Path: "/"}})
+		if c := forged.do("POST", "/dashboard/login", url.Values{"email": {"alice@example.com"}, "password": {password}}, from("192.0.2.78")...).code; c != http.StatusTooManyRequests {
+			t.Fatalf("a made-up device cookie during the flood: %d, want 429", c)
+		}
+		// Her own browser, from yet another network and on the other
+		// instance, signs in.
+		onB := &user{t: t, base: b.base, c: alice.c}
+		if c := onB.do("POST", "/dashboard/login", url.Values{"email": {"alice@example.com"}, "password": {password}}, from("100.64.9.9")...).code; c != http.StatusSeeOther {
+			t.Fatalf("alice from her browser during the flood: %d, want 303", c)
+		}
+		onB.do("POST", "/dashboard/logout", nil)
+		// Her browser is still held to its network's own limit: wrong
+		// passwords from it count there.
+		for i := range dashboard.DefaultSignInFailures.Limit + 1 {
+			want := http.StatusUnauthorized
+			if i == dashboard.DefaultSignInFailures.Limit {
+				want = http.StatusTooManyRequests
+			}
+			if c := onB.do("POST", "/dashboard/login", url.Values{"email": {"alice@example.com"}, "password": {"wrong password!"}}, from("100.64.9.9")...).code; c != want {
+				t.Fatalf("failure %d from her browser: %d, want %d", i+1, c, want)
+			}
 		}
 	})
 }

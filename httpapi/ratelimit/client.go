@@ -10,14 +10,20 @@ import (
 const maxClientKey = 64
 
 // ClientKey returns the key under which every limit per client address
-// counts the address addr (as a ClientIP function returns it): an IPv4
-// address (also one written as IPv4-mapped IPv6) stands for itself, and
-// an IPv6 address for its /64 network, the least a single subscriber is
-// given, so that one client cannot step around a limit by walking its
-// own network's addresses. A port ("192.0.2.7:5555", "[2001:db8::1]:443",
-// as some proxies write the client's address) is dropped, so that every
-// connection of a client counts under the same key, and so are a zone and
-// surrounding brackets. A value that is not an IP address is kept as it
+// counts the address addr (as a ClientIP function returns it): the
+// client's network, so that one client cannot step around a limit by
+// walking its own network's addresses. An IPv6 address stands for its
+// /64, the least a single subscriber is given, and an IPv4 address (also
+// one written as IPv4-mapped IPv6) for its /24, the smallest block routed
+// on the Internet and the IPv4 analogue: addresses rented by the handful
+// come from one /24, so ten of them count as one client, not ten. The
+// price is the same as a /64's: clients that share a /24 (neighbours
+// behind one provider's block) share its limits. Both keys are written
+// as a prefix: "192.0.2.0/24", "2001:db8:1:2::/64".
+//
+// A port ("192.0.2.7:5555", "[2001:db8::1]:443", as some proxies write
+// the client's address) is dropped, so that every connection of a client
+// counts under the same key, and so are a zone and surrounding brackets. A value that is not an IP address is kept as it
 // is, cut to 64 bytes; an empty one stays empty (no client to limit).
 func ClientKey(addr string) string {
 	trimmed := strings.TrimSpace(addr)
@@ -37,9 +43,10 @@ func ClientKey(addr string) string {
 		return addr
 	}
 	ip = ip.WithZone("").Unmap()
+	bits := 64
 	if ip.Is4() {
-		return ip.String()
+		bits = 24
 	}
-	p, _ := ip.Prefix(64) // a 16-byte address always has a /64
+	p, _ := ip.Prefix(bits) // an address always has a prefix this short
 	return p.String()
 }

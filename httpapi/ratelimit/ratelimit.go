@@ -1,11 +1,12 @@
 // Package ratelimit defines the abuse limits of the service: the [Limit]
 // of a token bucket and the [Decision] a [Limiter] takes on it; the
 // [Quota] of a fixed window and the [QuotaDecision] a [Counter] takes on
-// it; [ClientKey], which groups client addresses (IPv6 by /64); and
-// [Memory], a limiter and counter for one process. It depends on nothing
-// else in the module, so that shared limiters in storage backends
-// (PostgreSQL, Redis) can implement them without importing the HTTP
-// layer; package ratelimittest is the conformance suite they pass.
+// it; [ClientKey], which groups client addresses by network (IPv4 by
+// /24, IPv6 by /64); and [Memory], a limiter and counter for one process.
+// It depends on nothing else in the module, so that shared limiters in
+// storage backends (PostgreSQL, Redis) can implement them without
+// importing the HTTP layer; package ratelimittest is the conformance
+// suite they pass.
 package ratelimit
 
 import (
