@@ -576,6 +576,10 @@ type canary struct {
 	mu        sync.Mutex
 	checkedAt time.Time
 	checked   error
+	// running, while a check of recursion is under way, is closed when it
+	// ends: lookups that need a fresh verdict meanwhile wait for it
+	// instead of asking again.
+	running chan struct{}
 }
 
 // PingNameservers tells whether the DNS answers: it asks every configured
@@ -639,18 +643,35 @@ func (r *resolver) recursionWorks(ctx context.Context) error {
 // verdict is older than recursionCheckAge: a SERVFAIL is then the
 // resolver's, not the name's.
 func (r *resolver) cutOff(ctx context.Context) bool {
-	r.canary.mu.Lock()
-	defer r.canary.mu.Unlock()
-	if time.Since(r.canary.checkedAt) >= recursionCheckAge {
-		r.canary.mu.Unlock()
-		err := r.recursionWorks(ctx)
-		r.canary.mu.Lock()
-		if err != nil && ctx.Err() == nil {
-			r.zones.forget()
-		}
-		return err != nil && ctx.Err() == nil
+	c := &r.canary
+	c.mu.Lock()
+	if time.Since(c.checkedAt) < recursionCheckAge {
+		defer c.mu.Unlock()
+		return c.checked != nil
 	}
-	return r.canary.checked != nil
+	if running := c.running; running != nil {
+		c.mu.Unlock()
+		select {
+		case <-running:
+		case <-ctx.Done():
+			return false
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.checked != nil
+	}
+	running := make(chan struct{})
+	c.running = running
+	c.mu.Unlock()
+	err := r.recursionWorks(ctx)
+	c.mu.Lock()
+	c.running = nil
+	close(running)
+	c.mu.Unlock()
+	if err != nil && ctx.Err() == nil {
+		r.zones.forget()
+	}
+	return err != nil && ctx.Err() == nil
 }
 
 // askAll sends every message to every nameserver at once and returns nil

@@ -61,7 +61,7 @@ func (st *zoneState) endLead() {
 	}
 }
 
-// zoneKey returns the key of the zone a question belongs to: the name's
+// key returns the key of the zone a question belongs to: the name's
 // registrable domain (or the name itself, when it is a public suffix)
 // and the query type, as a zone's servers may drop one type only. It is ""
 // when there is no memory.

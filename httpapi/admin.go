@@ -73,7 +73,7 @@ func (h *Handler) adminRoutes(mux *http.ServeMux, allowed map[string]string) {
 func (h *Handler) admin(next func(http.ResponseWriter, *http.Request, *call)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := callOf(w)
-		ip := ratelimit.ClientKey(h.clientIP(r))
+		ip := ratelimit.SubscriberKey(h.clientIP(r))
 		if h.authBlocked(w, c, ip) {
 			return
 		}

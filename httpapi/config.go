@@ -102,8 +102,8 @@ type Config struct {
 	// [DefaultWebhookTestLimit]; a negative PerSecond turns it off.
 	WebhookTestLimit ratelimit.Limit
 	// ClientIP returns the address a request comes from, for
-	// AuthFailureLimit, which counts an address with the rest of its
-	// network, an IPv4 /24 or an IPv6 /64 ([ratelimit.ClientKey]).
+	// AuthFailureLimit, which counts an IPv4 address alone and an IPv6
+	// address with the rest of its /64 ([ratelimit.SubscriberKey]).
 	// Default: the host of r.RemoteAddr, the peer's address. Behind a
 	// reverse proxy every request would come from the proxy: set ClientIP
 	// to read the header your proxy sets (and only that proxy can set),

@@ -35,7 +35,7 @@
 // [DefaultRatePerSecond] per second with bursts of [DefaultRateBurst]);
 // responses carry RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset
 // and a refused request gets 429 with Retry-After. Failed authentications
-// are limited per client network (an IPv4 /24, an IPv6 /64), and
+// are limited per client (an IPv4 address, an IPv6 /64), and
 // webhook test events per account. The default limiter counts per
 // process; pass a shared one (the Limiter of a store/backend.Backend) to limit a
 // deployment of several instances.

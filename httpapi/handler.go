@@ -468,7 +468,7 @@ func (h *Handler) authedAs(perm store.Permission, read bool, next func(http.Resp
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := callOf(w)
-		ip := ratelimit.ClientKey(h.clientIP(r))
+		ip := ratelimit.SubscriberKey(h.clientIP(r))
 		if h.authBlocked(w, c, ip) {
 			return
 		}
@@ -612,7 +612,7 @@ func (h *Handler) authBlocked(w http.ResponseWriter, c *call, ip string) bool {
 }
 
 // authFailed counts a failed authentication against the client's key
-// ([ratelimit.ClientKey]: its IPv4 /24 or IPv6 /64) in the limiter,
+// ([ratelimit.SubscriberKey]: its IPv4 address or IPv6 /64) in the limiter,
 // shared by every instance on a shared backend.
 func (h *Handler) authFailed(r *http.Request, c *call, ip string) {
 	if h.authLim.Unlimited() || ip == "" {

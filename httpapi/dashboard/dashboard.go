@@ -286,8 +286,8 @@ type Config struct {
 	// refused with 429. Default [httpapi.DefaultMaxListUploads]. The
 	// readings take at most MaxListUploads × Lists.MaxBytes of the
 	// temporary directory's disk (16 × 256 MiB = 4 GiB by default), and
-	// each account's list waiting for its confirmation up to MaxBytes
-	// more.
+	// the lists waiting for their confirmation, at most twice
+	// MaxListUploads of them (one an account), as much again twice.
 	MaxListUploads int
 	// Logger receives the dashboard's records. Default: discard.
 	Logger *slog.Logger

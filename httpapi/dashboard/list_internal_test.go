@@ -139,3 +139,24 @@ func TestListSlots(t *testing.T) {
 		t.Fatalf("slots %d, %d per account", httpapi.DefaultMaxListUploads, httpapi.MaxListUploadsPerAccount)
 	}
 }
+
+// The lists waiting for confirmation are bounded per instance, twice its
+// upload slots; an account's new upload replaces its own waiting list, so
+// it always finds room.
+func TestWaitingListsBounded(t *testing.T) {
+	lt := newListTool(1)
+	if lt.waitingFull("a") {
+		t.Fatal("an empty tool is full")
+	}
+	for _, acct := range []string{"a", "b"} {
+		p := &pendingList{token: "t-" + acct, account: acct}
+		lt.put(p)
+		t.Cleanup(func() { p.timer.Stop() })
+	}
+	if !lt.waitingFull("c") {
+		t.Error("a third account finds room beside two waiting lists of a 1-slot tool")
+	}
+	if lt.waitingFull("a") {
+		t.Error("an account with a waiting list finds no room to replace it")
+	}
+}

@@ -66,6 +66,9 @@ type listTool struct {
 	byToken   map[string]*pendingList
 	byAccount map[string]string
 	slots     *uploads.Slots
+	// maxPending bounds the lists waiting for confirmation at once,
+	// every account's together, and so the disk their spools take.
+	maxPending int
 	// respooling, if set, runs when a column change starts reading a
 	// pending list again (tests hold it there).
 	respooling func()
@@ -77,7 +80,17 @@ func newListTool(slots int) *listTool {
 		slots = httpapi.DefaultMaxListUploads
 	}
 	return &listTool{byToken: map[string]*pendingList{}, byAccount: map[string]string{},
-		slots: uploads.NewSlots(slots, httpapi.MaxListUploadsPerAccount)}
+		slots: uploads.NewSlots(slots, httpapi.MaxListUploadsPerAccount), maxPending: 2 * slots}
+}
+
+// waitingFull reports whether a new upload of account would find no room
+// among the lists waiting for confirmation: the instance keeps maxPending
+// at most, and an account's new list replaces its own waiting one.
+func (lt *listTool) waitingFull(account string) bool {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	_, replaces := lt.byAccount[account]
+	return !replaces && len(lt.byToken) >= lt.maxPending
 }
 
 // put keeps p until its confirmation or pendingTTL, replacing (and
@@ -233,6 +246,11 @@ func (d *Dashboard) uploadList(w http.ResponseWriter, r *http.Request, a store.A
 		return
 	}
 	defer release()
+	if d.lists.waitingFull(a.ID) {
+		retryAfter(w, time.Minute)
+		d.refuseUpload(w, r, a, http.StatusTooManyRequests, "Too many lists are waiting for their confirmation on this server. Try again in a few minutes.")
+		return
+	}
 	opts := d.listOptions()
 	maxBytes := opts.MaxBytes
 	if maxBytes <= 0 {
@@ -593,7 +611,9 @@ func (d *Dashboard) listColumn(w http.ResponseWriter, r *http.Request, a store.A
 // (from 1).
 func (d *Dashboard) respool(ctx context.Context, sp *lists.Spool, col int) (*lists.Spool, error) {
 	pr, pw := io.Pipe()
+	written := make(chan struct{})
 	go func() {
+		defer close(written)
 		bw := bufio.NewWriter(pw)
 		cw := csv.NewWriter(bw)
 		if sp.HasHeader {
@@ -613,6 +633,9 @@ func (d *Dashboard) respool(ctx context.Context, sp *lists.Spool, col int) (*lis
 	opts.Column = strconv.Itoa(col)
 	nsp, err := lists.Read(ctx, pr, &opts)
 	pr.CloseWithError(io.ErrClosedPipe) // the writer stops if Read did
+	// The old spool may be closed once this returns: its reader must be
+	// done with it.
+	<-written
 	return nsp, err
 }
 
@@ -697,7 +720,9 @@ func (d *Dashboard) listCSV(w http.ResponseWriter, r *http.Request, a store.Acco
 		}
 		if rows, err = d.cfg.Queue.ListRows(ctx, jobs.ListRowsParams{AccountID: a.ID, BatchID: b.ID, After: rows[len(rows)-1].N, Limit: page}); err != nil {
 			d.cfg.Logger.ErrorContext(ctx, "dashboard: list export", "err", err)
-			break
+			// The rows sent so far must not pass for the whole file:
+			// abort the response, so the download visibly fails.
+			panic(http.ErrAbortHandler)
 		}
 	}
 	cw.Flush()

@@ -25,7 +25,19 @@ const maxClientKey = 64
 // the client's address) is dropped, so that every connection of a client
 // counts under the same key, and so are a zone and surrounding brackets. A value that is not an IP address is kept as it
 // is, cut to 64 bytes; an empty one stays empty (no client to limit).
-func ClientKey(addr string) string {
+func ClientKey(addr string) string { return networkKey(addr, 24) }
+
+// SubscriberKey is [ClientKey] for limits whose client is a machine
+// rather than a person: an IPv4 address stands for itself ("192.0.2.7/32")
+// and an IPv6 address for its /64, one subscriber's either way. The API's
+// failed authentications count under it, so that a stranger renting a
+// server in a cloud provider's /24 cannot get its neighbours' valid keys
+// refused by failing his own.
+func SubscriberKey(addr string) string { return networkKey(addr, 32) }
+
+// networkKey is the key of addr's network: its IPv4 /v4bits or its IPv6
+// /64, as [ClientKey] describes.
+func networkKey(addr string, v4bits int) string {
 	trimmed := strings.TrimSpace(addr)
 	s := strings.TrimSuffix(strings.TrimPrefix(trimmed, "["), "]")
 	ip, err := netip.ParseAddr(s)
@@ -45,7 +57,7 @@ func ClientKey(addr string) string {
 	ip = ip.WithZone("").Unmap()
 	bits := 64
 	if ip.Is4() {
-		bits = 24
+		bits = v4bits
 	}
 	p, _ := ip.Prefix(bits) // an address always has a prefix this short
 	return p.String()

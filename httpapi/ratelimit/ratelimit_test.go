@@ -77,6 +77,22 @@ func TestClientKey(t *testing.T) {
 	}
 }
 
+func TestSubscriberKey(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"192.0.2.7", "192.0.2.7/32"},
+		{"192.0.2.8:5555", "192.0.2.8/32"},
+		{"::ffff:192.0.2.7", "192.0.2.7/32"},
+		{"2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"},
+		{"[2001:db8:1:2::1]:443", "2001:db8:1:2::/64"},
+		{"", ""},
+		{"unknown", "unknown"},
+	} {
+		if got := ratelimit.SubscriberKey(tc.in); got != tc.want {
+			t.Errorf("SubscriberKey(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 func FuzzClientKey(f *testing.F) {
 	for _, s := range []string{"192.0.2.7", "2001:db8::1", "[::1]", "fe80::1%zone", "::ffff:1.2.3.4", ""} {
 		f.Add(s)

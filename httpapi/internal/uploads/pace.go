@@ -66,6 +66,13 @@ func (rd *Reader) Read(p []byte) (int, error) {
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		rd.stalled = true
 	}
+	if err == io.EOF && rd.paced {
+		// The whole body is in: the server's background read of the
+		// connection must not end the request at the last deadline
+		// while the handler still works on what it read.
+		rd.rc.SetReadDeadline(time.Time{})
+		rd.paced = false
+	}
 	return n, err
 }
 
