@@ -302,7 +302,7 @@ func TestClusterFailoverBlastRadius(t *testing.T) {
 	defer cancel()
 	cc := redisstore.NewClusterClient(&redis.ClusterOptions{Addrs: fc.addrs, PoolSize: 32})
 	defer cc.Close()
-	s, err := redisstore.New(cc, &redisstore.Config{Prefix: "blast"})
+	s, err := redisstore.New(cc, &redisstore.Config{Prefix: "blast", Init: true})
 	if err != nil {
 		t.Fatal(err)
 	}
