@@ -140,7 +140,11 @@ func browser(t *testing.T, js bool) context.Context {
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancel(); acancel() })
-	ctx, tcancel := context.WithTimeout(ctx, 2*time.Minute)
+	// A bound against a hung browser, not a measure: a walk through a
+	// dozen pages, each checked for accessibility and photographed at two
+	// widths, takes seconds on a quiet machine and minutes on a loaded one
+	// running the race detector beside it.
+	ctx, tcancel := context.WithTimeout(ctx, 10*time.Minute)
 	t.Cleanup(tcancel)
 	if err := chromedp.Run(ctx, network.Enable()); err != nil {
 		t.Fatalf("starting Chromium: %v", err)
