@@ -40,29 +40,12 @@ func (v *Validator) Unknown(email string, reason Reason, opts ...CallOption) Res
 // unjudged fills res as [Validator.check] does when the domain's lookup
 // ends in outcomeUnknown for reason.
 func (v *Validator) unjudged(email string, reason Reason, res *Result) {
-	addr, err := ParseAddress(email, v.syntax)
-	if err != nil {
-		res.Confidence.Status = StatusInvalidFormat
-		res.Reason = ReasonInvalidSyntax
-		res.Confidence.Score = score(StatusInvalidFormat, evidence{})
-		return
-	}
-	res.Validations.Syntax = true
-	if addr.IsLiteral {
-		v.checkLiteral(addr, res)
+	addr, info, final := v.judgeWithoutDNS(email, res)
+	if final {
 		return
 	}
 	domain := addr.ASCIIDomain
-
-	var info *domainInfo
-	if special := isSpecialUse(domain); special || v.isBlocked(domain) {
-		info = &domainInfo{outcome: outcomeUnknown, class: v.classifier.classifyDomain(domain, nil)}
-		res.Confidence.Status = StatusInvalid
-		res.Reason = ReasonBlockedDomain
-		if special {
-			res.Reason = ReasonReservedDomain
-		}
-	} else {
+	if info == nil {
 		// What resolveDomain and refine make of a lookup that failed.
 		info = &domainInfo{
 			outcome:   outcomeUnknown,

@@ -317,29 +317,12 @@ func (v *Validator) Validate(ctx context.Context, email string, opts ...CallOpti
 // verdict no nameserver answered for is also reported as the first error,
 // matching [ErrResolverUnreachable]; the second is a failure to judge.
 func (v *Validator) check(ctx context.Context, now time.Time, email string, res *Result, o *callOptions) (unreachable, err error) {
-	addr, err := ParseAddress(email, v.syntax)
-	if err != nil {
-		res.Confidence.Status = StatusInvalidFormat
-		res.Reason = ReasonInvalidSyntax
-		res.Confidence.Score = score(StatusInvalidFormat, evidence{})
-		return nil, nil
-	}
-	res.Validations.Syntax = true
-	if addr.IsLiteral {
-		v.checkLiteral(addr, res)
+	addr, info, final := v.judgeWithoutDNS(email, res)
+	if final {
 		return nil, nil
 	}
 	domain := addr.ASCIIDomain
-
-	var info *domainInfo
-	if special := isSpecialUse(domain); special || v.isBlocked(domain) {
-		info = &domainInfo{outcome: outcomeUnknown, class: v.classifier.classifyDomain(domain, nil)}
-		res.Confidence.Status = StatusInvalid
-		res.Reason = ReasonBlockedDomain
-		if special {
-			res.Reason = ReasonReservedDomain
-		}
-	} else {
+	if info == nil {
 		info, err = v.domainInfo(ctx, now, domain)
 		if err != nil {
 			return nil, err
@@ -359,6 +342,36 @@ func (v *Validator) check(ctx context.Context, now time.Time, email string, res 
 		v.probe(ctx, addr, info, res, ev, o)
 	}
 	return unreachable, nil
+}
+
+// judgeWithoutDNS gives email the verdict that needs no DNS, as Validate
+// and Unknown both do first. final reports a result complete without
+// a domain (bad syntax, an address literal); otherwise addr is the parsed
+// address, and info is non-nil when its domain is reserved or blocked
+// (status and reason set), nil when the domain's verdict is the DNS's.
+func (v *Validator) judgeWithoutDNS(email string, res *Result) (addr Address, info *domainInfo, final bool) {
+	addr, err := ParseAddress(email, v.syntax)
+	if err != nil {
+		res.Confidence.Status = StatusInvalidFormat
+		res.Reason = ReasonInvalidSyntax
+		res.Confidence.Score = score(StatusInvalidFormat, evidence{})
+		return addr, nil, true
+	}
+	res.Validations.Syntax = true
+	if addr.IsLiteral {
+		v.checkLiteral(addr, res)
+		return addr, nil, true
+	}
+	domain := addr.ASCIIDomain
+	if special := isSpecialUse(domain); special || v.isBlocked(domain) {
+		res.Confidence.Status = StatusInvalid
+		res.Reason = ReasonBlockedDomain
+		if special {
+			res.Reason = ReasonReservedDomain
+		}
+		return addr, &domainInfo{outcome: outcomeUnknown, class: v.classifier.classifyDomain(domain, nil)}, false
+	}
+	return addr, nil, false
 }
 
 // describe fills in what the address and its domain's class tell beside
