@@ -90,6 +90,7 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams) []string {
 	s.batchNo[p.AccountID]++
 	s.tallies[first] = &tally{account: p.AccountID, source: source, total: len(p.Emails), counts: map[emailcheck.Status]int{}, created: t,
 		number: s.batchNo[p.AccountID]}
+	turn := s.takeTurnsLocked(p.AccountID, len(p.Emails))
 	for i, email := range p.Emails {
 		s.jobSeq++
 		id := s.jobSeq
@@ -102,8 +103,8 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams) []string {
 			BatchID:   batchID,
 			Source:    source,
 			CreatedAt: t,
-		}}
-		s.ready = append(s.ready, id) // ids only grow: the heap order holds
+		}, turn: turn + uint64(i)}
+		heap.Push(&s.ready, readyJob{turn: turn + uint64(i), id: id})
 		ids[i] = strconv.FormatUint(id, 10)
 	}
 	// Wake the subscribed pools without blocking: a full channel already
@@ -146,23 +147,27 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	defer s.mu.Unlock()
 	t := now()
 	// Jobs retried for later wait in the delayed heap; move those now due
-	// to the ready heap, which hands out the lowest id first (FIFO).
+	// to the ready heap, which hands out the lowest turn first (the fair
+	// order, see [jobs.Driver]).
 	for len(s.delayed) > 0 && !s.delayed[0].at.After(t) {
 		d := heap.Pop(&s.delayed).(delayedJob)
 		if j, ok := s.jobs[d.id]; ok && j.state == available {
-			s.ready.push(d.id)
+			heap.Push(&s.ready, readyJob{turn: j.turn, id: d.id})
 		}
 	}
 	out := make([]jobs.Lease, 0, min(p.Max, len(s.ready)))
 	exp := t.Add(p.Duration)
 	for len(out) < p.Max && len(s.ready) > 0 {
-		id := heap.Pop(&s.ready).(uint64)
+		e := heap.Pop(&s.ready).(readyJob)
+		id := e.id
 		j, ok := s.jobs[id]
-		// The heaps may hold ids of jobs removed or leased since they were
-		// pushed; skipping them is cheaper than deleting from a heap.
-		if !ok || j.state != available {
+		// The heaps may hold ids of jobs removed, leased or given another
+		// turn since they were pushed; skipping them is cheaper than
+		// deleting from a heap.
+		if !ok || j.state != available || j.turn != e.turn {
 			continue
 		}
+		s.clock = max(s.clock, j.turn)
 		// A fresh token per lease: a worker whose lease was rescued and
 		// handed to another can no longer change the job.
 		s.tokenSeq++
@@ -282,8 +287,23 @@ func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
 		j.Errors++
 		j.LastError = p.Error
 	}
+	if p.Error != "" || p.RunAt.After(now()) {
+		// A failed or deferred attempt costs the account a turn: the
+		// job waits behind the account's other jobs.
+		j.turn = s.takeTurnsLocked(j.AccountID, 1)
+	}
 	s.makeAvailableLocked(j, n, p.RunAt)
 	return nil
+}
+
+// takeTurnsLocked gives n consecutive turns to new jobs of account and
+// returns the first: the account's jobs follow the later of its last
+// turn (its jobs still waiting) and the latest turn leased (the queue's
+// position), so that jobs of accounts with work waiting alternate.
+func (s *Store) takeTurnsLocked(account string, n int) uint64 {
+	start := max(s.clock, s.turns[account])
+	s.turns[account] = start + uint64(n)
+	return start + 1
 }
 
 func (s *Store) makeAvailableLocked(j *job, n uint64, runAt time.Time) {
@@ -294,7 +314,7 @@ func (s *Store) makeAvailableLocked(j *job, n uint64, runAt time.Time) {
 	if runAt.After(now()) {
 		heap.Push(&s.delayed, delayedJob{at: runAt, id: n})
 	} else {
-		s.ready.push(n)
+		heap.Push(&s.ready, readyJob{turn: j.turn, id: n})
 	}
 }
 

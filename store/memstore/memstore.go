@@ -1,7 +1,6 @@
 package memstore
 
 import (
-	"container/heap"
 	"context"
 	"encoding/json"
 	"maps"
@@ -50,8 +49,10 @@ type Store struct {
 	jobSeq   uint64
 	tokenSeq uint64
 	jobs     map[uint64]*job
-	ready    idHeap
-	delayed  runAtHeap
+	ready    turnHeap          // available jobs due now, in fair order
+	delayed  runAtHeap         // available jobs due later, by run-at
+	turns    map[string]uint64 // account → the last turn given to one of its jobs
+	clock    uint64            // the highest turn leased so far
 	running  map[uint64]struct{}
 	done     []uint64                    // completed job ids, in completion order
 	batches  map[string]map[string]batch // account → idempotency key → batch
@@ -115,6 +116,7 @@ type job struct {
 	token   string
 	expires time.Time
 	runAt   time.Time
+	turn    uint64 // its place in the fair order (see [jobs.Driver])
 }
 
 // New returns an empty Store.
@@ -131,6 +133,7 @@ func New() *Store {
 		ledgers:       make(map[string]*ledger),
 		jobs:          make(map[uint64]*job),
 		running:       make(map[uint64]struct{}),
+		turns:         make(map[string]uint64),
 		batches:       make(map[string]map[string]batch),
 		groups:        make(map[string][]uint64),
 		tallies:       make(map[uint64]*tally),
@@ -170,22 +173,26 @@ func (s *Store) Dump(ctx context.Context) ([]byte, error) {
 // now is the store's clock.
 func now() time.Time { return time.Now().UTC() }
 
-// idHeap is a min-heap of job ids.
-type idHeap []uint64
+// turnHeap is a min-heap of ready jobs by turn, then id.
+type turnHeap []readyJob
 
-func (h idHeap) Len() int           { return len(h) }
-func (h idHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h idHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *idHeap) Push(x any)        { *h = append(*h, x.(uint64)) }
-func (h *idHeap) Pop() any {
+// readyJob is an entry of a turnHeap: a job and the turn it was pushed
+// with (a job given a new turn since is pushed again; the old entry is
+// skipped).
+type readyJob struct{ turn, id uint64 }
+
+func (h turnHeap) Len() int { return len(h) }
+func (h turnHeap) Less(i, j int) bool {
+	return h[i].turn < h[j].turn || (h[i].turn == h[j].turn && h[i].id < h[j].id)
+}
+func (h turnHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *turnHeap) Push(x any)   { *h = append(*h, x.(readyJob)) }
+func (h *turnHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
 }
-
-// push adds id to the heap.
-func (h *idHeap) push(id uint64) { heap.Push(h, id) }
 
 type delayedJob struct {
 	at time.Time

@@ -34,7 +34,9 @@ func TestLeaseReachesOlderPartitions(t *testing.T) {
 	for i := range emails {
 		emails[i] = "new@example.org"
 	}
-	if _, err := a.Enqueue(ctx, jobs.EnqueueParams{AccountID: "acct", Emails: emails}); err != nil {
+	// Another account's, so that the old job's turns come before them
+	// after its retry too.
+	if _, err := a.Enqueue(ctx, jobs.EnqueueParams{AccountID: "new-acct", Emails: emails}); err != nil {
 		t.Fatal(err)
 	}
 	// leaseOld leases from s and wants the old job first.

@@ -90,12 +90,19 @@ func formatIDs(ids []int64) []string {
 // numbered in the order of the addresses, and the batch is named after its
 // first job.
 const enqueueSQL = `
-	WITH t AS MATERIALIZED (
+	WITH ` + turnsCTE + `, turns AS (
+		INSERT INTO {schema}.job_turns AS jt (account, last_turn)
+		SELECT $1, position.turn + cardinality($2::text[]) FROM position
+		ON CONFLICT (account) DO UPDATE
+		SET last_turn = greatest(jt.last_turn, EXCLUDED.last_turn - cardinality($2::text[])) + cardinality($2::text[])
+		RETURNING last_turn - cardinality($2::text[]) AS start
+	), t AS MATERIALIZED (
 		SELECT {schema}.next_job_id() AS id, u.email, u.n
 		FROM unnest($2::text[]) WITH ORDINALITY AS u(email, n)
 	), ins AS (
-		INSERT INTO {schema}.jobs (id, account, email, cost, batch_id, source)
-		SELECT t.id, $1, t.email, $3, (SELECT min(id) FROM t), $4::text FROM t ORDER BY t.n
+		INSERT INTO {schema}.jobs (id, account, email, cost, batch_id, source, turn)
+		SELECT t.id, $1, t.email, $3, (SELECT min(id) FROM t), $4::text, (SELECT start FROM turns) + t.n
+		FROM t ORDER BY t.n
 		RETURNING id
 	), tally AS (
 		INSERT INTO {schema}.batches (id, account, source, total, created_at)
@@ -222,23 +229,38 @@ func (s *Store) replayBatch(ctx context.Context, tx pgx.Tx, p jobs.EnqueueCharge
 	return formatIDs(raw), nil
 }
 
-// leaseSQL leases up to $1 of the oldest ready jobs with ids first..last
-// for $2 microseconds. The jobs chosen are updated by their ids as an
-// array, looked up in the primary key: joined to the choice instead, the
-// update may be planned as a scan of every job of the range, done or not,
+// turnsCTE names "position" the queue's position in the fair order:
+// the turn before the first ready job's, or, with none ready, the last
+// turn given to any account. A job given turns with it follows the later
+// of that position and its account's last turn (job_turns, updated under
+// the account's row lock, so that an account's batches keep their order).
+const turnsCTE = `position AS MATERIALIZED (
+		SELECT coalesce(
+			(SELECT turn - 1 FROM {schema}.jobs WHERE state = 'available' AND run_at <= now() ORDER BY turn LIMIT 1),
+			(SELECT max(last_turn) FROM {schema}.job_turns),
+			0) AS turn
+	)`
+
+// leaseSQL leases up to $1 of the ready jobs with ids first..last, first
+// in turn (the fair order between accounts, see [jobs.Driver]), for $2
+// microseconds, and returns them in that order. The jobs chosen are
+// updated by their ids as an array, looked up in the primary key: joined
+// to the choice instead, the update may be planned as a scan of every job of the range, done or not,
 // when the statistics lag behind the day's jobs.
 const leaseSQL = `
 	WITH next AS (
 		SELECT id AS next_id FROM {schema}.jobs
 		WHERE state = 'available' AND run_at <= now() AND id BETWEEN {first} AND {last}
-		ORDER BY id LIMIT $1::bigint
+		ORDER BY turn, id LIMIT $1::bigint
 		FOR UPDATE SKIP LOCKED
+	), leased AS (
+		UPDATE {schema}.jobs j
+		SET state = 'running', token = gen_random_uuid()::text,
+		    lease_expires_at = clock_timestamp() + $2::bigint * interval '1 microsecond'
+		WHERE j.id = ANY (ARRAY(SELECT next_id FROM next)) AND j.id BETWEEN {first} AND {last}
+		RETURNING turn, ` + jobColumns + `
 	)
-	UPDATE {schema}.jobs j
-	SET state = 'running', token = gen_random_uuid()::text,
-	    lease_expires_at = clock_timestamp() + $2::bigint * interval '1 microsecond'
-	WHERE j.id = ANY (ARRAY(SELECT next_id FROM next)) AND j.id BETWEEN {first} AND {last}
-	RETURNING ` + jobColumns
+	SELECT ` + jobColumns + ` FROM leased ORDER BY turn, id`
 
 // Lease implements [jobs.Driver] with SELECT ... FOR UPDATE SKIP LOCKED, so
 // that concurrent leasers never wait for each other nor share a job.
@@ -274,13 +296,6 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 			return nil, err
 		}
 	}
-	// UPDATE ... RETURNING gives no order; the contract hands out the
-	// oldest first.
-	slices.SortFunc(leases, func(a, b jobs.Lease) int {
-		x, _ := parseID(a.ID)
-		y, _ := parseID(b.ID)
-		return cmp.Compare(x, y)
-	})
 	return leases, nil
 }
 
@@ -627,13 +642,26 @@ func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
 	}
 	var changed, exists bool
 	first, last := dayBounds(id, id)
+	// A failed or deferred attempt costs the account a turn: the job
+	// takes one behind the account's other jobs. A job handed back at
+	// once without an error keeps its turn.
 	err := s.pool.QueryRow(ctx, s.sqlIDs(`
-		WITH back AS (
+		WITH `+turnsCTE+`, mine AS (
+			SELECT account FROM {schema}.jobs
+			WHERE id = $1::bigint AND id BETWEEN {first} AND {last} AND state = 'running' AND token = $2::text
+			  AND ($4::text <> '' OR coalesce($3::timestamptz, now()) > now())
+		), turn AS (
+			INSERT INTO {schema}.job_turns AS jt (account, last_turn)
+			SELECT mine.account, position.turn + 1 FROM mine, position
+			ON CONFLICT (account) DO UPDATE SET last_turn = greatest(jt.last_turn, EXCLUDED.last_turn - 1) + 1
+			RETURNING last_turn
+		), back AS (
 			UPDATE {schema}.jobs
 			SET state = 'available', token = NULL, lease_expires_at = NULL,
 			    run_at = coalesce($3::timestamptz, now()),
 			    errors = errors + CASE WHEN $4::text <> '' THEN 1 ELSE 0 END,
-			    last_error = CASE WHEN $4::text <> '' THEN $4::text ELSE last_error END
+			    last_error = CASE WHEN $4::text <> '' THEN $4::text ELSE last_error END,
+			    turn = coalesce((SELECT last_turn FROM turn), turn)
 			WHERE id = $1::bigint AND id BETWEEN {first} AND {last} AND state = 'running' AND token = $2::text
 			RETURNING 1
 		)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"strconv"
 	"testing"
 	"time"
@@ -286,6 +287,16 @@ func TestMigrateToPartitions(t *testing.T) {
 	for i, b := range after["batches"] {
 		after["batches"][i] = numbered.ReplaceAllString(b, "}")
 	}
+	// Jobs gained their turn (migration 017): 0 for the finished ones,
+	// 1, 2, … in id order for an account's waiting ones.
+	turned := regexp.MustCompile(`,"turn":[0-9]+}$`)
+	for i, j := range after["jobs"] {
+		if strings.Contains(j, `"state":"completed"`) && !strings.HasSuffix(j, `,"turn":0}`) {
+			t.Errorf("completed job given a turn: %s", j)
+		}
+		after["jobs"][i] = turned.ReplaceAllString(j, "}")
+	}
+	slices.Sort(after["jobs"])
 	for _, table := range []string{"jobs", "batches", "webhook_deliveries", "credit_entries", "credit_balances"} {
 		if len(before[table]) == 0 {
 			t.Errorf("%s: nothing filled before the upgrade", table)
