@@ -65,17 +65,26 @@ func (w *listWriter) Append(ctx context.Context, rows []jobs.ListRow) error {
 }
 
 // commitListSQL makes one job per unique key (the first row's address,
-// ids in the order of the first rows) and the list's rows pointing at
-// them, and counts them.
+// ids and turns in the order of the first rows) and the list's rows
+// pointing at them, and counts them.
 const commitListSQL = `
-	WITH u AS MATERIALIZED (
+	WITH ` + turnsCTE + `, u AS MATERIALIZED (
 		SELECT {schema}.next_job_id() AS id, d.key, d.email, row_number() OVER (ORDER BY d.n) AS k
 		FROM (SELECT DISTINCT ON (key) key, email, n FROM pg_temp.validmail_list_stage
 		      WHERE key IS NOT NULL ORDER BY key, n) AS d
 		ORDER BY d.n
+	), cnt AS (
+		SELECT count(*) AS n FROM u
+	), turns AS (
+		INSERT INTO {schema}.job_turns AS jt (account, last_turn)
+		SELECT $1, position.turn + cnt.n FROM position, cnt
+		ON CONFLICT (account) DO UPDATE
+		SET last_turn = greatest(jt.last_turn, EXCLUDED.last_turn - (SELECT n FROM cnt)) + (SELECT n FROM cnt)
+		RETURNING last_turn - (SELECT n FROM cnt) AS start
 	), ins AS (
-		INSERT INTO {schema}.jobs (id, account, email, cost, batch_id, source)
-		SELECT id, $1, email, CASE WHEN k <= $5 THEN 0 ELSE $2 END, $3, $4::text FROM u ORDER BY id
+		INSERT INTO {schema}.jobs (id, account, email, cost, batch_id, source, turn)
+		SELECT id, $1, email, CASE WHEN k <= $5 THEN 0 ELSE $2 END, $3, $4::text, (SELECT start FROM turns) + k
+		FROM u ORDER BY id
 	), rws AS (
 		INSERT INTO {schema}.list_rows (batch_id, n, record, job_id)
 		SELECT $3, s.n, s.record, u.id FROM pg_temp.validmail_list_stage s LEFT JOIN u ON u.key = s.key

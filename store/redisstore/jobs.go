@@ -34,7 +34,7 @@ func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) ([]string, er
 	for _, e := range p.Emails {
 		args = append(args, e)
 	}
-	first, err := s.run(ctx, scriptEnqueue, []string{base + "seq:job", base + "ready"}, args...).Text()
+	first, err := s.run(ctx, scriptEnqueue, []string{base + "seq:job", base + "rq:" + p.AccountID}, args...).Text()
 	if err != nil {
 		return nil, s.wrap(ctx, "enqueue", err)
 	}
@@ -64,7 +64,7 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 	for _, e := range p.Emails {
 		args = append(args, e)
 	}
-	keys := append([]string{base + "seq:job", base + "ready", base + "idk:" + p.AccountID + ":" + p.IdempotencyKey}, s.creditKeys(p.AccountID)...)
+	keys := append([]string{base + "seq:job", base + "rq:" + p.AccountID, base + "idk:" + p.AccountID + ":" + p.IdempotencyKey}, s.creditKeys(p.AccountID)...)
 	first, err := s.run(ctx, scriptEnqueueCharged, keys, args...).Text()
 	if err != nil {
 		return nil, s.creditErr(ctx, "enqueue", int64(len(p.Emails)), err)
@@ -126,36 +126,56 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 		if mask == 0 {
 			return nil, lastErr
 		}
+		// The shards with work share the lease: each is first asked for
+		// its share, then those that had more for what is left, so that
+		// accounts in different shards take turns as those in one do.
 		start := int(s.next.Add(1))
-		for i := range shardCount {
-			k := (start + i) % shardCount
-			if mask&(1<<k) == 0 || s.isDown(k) {
-				continue
+		busy := 0
+		for k := range shardCount {
+			if mask&(1<<k) != 0 && !s.isDown(k) {
+				busy++
 			}
-			ls, err := s.leaseShard(ctx, k, p.Max-len(out), p.Duration)
-			if err != nil {
-				if ctx.Err() != nil {
-					if len(out) > 0 {
-						return out, nil
-					}
-					return nil, err
+		}
+		share := (p.Max + max(busy, 1) - 1) / max(busy, 1)
+		var more uint32 // shards that gave their whole share
+		for pass := 0; pass < 2 && len(out) < p.Max; pass++ {
+			for i := range shardCount {
+				k := (start + i) % shardCount
+				if mask&(1<<k) == 0 || s.isDown(k) || (pass == 1 && more&(1<<k) == 0) {
+					continue
 				}
-				// Skipped while it fails: the other shards are
-				// still leased from.
-				s.markDown(ctx, k)
-				lastErr = err
-				continue
-			}
-			if len(ls) == 0 {
-				s.busy.And(^uint32(1 << k))
-			}
-			if out == nil {
-				out = ls // the common case, one shard: no copy
-			} else {
-				out = append(out, ls...)
-			}
-			if len(out) >= p.Max {
-				return out, nil
+				want := p.Max - len(out)
+				if pass == 0 {
+					want = min(want, share)
+				}
+				ls, err := s.leaseShard(ctx, k, want, p.Duration)
+				if err != nil {
+					if ctx.Err() != nil {
+						if len(out) > 0 {
+							return out, nil
+						}
+						return nil, err
+					}
+					// Skipped while it fails: the other shards are
+					// still leased from.
+					s.markDown(ctx, k)
+					lastErr = err
+					continue
+				}
+				if len(ls) == 0 {
+					s.busy.And(^uint32(1 << k))
+				}
+				if len(ls) == want {
+					more |= 1 << k
+				}
+				if out == nil {
+					out = ls // the common case, one shard: no copy
+				} else {
+					out = append(out, ls...)
+				}
+				if len(out) >= p.Max {
+					return out, nil
+				}
 			}
 		}
 		if len(out) > 0 {
@@ -334,13 +354,14 @@ func (s *Store) probe(ctx context.Context) (uint32, error) {
 func (s *Store) probeShards(ctx context.Context, c redis.UniversalClient, shards uint32) (uint32, error) {
 	now := strconv.FormatInt(time.Now().UnixMicro(), 10)
 	pipe := c.Pipeline()
-	var ready, due [shardCount]*redis.IntCmd
+	var accts, old, due [shardCount]*redis.IntCmd
 	for k := range shardCount {
 		if shards&(1<<k) == 0 {
 			continue
 		}
 		base := s.shardBase(k)
-		ready[k] = pipe.ZCard(ctx, base+"ready")
+		accts[k] = pipe.ZCard(ctx, base+"accts")
+		old[k] = pipe.ZCard(ctx, base+"ready")
 		due[k] = pipe.ZCount(ctx, base+"delayed", "-inf", now)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -348,7 +369,7 @@ func (s *Store) probeShards(ctx context.Context, c redis.UniversalClient, shards
 	}
 	var mask uint32
 	for k := range shardCount {
-		if ready[k] != nil && (ready[k].Val() > 0 || due[k].Val() > 0) {
+		if accts[k] != nil && (accts[k].Val() > 0 || old[k].Val() > 0 || due[k].Val() > 0) {
 			mask |= 1 << k
 		}
 	}
@@ -376,8 +397,8 @@ func (s *Store) leaseShard(ctx context.Context, k, limit int, d time.Duration) (
 	// Leases are capped per call to keep each script short: Redis runs one
 	// script at a time.
 	base := s.shardBase(k)
-	keys := []string{base + "ready", base + "delayed", base + "leases"}
-	f, err := s.runShard(ctx, k, scriptLease, keys, base+"job:", min(limit, maxLease), max(d.Microseconds(), 1), token()).StringSlice()
+	keys := []string{base + "delayed", base + "leases", base + "accts", base + "turn", base + "ready"}
+	f, err := s.runShard(ctx, k, scriptLease, keys, base, min(limit, maxLease), max(d.Microseconds(), 1), token()).StringSlice()
 	if err != nil {
 		return nil, s.wrap(ctx, "lease", err)
 	}
@@ -612,8 +633,8 @@ func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
 		at = p.RunAt.UnixMicro()
 	}
 	base := s.idBase(p.ID)
-	keys := []string{base + "job:" + p.ID, base + "leases", base + "delayed", base + "ready"}
-	err := s.run(ctx, scriptRetry, keys, p.ID, p.Token, at, p.Error, s.channel()).Err()
+	keys := []string{base + "job:" + p.ID, base + "leases", base + "delayed", base + "accts"}
+	err := s.run(ctx, scriptRetry, keys, p.ID, p.Token, at, p.Error, s.channel(), base).Err()
 	return s.leaseErr(ctx, "retry", err)
 }
 
@@ -631,7 +652,7 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) (int, er
 	total := 0
 	for k := range shardCount {
 		base := s.shardBase(k)
-		n, err := s.run(ctx, scriptRescue, []string{base + "leases", base + "ready"}, base+"job:", limit, s.channel()).Int()
+		n, err := s.run(ctx, scriptRescue, []string{base + "leases", base + "accts"}, base+"job:", limit, s.channel()).Int()
 		if err != nil {
 			return total, s.wrap(ctx, "rescue", err)
 		}

@@ -120,7 +120,7 @@ return nxt
 // scriptListCommit charges a staged list's unique addresses, writes its
 // batch's record and moves its jobs to the ready set, or fails (EMPTY,
 // INSUFFICIENT) having written nothing. KEYS: lst, lstk, lststage,
-// ready, lstpending, lists, the ledger keys of the account. ARGV: shard
+// rq:ACCOUNT (the account's queue of ready jobs), lstpending, lists, the ledger keys of the account. ARGV: shard
 // base, channel.
 // Returns {first, addresses, rows, duplicates, invalid rows, charged}.
 var scriptListCommit = script(`
@@ -152,6 +152,7 @@ end
 redis.call('HSET', KEYS[1], 'state', 'ok', 'charged', charged)
 redis.call('ZREM', KEYS[5], first)
 redis.call('ZADD', KEYS[6], tonumber(first), first)
+activate(base, account)
 redis.call('UNLINK', KEYS[2])
 redis.call('PUBLISH', ARGV[2], 'jobs')
 return {first, str(n), m[5], m[6], m[7], str(charged)}
@@ -287,7 +288,7 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 	w.closed = true
 	s := w.s
 	keys := w.keys()
-	keys = append([]string{keys[0], keys[1], keys[2], w.base + "ready", keys[3], keys[4]}, s.creditKeys(w.p.AccountID)...)
+	keys = append([]string{keys[0], keys[1], keys[2], w.base + "rq:" + w.p.AccountID, keys[3], keys[4]}, s.creditKeys(w.p.AccountID)...)
 	res, err := s.run(ctx, scriptListCommit, keys, w.base, s.channel()).StringSlice()
 	if err != nil {
 		if c, _ := code(err); c == "EMPTY" {

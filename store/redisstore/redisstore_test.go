@@ -80,7 +80,7 @@ func TestWrongType(t *testing.T) {
 			_, err := s.Totals(ctx, credits.TotalsParams{AccountID: acct, From: time.Now(), To: time.Now().AddDate(0, 0, 1)})
 			return err
 		}},
-		{"EnqueueReady", "ready", func(s *redisstore.Store, acct string) error {
+		{"EnqueueReady", "rq:A", func(s *redisstore.Store, acct string) error {
 			_, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: acct, Emails: []string{"a@example.org"}})
 			return err
 		}},

@@ -92,6 +92,34 @@ local function credit_write(k, account, delta, reason, ref, ikey, t)
   return e
 end
 
+-- The fair order between accounts (see Store.Lease). A shard's ready
+-- jobs wait in their account's queue, rq:ACCOUNT, scored by id (or, for
+-- a job retried after a failure or deferred, by its field q: behind the
+-- account's jobs waiting then); accts holds the accounts whose queues
+-- are not empty, scored by their next turn; turn holds the last turn
+-- leased.
+
+-- position returns the turn an account joining the rotation takes: the
+-- next turn of the account first in line, or the last turn leased.
+local function position(base)
+  local head = redis.call('ZRANGE', base .. 'accts', 0, 0, 'WITHSCORES')
+  if head[2] then return tonumber(head[2]) end
+  return tonumber(redis.call('GET', base .. 'turn') or '0')
+end
+
+-- activate puts account in the rotation, unless it is there already.
+local function activate(base, account)
+  local ka = base .. 'accts'
+  if not redis.call('ZSCORE', ka, account) then redis.call('ZADD', ka, position(base), account) end
+end
+
+-- make_ready puts job id of account in its account's queue at its place
+-- (q, or its id).
+local function make_ready(base, id, account, q)
+  redis.call('ZADD', base .. 'rq:' .. account, tonumber(q) or tonumber(id), id)
+  activate(base, account)
+end
+
 -- enqueue_check returns the shard's sequence before the first new job,
 -- failing if a key of a new job is taken. The shard's ids are off plus its
 -- sequence.
@@ -136,6 +164,7 @@ local function enqueue_write(kseq, kready, jobbase, last, account, cost, emails,
       z = {}
     end
   end
+  activate(base, account)
   redis.call('PUBLISH', channel, 'jobs')
 end
 `
@@ -246,7 +275,7 @@ return f
 `)
 
 // scriptEnqueue creates a batch of jobs.
-// KEYS: seq:job, ready (of the account's shard). ARGV: job key base,
+// KEYS: seq:job, rq:ACCOUNT (of the account's shard). ARGV: job key base,
 // account, cost, channel, source, id offset of the shard, emails...
 // Returns the first id.
 var scriptEnqueue = script(`
@@ -259,7 +288,7 @@ return str(off + last + 1)
 `)
 
 // scriptEnqueueCharged charges one credit per job and creates the jobs.
-// KEYS: seq:job, ready, idk:ACCOUNT:KEY (the batch's idempotency record),
+// KEYS: seq:job, rq:ACCOUNT, idk:ACCOUNT:KEY (the batch's idempotency record),
 // the ledger keys of the account, all in its shard. ARGV: the shard's
 // base, account, channel, idempotency key, fingerprint, TTL of the record
 // (ms), source, id offset of the shard, emails...
@@ -297,49 +326,88 @@ if ikey ~= '' then redis.call('SET', KEYS[3], first .. ':' .. str(n) .. ':' .. f
 return first
 `)
 
-// scriptLease leases up to max due jobs, lowest ids first.
-// KEYS: ready, delayed, leases. ARGV: job key base, max, duration (µs),
-// token base. Returns, per job, {id, account, email, cost, errors,
-// last_error, created, token, expires}.
+// scriptLease leases up to max due jobs in the fair order: due retries
+// and jobs of the layout before it (the shard's ready set) go to their
+// accounts' queues, then each of the first accounts in line is given jobs
+// from its queue, one turn each, the account with the lowest next turn
+// first, until max.
+// KEYS: delayed, leases, accts, turn, ready (the older layout's). ARGV:
+// shard base, max, duration (µs), token base. Returns, per job, {id,
+// account, email, cost, errors, last_error, created, token, expires,
+// batch, source}, in turn order.
 var scriptLease = script(`
-expect(KEYS[1], 'zset'); expect(KEYS[2], 'zset'); expect(KEYS[3], 'zset')
+expect(KEYS[1], 'zset'); expect(KEYS[2], 'zset'); expect(KEYS[3], 'zset'); expect(KEYS[5], 'zset')
+local base = ARGV[1]
+local jobbase = base .. 'job:'
 local max = tonumber(ARGV[2])
 local now = now_us()
-local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 1000)
-local cand = redis.call('ZRANGE', KEYS[1], 0, max - 1)
-local ids = {}
-for _, id in ipairs(due) do ids[#ids + 1] = tonumber(id) end
-for _, id in ipairs(cand) do ids[#ids + 1] = tonumber(id) end
-table.sort(ids)
-local chosen, fields = {}, {}
-for _, id in ipairs(ids) do
-  if #chosen == max then break end
-  local key = ARGV[1] .. str(id)
-  local f = redis.call('HMGET', key, 'state', 'account', 'email', 'cost', 'errors', 'last_error', 'created', 'batch', 'source')
-  chosen[#chosen + 1] = str(id)
-  fields[#fields + 1] = f
+for _, k in ipairs({1, 5}) do
+  local ids
+  if k == 1 then
+    ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1000)
+  else
+    ids = redis.call('ZRANGE', KEYS[5], 0, 999)
+  end
+  for _, id in ipairs(ids) do
+    local f = redis.call('HMGET', jobbase .. id, 'state', 'account', 'q')
+    if f[1] == 'a' and f[2] then make_ready(base, id, f[2], f[3]) end
+  end
+  if #ids > 0 then redis.call('ZREM', KEYS[k], unpack(ids)) end
 end
--- writes
-if #due > 0 then
-  local z = {}
-  for _, id in ipairs(due) do z[#z + 1] = id; z[#z + 1] = id end
-  redis.call('ZREM', KEYS[2], unpack(due))
-  redis.call('ZADD', KEYS[1], unpack(z))
+-- Water-filling over the first accounts in line: each job goes to the
+-- account whose next turn is lowest.
+local heads = redis.call('ZRANGE', KEYS[3], 0, math.min(max, 64) - 1, 'WITHSCORES')
+local acct, score, size, take = {}, {}, {}, {}
+for i = 1, #heads, 2 do
+  local n = redis.call('ZCARD', base .. 'rq:' .. heads[i])
+  if n == 0 then
+    redis.call('ZREM', KEYS[3], heads[i])
+  else
+    acct[#acct + 1] = heads[i]; score[#score + 1] = tonumber(heads[i + 1]); size[#size + 1] = n; take[#take + 1] = 0
+  end
 end
+if #acct == 1 then
+  take[1] = math.min(max, size[1])
+else
+  for _ = 1, max do
+    local best
+    for i = 1, #acct do
+      if take[i] < size[i] and (not best or score[i] + take[i] < score[best] + take[best]) then best = i end
+    end
+    if not best then break end
+    take[best] = take[best] + 1
+  end
+end
+local chosen = {}
+local clock = tonumber(redis.call('GET', KEYS[4]) or '0')
+for i = 1, #acct do
+  if take[i] > 0 then
+    local rq = base .. 'rq:' .. acct[i]
+    local ids = redis.call('ZRANGE', rq, 0, take[i] - 1)
+    for j, id in ipairs(ids) do chosen[#chosen + 1] = {score[i] + j - 1, tonumber(id), id} end
+    redis.call('ZREM', rq, unpack(ids))
+    local next = score[i] + take[i]
+    if take[i] >= size[i] then redis.call('ZREM', KEYS[3], acct[i]) else redis.call('ZADD', KEYS[3], next, acct[i]) end
+    if next - 1 > clock then clock = next - 1 end
+  end
+end
+if #chosen > 0 then redis.call('SET', KEYS[4], str(clock)) end
+table.sort(chosen, function(a, b) return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2]) end)
 local exp = now + tonumber(ARGV[3])
 local out, leased = {}, {}
-for i, id in ipairs(chosen) do
-  local f = fields[i]
+for i, c in ipairs(chosen) do
+  local id = c[3]
+  local key = jobbase .. id
+  local f = redis.call('HMGET', key, 'state', 'account', 'email', 'cost', 'errors', 'last_error', 'created', 'batch', 'source')
   if f[1] == 'a' then
     local tok = ARGV[4] .. '.' .. i
-    redis.call('HSET', ARGV[1] .. id, 'state', 'r', 'token', tok, 'expires', str(exp))
+    redis.call('HSET', key, 'state', 'r', 'token', tok, 'expires', str(exp))
     leased[#leased + 1] = exp
     leased[#leased + 1] = id
     for _, v in ipairs({id, f[2] or '', f[3] or '', f[4] or '0', f[5] or '0', f[6] or '', f[7] or '', tok, str(exp), f[8] or '', f[9] or ''}) do out[#out + 1] = v end
   end
 end
-if #chosen > 0 then redis.call('ZREM', KEYS[1], unpack(chosen)) end
-if #leased > 0 then redis.call('ZADD', KEYS[3], unpack(leased)) end
+if #leased > 0 then redis.call('ZADD', KEYS[2], unpack(leased)) end
 return out
 `)
 
@@ -488,33 +556,44 @@ end
 return out
 `)
 
-// scriptRetry gives a leased job back.
-// KEYS: job:ID, leases, delayed, ready. ARGV: id, token, run-at (µs, 0 for
-// now), error, channel.
+// scriptRetry gives a leased job back. A failed or deferred attempt
+// costs the account a turn: the job takes a place behind the account's
+// jobs waiting now (q). One handed back at once without an error keeps
+// its place.
+// KEYS: job:ID, leases, delayed, accts. ARGV: id, token, run-at (µs, 0 for
+// now), error, channel, shard base.
 var scriptRetry = script(`
 expect(KEYS[2], 'zset'); expect(KEYS[3], 'zset'); expect(KEYS[4], 'zset')
-local id = ARGV[1]
-local f = redis.call('HMGET', KEYS[1], 'state', 'token')
+local id, base = ARGV[1], ARGV[6]
+local f = redis.call('HMGET', KEYS[1], 'state', 'token', 'account', 'q')
 if not f[1] then fail('NOTFOUND') end
 if f[1] ~= 'r' or f[2] ~= ARGV[2] or ARGV[2] == '' then fail('LEASELOST') end
+local at = tonumber(ARGV[3])
+local later = at > now_us()
+local q = f[4]
+if ARGV[4] ~= '' or later then
+  local last = redis.call('ZRANGE', base .. 'rq:' .. f[3], -1, -1, 'WITHSCORES')
+  q = str(math.max(tonumber(last[2] or '0'), tonumber(q or id)) + 1)
+  redis.call('HSET', KEYS[1], 'q', q)
+end
 if ARGV[4] ~= '' then
   redis.call('HINCRBY', KEYS[1], 'errors', 1)
   redis.call('HSET', KEYS[1], 'last_error', ARGV[4])
 end
 redis.call('HSET', KEYS[1], 'state', 'a', 'token', '', 'expires', '')
 redis.call('ZREM', KEYS[2], id)
-local at = tonumber(ARGV[3])
-if at > now_us() then
+if later then
   redis.call('ZADD', KEYS[3], at, id)
 else
-  redis.call('ZADD', KEYS[4], id, id)
+  make_ready(base, id, f[3], q)
   redis.call('PUBLISH', ARGV[5], 'jobs')
 end
 return 1
 `)
 
-// scriptRescue makes jobs with expired leases available again.
-// KEYS: leases, ready. ARGV: job key base, limit (-1 for all), channel.
+// scriptRescue makes jobs with expired leases available again, in their
+// places in their accounts' queues.
+// KEYS: leases, accts. ARGV: job key base, limit (-1 for all), channel.
 // Returns how many it rescued.
 var scriptRescue = script(`
 expect(KEYS[1], 'zset'); expect(KEYS[2], 'zset')
@@ -522,8 +601,9 @@ local now = now_us()
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. str(now), 'LIMIT', 0, tonumber(ARGV[2]))
 local fields = {}
 for i, id in ipairs(ids) do
-  fields[i] = redis.call('HMGET', ARGV[1] .. id, 'state', 'expires')
+  fields[i] = redis.call('HMGET', ARGV[1] .. id, 'state', 'expires', 'account', 'q')
 end
+local base = string.sub(ARGV[1], 1, -5)
 -- writes
 local n = 0
 for i, id in ipairs(ids) do
@@ -533,7 +613,7 @@ for i, id in ipairs(ids) do
     redis.call('HINCRBY', key, 'errors', 1)
     redis.call('HSET', key, 'last_error', 'lease expired', 'state', 'a', 'token', '', 'expires', '')
     redis.call('ZREM', KEYS[1], id)
-    redis.call('ZADD', KEYS[2], id, id)
+    make_ready(base, id, f[3], f[4])
     n = n + 1
   elseif f[1] ~= 'r' then
     redis.call('ZREM', KEYS[1], id)

@@ -2,8 +2,10 @@ package redisstore
 
 import (
 	"context"
-	"github.com/redis/go-redis/v9"
+	"fmt"
 	"strconv"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/validmail/validmail/jobs"
 )
@@ -24,18 +26,18 @@ func (s *Store) QueueStats(ctx context.Context) (jobs.QueueStats, error) {
 		return jobs.QueueStats{}, err
 	}
 	type shardCmds struct {
-		ready, delayed, leases *redis.IntCmd
-		first, dIDs, lIDs      *redis.StringSliceCmd
+		delayed, leases *redis.IntCmd
+		ready           *redis.Cmd
+		dIDs, lIDs      *redis.StringSliceCmd
 	}
 	pipe := s.rdb.Pipeline()
 	cmds := make([]shardCmds, shardCount)
 	for k := range cmds {
 		b := s.shardBase(k)
 		cmds[k] = shardCmds{
-			ready:   pipe.ZCard(ctx, b+"ready"),
+			ready:   scriptReadyStats.Eval(ctx, pipe, []string{b + "accts", b + "ready"}, b),
 			delayed: pipe.ZCard(ctx, b+"delayed"),
 			leases:  pipe.ZCard(ctx, b+"leases"),
-			first:   pipe.ZRange(ctx, b+"ready", 0, 0),
 			dIDs:    pipe.ZRange(ctx, b+"delayed", 0, statsScan-1),
 			lIDs:    pipe.ZRange(ctx, b+"leases", 0, statsScan-1),
 		}
@@ -47,11 +49,19 @@ func (s *Store) QueueStats(ctx context.Context) (jobs.QueueStats, error) {
 	pipe = s.rdb.Pipeline()
 	var created []*redis.StringCmd
 	for k, c := range cmds {
-		st.Available += int(c.ready.Val())
+		ready, err := c.ready.Int64Slice()
+		if err != nil || len(ready) != 2 {
+			return jobs.QueueStats{}, fmt.Errorf("%w: ready jobs' stats %v (%v)", ErrBadData, ready, err)
+		}
+		st.Available += int(ready[0])
+		first := []string{}
+		if ready[1] > 0 {
+			first = append(first, strconv.FormatInt(ready[1], 10))
+		}
 		st.Delayed += int(c.delayed.Val())
 		st.Running += int(c.leases.Val())
 		lowest := int64(-1)
-		for _, ids := range [][]string{c.first.Val(), c.dIDs.Val(), c.lIDs.Val()} {
+		for _, ids := range [][]string{first, c.dIDs.Val(), c.lIDs.Val()} {
 			for _, id := range ids {
 				if n, err := strconv.ParseInt(id, 10, 64); err == nil && (lowest < 0 || n < lowest) {
 					lowest = n
@@ -76,3 +86,20 @@ func (s *Store) QueueStats(ctx context.Context) (jobs.QueueStats, error) {
 	}
 	return st, nil
 }
+
+// scriptReadyStats counts a shard's ready jobs, in its accounts' queues
+// and the older layout's ready set, and finds the lowest id among them.
+// KEYS: accts, ready. ARGV: shard base. Returns {count, lowest id (0 for
+// none)}.
+var scriptReadyStats = script(`
+local n = redis.call('ZCARD', KEYS[2])
+local lowest = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+lowest = lowest and tonumber(lowest) or 0
+for _, a in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local rq = ARGV[1] .. 'rq:' .. a
+  n = n + redis.call('ZCARD', rq)
+  local first = redis.call('ZRANGE', rq, 0, 0)[1]
+  if first and (lowest == 0 or tonumber(first) < lowest) then lowest = tonumber(first) end
+end
+return {n, lowest}
+`)
