@@ -140,6 +140,13 @@ type LeaseParams struct {
 	Max int
 	// Duration is the lease length; positive.
 	Duration time.Duration
+	// Later names accounts whose jobs are handed out only when the other
+	// accounts' ready jobs do not fill Max. The [Pool] names the accounts
+	// whose jobs hold its workers waiting for slow answers (see
+	// [PoolConfig.SlowAfter]), so that an account is served by the worker
+	// time it takes, not only by its jobs: while its jobs hang, the
+	// others' go first.
+	Later []string
 }
 
 // HeartbeatParams renews a lease.
@@ -234,8 +241,23 @@ type Driver interface {
 	Enqueue(ctx context.Context, p EnqueueParams) ([]string, error)
 
 	// Lease hands out up to p.Max available jobs whose run-at has come,
-	// lowest ids first, each with a new unique token and an expiry p.Duration
-	// from now. A job is never leased to two holders at once.
+	// in the fair order below, each with a new unique token and an expiry
+	// p.Duration from now. A job is never leased to two holders at once.
+	//
+	// The fair order: accounts with jobs ready take turns, one job each,
+	// whatever each has queued, so that an account's long list never
+	// makes another's batch wait for it; within an account, jobs come in
+	// enqueue order (lowest ids first). A batch (or a list) of an account
+	// whose jobs are all handed out starts at the next turn. A job given
+	// back after a failure or for later (Retry with an Error or a RunAt
+	// in the future: a retry, or a job the Pool defers) takes a new turn
+	// behind its account's jobs waiting then, so that an account's
+	// retries cost its own turns; one handed back at once without an
+	// error (a shutdown, an outage) and a rescued one keep their place.
+	// Jobs of the accounts named in p.Later come after every other
+	// account's ready jobs. A driver that spreads accounts over shards
+	// may take turns shard by shard, each shard's share of a lease in
+	// proportion. Leases are returned in the order given.
 	Lease(ctx context.Context, p LeaseParams) ([]Lease, error)
 
 	// Heartbeat extends a lease held by p.Token and returns its new expiry.

@@ -4,6 +4,7 @@ package jobstest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -146,4 +147,71 @@ func testPoolServesQuietAccount(t *testing.T, b *bundle) {
 		t.Errorf("the list had %d of %d jobs done when the quiet account's %d were; want the quiet batch served in turn", bigDoneWhenQuietDone, bigN, quietN)
 	}
 	t.Logf("the list had %d of %d jobs done when the quiet account's %d were", bigDoneWhenQuietDone, bigN, quietN)
+}
+
+// testLeaseLater: the jobs of the accounts a lease names as served later
+// come after every other account's ready jobs.
+func testLeaseLater(t *testing.T, b *bundle) {
+	ctx := context.Background()
+	slow, other := account(), account()
+	slowIDs := mustEnqueue(t, b, slow, 10)
+	otherIDs := mustEnqueue(t, b, other, 10)
+	lease := func(max int) []string {
+		t.Helper()
+		ls, err := b.Driver.Lease(ctx, jobs.LeaseParams{Max: max, Duration: time.Minute, Later: []string{slow}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]string, len(ls))
+		for i, l := range ls {
+			ids[i] = l.ID
+		}
+		return ids
+	}
+	if got := lease(6); !slices.Equal(got, otherIDs[:6]) {
+		t.Fatalf("leased %v, want the other account's first 6 %v", got, otherIDs[:6])
+	}
+	got := lease(10)
+	if len(got) != 10 || !slices.Equal(got[:4], otherIDs[6:]) || !slices.Equal(got[4:], slowIDs[:6]) {
+		t.Fatalf("leased %v, want the other account's last 4 %v, then the later account's first 6 %v", got, otherIDs[6:], slowIDs[:6])
+	}
+}
+
+// testListTakesTurns: a list's jobs take turns with the jobs of other
+// accounts as a batch's do.
+func testListTakesTurns(t *testing.T, b *bundle) {
+	if _, ok := b.Driver.(jobs.ListDriver); !ok {
+		t.Skip("the driver has no lists")
+	}
+	ctx := context.Background()
+	big, small := account(), account()
+	rows := make([]jobs.ListRow, 200)
+	for i := range rows {
+		e := fmt.Sprintf("row%d@example.org", i)
+		rows[i] = jobs.ListRow{N: i, Record: []string{e}, Email: e, Key: e}
+	}
+	w, err := b.q.BeginList(ctx, jobs.BeginListParams{AccountID: big, Header: []string{"email"}, Rows: len(rows)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustEnqueue(t, b, small, 10)
+	got := leaseAll(t, b, 4)
+	if len(got) != 210 {
+		t.Fatalf("leased %d jobs, want 210", len(got))
+	}
+	last := 0
+	for i, l := range got {
+		if l.AccountID == small {
+			last = i + 1
+		}
+	}
+	if last > 40 {
+		t.Errorf("the small batch's last job was the %dth leased, after a list of 200 committed before it; want within the first 40", last)
+	}
 }

@@ -73,6 +73,8 @@ func Run(t *testing.T, newBackend func(tb testing.TB) Backend) {
 		{"FairAcrossAccounts", testFairAcrossAccounts},
 		{"RetryTakesNewTurn", testRetryTakesNewTurn},
 		{"PoolServesQuietAccount", testPoolServesQuietAccount},
+		{"LeaseLater", testLeaseLater},
+		{"ListTakesTurns", testListTakesTurns},
 		{"DrainByPool", testDrainByPool},
 		{"ConcurrentWorkersCompleteOnce", testConcurrentWorkers},
 		{"UnknownRefundedWithEvent", testUnknownRefund},

@@ -103,7 +103,7 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams) []string {
 			BatchID:   batchID,
 			Source:    source,
 			CreatedAt: t,
-		}, turn: turn + uint64(i)}
+		}, turn: turn + uint64(i), seq: id}
 		heap.Push(&s.ready, readyJob{turn: turn + uint64(i), id: id})
 		ids[i] = strconv.FormatUint(id, 10)
 	}
@@ -155,29 +155,55 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 			heap.Push(&s.ready, readyJob{turn: j.turn, id: d.id})
 		}
 	}
+	var later map[string]bool
+	if len(p.Later) > 0 {
+		later = make(map[string]bool, len(p.Later))
+		for _, a := range p.Later {
+			later[a] = true
+		}
+	}
 	out := make([]jobs.Lease, 0, min(p.Max, len(s.ready)))
+	var held []*job // the later accounts' jobs, in order
 	exp := t.Add(p.Duration)
 	for len(out) < p.Max && len(s.ready) > 0 {
 		e := heap.Pop(&s.ready).(readyJob)
-		id := e.id
-		j, ok := s.jobs[id]
+		j, ok := s.jobs[e.id]
 		// The heaps may hold ids of jobs removed, leased or given another
 		// turn since they were pushed; skipping them is cheaper than
 		// deleting from a heap.
 		if !ok || j.state != available || j.turn != e.turn {
 			continue
 		}
-		s.clock = max(s.clock, j.turn)
-		// A fresh token per lease: a worker whose lease was rescued and
-		// handed to another can no longer change the job.
-		s.tokenSeq++
-		j.state = running
-		j.token = strconv.FormatUint(s.tokenSeq, 36)
-		j.expires = exp
-		s.running[id] = struct{}{}
-		out = append(out, jobs.Lease{Job: j.Job, Token: j.token, ExpiresAt: exp})
+		if later[j.AccountID] {
+			held = append(held, j)
+			continue
+		}
+		out = append(out, s.leaseLocked(j, exp))
+	}
+	for i, j := range held {
+		if len(out) < p.Max {
+			out = append(out, s.leaseLocked(j, exp))
+		} else {
+			for _, j := range held[i:] {
+				heap.Push(&s.ready, readyJob{turn: j.turn, id: j.seq})
+			}
+			break
+		}
 	}
 	return out, nil
+}
+
+// leaseLocked leases j until exp.
+func (s *Store) leaseLocked(j *job, exp time.Time) jobs.Lease {
+	s.clock = max(s.clock, j.turn)
+	// A fresh token per lease: a worker whose lease was rescued and
+	// handed to another can no longer change the job.
+	s.tokenSeq++
+	j.state = running
+	j.token = strconv.FormatUint(s.tokenSeq, 36)
+	j.expires = exp
+	s.running[j.seq] = struct{}{}
+	return jobs.Lease{Job: j.Job, Token: j.token, ExpiresAt: exp}
 }
 
 // heldLocked returns the running job that token holds, or an error. It is

@@ -117,6 +117,7 @@ type job struct {
 	expires time.Time
 	runAt   time.Time
 	turn    uint64 // its place in the fair order (see [jobs.Driver])
+	seq     uint64 // its id, as a number
 }
 
 // New returns an empty Store.

@@ -243,7 +243,8 @@ const turnsCTE = `position AS MATERIALIZED (
 
 // leaseSQL leases up to $1 of the ready jobs with ids first..last, first
 // in turn (the fair order between accounts, see [jobs.Driver]), for $2
-// microseconds, and returns them in that order. The jobs chosen are
+// microseconds, and returns them in that order, passing over the
+// accounts of $3 (see [jobs.LeaseParams.Later]). The jobs chosen are
 // updated by their ids as an array, looked up in the primary key: joined
 // to the choice instead, the update may be planned as a scan of every job of the range, done or not,
 // when the statistics lag behind the day's jobs.
@@ -251,6 +252,7 @@ const leaseSQL = `
 	WITH next AS (
 		SELECT id AS next_id FROM {schema}.jobs
 		WHERE state = 'available' AND run_at <= now() AND id BETWEEN {first} AND {last}
+		  AND account <> ALL ($3::text[])
 		ORDER BY turn, id LIMIT $1::bigint
 		FOR UPDATE SKIP LOCKED
 	), leased AS (
@@ -280,11 +282,17 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	// (see sweepDue), as that form plans and locks every partition.
 	now := time.Now()
 	first, last := s.leaseRange(ctx, now)
-	leases, err := s.lease(ctx, first, last, p.Max, p.Duration)
+	leases, err := s.lease(ctx, first, last, p.Max, p.Duration, p.Later)
 	if err == nil && len(leases) < p.Max && (first > 0 || last < math.MaxInt64) && s.sweepDue(now) {
 		var more []jobs.Lease
-		more, err = s.lease(ctx, 0, math.MaxInt64, p.Max-len(leases), p.Duration)
+		more, err = s.lease(ctx, 0, math.MaxInt64, p.Max-len(leases), p.Duration, p.Later)
 		s.swept(now, err == nil, len(more) > 0)
+		leases = append(leases, more...)
+	}
+	if err == nil && len(leases) < p.Max && len(p.Later) > 0 {
+		// The accounts served later, when the others leave room.
+		var more []jobs.Lease
+		more, err = s.lease(ctx, first, last, p.Max-len(leases), p.Duration, nil)
 		leases = append(leases, more...)
 	}
 	if err != nil {
@@ -300,8 +308,11 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 }
 
 // lease runs leaseSQL.
-func (s *Store) lease(ctx context.Context, first, last int64, max int, d time.Duration) ([]jobs.Lease, error) {
-	rows, err := s.pool.Query(ctx, s.sqlIDs(leaseSQL, first, last), max, d.Microseconds())
+func (s *Store) lease(ctx context.Context, first, last int64, max int, d time.Duration, later []string) ([]jobs.Lease, error) {
+	if later == nil {
+		later = []string{}
+	}
+	rows, err := s.pool.Query(ctx, s.sqlIDs(leaseSQL, first, last), max, d.Microseconds(), later)
 	if err != nil {
 		return nil, fail(ctx, "lease", err)
 	}

@@ -137,8 +137,18 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 			}
 		}
 		share := (p.Max + max(busy, 1) - 1) / max(busy, 1)
+		// With accounts served later, they are left out of a first
+		// round over the shards and leased in a second one, when the
+		// others leave room.
 		var more uint32 // shards that gave their whole share
-		for pass := 0; pass < 2 && len(out) < p.Max; pass++ {
+		passes := []int{0, 1}
+		if len(p.Later) > 0 {
+			passes = []int{0, 1, 2}
+		}
+		for _, pass := range passes {
+			if len(out) >= p.Max {
+				break
+			}
 			for i := range shardCount {
 				k := (start + i) % shardCount
 				if mask&(1<<k) == 0 || s.isDown(k) || (pass == 1 && more&(1<<k) == 0) {
@@ -148,7 +158,11 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 				if pass == 0 {
 					want = min(want, share)
 				}
-				ls, err := s.leaseShard(ctx, k, want, p.Duration)
+				strict := "0"
+				if pass < 2 && len(p.Later) > 0 {
+					strict = "1"
+				}
+				ls, err := s.leaseShard(ctx, k, want, p.Duration, p.Later, strict)
 				if err != nil {
 					if ctx.Err() != nil {
 						if len(out) > 0 {
@@ -162,7 +176,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 					lastErr = err
 					continue
 				}
-				if len(ls) == 0 {
+				if len(ls) == 0 && strict == "0" {
 					s.busy.And(^uint32(1 << k))
 				}
 				if len(ls) == want {
@@ -390,7 +404,9 @@ func (s *Store) probed(mask, answered uint32) uint32 {
 }
 
 // leaseShard leases at most limit jobs of shard k for d.
-func (s *Store) leaseShard(ctx context.Context, k, limit int, d time.Duration) ([]jobs.Lease, error) {
+// With strict ("1"), none of the later accounts' jobs are leased; else
+// they come after the others'.
+func (s *Store) leaseShard(ctx context.Context, k, limit int, d time.Duration, later []string, strict string) ([]jobs.Lease, error) {
 	// One script moves due retries to the ready set and leases from it, so
 	// two workers never see the same job as available; the token is made
 	// here, at random, and only its holder can change the job afterwards.
@@ -398,7 +414,12 @@ func (s *Store) leaseShard(ctx context.Context, k, limit int, d time.Duration) (
 	// script at a time.
 	base := s.shardBase(k)
 	keys := []string{base + "delayed", base + "leases", base + "accts", base + "turn", base + "ready"}
-	f, err := s.runShard(ctx, k, scriptLease, keys, base, min(limit, maxLease), max(d.Microseconds(), 1), token()).StringSlice()
+	args := make([]any, 0, 5+len(later))
+	args = append(args, base, min(limit, maxLease), max(d.Microseconds(), 1), token(), strict)
+	for _, a := range later {
+		args = append(args, a)
+	}
+	f, err := s.runShard(ctx, k, scriptLease, keys, args...).StringSlice()
 	if err != nil {
 		return nil, s.wrap(ctx, "lease", err)
 	}

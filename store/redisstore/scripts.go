@@ -332,7 +332,9 @@ return first
 // from its queue, one turn each, the account with the lowest next turn
 // first, until max.
 // KEYS: delayed, leases, accts, turn, ready (the older layout's). ARGV:
-// shard base, max, duration (µs), token base. Returns, per job, {id,
+// shard base, max, duration (µs), token base, '1' to lease none of the
+// accounts served later, then those accounts (jobs.LeaseParams.Later).
+// Returns, per job, {id,
 // account, email, cost, errors, last_error, created, token, expires,
 // batch, source}, in turn order.
 var scriptLease = script(`
@@ -356,26 +358,38 @@ for _, k in ipairs({1, 5}) do
 end
 -- Water-filling over the first accounts in line: each job goes to the
 -- account whose next turn is lowest.
-local heads = redis.call('ZRANGE', KEYS[3], 0, math.min(max, 64) - 1, 'WITHSCORES')
-local acct, score, size, take = {}, {}, {}, {}
+-- The accounts of ARGV[6..] (served later) are passed over while the
+-- others have jobs, and altogether when ARGV[5] is '1'.
+local later = {}
+for i = 6, #ARGV do later[ARGV[i]] = true end
+local nlater = #ARGV - 5
+local passes = 2
+if ARGV[5] == '1' then passes = 1 end
+local heads = redis.call('ZRANGE', KEYS[3], 0, math.min(max, 64) + nlater - 1, 'WITHSCORES')
+local acct, score, size, take, last = {}, {}, {}, {}, {}
 for i = 1, #heads, 2 do
   local n = redis.call('ZCARD', base .. 'rq:' .. heads[i])
   if n == 0 then
     redis.call('ZREM', KEYS[3], heads[i])
   else
     acct[#acct + 1] = heads[i]; score[#score + 1] = tonumber(heads[i + 1]); size[#size + 1] = n; take[#take + 1] = 0
+    last[#last + 1] = later[heads[i]] or false
   end
 end
-if #acct == 1 then
+local given = 0
+if #acct == 1 and not last[1] then
   take[1] = math.min(max, size[1])
 else
-  for _ = 1, max do
-    local best
-    for i = 1, #acct do
-      if take[i] < size[i] and (not best or score[i] + take[i] < score[best] + take[best]) then best = i end
+  for pass = 1, passes do
+    while given < max do
+      local best
+      for i = 1, #acct do
+        if take[i] < size[i] and (pass == 2 or not last[i]) and (not best or score[i] + take[i] < score[best] + take[best]) then best = i end
+      end
+      if not best then break end
+      take[best] = take[best] + 1
+      given = given + 1
     end
-    if not best then break end
-    take[best] = take[best] + 1
   end
 end
 local chosen = {}
