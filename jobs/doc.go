@@ -58,6 +58,23 @@
 // slow lane is full, wait in the queue a moment), so that no batch waits
 // behind another's dead domains.
 //
+// # Sharing the workers between accounts
+//
+// A queue serves many accounts at once, and none waits for another's
+// work: the driver hands jobs out in a fair order ([Driver]'s Lease),
+// accounts with jobs ready taking turns one job each, so that a quiet
+// account's batch is leased within a few jobs of its arrival, whatever
+// another account has queued (a list of a million rows included); an
+// account's own jobs come in the order it enqueued them. Turns are
+// counted in jobs and charged for worker time: a job that fails or is
+// deferred takes a new turn behind its account's other jobs, and the
+// accounts whose jobs hold the Pool's workers waiting for slow answers
+// (the slow lane, [PoolConfig.SlowAfter]) are leased after every other
+// account's jobs ([LeaseParams.Later]) until their answers come, so that
+// dead domains, of one account or of several, cost their own accounts'
+// time. A single account alone drains as fast as before. The conformance
+// suite jobs/jobstest holds every driver to this order.
+//
 // Users see two states: [StateActive] from acceptance until done, then
 // [StateCompleted]. Completed jobs are kept for the retention
 // ([Config.Retention], 7 days by default) and then removed by

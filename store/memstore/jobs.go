@@ -104,7 +104,7 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams) []string {
 			Source:    source,
 			CreatedAt: t,
 		}, turn: turn + uint64(i), seq: id}
-		heap.Push(&s.ready, readyJob{turn: turn + uint64(i), id: id})
+		s.ready.push(readyJob{turn: turn + uint64(i), id: id})
 		ids[i] = strconv.FormatUint(id, 10)
 	}
 	// Wake the subscribed pools without blocking: a full channel already
@@ -152,7 +152,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	for len(s.delayed) > 0 && !s.delayed[0].at.After(t) {
 		d := heap.Pop(&s.delayed).(delayedJob)
 		if j, ok := s.jobs[d.id]; ok && j.state == available {
-			heap.Push(&s.ready, readyJob{turn: j.turn, id: d.id})
+			s.ready.push(readyJob{turn: j.turn, id: d.id})
 		}
 	}
 	var later map[string]bool
@@ -166,7 +166,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	var held []*job // the later accounts' jobs, in order
 	exp := t.Add(p.Duration)
 	for len(out) < p.Max && len(s.ready) > 0 {
-		e := heap.Pop(&s.ready).(readyJob)
+		e := s.ready.pop()
 		j, ok := s.jobs[e.id]
 		// The heaps may hold ids of jobs removed, leased or given another
 		// turn since they were pushed; skipping them is cheaper than
@@ -185,7 +185,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 			out = append(out, s.leaseLocked(j, exp))
 		} else {
 			for _, j := range held[i:] {
-				heap.Push(&s.ready, readyJob{turn: j.turn, id: j.seq})
+				s.ready.push(readyJob{turn: j.turn, id: j.seq})
 			}
 			break
 		}
@@ -340,7 +340,7 @@ func (s *Store) makeAvailableLocked(j *job, n uint64, runAt time.Time) {
 	if runAt.After(now()) {
 		heap.Push(&s.delayed, delayedJob{at: runAt, id: n})
 	} else {
-		heap.Push(&s.ready, readyJob{turn: j.turn, id: n})
+		s.ready.push(readyJob{turn: j.turn, id: n})
 	}
 }
 

@@ -174,7 +174,9 @@ func (s *Store) Dump(ctx context.Context) ([]byte, error) {
 // now is the store's clock.
 func now() time.Time { return time.Now().UTC() }
 
-// turnHeap is a min-heap of ready jobs by turn, then id.
+// turnHeap is a min-heap of ready jobs by turn, then id. Its push and pop
+// are its own, not container/heap's, so that an entry is never boxed in an
+// interface: an enqueue pushes one per job.
 type turnHeap []readyJob
 
 // readyJob is an entry of a turnHeap: a job and the turn it was pushed
@@ -182,17 +184,47 @@ type turnHeap []readyJob
 // skipped).
 type readyJob struct{ turn, id uint64 }
 
-func (h turnHeap) Len() int { return len(h) }
-func (h turnHeap) Less(i, j int) bool {
-	return h[i].turn < h[j].turn || (h[i].turn == h[j].turn && h[i].id < h[j].id)
+func (e readyJob) before(o readyJob) bool {
+	return e.turn < o.turn || (e.turn == o.turn && e.id < o.id)
 }
-func (h turnHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *turnHeap) Push(x any)   { *h = append(*h, x.(readyJob)) }
-func (h *turnHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+// push adds e.
+func (h *turnHeap) push(e readyJob) {
+	*h = append(*h, e)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !a[i].before(a[parent]) {
+			break
+		}
+		a[i], a[parent] = a[parent], a[i]
+		i = parent
+	}
+}
+
+// pop removes and returns the first entry; the heap must not be empty.
+func (h *turnHeap) pop() readyJob {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	for i := 0; ; {
+		least, l, r := i, 2*i+1, 2*i+2
+		if l < n && a[l].before(a[least]) {
+			least = l
+		}
+		if r < n && a[r].before(a[least]) {
+			least = r
+		}
+		if least == i {
+			break
+		}
+		a[i], a[least] = a[least], a[i]
+		i = least
+	}
+	*h = a
+	return top
 }
 
 type delayedJob struct {

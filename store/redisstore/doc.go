@@ -39,8 +39,13 @@
 //     entry ids (unique within the shard, so within an account)
 //   - job:ID: a hash per job; completed jobs expire after
 //     [Config.Retention]
-//   - ready (by id), delayed (by run-at), leases (by lease expiry), done (by
-//     completion time): sorted sets of job ids
+//   - rq:ACCOUNT (an account's ready jobs, by id; a job retried after a
+//     failure or deferred, behind the jobs waiting then), delayed (by
+//     run-at), leases (by lease expiry), done (by completion time): sorted
+//     sets of job ids; ready: the ready jobs of the layout before the fair
+//     order (by id), moved to their accounts' queues by the next leases
+//   - accts: the accounts with ready jobs, by their next turn; turn: the
+//     last turn leased (the fair order, see [Store.Lease])
 //   - bal:ACCOUNT, hist:ACCOUNT, idem:ACCOUNT: the balance, the entries as
 //     a list of JSON objects in id order, and the entries by idempotency key
 //   - ctot:ACCOUNT: the account's per-day totals (sum and count of the
@@ -87,15 +92,17 @@
 //     LRANGE.
 //   - A charged batch is both or neither: [Store.EnqueueCharged] checks the
 //     charge and the job keys, then writes both, in one script.
-//   - Leases: [Store.Lease] hands out ids from the ready set with a random
-//     token; [Store.Heartbeat], [Store.Retry] and [Store.Complete] compare
+//   - Leases: [Store.Lease] hands out ids from the accounts' queues in
+//     turn (the accounts in line, lowest next turn first, a job each, in
+//     one script per shard; shards share a lease in proportion) with a
+//     random token; [Store.Heartbeat], [Store.Retry] and [Store.Complete] compare
 //     state and token in their script, so a rescued lease writes nothing.
 //   - Completion, refund, batch counters and webhook events are one script
 //     ([Store.Complete]); the completion that brings a batch's done counter
 //     to its total writes the batch's event, so exactly one does. An event
 //     id already in the outbox fails it whole.
 //   - Crashed workers: [Store.RescueExpired] moves expired leases back to
-//     the ready set and counts a failure.
+//     their places in their accounts' queues and counts a failure.
 //   - Shared rate limits: [RateLimiter], one GCRA script per decision on the
 //     server's clock.
 //   - Quotas: [RateLimiter.Take], one script over a key per quota and
