@@ -49,6 +49,16 @@ type Config struct {
 	// com, net and org.
 	CanaryZones []string
 
+	// TrustCheckInterval is how long a verdict on whether the nameservers
+	// tell the truth stands: an NXDOMAIN makes an address INVALID_DOMAIN
+	// only when they answer NOERROR for the root's SOA and a top-level
+	// domain's (the first canary zone's), and only with the zone's SOA in
+	// the answer (RFC 2308); otherwise the address is UNKNOWN
+	// ([ReasonDNSUntrusted]) and the denial is logged once. Checked again
+	// after this interval, at once after an NXDOMAIN without an SOA.
+	// Default [DefaultTrustCheckInterval].
+	TrustCheckInterval time.Duration
+
 	// CacheSize bounds how many domains the DNS cache holds. Default 100,000.
 	// A negative value disables caching.
 	CacheSize int

@@ -82,6 +82,15 @@ func (v *Validator) resolveDomain(ctx context.Context, domain string) (*domainIn
 			info.dnsReason = ReasonDNSTimeout
 		}
 		v.logFailure(ctx, domain, mxErr)
+	case mx.rcode == dns.RcodeNameError && !mx.aliased && (!mx.soa || !v.resolver.trusted(ctx)):
+		// An NXDOMAIN condemns only from nameservers shown to tell the
+		// truth, and only with the zone's SOA (RFC 2308): a resolver that
+		// denies everything would condemn every address.
+		info.outcome = outcomeUnknown
+		info.dnsReason = ReasonDNSUntrusted
+		if !mx.soa {
+			v.resolver.distrust()
+		}
 	case mx.rcode == dns.RcodeNameError && !mx.aliased:
 		info.outcome = outcomeNXDomain
 		ttl = v.negativeTTL(mx.negTTL)

@@ -33,6 +33,12 @@ const (
 	// ReasonDNSServfail (UNKNOWN): nameservers answered with a failure
 	// (SERVFAIL, REFUSED) or no usable answer.
 	ReasonDNSServfail Reason = "dns_servfail"
+	// ReasonDNSUntrusted (UNKNOWN): the nameservers answered NXDOMAIN, but
+	// they cannot be believed: they deny names that must exist (the root,
+	// a top-level domain), or the answer lacked the zone's SOA (RFC
+	// 2308), as from captive portals, broken sandboxes and some filtering
+	// resolvers that deny every name ([ErrResolverUntrusted]).
+	ReasonDNSUntrusted Reason = "dns_untrusted"
 	// ReasonMXLookupFailed (UNKNOWN): the domain has MX hosts, but DNS
 	// could not resolve any of them.
 	ReasonMXLookupFailed Reason = "mx_lookup_failed"
@@ -82,7 +88,7 @@ func Reasons() []Reason {
 		ReasonInvalidSyntax,
 		ReasonReservedDomain, ReasonBlockedDomain,
 		ReasonNoSuchDomain,
-		ReasonDNSTimeout, ReasonDNSServfail, ReasonMXLookupFailed,
+		ReasonDNSTimeout, ReasonDNSServfail, ReasonDNSUntrusted, ReasonMXLookupFailed,
 		ReasonNoMX, ReasonNullMX, ReasonMXInvalid, ReasonMXUnresolvable, ReasonMXPrivate,
 		ReasonDisposableList, ReasonDisposableMXHost, ReasonDisposableMX,
 		ReasonValid, ReasonGreylisted,

@@ -45,6 +45,7 @@ type resolver struct {
 	counters *counters     // nil: nothing is counted
 	zones    *zoneMemory   // nil: no zone is remembered
 	canary   canary        // the questions proving recursion
+	trust    trust         // whether its NXDOMAIN answers are believed
 }
 
 func newResolver(servers []string, timeout time.Duration, retries, maxInFlight int) *resolver {
@@ -69,6 +70,7 @@ type rrset struct {
 	aliased bool     // the name is a CNAME
 	ttl     uint32   // minimum TTL of records (positive answers)
 	negTTL  uint32   // SOA minimum (negative answers); 0 when absent
+	soa     bool     // the answer's authority section holds an SOA
 	extra   []dns.RR // A and AAAA records of the additional section
 }
 
@@ -106,6 +108,7 @@ func (r *resolver) lookup(ctx context.Context, name string, qtype uint16) (rrset
 				out.ttl = 0
 			}
 			out.negTTL = negTTL
+			out.soa = hasSOA(msg)
 			return out, nil
 		}
 		// The answer ended in a CNAME whose target the server did not
@@ -162,6 +165,17 @@ func soaMinimum(msg *dns.Msg) uint32 {
 		}
 	}
 	return 0
+}
+
+// hasSOA reports whether a response's authority section holds an SOA
+// record, as a negative answer must (RFC 2308 §3).
+func hasSOA(msg *dns.Msg) bool {
+	for _, rr := range msg.Ns {
+		if _, ok := rr.(*dns.SOA); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // attempt is one sending of a question to one nameserver.
@@ -603,13 +617,18 @@ func (v *Validator) PingNameservers(ctx context.Context) error {
 	root := new(dns.Msg)
 	root.SetQuestion(".", dns.TypeNS)
 	root.RecursionDesired = true
-	if err := r.askAll(ctx, []*dns.Msg{root}, false); err != nil {
+	if err := r.askAll(ctx, []*dns.Msg{root}, nil); err != nil {
 		return fmt.Errorf("%w: %w", ErrNameserversDown, err)
 	}
 	err := r.recursionWorks(ctx)
 	if err != nil {
 		r.zones.forget()
 		return fmt.Errorf("%w: %w", ErrNameserversDown, err)
+	}
+	// Nameservers that deny the root or a top-level domain answer, but
+	// their NXDOMAINs prove nothing: the lookups would all be UNKNOWN.
+	if err := r.trustErr(ctx); err != nil && errors.Is(err, ErrResolverUntrusted) {
+		return err
 	}
 	return nil
 }
@@ -626,7 +645,7 @@ func (r *resolver) recursionWorks(ctx context.Context) error {
 		m.RecursionDesired = true
 		msgs[i] = m
 	}
-	err := r.askAll(ctx, msgs, true)
+	err := r.askAll(ctx, msgs, recursed)
 	if err != nil {
 		err = fmt.Errorf("%w: %w", errCannotRecurse, err)
 	}
@@ -675,9 +694,9 @@ func (r *resolver) cutOff(ctx context.Context) bool {
 }
 
 // askAll sends every message to every nameserver at once and returns nil
-// at the first answer that counts: any answer, or under rcodeMatters a
-// NOERROR or NXDOMAIN one.
-func (r *resolver) askAll(ctx context.Context, msgs []*dns.Msg, rcodeMatters bool) error {
+// at the first answer that counts: any answer when accept is nil, else one
+// accept returns nil for.
+func (r *resolver) askAll(ctx context.Context, msgs []*dns.Msg, accept func(*nameserver, *dns.Msg) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n := len(r.servers) * len(msgs)
@@ -685,9 +704,9 @@ func (r *resolver) askAll(ctx context.Context, msgs []*dns.Msg, rcodeMatters boo
 	for _, ns := range r.servers {
 		for _, m := range msgs {
 			go func() {
-				resp, err := r.ping(ctx, ns, m.Copy(), !rcodeMatters)
-				if err == nil && rcodeMatters && resp.Rcode != dns.RcodeSuccess && resp.Rcode != dns.RcodeNameError {
-					err = fmt.Errorf("%s: %s for %s", ns.addr, dns.RcodeToString[resp.Rcode], m.Question[0].Name)
+				resp, err := r.ping(ctx, ns, m.Copy(), accept == nil)
+				if err == nil && accept != nil {
+					err = accept(ns, resp)
 				}
 				errc <- err
 			}()
@@ -702,6 +721,15 @@ func (r *resolver) askAll(ctx context.Context, msgs []*dns.Msg, rcodeMatters boo
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// recursed accepts an answer that shows the nameserver resolved the name:
+// NOERROR or NXDOMAIN.
+func recursed(ns *nameserver, resp *dns.Msg) error {
+	if resp.Rcode != dns.RcodeSuccess && resp.Rcode != dns.RcodeNameError {
+		return fmt.Errorf("%s: %s for %s", ns.addr, dns.RcodeToString[resp.Rcode], resp.Question[0].Name)
+	}
+	return nil
 }
 
 // ping asks ns the question of m, again after each RTO (doubled every

@@ -124,6 +124,9 @@ func New(cfg *Config) (*Validator, error) {
 	}
 	v.resolver.counters = v.counters
 	v.resolver.canary.zones = canaryZones
+	v.resolver.trust.zone = trustZone(canaryZones)
+	v.resolver.trust.every = c.TrustCheckInterval
+	v.resolver.trust.logger = c.Logger
 	if c.CacheSize > 0 {
 		v.resolver.zones = newZoneMemory(c.FailureTTL)
 	}
@@ -158,6 +161,7 @@ func (c *Config) setDefaults() error {
 	c.CacheSize = cmp.Or(c.CacheSize, DefaultCacheSize)
 	c.MinTTL = cmp.Or(c.MinTTL, DefaultMinTTL)
 	c.MaxTTL = cmp.Or(c.MaxTTL, DefaultMaxTTL)
+	c.TrustCheckInterval = cmp.Or(c.TrustCheckInterval, DefaultTrustCheckInterval)
 	switch {
 	case c.FailureTTL == 0:
 		c.FailureTTL = DefaultFailureTTL
@@ -171,6 +175,8 @@ func (c *Config) setDefaults() error {
 	switch {
 	case c.QueryTimeout < 0:
 		return errors.New("emailcheck: QueryTimeout must not be negative")
+	case c.TrustCheckInterval < 0:
+		return errors.New("emailcheck: TrustCheckInterval must not be negative")
 	case c.MaxInFlight < 0:
 		return errors.New("emailcheck: MaxInFlight must not be negative")
 	case c.MinTTL < 0 || c.MaxTTL < c.MinTTL:

@@ -76,6 +76,7 @@ type Server struct {
 	negTTL   uint32
 	fallback func(string) (Domain, bool)
 	latency  atomic.Int64
+	lying    atomic.Bool
 
 	noMXAddrs  bool
 	additional bool
@@ -305,6 +306,12 @@ func (s *Server) Delete(name string) {
 // Options.Latency. It applies to queries received from then on.
 func (s *Server) SetLatency(d time.Duration) { s.latency.Store(int64(d)) }
 
+// SetLying makes the server answer NXDOMAIN, without an SOA, to every
+// question (the root's and the top-level domains' included), as captive
+// portals, broken sandboxes and some filtering resolvers do; false makes
+// it answer truthfully again.
+func (s *Server) SetLying(lying bool) { s.lying.Store(lying) }
+
 // Queries returns the number of queries received since the start or the
 // last [Server.ResetCounts], counting those that were dropped or failed.
 func (s *Server) Queries() int64 { return s.total.Load() }
@@ -379,7 +386,9 @@ func (s *Server) lookup(name string) (Domain, lookupKind) {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.ents[name] > 0 {
+	// The root and the top-level domains exist, as on the Internet: a
+	// resolver answers them NOERROR.
+	if s.ents[name] > 0 || name == "." || strings.Count(name, ".") == 1 {
 		return Domain{}, nameEmpty
 	}
 	// RFC 4592: the wildcard that applies is the one at the closest
@@ -438,6 +447,14 @@ func (s *Server) serveDNS(w dns.ResponseWriter, req *dns.Msg) {
 
 	d, kind := s.lookup(name)
 	if d.Drop {
+		return
+	}
+	if s.lying.Load() {
+		// A resolver that denies every name, and says nothing more.
+		resp := new(dns.Msg).SetReply(req)
+		resp.RecursionAvailable = true
+		resp.Rcode = dns.RcodeNameError
+		_ = w.WriteMsg(resp)
 		return
 	}
 	if !s.sleep(time.Duration(s.latency.Load()) + d.Latency) {

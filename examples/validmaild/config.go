@@ -68,6 +68,9 @@ type config struct {
 	// AllowPrivateMX accepts MX hosts with private or loopback addresses
 	// only (-allow-private-mx), and lets the SMTP probe dial them.
 	AllowPrivateMX bool
+	// ReadinessNeedsDNS makes /readyz fail while the DNS does not answer
+	// or cannot be believed (-ready-needs-dns).
+	ReadinessNeedsDNS bool
 	// SMTPProbe turns mailbox probing on (-smtp-probe), configured by
 	// SMTP (-smtp-helo, -smtp-from, -smtp-port, -smtp-timeout).
 	SMTPProbe bool
@@ -159,6 +162,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.BootstrapKey, "bootstrap-key", "", "create this API `key` (every permission) for -bootstrap-email if it is missing")
 	fs.Int64Var(&c.BootstrapCredits, "bootstrap-credits", 0, fmt.Sprintf("`credits` granted to the -bootstrap-email (or demo) account when this process creates it; 0 means %d", store.DefaultSignupCredits))
 	fs.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.BoolVar(&c.ReadinessNeedsDNS, "ready-needs-dns", false, "fail /readyz while no nameserver answers or the nameservers deny names that exist. By default the DNS's\nstate is a dns: line of /readyz's body and a metric: every instance shares the resolver, so failing readiness\nfor it would take every instance out of the load balancer at once")
 	fs.BoolVar(&c.AllowPrivateMX, "allow-private-mx", false, "accept MX hosts whose addresses are all private or loopback, for intranets and tests (the SMTP probe\nmay then dial them); by default such a domain is NO_MX_RECORDS")
 	fs.BoolVar(&c.SMTPProbe, "smtp-probe", false, "ask each LIKELY address's mail server over SMTP whether the mailbox exists (needs -smtp-helo and\n-smtp-from, and outbound port 25; read \"Mailbox verification over SMTP\" in the operator's guide, examples/validmaild/README.md, first)")
 	fs.StringVar(&c.SMTP.HELO, "smtp-helo", "", "host `name` said in EHLO when probing: a name you own, ideally this host's reverse DNS")

@@ -66,6 +66,8 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 		Workers:       cmp.Or(cfg.Workers, -1), // -workers 0 runs none here
 		API:           httpapi.Config{RateLimit: cfg.RateLimit, ClientIP: clientIP(cfg.ClientIPHeader), AdminToken: cfg.AdminToken},
 		WebhookClient: webhook.ClientOptions{Allow: cfg.WebhookAllow},
+
+		ReadinessNeedsDNS: cfg.ReadinessNeedsDNS,
 	}
 	if cfg.Dashboard {
 		scfg.Dashboard = &dashboard.Config{InsecureCookies: cfg.DashboardInsecureCookies, BillingURL: cfg.BillingURL}

@@ -22,12 +22,19 @@ type pacingValidator interface {
 	ResolverStats() []emailcheck.NameserverStats
 }
 
+// trustValidator is a validator that tells whether it believes its
+// nameservers; an *emailcheck.Validator is one.
+type trustValidator interface {
+	TrustState() string
+}
+
 // opsCollector reads, at each scrape, the validator's DNS statistics and
 // pacing per nameserver, the queue's depth and the worker pool's utilisation: the numbers an
 // operator watches that no request path counts.
 type opsCollector struct {
 	validator statsValidator   // nil when the validator keeps no statistics
 	pacing    pacingValidator  // nil when the validator does not pace queries
+	trust     trustValidator   // nil when the validator does not judge its nameservers
 	queue     jobs.StatsDriver // nil when the driver cannot tell
 	pool      *jobs.Pool       // nil without workers
 	now       func() time.Time
@@ -36,6 +43,7 @@ type opsCollector struct {
 	queueJobs, oldestActive, queueUp                                                      *prometheus.Desc
 	workers, workersBusy, jobRefunds                                                      *prometheus.Desc
 	nsWindow, nsInFlight, nsWaiting, nsSRTT, nsRTO                                        *prometheus.Desc
+	dnsTrusted, dnsPaused                                                                 *prometheus.Desc
 }
 
 func newOpsCollector(v jobs.Validator, d jobs.Driver, pool *jobs.Pool) *opsCollector {
@@ -76,6 +84,10 @@ func newOpsCollector(v jobs.Validator, d jobs.Driver, pool *jobs.Pool) *opsColle
 			"DNS queries waiting for room in a nameserver's window.", []string{"nameserver"}, nil),
 		nsSRTT: prometheus.NewDesc("validmail_dns_srtt_seconds",
 			"Smoothed round-trip time of a nameserver's answers; 0 before the first.", []string{"nameserver"}, nil),
+		dnsTrusted: prometheus.NewDesc("validmail_dns_trusted",
+			"0 when the nameservers deny names that exist (the root, a top-level domain): no address is judged INVALID_DOMAIN on their answers; 1 otherwise (trusted, or not checked yet).", nil, nil),
+		dnsPaused: prometheus.NewDesc("validmail_workers_paused",
+			"1 while this instance's workers lease nothing because no nameserver answers (a DNS outage); 0 otherwise.", nil, nil),
 		nsRTO: prometheus.NewDesc("validmail_dns_rto_seconds",
 			"Retransmission timeout of a nameserver: how long a query waits for its answer before it is sent again.", []string{"nameserver"}, nil),
 	}
@@ -84,6 +96,9 @@ func newOpsCollector(v jobs.Validator, d jobs.Driver, pool *jobs.Pool) *opsColle
 	}
 	if pv, ok := v.(pacingValidator); ok {
 		c.pacing = pv
+	}
+	if tv, ok := v.(trustValidator); ok {
+		c.trust = tv
 	}
 	if sd, ok := d.(jobs.StatsDriver); ok {
 		c.queue = sd
@@ -95,7 +110,7 @@ func newOpsCollector(v jobs.Validator, d jobs.Driver, pool *jobs.Pool) *opsColle
 func (c *opsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.cacheHits, c.cacheMisses, c.cacheEvictions, c.cacheEntries, c.inFlight, c.queries,
 		c.queryLatency, c.queueJobs, c.oldestActive, c.queueUp, c.workers, c.workersBusy, c.jobRefunds,
-		c.nsWindow, c.nsInFlight, c.nsWaiting, c.nsSRTT, c.nsRTO} {
+		c.nsWindow, c.nsInFlight, c.nsWaiting, c.nsSRTT, c.nsRTO, c.dnsTrusted, c.dnsPaused} {
 		ch <- d
 	}
 }
@@ -132,6 +147,20 @@ func (c *opsCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.nsSRTT, prometheus.GaugeValue, ns.SRTT.Seconds(), ns.Addr)
 			ch <- prometheus.MustNewConstMetric(c.nsRTO, prometheus.GaugeValue, ns.RTO.Seconds(), ns.Addr)
 		}
+	}
+	if c.trust != nil {
+		trusted := 1.0
+		if c.trust.TrustState() == "untrusted" {
+			trusted = 0
+		}
+		ch <- prometheus.MustNewConstMetric(c.dnsTrusted, prometheus.GaugeValue, trusted)
+	}
+	if c.pool != nil {
+		paused := 0.0
+		if c.pool.DNSDown() {
+			paused = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.dnsPaused, prometheus.GaugeValue, paused)
 	}
 	if c.queue != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)

@@ -45,6 +45,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -128,6 +129,14 @@ type Config struct {
 	// Retention is how long completed jobs are kept. Default
 	// [jobs.DefaultRetention].
 	Retention time.Duration
+	// ReadinessNeedsDNS makes GET /readyz fail (503) while no nameserver
+	// answers or the nameservers cannot be believed. By default it does
+	// not: every instance shares the resolver, so a DNS outage would take
+	// every one out of a load balancer at once, and the API's other
+	// routes (polling, results, the account, the console) still work; the
+	// DNS's state is then reported in the body's "dns:" lines and in
+	// metrics instead.
+	ReadinessNeedsDNS bool
 
 	// API tunes the HTTP API: its rate limit, body limit and clock. Its
 	// Usage, Logger, Registerer and webhook fields are set by the service
@@ -194,6 +203,8 @@ type Service struct {
 	mux    *http.ServeMux
 	usage  store.Usage        // the backend's, buffered unless configured otherwise; nil without
 	buffer *store.UsageBuffer // nil when usage is written through
+
+	stopping atomic.Bool // Run is shutting down: /readyz fails
 
 	closeOnce sync.Once
 	closeErr  error
@@ -417,15 +428,21 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 const readyTimeout = 2 * time.Second
 
 // readyz serves GET /readyz: 200 when the backend answers (and, for one
-// that can tell, has not lost its data) and, for a validator that can
-// tell (emailcheck's), a nameserver answers; 503 naming what does not
-// otherwise. Lines starting "warning:" name what an operator should fix
-// without failing readiness (a Redis server without persistence).
-// /healthz stays a liveness probe.
+// that can tell, has not lost its data) and the service is not shutting
+// down; 503 naming what does not otherwise. It fails only for what is
+// this instance's own: the DNS is shared by every instance, so its state
+// (no nameserver answers, nameservers that deny names that exist, the
+// workers paused for it) is reported in lines starting "dns:" without
+// failing readiness, unless [Config.ReadinessNeedsDNS]. Lines starting
+// "warning:" name what an operator should fix without failing readiness
+// (a Redis server without persistence). /healthz stays a liveness probe.
 func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	var problems []string
+	if s.stopping.Load() {
+		problems = append(problems, "shutting down")
+	}
 	if _, err := s.backend.Accounts.GetAccount(ctx, "00000000-0000-0000-0000-000000000000"); err != nil && !errors.Is(err, store.ErrNotFound) {
 		problems = append(problems, "backend: unavailable")
 		s.logger.WarnContext(ctx, "readyz: backend", "err", err)
@@ -443,16 +460,25 @@ func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
 		}
 		notes = n
 	}
+	var dnsLines []string
 	if p, ok := s.validator.(interface{ PingNameservers(context.Context) error }); ok {
 		if err := p.PingNameservers(ctx); err != nil {
-			problems = append(problems, "dns: no nameserver answers")
+			line := "dns: no nameserver answers; validations are UNKNOWN (dns_timeout) until one does"
+			if errors.Is(err, emailcheck.ErrResolverUntrusted) {
+				line = "dns: the nameservers deny names that exist; no address is judged INVALID_DOMAIN on their answers (dns_untrusted) until they answer truthfully"
+			}
+			dnsLines = append(dnsLines, line)
 			s.logger.WarnContext(ctx, "readyz: dns", "err", err)
 		}
 	}
 	// Paused only when no nameserver answers the canary's question: an
 	// address whose own domain does not answer never makes it so.
 	if s.pool != nil && s.pool.DNSDown() {
-		problems = append(problems, "workers: paused, no nameserver answers their validations")
+		dnsLines = append(dnsLines, "dns: workers paused until the nameservers answer; batches resume then")
+	}
+	if s.cfg.ReadinessNeedsDNS {
+		problems = append(problems, dnsLines...)
+		dnsLines = nil
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -464,7 +490,10 @@ func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
 	} else {
 		io.WriteString(w, "ready\n")
 	}
-	// Conditions to know about that do not stop the service serving.
+	// Conditions to know about that do not stop this instance serving.
+	for _, l := range dnsLines {
+		io.WriteString(w, l+"\n")
+	}
 	for _, n := range notes {
 		io.WriteString(w, "warning: "+n+"\n")
 	}
@@ -576,6 +605,7 @@ func (s *Service) run(ctx context.Context, srv *http.Server, ln net.Listener) (r
 
 	select {
 	case <-ctx.Done():
+		s.stopping.Store(true)
 		s.logger.Info("shutting down")
 	case err := <-serveErr:
 		runErr = fmt.Errorf("serve: %w", err)
