@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
@@ -218,7 +219,7 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 	seq := r.rotation()
 	tries := make([]int, len(seq))
 	maxAttempts := 1 + r.retries
-	results := make(chan udpResult, maxAttempts) // room for every attempt's one result
+	results := make(chan udpResult, maxAttempts+maxRefusals) // room for every attempt's one result
 	atts := make([]*attempt, 0, maxAttempts)
 	defer func() {
 		for _, a := range atts {
@@ -245,6 +246,33 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 	answered := false             // a server answered, whatever it said
 	send, failover := true, false // send an attempt; to a server not asked yet
 	var backoff time.Duration     // the least RTO of the next attempt
+	// A server whose port refuses (it restarts, or is not there yet) is
+	// an outage, not this name's failure: the query waits for it, trying
+	// again after a wait doubling from refusalFirstWait, for as long as
+	// its attempts would have taken, and the refused attempts use none
+	// of them up.
+	pauseTimer := time.NewTimer(time.Hour)
+	defer pauseTimer.Stop()
+	var pause <-chan time.Time // while waiting after a refusal
+	var refusals int
+	var refusalWait time.Duration
+	var firstRefusal time.Time
+	refused := func(err error) bool {
+		if !isRefusal(err) || refusals == maxRefusals {
+			return false
+		}
+		if refusals == 0 {
+			firstRefusal = time.Now()
+		} else if time.Since(firstRefusal) >= r.timeout*time.Duration(maxAttempts) {
+			return false
+		}
+		refusals++
+		limit++
+		refusalWait = min(max(2*refusalWait, refusalFirstWait), refusalMaxWait)
+		pauseTimer.Reset(refusalWait)
+		pause, send = pauseTimer.C, false
+		return true
+	}
 	for {
 		// While another question under the zone leads it, the query
 		// waits for its outcome before sending; once the zone is marked
@@ -296,7 +324,9 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 				ns.release(retry)
 				r.counters.observeQuery(nil, err, 0)
 				lastErr = fmt.Errorf("%w: %s: %w", errNoAnswer, ns.addr, err)
-				send, failover = true, true
+				if !refused(err) {
+					send, failover = true, true
+				}
 				continue
 			}
 			a.call, a.pending = call, true
@@ -310,7 +340,7 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 				end = a.sent.Add(r.timeout)
 			}
 		}
-		if end.IsZero() && zoneWait == nil {
+		if end.IsZero() && zoneWait == nil && pause == nil {
 			if send && len(atts) < limit {
 				continue
 			}
@@ -336,7 +366,7 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 				}
 				r.counters.observeQuery(nil, res.err, 0)
 				lastErr = fmt.Errorf("%w: %s: %w", errNoAnswer, a.ns.addr, res.err)
-				if res.tag == newest {
+				if res.tag == newest && !refused(res.err) {
 					send, failover = true, true
 				}
 				continue
@@ -403,6 +433,10 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 		case <-zoneWait:
 			// The question leading the zone ended: ask the zone again.
 			zoneWait = nil
+		case <-pause:
+			// Time to see whether the server listens again.
+			pause = nil
+			send, failover = true, true
 		case <-endTimer.C:
 			// Every attempt waiting has waited QueryTimeout.
 			for _, a := range atts {
@@ -426,6 +460,22 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 		lastErr = errNoAnswer
 	}
 	return nil, r.failure(ctx, lastErr, answered)
+}
+
+// Waiting for a server whose port refuses: at most maxRefusals attempts
+// refused in one query, the waits between them doubling from
+// refusalFirstWait to refusalMaxWait.
+const (
+	maxRefusals      = 32
+	refusalFirstWait = 20 * time.Millisecond
+	refusalMaxWait   = 500 * time.Millisecond
+)
+
+// isRefusal reports whether a send or a socket's read failed because the
+// nameserver's address refused it or could not be reached (ICMP port or
+// host unreachable): the server is down or restarting, not slow.
+func isRefusal(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
 }
 
 // failure is the error of a query that got no usable answer: it matches

@@ -3,6 +3,7 @@ package emailcheck_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -89,5 +90,53 @@ func TestNXDomainNeedsTrustedResolver(t *testing.T) {
 				t.Errorf("got %s %s, want %s %s", res.Confidence.Status, res.Reason, tt.want, tt.other)
 			}
 		})
+	}
+}
+
+// A resolver whose port refuses (it restarts) for 2 s in the middle of
+// 1,000 lookups costs them a wait, not their verdicts: the lookups in
+// flight wait for it and are answered once it listens again.
+func TestRestartingResolverCostsNoVerdict(t *testing.T) {
+	t.Parallel()
+	srv := dnstest.Start(t, nil, &dnstest.Options{Latency: 5 * time.Millisecond, Fallback: liveAndDead})
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, AllowPrivateMX: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	ctx := context.Background()
+	const n = 1000
+	results := make(chan emailcheck.Result, n)
+	started := make(chan struct{})
+	go func() {
+		for i := range n {
+			if i == n/4 {
+				close(started)
+			}
+			go func() {
+				res, err := v.Validate(ctx, fmt.Sprintf("user%d@d%d.live.io", i, i))
+				if err != nil {
+					res.Confidence.Status = emailcheck.Status("error: " + err.Error())
+				}
+				results <- res
+			}()
+		}
+	}()
+	<-started
+	if err := srv.SetRefusing(true); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := srv.SetRefusing(false); err != nil {
+		t.Fatal(err)
+	}
+	bad := map[emailcheck.Status]int{}
+	for range n {
+		if res := <-results; res.Confidence.Status != emailcheck.StatusLikely {
+			bad[res.Confidence.Status+emailcheck.Status(" "+string(res.Reason))]++
+		}
+	}
+	if len(bad) > 0 {
+		t.Errorf("lookups across a 2 s refusal: %v not LIKELY; want every one LIKELY", bad)
 	}
 }

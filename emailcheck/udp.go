@@ -64,7 +64,8 @@ type udpSocket struct {
 	mu      sync.Mutex
 	pending map[uint16]*udpQuery
 	sent    int
-	retired bool // no new queries; closed once the last one ends
+	retired bool  // no new queries; closed once the last one ends
+	failed  error // why the socket's read failed (a refusal), once it has
 }
 
 // udpQuery is a query waiting for its answer.
@@ -118,9 +119,16 @@ func (t *udpTransport) send(m *dns.Msg, tag int, result chan<- udpResult) (udpCa
 	s.mu.Unlock()
 	if _, err := s.conn.Write(wire); err != nil {
 		s.forget(id)
-		s.fail()
+		s.fail(err)
 		if errors.Is(err, net.ErrClosed) {
 			err = errTransportClosed
+			// Closed under it by its reader's failure: that failure
+			// (the port refusing) is the cause.
+			s.mu.Lock()
+			if s.failed != nil {
+				err = s.failed
+			}
+			s.mu.Unlock()
 		}
 		return udpCall{}, err
 	}
@@ -218,10 +226,13 @@ func (s *udpSocket) forget(id uint16) {
 }
 
 // fail ends the socket after a failed write: its reader stops and the
-// queries waiting on it fail at once.
-func (s *udpSocket) fail() {
+// queries waiting on it fail at once, with cause.
+func (s *udpSocket) fail(cause error) {
 	s.mu.Lock()
 	s.retired = true
+	if s.failed == nil && !errors.Is(cause, net.ErrClosed) {
+		s.failed = cause
+	}
 	s.mu.Unlock()
 	s.conn.Close()
 }
@@ -240,6 +251,12 @@ func (s *udpSocket) read() {
 			}
 			s.mu.Lock()
 			s.retired = true
+			switch {
+			case !errors.Is(err, errTransportClosed):
+				s.failed = err
+			case s.failed != nil:
+				err = s.failed // closed by a failed write: its cause
+			}
 			pending := s.pending
 			s.pending = make(map[uint16]*udpQuery)
 			s.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"strings"
@@ -93,11 +94,14 @@ type Server struct {
 	counts  map[countKey]int64
 	total   atomic.Int64
 
-	udp, tcp  *dns.Server
-	done      chan struct{} // closed by Close: wakes delayed answers
-	wg        sync.WaitGroup
-	closeOnce sync.Once
-	closeErr  error
+	udpMu      sync.Mutex // guards udp and udpDown against SetRefusing
+	udp, tcp   *dns.Server
+	udpDown    bool // SetRefusing closed the UDP socket
+	readBuffer int
+	done       chan struct{} // closed by Close: wakes delayed answers
+	wg         sync.WaitGroup
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 type countKey struct {
@@ -138,7 +142,8 @@ func NewServer(zone Zone, opts *Options) (*Server, error) {
 		s.set(cname, d)
 	}
 
-	pc, ln, err := listenPair(cmp.Or(o.ReadBuffer, 4<<20))
+	s.readBuffer = cmp.Or(o.ReadBuffer, 4<<20)
+	pc, ln, err := listenPair(s.readBuffer)
 	if err != nil {
 		return nil, err
 	}
@@ -175,11 +180,22 @@ func NewServer(zone Zone, opts *Options) (*Server, error) {
 	return s, nil
 }
 
-// listenPair opens a UDP socket and a TCP listener on one loopback port.
+// listenPair opens a UDP socket and a TCP listener on one loopback port,
+// below the usual ephemeral range (32768 and up) when one is free there,
+// so that no client socket takes the port while [Server.SetRefusing] has
+// the server's UDP socket closed.
 func listenPair(readBuffer int) (net.PacketConn, net.Listener, error) {
 	var lastErr error
-	for range 20 {
-		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	for try := range 40 {
+		addr := "127.0.0.1:0"
+		if try < 20 {
+			addr = fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		}
+		pc, err := net.ListenPacket("udp4", addr)
+		if err != nil && try < 20 {
+			lastErr = err
+			continue
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("dnstest: listen udp: %w", err)
 		}
@@ -225,7 +241,14 @@ func (s *Server) Addr() string { return s.addr }
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.done)
-		s.closeErr = errors.Join(s.udp.Shutdown(), s.tcp.Shutdown())
+		s.udpMu.Lock()
+		var udpErr error
+		if !s.udpDown {
+			udpErr = s.udp.Shutdown()
+		}
+		s.udpDown = true
+		s.udpMu.Unlock()
+		s.closeErr = errors.Join(udpErr, s.tcp.Shutdown())
 		s.wg.Wait()
 	})
 	return s.closeErr
@@ -305,6 +328,61 @@ func (s *Server) Delete(name string) {
 // SetLatency sets the delay before every answer, replacing
 // Options.Latency. It applies to queries received from then on.
 func (s *Server) SetLatency(d time.Duration) { s.latency.Store(int64(d)) }
+
+// SetRefusing(true) closes the server's UDP socket, so that the queries
+// sent to its port meet an ICMP port unreachable (a connection refused),
+// as when a resolver restarts; SetRefusing(false) listens on the same
+// port again. TCP is left alone.
+func (s *Server) SetRefusing(refusing bool) error {
+	s.udpMu.Lock()
+	defer s.udpMu.Unlock()
+	select {
+	case <-s.done:
+		return errors.New("dnstest: server closed")
+	default:
+	}
+	if refusing == s.udpDown {
+		return nil
+	}
+	if refusing {
+		s.udpDown = true
+		return s.udp.Shutdown()
+	}
+	// The old socket may take a moment to be released.
+	var pc net.PacketConn
+	var err error
+	for range 200 {
+		if pc, err = net.ListenPacket("udp4", s.addr); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("dnstest: listen udp again: %w", err)
+	}
+	if u, ok := pc.(*net.UDPConn); ok {
+		_ = u.SetReadBuffer(s.readBuffer)
+	}
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(s.serveDNS), UDPSize: dns.MaxMsgSize}
+	started := make(chan struct{})
+	srv.NotifyStartedFunc = func() { close(started) }
+	failed := make(chan error, 1)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := srv.ActivateAndServe(); err != nil {
+			failed <- err
+		}
+	}()
+	select {
+	case <-started:
+	case err := <-failed:
+		pc.Close()
+		return fmt.Errorf("dnstest: serve udp again: %w", err)
+	}
+	s.udp, s.udpDown = srv, false
+	return nil
+}
 
 // SetLying makes the server answer NXDOMAIN, without an SOA, to every
 // question (the root's and the top-level domains' included), as captive
