@@ -53,7 +53,13 @@
 // are dead, shrinks nothing), so that a burst of thousands of lookups
 // never overflows a resolver's queue, and no one's dead domains slow the
 // others' lookups.
-// Queries beyond the window wait their turn, retries first.
+// Queries beyond the window wait their turn, retries first. A nameserver
+// whose port refuses (ICMP port or host unreachable: it restarts, or is
+// not there yet) is an outage, not a failure of the names asked: the
+// queries wait for it, trying again after 20 ms, doubling to 500 ms, for
+// as long as their attempts would have taken, and the refused attempts
+// use none of them up, so a resolver restart costs the lookups in flight
+// a short wait, not their verdicts.
 // [Validator.ResolverStats] reports each server's window, queries in
 // flight and waiting, smoothed RTT and RTO.
 //
@@ -82,7 +88,17 @@
 //
 // The outcome of a domain is:
 //
-//   - NXDOMAIN: the domain does not exist (INVALID_DOMAIN).
+//   - NXDOMAIN: the domain does not exist (INVALID_DOMAIN), when the
+//     answer carries the zone's SOA (RFC 2308) and the nameservers have
+//     shown that they tell the truth: they answer NOERROR for the root's
+//     SOA and a top-level domain's (the first canary zone's), checked
+//     every [Config.TrustCheckInterval] and at once after an NXDOMAIN
+//     without an SOA. Otherwise (a captive portal, a broken sandbox or a
+//     filtering resolver that denies every name) the address is UNKNOWN,
+//     dns_untrusted, the denial is logged once, and
+//     [Validator.PingNameservers] fails with [ErrResolverUntrusted] until
+//     the nameservers answer truthfully again; no resolver's word alone
+//     makes an address INVALID_DOMAIN.
 //   - NOERROR with at least one usable MX host: LIKELY (or DISPOSABLE).
 //     MX hosts that are the root ("."), "localhost" or an IP address are
 //     not usable; a null MX (RFC 7505, a single "0 .") means "no mail".
@@ -152,7 +168,7 @@
 //	INVALID_FORMAT  invalid_syntax
 //	INVALID         reserved_domain, blocked_domain
 //	INVALID_DOMAIN  no_such_domain
-//	UNKNOWN         dns_timeout, dns_servfail, mx_lookup_failed
+//	UNKNOWN         dns_timeout, dns_servfail, dns_untrusted, mx_lookup_failed
 //	NO_MX_RECORDS   no_mx, null_mx, mx_invalid, mx_unresolvable, mx_private
 //	DISPOSABLE      disposable_list, disposable_mx_host, disposable_mx
 //	LIKELY          valid, greylisted (a probe put off with a 4xx)
