@@ -57,7 +57,7 @@
 // whose port refuses (ICMP port or host unreachable: it restarts, or is
 // not there yet) is an outage, not a failure of the names asked: the
 // queries wait for it, trying again after 20 ms, doubling to 500 ms, for
-// as long as their attempts would have taken, and the refused attempts
+// twice [Config.QueryTimeout] (4 s by default), and the refused attempts
 // use none of them up, so a resolver restart costs the lookups in flight
 // a short wait, not their verdicts.
 // [Validator.ResolverStats] reports each server's window, queries in

@@ -248,9 +248,9 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 	var backoff time.Duration     // the least RTO of the next attempt
 	// A server whose port refuses (it restarts, or is not there yet) is
 	// an outage, not this name's failure: the query waits for it, trying
-	// again after a wait doubling from refusalFirstWait, for as long as
-	// its attempts would have taken, and the refused attempts use none
-	// of them up.
+	// again after a wait doubling from refusalFirstWait, for
+	// refusalPatience times QueryTimeout, and the refused attempts use
+	// none of its attempts up.
 	pauseTimer := time.NewTimer(time.Hour)
 	defer pauseTimer.Stop()
 	var pause <-chan time.Time // while waiting after a refusal
@@ -263,7 +263,7 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 		}
 		if refusals == 0 {
 			firstRefusal = time.Now()
-		} else if time.Since(firstRefusal) >= r.timeout*time.Duration(maxAttempts) {
+		} else if time.Since(firstRefusal) >= refusalPatience*r.timeout {
 			return false
 		}
 		refusals++
@@ -463,9 +463,12 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 }
 
 // Waiting for a server whose port refuses: at most maxRefusals attempts
-// refused in one query, the waits between them doubling from
-// refusalFirstWait to refusalMaxWait.
+// refused in one query, over refusalPatience times QueryTimeout (4 s by
+// default: a resolver's restart, not an outage, which the canary tells),
+// the waits between them doubling from refusalFirstWait to
+// refusalMaxWait.
 const (
+	refusalPatience  = 2
 	maxRefusals      = 32
 	refusalFirstWait = 20 * time.Millisecond
 	refusalMaxWait   = 500 * time.Millisecond
