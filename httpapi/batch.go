@@ -119,10 +119,22 @@ func decodeJSON(w http.ResponseWriter, c *call, body []byte, v any) bool {
 		writeProblem(w, c, CodeInvalidJSON, "The body is not valid JSON.")
 		return false
 	}
+	return uniqueKeys(w, c, body)
+}
+
+// uniqueKeys refuses a body that repeats a key within one object:
+// encoding/json lets the last one win, so {"credits":1,
+// "credits":1000000000} would grant a billion to a reader who saw one.
+func uniqueKeys(w http.ResponseWriter, c *call, body []byte) bool {
+	if key, dup := repeatedKey(body); dup {
+		writeProblem(w, c, CodeInvalidBody, "The body repeats the field "+strconv.Quote(key)+".")
+		return false
+	}
 	return true
 }
 
-// decodeStrict is decodeJSON refusing unknown fields and trailing data.
+// decodeStrict is decodeJSON refusing unknown fields and trailing data
+// too.
 func decodeStrict(w http.ResponseWriter, c *call, body []byte, v any) bool {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -140,7 +152,60 @@ func decodeStrict(w http.ResponseWriter, c *call, body []byte, v any) bool {
 		}
 		return false
 	}
-	return true
+	return uniqueKeys(w, c, body)
+}
+
+// repeatedKey reports the first key that appears twice in one object of
+// the JSON value body (which must be valid JSON).
+func repeatedKey(body []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	// Per open container: the keys seen (nil for an array) and whether
+	// the next string token is a key.
+	type level struct {
+		keys   map[string]bool
+		expect bool
+	}
+	var stack []*level
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		var top *level
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{':
+				if top != nil && top.keys != nil {
+					top.expect = true // the object is this key's value
+				}
+				stack = append(stack, &level{keys: map[string]bool{}, expect: true})
+			case '[':
+				if top != nil && top.keys != nil {
+					top.expect = true
+				}
+				stack = append(stack, &level{})
+			default:
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		}
+		if top == nil || top.keys == nil {
+			continue
+		}
+		if top.expect {
+			k, _ := tok.(string)
+			if top.keys[k] {
+				return k, true
+			}
+			top.keys[k] = true
+			top.expect = false
+		} else {
+			top.expect = true // a value: a key comes next
+		}
+	}
 }
 
 // submitBatch serves POST /validate/async.

@@ -18,7 +18,9 @@
 //	GET    /openapi.json                 none       the OpenAPI 3.1 document ([Handler.OpenAPI])
 //
 // Every response carries a request id (a UUID) in the X-Request-Id header
-// and, for JSON bodies, as requestId. Errors are RFC 9457 problem
+// and, for JSON bodies, as requestId: the request's own X-Request-Id when
+// it is a UUID, so that a trace can be followed from a gateway or a client
+// into the logs, else a new one. Errors are RFC 9457 problem
 // documents (application/problem+json) with a [Code]; backend failures are
 // 503 unavailable (timeouts, refused or reset connections, a closed
 // validator) or 500 internal, and never disclose their cause, which goes

@@ -305,6 +305,19 @@ func newRequestID() string {
 	return u.String()
 }
 
+// requestID returns the request's id: the caller's X-Request-Id when it
+// is a UUID (in its canonical lower-case form), so that a gateway's or a
+// client's trace can be followed into the logs; anything else is
+// replaced by a new one, never echoed.
+func requestID(r *http.Request) string {
+	if v := r.Header.Get("X-Request-Id"); len(v) == 36 {
+		if u, err := uuid.Parse(v); err == nil {
+			return u.String()
+		}
+	}
+	return newRequestID()
+}
+
 // served is what ServeHTTP allocates per request, in one piece.
 type served struct {
 	call
@@ -314,7 +327,8 @@ type served struct {
 // ServeHTTP implements http.Handler. It is the outermost layer of every
 // request, in this order:
 //
-//  1. a request id (the X-Request-Id header, and requestId of a problem);
+//  1. a request id (the X-Request-Id header, and requestId of a problem):
+//     the caller's X-Request-Id when it is a UUID, else a new one;
 //  2. a recover that turns a panic into 500 internal, the cause logged;
 //  3. the path check: a path that is not clean is 404, never a redirect;
 //  4. the mux ([Handler.routes]), whose authenticated routes then run
@@ -322,7 +336,7 @@ type served struct {
 //  5. on the way out, [Handler.finish]: the access record and the
 //     metrics, with the status sent.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s := &served{call: call{id: newRequestID(), start: h.now()}}
+	s := &served{call: call{id: requestID(r), start: h.now()}}
 	c, sw := &s.call, &s.statusWriter
 	sw.ResponseWriter, sw.c = w, c
 	sw.Header().Set("X-Request-Id", c.id)
