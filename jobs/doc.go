@@ -66,14 +66,14 @@
 // account's batch is leased within a few jobs of its arrival, whatever
 // another account has queued (a list of a million rows included); an
 // account's own jobs come in the order it enqueued them. Turns are
-// counted in jobs and charged for worker time: a job that fails or is
-// deferred takes a new turn behind its account's other jobs, and the
-// accounts whose jobs hold the Pool's workers waiting for slow answers
-// (the slow lane, [PoolConfig.SlowAfter]) are leased after every other
-// account's jobs ([LeaseParams.Later]) until their answers come, so that
-// dead domains, of one account or of several, cost their own accounts'
-// time. A single account alone drains as fast as before. The conformance
-// suite jobs/jobstest holds every driver to this order.
+// counted in jobs and charged for worker time: a job that fails, or that
+// the Pool defers because its account's jobs already hang on slow
+// answers (the slow lane, [PoolConfig.SlowAfter]), takes a new turn
+// behind its account's other jobs, so that dead domains, of one account
+// or of several, cost their own accounts' turns. An account joins at the
+// queue's position, which never goes back, so no account saves up turns
+// while idle. A single account alone drains as fast as before. The
+// conformance suite jobs/jobstest holds every driver to this order.
 //
 // Users see two states: [StateActive] from acceptance until done, then
 // [StateCompleted]. Completed jobs are kept for the retention

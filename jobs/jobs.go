@@ -140,13 +140,6 @@ type LeaseParams struct {
 	Max int
 	// Duration is the lease length; positive.
 	Duration time.Duration
-	// Later names accounts whose jobs are handed out only when the other
-	// accounts' ready jobs do not fill Max. The [Pool] names the accounts
-	// whose jobs hold its workers waiting for slow answers (see
-	// [PoolConfig.SlowAfter]), so that an account is served by the worker
-	// time it takes, not only by its jobs: while its jobs hang, the
-	// others' go first.
-	Later []string
 }
 
 // HeartbeatParams renews a lease.
@@ -254,10 +247,14 @@ type Driver interface {
 	// behind its account's jobs waiting then, so that an account's
 	// retries cost its own turns; one handed back at once without an
 	// error (a shutdown, an outage) and a rescued one keep their place.
-	// Jobs of the accounts named in p.Later come after every other
-	// account's ready jobs. A driver that spreads accounts over shards
+	// An account that joins (its first jobs, or new ones after all of its
+	// jobs were handed out) starts at the queue's position, the latest
+	// turn handed out, which never goes back: it saves up no turns while
+	// it has nothing waiting, and no job waiting for a later run-at makes
+	// a newcomer jump ahead. A driver that spreads accounts over shards
 	// may take turns shard by shard, each shard's share of a lease in
-	// proportion. Leases are returned in the order given.
+	// proportion to its accounts with jobs ready. Leases are returned in
+	// the order given.
 	Lease(ctx context.Context, p LeaseParams) ([]Lease, error)
 
 	// Heartbeat extends a lease held by p.Token and returns its new expiry.

@@ -403,7 +403,7 @@ func (r *run) fetch(ctx context.Context, work chan<- Lease, notify <-chan struct
 			continue
 		}
 		want := r.capacity - int(r.outstanding.Load())
-		leases, err := p.q.driver.Lease(ctx, LeaseParams{Max: want, Duration: p.cfg.LeaseDuration, Later: r.slowAccounts()})
+		leases, err := p.q.driver.Lease(ctx, LeaseParams{Max: want, Duration: p.cfg.LeaseDuration})
 		if err != nil && ctx.Err() == nil {
 			p.logger.ErrorContext(ctx, "jobs: lease", "err", err)
 		}
@@ -516,28 +516,6 @@ func (r *run) deferJob(ctx context.Context, l Lease) {
 	if err := r.p.q.driver.Retry(hctx, RetryParams{ID: l.ID, Token: l.Token, RunAt: runAt}); err != nil && !errors.Is(err, ErrLeaseLost) {
 		r.p.logger.ErrorContext(ctx, "jobs: defer", "job", l.ID, "err", err)
 	}
-}
-
-// maxLater bounds the accounts a lease names as served later.
-const maxLater = 64
-
-// slowAccounts returns the accounts with jobs aside (at most maxLater):
-// their jobs hold workers waiting for slow answers, so the others' are
-// leased first.
-func (r *run) slowAccounts() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.slowAcct) == 0 {
-		return nil
-	}
-	out := make([]string, 0, min(len(r.slowAcct), maxLater))
-	for a := range r.slowAcct {
-		if len(out) == maxLater {
-			break
-		}
-		out = append(out, a)
-	}
-	return out
 }
 
 // decrement lowers a count, forgetting it at zero.

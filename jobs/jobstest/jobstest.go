@@ -73,7 +73,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) Backend) {
 		{"FairAcrossAccounts", testFairAcrossAccounts},
 		{"RetryTakesNewTurn", testRetryTakesNewTurn},
 		{"PoolServesQuietAccount", testPoolServesQuietAccount},
-		{"LeaseLater", testLeaseLater},
+		{"NewcomerNoHeadStart", testNewcomerNoHeadStart},
 		{"ListTakesTurns", testListTakesTurns},
 		{"DrainByPool", testDrainByPool},
 		{"ConcurrentWorkersCompleteOnce", testConcurrentWorkers},

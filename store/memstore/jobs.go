@@ -155,15 +155,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 			s.ready.push(readyJob{turn: j.turn, id: d.id})
 		}
 	}
-	var later map[string]bool
-	if len(p.Later) > 0 {
-		later = make(map[string]bool, len(p.Later))
-		for _, a := range p.Later {
-			later[a] = true
-		}
-	}
 	out := make([]jobs.Lease, 0, min(p.Max, len(s.ready)))
-	var held []*job // the later accounts' jobs, in order
 	exp := t.Add(p.Duration)
 	for len(out) < p.Max && len(s.ready) > 0 {
 		e := s.ready.pop()
@@ -174,21 +166,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 		if !ok || j.state != available || j.turn != e.turn {
 			continue
 		}
-		if later[j.AccountID] {
-			held = append(held, j)
-			continue
-		}
 		out = append(out, s.leaseLocked(j, exp))
-	}
-	for i, j := range held {
-		if len(out) < p.Max {
-			out = append(out, s.leaseLocked(j, exp))
-		} else {
-			for _, j := range held[i:] {
-				s.ready.push(readyJob{turn: j.turn, id: j.seq})
-			}
-			break
-		}
 	}
 	return out, nil
 }

@@ -229,22 +229,18 @@ func (s *Store) replayBatch(ctx context.Context, tx pgx.Tx, p jobs.EnqueueCharge
 	return formatIDs(raw), nil
 }
 
-// turnsCTE names "position" the queue's position in the fair order:
-// the turn before the first ready job's, or, with none ready, the last
-// turn given to any account. A job given turns with it follows the later
-// of that position and its account's last turn (job_turns, updated under
-// the account's row lock, so that an account's batches keep their order).
+// turnsCTE names "position" the queue's position in the fair order: the
+// latest turn leased (job_clock, which leases only move forward). A job
+// given turns with it follows the later of that position and its
+// account's last turn (job_turns, updated under the account's row lock,
+// so that an account's batches keep their order).
 const turnsCTE = `position AS MATERIALIZED (
-		SELECT coalesce(
-			(SELECT turn - 1 FROM {schema}.jobs WHERE state = 'available' AND run_at <= now() ORDER BY turn LIMIT 1),
-			(SELECT max(last_turn) FROM {schema}.job_turns),
-			0) AS turn
+		SELECT coalesce((SELECT turn FROM {schema}.job_clock), 0) AS turn
 	)`
 
 // leaseSQL leases up to $1 of the ready jobs with ids first..last, first
 // in turn (the fair order between accounts, see [jobs.Driver]), for $2
-// microseconds, and returns them in that order, passing over the
-// accounts of $3 (see [jobs.LeaseParams.Later]). The jobs chosen are
+// microseconds, and returns them in that order. The jobs chosen are
 // updated by their ids as an array, looked up in the primary key: joined
 // to the choice instead, the update may be planned as a scan of every job of the range, done or not,
 // when the statistics lag behind the day's jobs.
@@ -252,7 +248,6 @@ const leaseSQL = `
 	WITH next AS (
 		SELECT id AS next_id FROM {schema}.jobs
 		WHERE state = 'available' AND run_at <= now() AND id BETWEEN {first} AND {last}
-		  AND account <> ALL ($3::text[])
 		ORDER BY turn, id LIMIT $1::bigint
 		FOR UPDATE SKIP LOCKED
 	), leased AS (
@@ -261,6 +256,14 @@ const leaseSQL = `
 		    lease_expires_at = clock_timestamp() + $2::bigint * interval '1 microsecond'
 		WHERE j.id = ANY (ARRAY(SELECT next_id FROM next)) AND j.id BETWEEN {first} AND {last}
 		RETURNING turn, ` + jobColumns + `
+	), clock AS (
+		-- The queue's position moves to the latest turn leased; a lease
+		-- that finds another moving it leaves it to that one (and the
+		-- next lease).
+		SELECT one FROM {schema}.job_clock FOR UPDATE SKIP LOCKED
+	), tick AS (
+		UPDATE {schema}.job_clock SET turn = greatest(turn, (SELECT max(turn) FROM leased))
+		WHERE one IN (SELECT one FROM clock) AND EXISTS (SELECT 1 FROM leased)
 	)
 	SELECT ` + jobColumns + ` FROM leased ORDER BY turn, id`
 
@@ -282,17 +285,11 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	// (see sweepDue), as that form plans and locks every partition.
 	now := time.Now()
 	first, last := s.leaseRange(ctx, now)
-	leases, err := s.lease(ctx, first, last, p.Max, p.Duration, p.Later)
+	leases, err := s.lease(ctx, first, last, p.Max, p.Duration)
 	if err == nil && len(leases) < p.Max && (first > 0 || last < math.MaxInt64) && s.sweepDue(now) {
 		var more []jobs.Lease
-		more, err = s.lease(ctx, 0, math.MaxInt64, p.Max-len(leases), p.Duration, p.Later)
+		more, err = s.lease(ctx, 0, math.MaxInt64, p.Max-len(leases), p.Duration)
 		s.swept(now, err == nil, len(more) > 0)
-		leases = append(leases, more...)
-	}
-	if err == nil && len(leases) < p.Max && len(p.Later) > 0 {
-		// The accounts served later, when the others leave room.
-		var more []jobs.Lease
-		more, err = s.lease(ctx, first, last, p.Max-len(leases), p.Duration, nil)
 		leases = append(leases, more...)
 	}
 	if err != nil {
@@ -308,11 +305,8 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 }
 
 // lease runs leaseSQL.
-func (s *Store) lease(ctx context.Context, first, last int64, max int, d time.Duration, later []string) ([]jobs.Lease, error) {
-	if later == nil {
-		later = []string{}
-	}
-	rows, err := s.pool.Query(ctx, s.sqlIDs(leaseSQL, first, last), max, d.Microseconds(), later)
+func (s *Store) lease(ctx context.Context, first, last int64, max int, d time.Duration) ([]jobs.Lease, error) {
+	rows, err := s.pool.Query(ctx, s.sqlIDs(leaseSQL, first, last), max, d.Microseconds())
 	if err != nil {
 		return nil, fail(ctx, "lease", err)
 	}

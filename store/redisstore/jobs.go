@@ -126,43 +126,38 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 		if mask == 0 {
 			return nil, lastErr
 		}
-		// The shards with work share the lease: each is first asked for
-		// its share, then those that had more for what is left, so that
-		// accounts in different shards take turns as those in one do.
+		// The shards with work share the lease in proportion to their
+		// accounts with jobs ready (as last probed): each is first asked
+		// for its share, then those that had more for what is left, so
+		// that accounts in different shards take turns as those in one
+		// do.
 		start := int(s.next.Add(1))
-		busy := 0
+		var weights [shardCount]int
+		total := 0
 		for k := range shardCount {
 			if mask&(1<<k) != 0 && !s.isDown(k) {
-				busy++
+				weights[k] = max(int(s.weights[k].Load()), 1)
+				total += weights[k]
 			}
 		}
-		share := (p.Max + max(busy, 1) - 1) / max(busy, 1)
-		// With accounts served later, they are left out of a first
-		// round over the shards and leased in a second one, when the
-		// others leave room.
-		var more uint32 // shards that gave their whole share
-		passes := []int{0, 1}
-		if len(p.Later) > 0 {
-			passes = []int{0, 1, 2}
-		}
-		for _, pass := range passes {
-			if len(out) >= p.Max {
-				break
-			}
+		// Rounds: every shard with work, then those that gave their
+		// whole share, each asked in proportion for what is left.
+		for round := 0; round < 4 && total > 0 && len(out) < p.Max; round++ {
+			left := p.Max - len(out)
+			next := 0
 			for i := range shardCount {
 				k := (start + i) % shardCount
-				if mask&(1<<k) == 0 || s.isDown(k) || (pass == 1 && more&(1<<k) == 0) {
+				if weights[k] == 0 {
 					continue
 				}
-				want := p.Max - len(out)
-				if pass == 0 {
-					want = min(want, share)
+				want := min(p.Max-len(out), (left*weights[k]+total-1)/total)
+				if round == 3 {
+					want = p.Max - len(out) // the last round takes what remains
 				}
-				strict := "0"
-				if pass < 2 && len(p.Later) > 0 {
-					strict = "1"
+				if want == 0 {
+					continue
 				}
-				ls, err := s.leaseShard(ctx, k, want, p.Duration, p.Later, strict)
+				ls, err := s.leaseShard(ctx, k, want, p.Duration)
 				if err != nil {
 					if ctx.Err() != nil {
 						if len(out) > 0 {
@@ -174,13 +169,16 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 					// still leased from.
 					s.markDown(ctx, k)
 					lastErr = err
+					weights[k] = 0
 					continue
 				}
-				if len(ls) == 0 && strict == "0" {
+				if len(ls) == 0 {
 					s.busy.And(^uint32(1 << k))
 				}
-				if len(ls) == want {
-					more |= 1 << k
+				if len(ls) < want {
+					weights[k] = 0 // it has no more
+				} else {
+					next += weights[k]
 				}
 				if out == nil {
 					out = ls // the common case, one shard: no copy
@@ -191,6 +189,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 					return out, nil
 				}
 			}
+			total = next
 		}
 		if len(out) > 0 {
 			return out, nil
@@ -383,6 +382,9 @@ func (s *Store) probeShards(ctx context.Context, c redis.UniversalClient, shards
 	}
 	var mask uint32
 	for k := range shardCount {
+		if accts[k] != nil {
+			s.weights[k].Store(int32(min(accts[k].Val(), 1<<20)))
+		}
 		if accts[k] != nil && (accts[k].Val() > 0 || old[k].Val() > 0 || due[k].Val() > 0) {
 			mask |= 1 << k
 		}
@@ -404,9 +406,7 @@ func (s *Store) probed(mask, answered uint32) uint32 {
 }
 
 // leaseShard leases at most limit jobs of shard k for d.
-// With strict ("1"), none of the later accounts' jobs are leased; else
-// they come after the others'.
-func (s *Store) leaseShard(ctx context.Context, k, limit int, d time.Duration, later []string, strict string) ([]jobs.Lease, error) {
+func (s *Store) leaseShard(ctx context.Context, k, limit int, d time.Duration) ([]jobs.Lease, error) {
 	// One script moves due retries to the ready set and leases from it, so
 	// two workers never see the same job as available; the token is made
 	// here, at random, and only its holder can change the job afterwards.
@@ -414,12 +414,7 @@ func (s *Store) leaseShard(ctx context.Context, k, limit int, d time.Duration, l
 	// script at a time.
 	base := s.shardBase(k)
 	keys := []string{base + "delayed", base + "leases", base + "accts", base + "turn", base + "ready"}
-	args := make([]any, 0, 5+len(later))
-	args = append(args, base, min(limit, maxLease), max(d.Microseconds(), 1), token(), strict)
-	for _, a := range later {
-		args = append(args, a)
-	}
-	f, err := s.runShard(ctx, k, scriptLease, keys, args...).StringSlice()
+	f, err := s.runShard(ctx, k, scriptLease, keys, base, min(limit, maxLease), max(d.Microseconds(), 1), token()).StringSlice()
 	if err != nil {
 		return nil, s.wrap(ctx, "lease", err)
 	}

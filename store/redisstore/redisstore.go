@@ -87,6 +87,7 @@ type Store struct {
 	lostLogged  atomic.Bool
 
 	busy     atomic.Uint32            // bit k: shard k held jobs at the last look
+	weights  [shardCount]atomic.Int32 // shard k's accounts with jobs ready, at the last look
 	next     atomic.Uint32            // where the next Lease starts
 	probedAt atomic.Int64             // µs: when busy was last looked up
 	down     [shardCount]atomic.Int64 // µs: until when Lease skips shard k, which failed

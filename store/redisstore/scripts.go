@@ -100,11 +100,13 @@ end
 -- leased.
 
 -- position returns the turn an account joining the rotation takes: the
--- next turn of the account first in line, or the last turn leased.
+-- later of the next turn of the account first in line and the last turn
+-- leased, so that it never goes back.
 local function position(base)
+  local clock = tonumber(redis.call('GET', base .. 'turn') or '0')
   local head = redis.call('ZRANGE', base .. 'accts', 0, 0, 'WITHSCORES')
-  if head[2] then return tonumber(head[2]) end
-  return tonumber(redis.call('GET', base .. 'turn') or '0')
+  if head[2] and tonumber(head[2]) > clock then return tonumber(head[2]) end
+  return clock
 end
 
 -- activate puts account in the rotation, unless it is there already.
@@ -332,9 +334,7 @@ return first
 // from its queue, one turn each, the account with the lowest next turn
 // first, until max.
 // KEYS: delayed, leases, accts, turn, ready (the older layout's). ARGV:
-// shard base, max, duration (µs), token base, '1' to lease none of the
-// accounts served later, then those accounts (jobs.LeaseParams.Later).
-// Returns, per job, {id,
+// shard base, max, duration (µs), token base. Returns, per job, {id,
 // account, email, cost, errors, last_error, created, token, expires,
 // batch, source}, in turn order.
 var scriptLease = script(`
@@ -358,38 +358,26 @@ for _, k in ipairs({1, 5}) do
 end
 -- Water-filling over the first accounts in line: each job goes to the
 -- account whose next turn is lowest.
--- The accounts of ARGV[6..] (served later) are passed over while the
--- others have jobs, and altogether when ARGV[5] is '1'.
-local later = {}
-for i = 6, #ARGV do later[ARGV[i]] = true end
-local nlater = #ARGV - 5
-local passes = 2
-if ARGV[5] == '1' then passes = 1 end
-local heads = redis.call('ZRANGE', KEYS[3], 0, math.min(max, 64) + nlater - 1, 'WITHSCORES')
-local acct, score, size, take, last = {}, {}, {}, {}, {}
+local heads = redis.call('ZRANGE', KEYS[3], 0, math.min(max, 64) - 1, 'WITHSCORES')
+local acct, score, size, take = {}, {}, {}, {}
 for i = 1, #heads, 2 do
   local n = redis.call('ZCARD', base .. 'rq:' .. heads[i])
   if n == 0 then
     redis.call('ZREM', KEYS[3], heads[i])
   else
     acct[#acct + 1] = heads[i]; score[#score + 1] = tonumber(heads[i + 1]); size[#size + 1] = n; take[#take + 1] = 0
-    last[#last + 1] = later[heads[i]] or false
   end
 end
-local given = 0
-if #acct == 1 and not last[1] then
+if #acct == 1 then
   take[1] = math.min(max, size[1])
 else
-  for pass = 1, passes do
-    while given < max do
-      local best
-      for i = 1, #acct do
-        if take[i] < size[i] and (pass == 2 or not last[i]) and (not best or score[i] + take[i] < score[best] + take[best]) then best = i end
-      end
-      if not best then break end
-      take[best] = take[best] + 1
-      given = given + 1
+  for _ = 1, max do
+    local best
+    for i = 1, #acct do
+      if take[i] < size[i] and (not best or score[i] + take[i] < score[best] + take[best]) then best = i end
     end
+    if not best then break end
+    take[best] = take[best] + 1
   end
 end
 local chosen = {}
