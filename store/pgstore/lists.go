@@ -154,7 +154,25 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 	if err := w.tx.Commit(ctx); err != nil {
 		return jobs.ListInfo{}, fail(ctx, "commit list: commit", err)
 	}
+	if unique >= analyzeAfterList {
+		s.analyzeJobsOfDay(ctx, w.batchID)
+	}
 	return info, nil
+}
+
+// analyzeAfterList is the number of jobs a list adds to its day's
+// partition past which the partition's statistics are gathered at once:
+// until autovacuum does, the planner would take the new jobs for none and
+// sort them all at every lease instead of reading them in turn order.
+const analyzeAfterList = 10_000
+
+// analyzeJobsOfDay gathers the statistics of the jobs partition holding
+// id's day. Failing, it logs: autovacuum will gather them later.
+func (s *Store) analyzeJobsOfDay(ctx context.Context, id int64) {
+	part := pgx.Identifier{partitionName("jobs", DayOfID(id))}.Sanitize()
+	if _, err := s.pool.Exec(context.WithoutCancel(ctx), s.sql(`ANALYZE {schema}.`+part)); err != nil {
+		s.logger.WarnContext(ctx, "pgstore: analyze the jobs of a new list", "partition", part, "err", err)
+	}
 }
 
 // Abort implements [jobs.ListWriter]: the transaction rolls back.
