@@ -125,9 +125,12 @@ type PoolConfig struct {
 	// that has jobs waiting aside go aside at once. Default
 	// [DefaultSlowAfter].
 	SlowAfter time.Duration
-	// MaxSlow bounds the jobs waiting aside. When it is reached, a job
-	// that would go aside at once goes back to the queue for a couple of
-	// seconds instead, without counting an attempt, and a job that
+	// MaxSlow bounds the jobs waiting aside, and an account's share of
+	// them: with n accounts holding jobs aside, each holds at most
+	// MaxSlow/(n+1), so that there is always room for another account's.
+	// When either is reached, a job that would go aside at once goes
+	// back to the queue for a couple of seconds instead, behind its
+	// account's other jobs, without counting an attempt, and a job that
 	// turned slow keeps its worker. Default 32 times Workers.
 	MaxSlow int
 	// Notifier wakes idle workers when jobs are enqueued. Default: the
@@ -455,10 +458,11 @@ func (r *run) runJob(ctx context.Context, l Lease) (aside bool) {
 		return false
 	}
 	j := &slowJob{id: l.ID, domain: domainOf(l.Email), account: l.AccountID}
-	moved, known := r.setAside(ctx, j, true)
-	if !moved && known {
-		// Likely slow too, and the slow lane is full: back to the queue
-		// for a moment rather than hold a worker.
+	moved, wait := r.setAside(ctx, j, true)
+	if wait {
+		// Likely slow too, and the slow lane (or its account's share of
+		// it) is full: back to the queue for a moment rather than hold a
+		// worker.
 		r.deferJob(ctx, l)
 		r.release(l.ID)
 		return false
@@ -482,14 +486,18 @@ func (r *run) runJob(ctx context.Context, l Lease) (aside bool) {
 // counts towards the leases to refill nor holds a worker: another worker
 // starts in its place. With onlyKnown, only a job that is known slow (its
 // domain or its account has jobs aside) moves. It reports whether the job
-// moved and whether it is known slow.
-func (r *run) setAside(ctx context.Context, j *slowJob, onlyKnown bool) (moved, known bool) {
+// moved, and whether one that did not should wait in the queue instead
+// of taking a worker: known slow while the lane, or its account's share
+// of it (see slowShareLocked), is full.
+func (r *run) setAside(ctx context.Context, j *slowJob, onlyKnown bool) (moved, wait bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	known = r.slowDom[j.domain] > 0 || r.slowAcct[j.account] > 0
+	known := r.slowDom[j.domain] > 0 || r.slowAcct[j.account] > 0
 	_, held := r.held[j.id]
-	if j.done || j.aside || !held || len(r.aside) >= r.p.cfg.MaxSlow || (onlyKnown && !known) {
-		return false, known
+	laneFull := len(r.aside) >= r.p.cfg.MaxSlow
+	overShare := r.slowAcct[j.account] >= r.slowShareLocked(j.account)
+	if j.done || j.aside || !held || laneFull || overShare || (onlyKnown && !known) {
+		return false, known && (laneFull || overShare)
 	}
 	j.aside = true
 	r.aside[j.id] = j
@@ -500,7 +508,22 @@ func (r *run) setAside(ctx context.Context, j *slowJob, onlyKnown bool) (moved, 
 	// count is above zero while the new worker joins it.
 	r.workers.Go(func() { r.worker(ctx) })
 	signal(r.freed)
-	return true, known
+	return true, false
+}
+
+// slowShareLocked is the most jobs of account the slow lane holds: an
+// equal share among the accounts with jobs aside, this one included, and
+// one more, so that one account's dead domains (or several accounts')
+// always leave room for another account's slow job. Past it, the
+// account's next jobs wait in the queue, behind its other jobs, until
+// its slow ones end: the worker time an account's jobs take costs it its
+// own turns, never another account's workers.
+func (r *run) slowShareLocked(account string) int {
+	n := len(r.slowAcct)
+	if r.slowAcct[account] == 0 {
+		n++
+	}
+	return max(1, r.p.cfg.MaxSlow/(n+1))
 }
 
 // slowDeferral is how long a job that would go aside while the slow lane

@@ -3,6 +3,8 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -199,4 +201,69 @@ func TestPoolGivesUpWithTheValidatorsUnknown(t *testing.T) {
 			}
 		})
 	}
+}
+
+// One account's hanging validations never take the whole slow lane: the
+// validations of another account that turn slow still step aside and
+// free their workers, so a third account's job runs.
+func TestSlowLaneShared(t *testing.T) {
+	t.Parallel()
+	d := memstore.New()
+	q, err := jobs.NewQueue(d, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	release := make(chan struct{})
+	var slowB, quickDone atomic.Int64
+	v := validatorFunc(func(ctx context.Context, email string) (emailcheck.Result, error) {
+		switch {
+		case strings.HasSuffix(email, "@q.example"):
+			quickDone.Add(1)
+		case strings.HasSuffix(email, ".b.example"):
+			slowB.Add(1)
+			<-release
+		default:
+			<-release // hangs, as at a domain that never answers
+		}
+		r := emailcheck.Result{Email: email}
+		r.Confidence.Status = emailcheck.StatusLikely
+		return r, nil
+	})
+	defer close(release)
+	dead := make([]string, 40)
+	for i := range dead {
+		dead[i] = fmt.Sprintf("x@d%d.dead.example", i)
+	}
+	if _, err := q.Enqueue(ctx, "a", dead); err != nil {
+		t.Fatal(err)
+	}
+	p, err := jobs.NewPool(q, v, &jobs.PoolConfig{Workers: 2, SlowAfter: 20 * time.Millisecond, MaxSlow: 8, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runPool(t, p)
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d validations under way", what, p.Busy())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	// A's jobs take their share of the lane (half of it) and then wait in
+	// the queue.
+	waitUntil("A's share of the slow lane", func() bool { return p.Busy() >= 4 })
+	// B's two jobs take both workers and hang.
+	if _, err := q.Enqueue(ctx, "b", []string{"x@s1.b.example", "x@s2.b.example"}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil("B's two validations", func() bool { return slowB.Load() == 2 })
+	// They step aside: C's job gets a worker.
+	if _, err := q.Enqueue(ctx, "c", []string{"x@q.example"}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil("C's job, while A's and B's hang", func() bool { return quickDone.Load() == 1 })
 }
