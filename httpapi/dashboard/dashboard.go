@@ -106,6 +106,7 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/internal/uploads"
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
@@ -282,13 +283,34 @@ type Config struct {
 	Lists *lists.Options
 	// MaxListUploads bounds the lists the bulk page reads at once (an
 	// upload, or a list read again with another column), at most
-	// [httpapi.MaxListUploadsPerAccount] of them one account's; more are
-	// refused with 429. Default [httpapi.DefaultMaxListUploads]. The
-	// readings take at most MaxListUploads × Lists.MaxBytes of the
-	// temporary directory's disk (16 × 256 MiB = 4 GiB by default), and
-	// the lists waiting for their confirmation, at most twice
-	// MaxListUploads of them (one an account), as much again twice.
+	// [httpapi.MaxListUploadsPerAccount] of them one account's and
+	// MaxListUploadsPerNetwork one client network's; more of an account
+	// or a network are refused with 429. When every slot is taken, a new
+	// upload takes the slot of the slowest upload averaging less than
+	// ListHealthyRate, which ends with 429. Default
+	// [httpapi.DefaultMaxListUploads]. The readings take at most
+	// MaxListUploads × Lists.MaxBytes of the temporary directory's disk
+	// (16 × 256 MiB = 4 GiB by default), and the lists waiting for their
+	// confirmation, at most twice MaxListUploads of them (one an
+	// account), as much again twice.
 	MaxListUploads int
+	// MaxListUploadsPerNetwork, ListReadWindow, ListReadMinBytes,
+	// ListMaxDuration, ListHealthyRate and ListEvictAfter pace the bulk
+	// page's uploads and share its slots as the API's fields of the same
+	// names ([httpapi.Config]) do, with the same defaults.
+	MaxListUploadsPerNetwork int
+	ListReadWindow           time.Duration
+	ListReadMinBytes         int64
+	ListMaxDuration          time.Duration
+	ListHealthyRate          int64
+	ListEvictAfter           time.Duration
+	// ListWaitTTL is how long an uploaded list waits for its
+	// confirmation. Default [DefaultListWaitTTL] (10 minutes).
+	ListWaitTTL time.Duration
+	// MaxWaitingListsPerNetwork bounds the lists of one client network
+	// waiting for their confirmation: a new one drops the network's
+	// oldest. Default [DefaultMaxWaitingListsPerNetwork].
+	MaxWaitingListsPerNetwork int
 	// Logger receives the dashboard's records. Default: discard.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -407,7 +429,10 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 		mailer:  cfg.Mailer,
 		confirm: cfg.Mailer != nil,
 		sending: make(chan struct{}, mailsInFlight),
-		lists:   newListTool(cfg.MaxListUploads),
+		lists: newListTool(listToolConfig{slots: cfg.MaxListUploads, perNetwork: cfg.MaxListUploadsPerNetwork,
+			healthy: cfg.ListHealthyRate, grace: cfg.ListEvictAfter,
+			pace: uploads.Pace{Window: cfg.ListReadWindow, MinBytes: cfg.ListReadMinBytes, MaxDuration: cfg.ListMaxDuration},
+			ttl:  cfg.ListWaitTTL, waitingPerNetwork: cfg.MaxWaitingListsPerNetwork, now: cfg.Now}),
 	}
 	if err := d.parseTemplates(); err != nil {
 		return nil, err

@@ -14,6 +14,9 @@ func PendingLists(d *Dashboard) int {
 // TakeListSlot takes one of d's upload slots for account, as an upload
 // does; it returns nil when none is free.
 func TakeListSlot(d *Dashboard, account string) (release func()) {
-	release, _ = d.lists.slots.Take(account)
-	return release
+	slot, _ := d.lists.slots.Take(account, "")
+	if slot == nil {
+		return nil
+	}
+	return slot.Release
 }

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"errors"
 	"fmt"
+	"github.com/validmail/validmail/jobs/lists"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,14 +125,14 @@ func FuzzReadList(f *testing.F) {
 // account's at most: two busy accounts leave the rest to the others.
 func TestListSlots(t *testing.T) {
 	for _, c := range []struct{ config, want int }{{0, httpapi.DefaultMaxListUploads}, {6, 6}} {
-		lt := newListTool(c.config)
+		lt := newListTool(listToolConfig{slots: c.config, perNetwork: -1})
 		for i := range c.want {
 			account := strconv.Itoa(i / httpapi.MaxListUploadsPerAccount)
-			if _, why := lt.slots.Take(account); why != uploads.Granted {
+			if _, why := lt.slots.Take(account, "net"); why != uploads.Granted {
 				t.Fatalf("config %d: slot %d of account %s refused: %v", c.config, i, account, why)
 			}
 		}
-		if _, why := lt.slots.Take("another"); why != uploads.InstanceBusy {
+		if _, why := lt.slots.Take("another", "net"); why != uploads.InstanceBusy {
 			t.Fatalf("config %d: a slot beyond %d: %v", c.config, c.want, why)
 		}
 	}
@@ -141,22 +142,51 @@ func TestListSlots(t *testing.T) {
 }
 
 // The lists waiting for confirmation are bounded per instance, twice its
-// upload slots; an account's new upload replaces its own waiting list, so
-// it always finds room.
+// upload slots, and per network; a new list is never refused: it
+// replaces its account's own waiting list, else drops its network's
+// oldest when the network has its share, else the oldest list of the
+// network with the most.
 func TestWaitingListsBounded(t *testing.T) {
-	lt := newListTool(1)
-	if lt.waitingFull("a") {
-		t.Fatal("an empty tool is full")
-	}
-	for _, acct := range []string{"a", "b"} {
-		p := &pendingList{token: "t-" + acct, account: acct}
+	lt := newListTool(listToolConfig{slots: 2, waitingPerNetwork: 2}) // 4 places
+	put := func(account, network string) *pendingList {
+		t.Helper()
+		p := &pendingList{token: "t-" + account + "-" + network, account: account, network: network, sp: &lists.Spool{}}
 		lt.put(p)
 		t.Cleanup(func() { p.timer.Stop() })
+		return p
 	}
-	if !lt.waitingFull("c") {
-		t.Error("a third account finds room beside two waiting lists of a 1-slot tool")
+	has := func(p *pendingList) bool { return lt.get(p.token, p.account) == p }
+	steps := []struct {
+		account, network string
+		// waiting, after the put, and which earlier puts (by index)
+		// must be gone.
+		waiting int
+		gone    []int
+	}{
+		{"a", "n1", 1, nil},
+		{"a", "n1", 1, []int{0}}, // replaces a's own
+		{"b", "n1", 2, nil},      //
+		{"c", "n1", 2, []int{1}}, // n1 has its share: its oldest (a's) goes
+		{"d", "n2", 3, nil},      //
+		{"e", "n3", 4, nil},      // full
+		{"f", "n4", 4, []int{2}}, // n1 has the most: its oldest (b's) goes
+		{"g", "n5", 4, []int{3}}, // one each: the oldest of all (c's) goes
+		{"h", "n5", 4, []int{4}}, // one each but n5: d's goes
+		{"i", "n5", 4, []int{7}}, // n5 has its share: its oldest (g's) goes
 	}
-	if lt.waitingFull("a") {
-		t.Error("an account with a waiting list finds no room to replace it")
+	var puts []*pendingList
+	for i, st := range steps {
+		puts = append(puts, put(st.account, st.network))
+		if n := lt.waiting(); n != st.waiting {
+			t.Fatalf("step %d: %d waiting, want %d", i, n, st.waiting)
+		}
+		if !has(puts[i]) {
+			t.Fatalf("step %d: the new list is not kept", i)
+		}
+		for _, g := range st.gone {
+			if has(puts[g]) {
+				t.Fatalf("step %d: list %d still waits", i, g)
+			}
+		}
 	}
 }

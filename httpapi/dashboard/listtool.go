@@ -35,14 +35,23 @@ import (
 //	POST /bulk/list/{token}/cancel
 //	GET  /batches/{id}/list.csv      ?group=safe|risky|remove; none: all rows
 //
-// A spool waits for its confirmation in this process for pendingTTL at
-// most, one per account (a new upload replaces the last); its temporary
-// file, unlinked as soon as it is created (nothing is left behind by a
-// shutdown or a crash), is freed on confirmation, cancellation,
-// replacement or expiry.
+// A spool waits for its confirmation in this process for ListWaitTTL at
+// most (10 minutes by default), one per account (a new upload replaces
+// the last); its temporary file, unlinked as soon as it is created
+// (nothing is left behind by a shutdown or a crash), is freed on
+// confirmation, cancellation, replacement or expiry. The waiting lists
+// are bounded per client network (MaxWaitingListsPerNetwork: a network's
+// new list drops its oldest) and per instance (twice MaxListUploads: a
+// new list drops the oldest list of the network that has the most), so
+// that waiting lists never refuse another account's upload.
 
-// pendingTTL is how long an uploaded list waits for its confirmation.
-const pendingTTL = 30 * time.Minute
+// DefaultListWaitTTL is how long an uploaded list waits for its
+// confirmation by default.
+const DefaultListWaitTTL = 10 * time.Minute
+
+// DefaultMaxWaitingListsPerNetwork is how many lists of one client
+// network wait for their confirmation at once by default.
+const DefaultMaxWaitingListsPerNetwork = 4
 
 // previewRows is how many first rows the preview shows.
 const previewRows = 10
@@ -53,10 +62,12 @@ const maxListName = 200
 // pendingList is an uploaded list waiting for its confirmation.
 type pendingList struct {
 	token, account, name string
-	text                 bool // one address a line: no column to choose
+	network              string // the uploader's ratelimit.ClientKey
+	text                 bool   // one address a line: no column to choose
 	sp                   *lists.Spool
 	pv                   lists.Preview
 	timer                *time.Timer
+	seq                  uint64 // order of arrival: lower is older
 }
 
 // listTool keeps the lists waiting for confirmation and bounds the
@@ -65,49 +76,147 @@ type listTool struct {
 	mu        sync.Mutex
 	byToken   map[string]*pendingList
 	byAccount map[string]string
+	seq       uint64
 	slots     *uploads.Slots
+	pace      uploads.Pace
+	ttl       time.Duration
 	// maxPending bounds the lists waiting for confirmation at once,
-	// every account's together, and so the disk their spools take.
-	maxPending int
+	// every account's together, and so the disk their spools take;
+	// perNetwork bounds one client network's.
+	maxPending, perNetwork int
 	// respooling, if set, runs when a column change starts reading a
 	// pending list again (tests hold it there).
 	respooling func()
 }
 
-// newListTool bounds the lists read at once to slots (0: the default).
-func newListTool(slots int) *listTool {
-	if slots <= 0 {
-		slots = httpapi.DefaultMaxListUploads
+// listToolConfig is what the list tool takes of the dashboard's Config.
+type listToolConfig struct {
+	slots, perNetwork int
+	healthy           int64
+	grace             time.Duration
+	pace              uploads.Pace
+	ttl               time.Duration
+	waitingPerNetwork int
+	now               func() time.Time
+}
+
+// newListTool bounds the lists read at once, and those waiting.
+func newListTool(c listToolConfig) *listTool {
+	if c.slots <= 0 {
+		c.slots = httpapi.DefaultMaxListUploads
+	}
+	if c.perNetwork == 0 {
+		c.perNetwork = httpapi.DefaultMaxListUploadsPerNetwork
+	}
+	if c.healthy <= 0 {
+		c.healthy = httpapi.DefaultListHealthyRate
+	}
+	c.pace = c.pace.OrDefault()
+	if c.grace <= 0 {
+		c.grace = c.pace.Window
+	}
+	if c.ttl <= 0 {
+		c.ttl = DefaultListWaitTTL
+	}
+	if c.waitingPerNetwork <= 0 {
+		c.waitingPerNetwork = DefaultMaxWaitingListsPerNetwork
+	}
+	if c.now == nil {
+		c.now = time.Now
 	}
 	return &listTool{byToken: map[string]*pendingList{}, byAccount: map[string]string{},
-		slots: uploads.NewSlots(slots, httpapi.MaxListUploadsPerAccount), maxPending: 2 * slots}
+		slots: uploads.NewSlots(&uploads.Config{Total: c.slots, PerAccount: httpapi.MaxListUploadsPerAccount,
+			PerNetwork: c.perNetwork, HealthyRate: c.healthy, Grace: c.grace, Now: c.now}),
+		pace: c.pace, ttl: c.ttl, maxPending: 2 * c.slots, perNetwork: c.waitingPerNetwork}
 }
 
-// waitingFull reports whether a new upload of account would find no room
-// among the lists waiting for confirmation: the instance keeps maxPending
-// at most, and an account's new list replaces its own waiting one.
-func (lt *listTool) waitingFull(account string) bool {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	_, replaces := lt.byAccount[account]
-	return !replaces && len(lt.byToken) >= lt.maxPending
-}
-
-// put keeps p until its confirmation or pendingTTL, replacing (and
-// removing) the account's last pending list.
+// put keeps p until its confirmation or the tool's TTL, replacing (and
+// removing) the account's last pending list. Room is made, never
+// refused: when p's network has its share waiting, its oldest list is
+// dropped; when the instance has its share, the oldest list of the
+// network that has the most.
 func (lt *listTool) put(p *pendingList) {
 	lt.mu.Lock()
-	old := lt.byToken[lt.byAccount[p.account]]
-	if old != nil {
+	var dropped []*pendingList
+	if old := lt.byToken[lt.byAccount[p.account]]; old != nil {
 		lt.dropLocked(old)
+		dropped = append(dropped, old)
 	}
-	lt.byToken[p.token] = p
-	lt.byAccount[p.account] = p.token
-	p.timer = time.AfterFunc(pendingTTL, func() { lt.expire(p) })
+	if p.network != "" {
+		for lt.countLocked(p.network) >= lt.perNetwork {
+			old := lt.oldestLocked(p.network)
+			lt.dropLocked(old)
+			dropped = append(dropped, old)
+		}
+	}
+	for len(lt.byToken) >= lt.maxPending {
+		old := lt.oldestLocked(lt.busiestLocked())
+		lt.dropLocked(old)
+		dropped = append(dropped, old)
+	}
+	lt.keepLocked(p)
 	lt.mu.Unlock()
-	if old != nil {
+	for _, old := range dropped {
 		old.sp.Close()
 	}
+}
+
+// keepLocked enters p in the table with a new expiry.
+func (lt *listTool) keepLocked(p *pendingList) {
+	lt.seq++
+	p.seq = lt.seq
+	lt.byToken[p.token] = p
+	lt.byAccount[p.account] = p.token
+	p.timer = time.AfterFunc(lt.ttl, func() { lt.expire(p) })
+}
+
+// countLocked counts the waiting lists of a network.
+func (lt *listTool) countLocked(network string) int {
+	n := 0
+	for _, p := range lt.byToken {
+		if p.network == network {
+			n++
+		}
+	}
+	return n
+}
+
+// busiestLocked returns the network with the most waiting lists (ties:
+// the one whose oldest list is oldest).
+func (lt *listTool) busiestLocked() string {
+	counts := map[string]int{}
+	oldest := map[string]uint64{}
+	for _, p := range lt.byToken {
+		counts[p.network]++
+		if o, ok := oldest[p.network]; !ok || p.seq < o {
+			oldest[p.network] = p.seq
+		}
+	}
+	best, bestN := "", -1
+	for n, c := range counts {
+		if c > bestN || c == bestN && oldest[n] < oldest[best] {
+			best, bestN = n, c
+		}
+	}
+	return best
+}
+
+// oldestLocked returns the oldest waiting list of a network.
+func (lt *listTool) oldestLocked(network string) *pendingList {
+	var o *pendingList
+	for _, p := range lt.byToken {
+		if p.network == network && (o == nil || p.seq < o.seq) {
+			o = p
+		}
+	}
+	return o
+}
+
+// waiting counts the lists waiting for their confirmation.
+func (lt *listTool) waiting() int {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	return len(lt.byToken)
 }
 
 // restore keeps p again after it was taken and not submitted, unless
@@ -116,9 +225,7 @@ func (lt *listTool) restore(p *pendingList) {
 	lt.mu.Lock()
 	kept := lt.byToken[lt.byAccount[p.account]] == nil
 	if kept {
-		lt.byToken[p.token] = p
-		lt.byAccount[p.account] = p.token
-		p.timer = time.AfterFunc(pendingTTL, func() { lt.expire(p) })
+		lt.keepLocked(p)
 	}
 	lt.mu.Unlock()
 	if !kept {
@@ -234,29 +341,23 @@ func (d *Dashboard) refuseUpload(w http.ResponseWriter, r *http.Request, a store
 // only one row at a time is in memory, and the upload outlives the
 // server's read timeout while it keeps sending.
 func (d *Dashboard) uploadList(w http.ResponseWriter, r *http.Request, a store.Account) {
-	release, why := d.lists.slots.Take(a.ID)
-	switch why {
-	case uploads.AccountBusy:
+	network := d.clientKey(r)
+	slot, why := d.lists.slots.Take(a.ID, network)
+	if why != uploads.Granted {
 		retryAfter(w, 5*time.Second)
-		d.refuseUpload(w, r, a, http.StatusTooManyRequests, fmt.Sprintf("This account is uploading %d lists already. Upload this one when one of them is done.", httpapi.MaxListUploadsPerAccount))
-		return
-	case uploads.InstanceBusy:
-		retryAfter(w, 5*time.Second)
-		d.refuseUpload(w, r, a, http.StatusTooManyRequests, "Too many lists are being uploaded right now. Try again in a moment.")
+		d.refuseUpload(w, r, a, http.StatusTooManyRequests, slotRefusal(why, "Upload this one"))
 		return
 	}
-	defer release()
-	if d.lists.waitingFull(a.ID) {
-		retryAfter(w, time.Minute)
-		d.refuseUpload(w, r, a, http.StatusTooManyRequests, "Too many lists are waiting for their confirmation on this server. Try again in a few minutes.")
-		return
-	}
+	defer slot.Release()
 	opts := d.listOptions()
 	maxBytes := opts.MaxBytes
 	if maxBytes <= 0 {
 		maxBytes = lists.DefaultMaxBytes
 	}
-	paced := uploads.NewReader(w, r.Body, uploads.Pace{})
+	// The upload lives past the server's read timeout while it keeps
+	// sending at the pace, and ends when its slot goes to a faster one.
+	paced := uploads.NewReader(w, r.Body, d.lists.pace, slot)
+	defer paced.Done()
 	r.Body = http.MaxBytesReader(w, io.NopCloser(paced), maxBytes+64<<10)
 	mr, err := r.MultipartReader()
 	if err != nil {
@@ -303,13 +404,21 @@ func (d *Dashboard) uploadList(w http.ResponseWriter, r *http.Request, a store.A
 			d.uploadError(w, r, a, paced, err)
 			return
 		}
+		// From here the slot is the upload's until the end, unless it
+		// was taken before the file was in.
+		paced.Done()
+		if paced.Err() != nil {
+			sp.Close()
+			d.uploadError(w, r, a, paced, paced.Err())
+			return
+		}
 		pv, err := sp.Preview(r.Context(), previewRows)
 		if err != nil {
 			sp.Close()
 			d.backendError(w, r, "list preview", err)
 			return
 		}
-		p := &pendingList{token: newToken(), account: a.ID, name: name, text: opts.Text, sp: sp, pv: pv}
+		p := &pendingList{token: newToken(), account: a.ID, network: network, name: name, text: opts.Text, sp: sp, pv: pv}
 		d.lists.put(p)
 		d.redirect(w, r, "/bulk/list/"+p.token)
 		return
@@ -317,14 +426,33 @@ func (d *Dashboard) uploadList(w http.ResponseWriter, r *http.Request, a store.A
 	d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "Choose a file: a .csv file with a column of addresses, or a .txt file with one address per line.")
 }
 
+// slotRefusal tells why an upload found no slot; then names what to do
+// when one is free.
+func slotRefusal(why uploads.Refusal, then string) string {
+	switch why {
+	case uploads.AccountBusy:
+		return fmt.Sprintf("This account is uploading %d lists already. %s when one of them is done.", httpapi.MaxListUploadsPerAccount, then)
+	case uploads.NetworkBusy:
+		return fmt.Sprintf("Too many lists are being uploaded from your network. %s when one of them is done.", then)
+	}
+	return fmt.Sprintf("Too many lists are being uploaded right now. %s in a moment.", then)
+}
+
 // uploadError answers an upload that could not be read.
 func (d *Dashboard) uploadError(w http.ResponseWriter, r *http.Request, a store.Account, paced *uploads.Reader, err error) {
 	var mbe *http.MaxBytesError
 	var pe *lists.ParseError
 	switch {
-	case paced.Stalled():
+	case errors.Is(paced.Err(), uploads.ErrEvicted):
 		w.Header().Set("Connection", "close")
-		d.refuseUpload(w, r, a, http.StatusRequestTimeout, "The upload stalled: the file stopped arriving. Nothing was submitted; upload it again.")
+		retryAfter(w, 5*time.Second)
+		d.refuseUpload(w, r, a, http.StatusTooManyRequests, "The upload was too slow to keep its place while other lists waited: it was ended. Nothing was submitted; upload the file again.")
+	case errors.Is(paced.Err(), uploads.ErrTooLong):
+		w.Header().Set("Connection", "close")
+		d.refuseUpload(w, r, a, http.StatusRequestTimeout, "The upload took longer than a list upload may. Nothing was submitted; upload the file again from a faster connection, or split it.")
+	case paced.Err() != nil:
+		w.Header().Set("Connection", "close")
+		d.refuseUpload(w, r, a, http.StatusRequestTimeout, "The upload stalled: the file stopped arriving fast enough. Nothing was submitted; upload it again.")
 	case errors.As(err, &mbe), errors.Is(err, lists.ErrTooLarge), errors.Is(err, multipart.ErrMessageTooLarge):
 		w.Header().Set("Connection", "close")
 		d.refuseUpload(w, r, a, http.StatusRequestEntityTooLarge, "The file is larger than a list may be ("+d.listBounds()+"). Split it and upload the parts one after another.")
@@ -448,7 +576,7 @@ func (d *Dashboard) renderPreview(w http.ResponseWriter, r *http.Request, a stor
 
 // gone answers a token whose list is no longer waiting.
 func (d *Dashboard) gone(w http.ResponseWriter, r *http.Request) {
-	d.fail(w, r, http.StatusNotFound, "This upload is no longer waiting: it was submitted, cancelled, replaced by a newer upload, or kept longer than 30 minutes. Upload the file again on the Bulk page.")
+	d.fail(w, r, http.StatusNotFound, "This upload is no longer waiting: it was submitted, cancelled, replaced by a newer upload, or kept too long waiting. Upload the file again on the Bulk page.")
 }
 
 func (d *Dashboard) listPreviewPage(w http.ResponseWriter, r *http.Request, a store.Account) {
@@ -565,17 +693,15 @@ func (d *Dashboard) listColumn(w http.ResponseWriter, r *http.Request, a store.A
 		d.redirect(w, r, "/bulk/list/"+p.token)
 		return
 	}
-	release, why := d.lists.slots.Take(a.ID)
+	slot, why := d.lists.slots.Take(a.ID, d.clientKey(r))
 	if why != uploads.Granted {
 		retryAfter(w, 5*time.Second)
-		msg := "Too many lists are being uploaded right now. Try the column again in a moment."
-		if why == uploads.AccountBusy {
-			msg = fmt.Sprintf("This account is uploading %d lists already. Try the column again when one of them is done.", httpapi.MaxListUploadsPerAccount)
-		}
-		d.renderPreview(w, r, a, p, http.StatusTooManyRequests, msg)
+		d.renderPreview(w, r, a, p, http.StatusTooManyRequests, slotRefusal(why, "Try the column again"))
 		return
 	}
-	defer release()
+	// Reading again is not an upload: nothing can end it early.
+	slot.Pin()
+	defer slot.Release()
 	if p = d.lists.take(token, a.ID); p == nil {
 		d.gone(w, r)
 		return
@@ -602,7 +728,7 @@ func (d *Dashboard) listColumn(w http.ResponseWriter, r *http.Request, a store.A
 		return
 	}
 	p.sp.Close()
-	np := &pendingList{token: newToken(), account: a.ID, name: p.name, sp: sp, pv: pv}
+	np := &pendingList{token: newToken(), account: a.ID, network: p.network, name: p.name, sp: sp, pv: pv}
 	d.lists.put(np)
 	d.redirect(w, r, "/bulk/list/"+np.token)
 }
