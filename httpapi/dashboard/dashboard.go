@@ -106,8 +106,8 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi"
-	"github.com/validmail/validmail/httpapi/internal/uploads"
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
+	"github.com/validmail/validmail/httpapi/internal/uploads"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/lists"

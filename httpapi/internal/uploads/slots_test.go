@@ -82,9 +82,9 @@ func TestSlotsEvictSlowest(t *testing.T) {
 	if _, why := s.Take("x", ""); why != InstanceBusy {
 		t.Fatalf("every upload within its grace: %v", why)
 	}
-	fast.Add(100_000)  // 10,000 B/s over 10 s
-	slow.Add(5_000)    // 500 B/s
-	slower.Add(1_000)  // 100 B/s
+	fast.Add(100_000) // 10,000 B/s over 10 s
+	slow.Add(5_000)   // 500 B/s
+	slower.Add(1_000) // 100 B/s
 	clock.Add(5 * time.Second)
 	nc, why := s.Take("newcomer", "")
 	if why != Granted || !evicted["slower"] || evicted["slow"] || evicted["fast"] || !slower.Evicted() {
