@@ -117,6 +117,11 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 	// A slot is taken before a byte of the body is read: a slow upload
 	// holds it only until a faster one needs it.
 	slot, why := h.listSlots.Take(c.key.AccountID, ratelimit.ClientKey(h.clientIP(r)))
+	if why != uploads.Granted {
+		// The body is not read: the server must not wait for the rest
+		// of it (a trickle) before answering.
+		w.Header().Set("Connection", "close")
+	}
 	switch why {
 	case uploads.AccountBusy:
 		w.Header().Set("Retry-After", "5")

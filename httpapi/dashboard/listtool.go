@@ -344,6 +344,9 @@ func (d *Dashboard) uploadList(w http.ResponseWriter, r *http.Request, a store.A
 	network := d.clientKey(r)
 	slot, why := d.lists.slots.Take(a.ID, network)
 	if why != uploads.Granted {
+		// The body is not read: the server must not wait for the rest
+		// of it (a trickle) before answering.
+		w.Header().Set("Connection", "close")
 		retryAfter(w, 5*time.Second)
 		d.refuseUpload(w, r, a, http.StatusTooManyRequests, slotRefusal(why, "Upload this one"))
 		return
