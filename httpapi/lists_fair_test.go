@@ -222,4 +222,3 @@ func TestListUploadDefaults(t *testing.T) {
 		t.Fatalf("per network %d, healthy rate %d", httpapi.DefaultMaxListUploadsPerNetwork, httpapi.DefaultListHealthyRate)
 	}
 }
-
