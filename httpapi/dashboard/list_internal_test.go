@@ -3,7 +3,6 @@ package dashboard
 import (
 	"errors"
 	"fmt"
-	"github.com/validmail/validmail/jobs/lists"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/internal/uploads"
+	"github.com/validmail/validmail/jobs/lists"
 )
 
 func utf16(t *testing.T, s string, bigEndian bool) string {
