@@ -70,11 +70,13 @@
 //
 // A list uploaded to /bulk/list is the exception to those limits: it is
 // streamed into a spool within the list bounds ([Config.Lists]), two
-// uploads per account at most, kept alive past the server's read timeout
-// while it sends 1 MiB per 30 s, then previewed with its cost (the free
-// allowance first, credits for the rest) until the customer confirms,
-// cancels, or 30 minutes pass; its temporary file, unlinked from the
-// start, is freed then.
+// uploads per account and four per client network at most, kept alive
+// past the server's read timeout while it sends 1 MiB per 5 s (a slow
+// one losing its slot to a new upload when every slot is taken), then
+// previewed with its cost (the free allowance first, credits for the
+// rest) until the customer confirms, cancels, or [Config.ListWaitTTL]
+// (10 minutes) passes; its temporary file, unlinked from the start, is
+// freed then.
 //
 // Accounts: with a [Config.Mailer], sign-up creates an unconfirmed account
 // and mails a single-use link (48 h) whose form confirms the address and
