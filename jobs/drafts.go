@@ -7,7 +7,7 @@ import (
 )
 
 // MaxListDraftMeta bounds a [ListDraft]'s Meta, in bytes.
-const MaxListDraftMeta = 256 << 10
+const MaxListDraftMeta = 2 << 20
 
 // MaxListDraftChunk bounds one chunk of a [ListDraft]'s body, in bytes.
 const MaxListDraftChunk = 4 << 20

@@ -4,13 +4,6 @@ package dashboard
 // pending list again.
 func HoldRespool(d *Dashboard, f func()) { d.lists.respooling = f }
 
-// PendingLists counts the lists d keeps for their confirmation.
-func PendingLists(d *Dashboard) int {
-	d.lists.mu.Lock()
-	defer d.lists.mu.Unlock()
-	return len(d.lists.byToken)
-}
-
 // TakeListSlot takes one of d's upload slots for account, as an upload
 // does; it returns nil when none is free.
 func TakeListSlot(d *Dashboard, account string) (release func()) {

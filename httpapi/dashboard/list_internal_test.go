@@ -14,7 +14,6 @@ import (
 
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/internal/uploads"
-	"github.com/validmail/validmail/jobs/lists"
 )
 
 func utf16(t *testing.T, s string, bigEndian bool) string {
@@ -141,52 +140,18 @@ func TestListSlots(t *testing.T) {
 	}
 }
 
-// The lists waiting for confirmation are bounded per instance, twice its
-// upload slots, and per network; a new list is never refused: it
-// replaces its account's own waiting list, else drops its network's
-// oldest when the network has its share, else the oldest list of the
-// network with the most.
-func TestWaitingListsBounded(t *testing.T) {
-	lt := newListTool(listToolConfig{slots: 2, waitingPerNetwork: 2}) // 4 places
-	put := func(account, network string) *pendingList {
-		t.Helper()
-		p := &pendingList{token: "t-" + account + "-" + network, account: account, network: network, sp: &lists.Spool{}}
-		lt.put(p)
-		t.Cleanup(func() { p.timer.Stop() })
-		return p
-	}
-	has := func(p *pendingList) bool { return lt.get(p.token, p.account) == p }
-	steps := []struct {
-		account, network string
-		// waiting, after the put, and which earlier puts (by index)
-		// must be gone.
-		waiting int
-		gone    []int
-	}{
-		{"a", "n1", 1, nil},
-		{"a", "n1", 1, []int{0}}, // replaces a's own
-		{"b", "n1", 2, nil},      //
-		{"c", "n1", 2, []int{1}}, // n1 has its share: its oldest (a's) goes
-		{"d", "n2", 3, nil},      //
-		{"e", "n3", 4, nil},      // full
-		{"f", "n4", 4, []int{2}}, // n1 has the most: its oldest (b's) goes
-		{"g", "n5", 4, []int{3}}, // one each: the oldest of all (c's) goes
-		{"h", "n5", 4, []int{4}}, // one each but n5: d's goes
-		{"i", "n5", 4, []int{7}}, // n5 has its share: its oldest (g's) goes
-	}
-	var puts []*pendingList
-	for i, st := range steps {
-		puts = append(puts, put(st.account, st.network))
-		if n := lt.waiting(); n != st.waiting {
-			t.Fatalf("step %d: %d waiting, want %d", i, n, st.waiting)
-		}
-		if !has(puts[i]) {
-			t.Fatalf("step %d: the new list is not kept", i)
-		}
-		for _, g := range st.gone {
-			if has(puts[g]) {
-				t.Fatalf("step %d: list %d still waits", i, g)
-			}
+// The preview keeps a cell's first bytes, whole characters only.
+func TestShortCell(t *testing.T) {
+	long := strings.Repeat("é", previewCellBytes) // two bytes each
+	for _, c := range []struct{ in, want string }{
+		{"", ""},
+		{"ann@example.org", "ann@example.org"},
+		{long[:previewCellBytes], long[:previewCellBytes]},
+		{long, long[:previewCellBytes] + "…"},
+		{"x" + long, "x" + long[:previewCellBytes-2] + "…"},
+	} {
+		if got := shortCell(c.in); got != c.want || !utf8.ValidString(got) {
+			t.Errorf("shortCell(%d bytes) = %d bytes, want %d", len(c.in), len(got), len(c.want))
 		}
 	}
 }

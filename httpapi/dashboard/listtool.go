@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,9 +12,10 @@ import (
 	"net/http"
 	"path"
 	"strconv"
+	"slices"
 	"strings"
-	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi"
@@ -35,15 +37,16 @@ import (
 //	POST /bulk/list/{token}/cancel
 //	GET  /batches/{id}/list.csv      ?group=safe|risky|remove; none: all rows
 //
-// A spool waits for its confirmation in this process for ListWaitTTL at
-// most (10 minutes by default), one per account (a new upload replaces
-// the last); its temporary file, unlinked as soon as it is created
-// (nothing is left behind by a shutdown or a crash), is freed on
-// confirmation, cancellation, replacement or expiry. The waiting lists
-// are bounded per client network (MaxWaitingListsPerNetwork: a network's
-// new list drops its oldest) and per instance (twice MaxListUploads: a
-// new list drops the oldest list of the network that has the most), so
-// that waiting lists never refuse another account's upload.
+// A list waits for its confirmation in the store the deployment shares
+// (a [jobs.ListDraft]: its preview and its spooled rows in chunks), so
+// that its preview, column change, confirmation and cancellation work on
+// any instance, for ListWaitTTL at most (10 minutes by default), one per
+// account (a new upload replaces the last) and MaxWaitingListsPerNetwork
+// per client network (a network's new list drops its oldest): waiting
+// lists never refuse another account's upload. The instance that reads
+// an upload or a list keeps its rows in a temporary file only while it
+// works on them, unlinked as soon as it is created (nothing is left
+// behind by a shutdown or a crash).
 
 // DefaultListWaitTTL is how long an uploaded list waits for its
 // confirmation by default.
@@ -56,34 +59,43 @@ const DefaultMaxWaitingListsPerNetwork = 4
 // previewRows is how many first rows the preview shows.
 const previewRows = 10
 
+// previewCellBytes bounds a cell as the preview shows it.
+const previewCellBytes = 256
+
+// draftChunkBytes is the size of a waiting list's chunks in the store.
+const draftChunkBytes = 1 << 20
+
 // maxListName bounds a list's name, in bytes.
 const maxListName = 200
 
-// pendingList is an uploaded list waiting for its confirmation.
+// pendingList is an uploaded list waiting for its confirmation: its
+// draft's record, decoded.
 type pendingList struct {
 	token, account, name string
 	network              string // the uploader's ratelimit.ClientKey
 	text                 bool   // one address a line: no column to choose
-	sp                   *lists.Spool
+	state                lists.SpoolState
 	pv                   lists.Preview
-	timer                *time.Timer
-	seq                  uint64 // order of arrival: lower is older
+	chunks               int
+	expires              time.Time
 }
 
-// listTool keeps the lists waiting for confirmation and bounds the
-// uploads read at once.
+// draftMeta is what a waiting list's draft keeps beside its rows.
+type draftMeta struct {
+	Name    string           `json:"name"`
+	Text    bool             `json:"text"`
+	State   lists.SpoolState `json:"state"`
+	Preview lists.Preview    `json:"preview"`
+}
+
+// listTool bounds the uploads read at once, and says how long and how
+// many lists wait for their confirmation.
 type listTool struct {
-	mu        sync.Mutex
-	byToken   map[string]*pendingList
-	byAccount map[string]string
-	seq       uint64
-	slots     *uploads.Slots
-	pace      uploads.Pace
-	ttl       time.Duration
-	// maxPending bounds the lists waiting for confirmation at once,
-	// every account's together, and so the disk their spools take;
-	// perNetwork bounds one client network's.
-	maxPending, perNetwork int
+	slots *uploads.Slots
+	pace  uploads.Pace
+	ttl   time.Duration
+	// perNetwork bounds one client network's waiting lists.
+	perNetwork int
 	// respooling, if set, runs when a column change starts reading a
 	// pending list again (tests hold it there).
 	respooling func()
@@ -124,162 +136,223 @@ func newListTool(c listToolConfig) *listTool {
 	if c.now == nil {
 		c.now = time.Now
 	}
-	return &listTool{byToken: map[string]*pendingList{}, byAccount: map[string]string{},
+	return &listTool{
 		slots: uploads.NewSlots(&uploads.Config{Total: c.slots, PerAccount: httpapi.MaxListUploadsPerAccount,
 			PerNetwork: c.perNetwork, HealthyRate: c.healthy, Grace: c.grace, Now: c.now}),
-		pace: c.pace, ttl: c.ttl, maxPending: 2 * c.slots, perNetwork: c.waitingPerNetwork}
+		pace: c.pace, ttl: c.ttl, perNetwork: c.waitingPerNetwork}
 }
 
-// put keeps p until its confirmation or the tool's TTL, replacing (and
-// removing) the account's last pending list. Room is made, never
-// refused: when p's network has its share waiting, its oldest list is
-// dropped; when the instance has its share, the oldest list of the
-// network that has the most.
-func (lt *listTool) put(p *pendingList) {
-	lt.mu.Lock()
-	var dropped []*pendingList
-	if old := lt.byToken[lt.byAccount[p.account]]; old != nil {
-		lt.dropLocked(old)
-		dropped = append(dropped, old)
+// shortCell cuts a cell to what the preview shows.
+func shortCell(s string) string {
+	if len(s) <= previewCellBytes {
+		return s
 	}
-	if p.network != "" {
-		for lt.countLocked(p.network) >= lt.perNetwork {
-			old := lt.oldestLocked(p.network)
-			lt.dropLocked(old)
-			dropped = append(dropped, old)
+	s = s[:previewCellBytes]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}
+
+// shortPreview returns pv with every cell cut to what the preview shows.
+func shortPreview(pv lists.Preview) lists.Preview {
+	pv.Header = slices.Clone(pv.Header)
+	for i, h := range pv.Header {
+		pv.Header[i] = shortCell(h)
+	}
+	first := make([][]string, len(pv.First))
+	for i, rec := range pv.First {
+		first[i] = make([]string, len(rec))
+		for j, c := range rec {
+			first[i][j] = shortCell(c)
 		}
 	}
-	for len(lt.byToken) >= lt.maxPending {
-		old := lt.oldestLocked(lt.busiestLocked())
-		lt.dropLocked(old)
-		dropped = append(dropped, old)
-	}
-	lt.keepLocked(p)
-	lt.mu.Unlock()
-	for _, old := range dropped {
-		old.sp.Close()
-	}
+	pv.First = first
+	return pv
 }
 
-// keepLocked enters p in the table with a new expiry.
-func (lt *listTool) keepLocked(p *pendingList) {
-	lt.seq++
-	p.seq = lt.seq
-	lt.byToken[p.token] = p
-	lt.byAccount[p.account] = p.token
-	p.timer = time.AfterFunc(lt.ttl, func() { lt.expire(p) })
+// drafts returns the store's waiting lists.
+func (d *Dashboard) drafts() (jobs.ListDraftDriver, error) { return d.cfg.Queue.ListDrafts() }
+
+// chunkWriter writes a waiting list's rows to the store in chunks.
+type chunkWriter struct {
+	ctx     context.Context
+	dd      jobs.ListDraftDriver
+	id      string
+	expires time.Time
+	buf     []byte
+	n       int
 }
 
-// countLocked counts the waiting lists of a network.
-func (lt *listTool) countLocked(network string) int {
-	n := 0
-	for _, p := range lt.byToken {
-		if p.network == network {
-			n++
+func (cw *chunkWriter) Write(b []byte) (int, error) {
+	written := 0
+	for len(b) > 0 {
+		k := min(len(b), draftChunkBytes-len(cw.buf))
+		cw.buf = append(cw.buf, b[:k]...)
+		b, written = b[k:], written+k
+		if len(cw.buf) == draftChunkBytes {
+			if err := cw.flush(); err != nil {
+				return written, err
+			}
 		}
 	}
-	return n
+	return written, nil
 }
 
-// busiestLocked returns the network with the most waiting lists (ties:
-// the one whose oldest list is oldest).
-func (lt *listTool) busiestLocked() string {
-	counts := map[string]int{}
-	oldest := map[string]uint64{}
-	for _, p := range lt.byToken {
-		counts[p.network]++
-		if o, ok := oldest[p.network]; !ok || p.seq < o {
-			oldest[p.network] = p.seq
-		}
+func (cw *chunkWriter) flush() error {
+	if len(cw.buf) == 0 {
+		return nil
 	}
-	best, bestN := "", -1
-	for n, c := range counts {
-		if c > bestN || c == bestN && oldest[n] < oldest[best] {
-			best, bestN = n, c
-		}
+	if err := cw.dd.PutListDraftChunk(cw.ctx, cw.id, cw.n, cw.buf, cw.expires); err != nil {
+		return err
 	}
-	return best
-}
-
-// oldestLocked returns the oldest waiting list of a network.
-func (lt *listTool) oldestLocked(network string) *pendingList {
-	var o *pendingList
-	for _, p := range lt.byToken {
-		if p.network == network && (o == nil || p.seq < o.seq) {
-			o = p
-		}
-	}
-	return o
-}
-
-// waiting counts the lists waiting for their confirmation.
-func (lt *listTool) waiting() int {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	return len(lt.byToken)
-}
-
-// restore keeps p again after it was taken and not submitted, unless
-// the account uploaded another list meanwhile: then p's file is removed.
-func (lt *listTool) restore(p *pendingList) {
-	lt.mu.Lock()
-	kept := lt.byToken[lt.byAccount[p.account]] == nil
-	if kept {
-		lt.keepLocked(p)
-	}
-	lt.mu.Unlock()
-	if !kept {
-		p.sp.Close()
-	}
-}
-
-// get returns the account's pending list of token, or nil.
-func (lt *listTool) get(token, account string) *pendingList {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	if p := lt.byToken[token]; p != nil && p.account == account {
-		return p
-	}
+	cw.n++
+	cw.buf = cw.buf[:0]
 	return nil
 }
 
-// take removes the account's pending list of token and returns it, or
-// nil: a list is submitted once, whatever the clicks.
-func (lt *listTool) take(token, account string) *pendingList {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	p := lt.byToken[token]
-	if p == nil || p.account != account {
-		return nil
+// keepList stores p, whose rows sp holds, to wait for its confirmation:
+// its rows first, then its record, which replaces the account's waiting
+// list and may drop the oldest of its network's.
+func (d *Dashboard) keepList(ctx context.Context, sp *lists.Spool, p *pendingList) error {
+	dd, err := d.drafts()
+	if err != nil {
+		return err
 	}
-	lt.dropLocked(p)
-	return p
+	p.state, p.expires = sp.State(), time.Now().Add(d.lists.ttl)
+	meta, err := json.Marshal(draftMeta{Name: p.name, Text: p.text, State: p.state, Preview: shortPreview(p.pv)})
+	if err != nil {
+		return err
+	}
+	cw := &chunkWriter{ctx: ctx, dd: dd, id: p.token, expires: p.expires, buf: make([]byte, 0, draftChunkBytes)}
+	if _, err = sp.WriteTo(cw); err == nil {
+		err = cw.flush()
+	}
+	if err == nil {
+		p.chunks = cw.n
+		_, err = dd.PutListDraft(ctx, jobs.PutListDraftParams{PerNetwork: d.lists.perNetwork, Draft: jobs.ListDraft{
+			ID: p.token, AccountID: p.account, Network: p.network, Meta: meta, Chunks: p.chunks, ExpiresAt: p.expires}})
+	}
+	if err != nil {
+		dd.DeleteListDraft(context.WithoutCancel(ctx), p.token)
+	}
+	return err
 }
 
-// expire forgets p and removes its file, unless it was taken meanwhile
-// (a confirmation may be reading it).
-func (lt *listTool) expire(p *pendingList) {
-	lt.mu.Lock()
-	kept := lt.byToken[p.token] == p
-	if kept {
-		lt.dropLocked(p)
+// pendingOf decodes a draft.
+func pendingOf(dr jobs.ListDraft) (*pendingList, error) {
+	var m draftMeta
+	if err := json.Unmarshal(dr.Meta, &m); err != nil {
+		return nil, fmt.Errorf("dashboard: a waiting list's record: %w", err)
 	}
-	lt.mu.Unlock()
-	if kept {
-		p.sp.Close()
+	return &pendingList{token: dr.ID, account: dr.AccountID, network: dr.Network, name: m.Name, text: m.Text,
+		state: m.State, pv: m.Preview, chunks: dr.Chunks, expires: dr.ExpiresAt}, nil
+}
+
+// getList returns the account's waiting list of token, or nil.
+func (d *Dashboard) getList(ctx context.Context, token, account string) (*pendingList, error) {
+	dd, err := d.drafts()
+	if err != nil {
+		return nil, err
+	}
+	dr, err := dd.ListDraft(ctx, account, token)
+	if errors.Is(err, jobs.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return pendingOf(dr)
+}
+
+// takeList removes the account's waiting list of token and returns it,
+// or nil: a list is submitted once, whatever the clicks, on whichever
+// instances. Its rows stay until dropList or their expiry.
+func (d *Dashboard) takeList(ctx context.Context, token, account string) (*pendingList, error) {
+	dd, err := d.drafts()
+	if err != nil {
+		return nil, err
+	}
+	dr, err := dd.TakeListDraft(ctx, account, token)
+	if errors.Is(err, jobs.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err := pendingOf(dr)
+	if err != nil {
+		dd.DeleteListDraft(ctx, token)
+	}
+	return p, err
+}
+
+// restoreList keeps p waiting again after it was taken and not
+// submitted, unless the account uploaded another list meanwhile: then
+// p's rows are removed.
+func (d *Dashboard) restoreList(ctx context.Context, p *pendingList) {
+	ctx = context.WithoutCancel(ctx)
+	dd, err := d.drafts()
+	if err != nil {
+		return
+	}
+	meta, err := json.Marshal(draftMeta{Name: p.name, Text: p.text, State: p.state, Preview: p.pv})
+	kept := false
+	if err == nil {
+		kept, err = dd.PutListDraft(ctx, jobs.PutListDraftParams{Restore: true, PerNetwork: d.lists.perNetwork, Draft: jobs.ListDraft{
+			ID: p.token, AccountID: p.account, Network: p.network, Meta: meta, Chunks: p.chunks, ExpiresAt: p.expires}})
+	}
+	if err != nil {
+		d.cfg.Logger.WarnContext(ctx, "dashboard: restore a waiting list", "err", err)
+	}
+	if !kept {
+		dd.DeleteListDraft(ctx, p.token)
 	}
 }
 
-func (lt *listTool) dropLocked(p *pendingList) {
-	if lt.byToken[p.token] == p {
-		delete(lt.byToken, p.token)
+// dropList removes a taken list's rows from the store.
+func (d *Dashboard) dropList(ctx context.Context, p *pendingList) {
+	if dd, err := d.drafts(); err == nil {
+		if err := dd.DeleteListDraft(context.WithoutCancel(ctx), p.token); err != nil {
+			d.cfg.Logger.WarnContext(ctx, "dashboard: drop a waiting list", "err", err)
+		}
 	}
-	if lt.byAccount[p.account] == p.token {
-		delete(lt.byAccount, p.account)
+}
+
+// chunkReader reads a waiting list's rows from the store, chunk by chunk.
+type chunkReader struct {
+	ctx  context.Context
+	dd   jobs.ListDraftDriver
+	p    *pendingList
+	n    int
+	left []byte
+}
+
+func (cr *chunkReader) Read(b []byte) (int, error) {
+	for len(cr.left) == 0 {
+		if cr.n >= cr.p.chunks {
+			return 0, io.EOF
+		}
+		c, err := cr.dd.ListDraftChunk(cr.ctx, cr.p.token, cr.n)
+		if err != nil {
+			return 0, err
+		}
+		cr.left, cr.n = c, cr.n+1
 	}
-	if p.timer != nil {
-		p.timer.Stop()
+	k := copy(b, cr.left)
+	cr.left = cr.left[k:]
+	return k, nil
+}
+
+// openList reads a waiting list's rows from the store into a spool of
+// this instance's; the caller closes it.
+func (d *Dashboard) openList(ctx context.Context, p *pendingList) (*lists.Spool, error) {
+	dd, err := d.drafts()
+	if err != nil {
+		return nil, err
 	}
+	opts := d.listOptions()
+	return lists.Restore(ctx, &chunkReader{ctx: ctx, dd: dd, p: p}, p.state, &opts)
 }
 
 // listRoutes adds the list tool's routes.
@@ -415,14 +488,17 @@ func (d *Dashboard) uploadList(w http.ResponseWriter, r *http.Request, a store.A
 			d.uploadError(w, r, a, paced, paced.Err())
 			return
 		}
+		defer sp.Close()
 		pv, err := sp.Preview(r.Context(), previewRows)
 		if err != nil {
-			sp.Close()
 			d.backendError(w, r, "list preview", err)
 			return
 		}
-		p := &pendingList{token: newToken(), account: a.ID, network: network, name: name, text: opts.Text, sp: sp, pv: pv}
-		d.lists.put(p)
+		p := &pendingList{token: newToken(), account: a.ID, network: network, name: name, text: opts.Text, pv: pv}
+		if err := d.keepList(r.Context(), sp, p); err != nil {
+			d.backendError(w, r, "list keep", err)
+			return
+		}
 		d.redirect(w, r, "/bulk/list/"+p.token)
 		return
 	}
@@ -579,11 +655,15 @@ func (d *Dashboard) renderPreview(w http.ResponseWriter, r *http.Request, a stor
 
 // gone answers a token whose list is no longer waiting.
 func (d *Dashboard) gone(w http.ResponseWriter, r *http.Request) {
-	d.fail(w, r, http.StatusNotFound, "This upload is no longer waiting: it was submitted, cancelled, replaced by a newer upload, or kept too long waiting. Upload the file again on the Bulk page.")
+	d.fail(w, r, http.StatusNotFound, "This upload is no longer waiting: it was submitted, cancelled, replaced by a newer upload, or kept longer than it may wait, or dropped for a newer list from your network. Upload the file again on the Bulk page.")
 }
 
 func (d *Dashboard) listPreviewPage(w http.ResponseWriter, r *http.Request, a store.Account) {
-	p := d.lists.get(r.PathValue("token"), a.ID)
+	p, err := d.getList(r.Context(), r.PathValue("token"), a.ID)
+	if err != nil {
+		d.backendError(w, r, "list preview", err)
+		return
+	}
 	if p == nil {
 		d.gone(w, r)
 		return
@@ -595,7 +675,11 @@ func (d *Dashboard) listPreviewPage(w http.ResponseWriter, r *http.Request, a st
 // unique addresses, credits the rest, and the list becomes a batch.
 func (d *Dashboard) confirmList(w http.ResponseWriter, r *http.Request, a store.Account) {
 	ctx := r.Context()
-	p := d.lists.take(r.PathValue("token"), a.ID)
+	p, err := d.takeList(ctx, r.PathValue("token"), a.ID)
+	if err != nil {
+		d.backendError(w, r, "list confirm", err)
+		return
+	}
 	if p == nil {
 		d.gone(w, r)
 		return
@@ -608,14 +692,14 @@ func (d *Dashboard) confirmList(w http.ResponseWriter, r *http.Request, a store.
 		previewed = 0
 	}
 	costlier := func(credits int64) {
-		d.lists.restore(p)
+		d.restoreList(ctx, p)
 		d.renderPreview(w, r, a, p, http.StatusConflict, fmt.Sprintf(
 			"The cost of this list changed since its preview: it now needs %s credits instead of %s (the free allowance was used meanwhile). Nothing was submitted; confirm again to validate it at this cost.",
 			thousands(credits), thousands(previewed)))
 	}
 	c, err := d.cost(ctx, a.ID, p.pv.Unique)
 	if err != nil {
-		d.lists.restore(p)
+		d.restoreList(ctx, p)
 		d.backendError(w, r, "list cost", err)
 		return
 	}
@@ -630,7 +714,7 @@ func (d *Dashboard) confirmList(w http.ResponseWriter, r *http.Request, a store.
 	if c.Free > 0 {
 		dec, err := d.limits.quotas.Take(ctx, bulkKey(a.ID), c.Free, d.bulkQuota())
 		if err != nil {
-			d.lists.restore(p)
+			d.restoreList(ctx, p)
 			d.backendError(w, r, "list allowance", err)
 			return
 		}
@@ -645,25 +729,35 @@ func (d *Dashboard) confirmList(w http.ResponseWriter, r *http.Request, a store.
 		costlier(credits)
 		return
 	}
-	info, err := lists.Submit(ctx, d.cfg.Queue, p.sp, lists.SubmitParams{AccountID: a.ID, Name: p.name, Source: jobs.SourceDashboard, FreeAddresses: free})
+	sp, err := d.openList(ctx, p)
+	if err != nil {
+		if free > 0 {
+			d.refundBulk(ctx, a.ID, free, window)
+		}
+		d.restoreList(ctx, p)
+		d.backendError(w, r, "list read", err)
+		return
+	}
+	info, err := lists.Submit(ctx, d.cfg.Queue, sp, lists.SubmitParams{AccountID: a.ID, Name: p.name, Source: jobs.SourceDashboard, FreeAddresses: free})
+	sp.Close()
 	if err != nil {
 		if free > 0 {
 			d.refundBulk(ctx, a.ID, free, window)
 		}
 		switch {
 		case errors.Is(err, credits.ErrInsufficient):
-			d.lists.restore(p)
+			d.restoreList(ctx, p)
 			d.renderPreview(w, r, a, p, http.StatusPaymentRequired, "The account does not have the credits this list needs (its balance changed since the preview). Nothing was submitted.")
 		case errors.Is(err, jobs.ErrEmptyBatch):
-			p.sp.Close()
+			d.dropList(ctx, p)
 			d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "No row of the list holds an address. Nothing was submitted.")
 		default:
-			d.lists.restore(p)
+			d.restoreList(ctx, p)
 			d.backendError(w, r, "list submit", err)
 		}
 		return
 	}
-	p.sp.Close()
+	d.dropList(ctx, p)
 	if used := min(free, info.Addresses); free > used {
 		d.refundBulk(ctx, a.ID, free-used, window)
 	}
@@ -682,7 +776,11 @@ func (d *Dashboard) confirmList(w http.ResponseWriter, r *http.Request, a store.
 func (d *Dashboard) listColumn(w http.ResponseWriter, r *http.Request, a store.Account) {
 	ctx := r.Context()
 	token := r.PathValue("token")
-	p := d.lists.get(token, a.ID)
+	p, err := d.getList(ctx, token, a.ID)
+	if err != nil {
+		d.backendError(w, r, "list column", err)
+		return
+	}
 	if p == nil {
 		d.gone(w, r)
 		return
@@ -705,16 +803,27 @@ func (d *Dashboard) listColumn(w http.ResponseWriter, r *http.Request, a store.A
 	// Reading again is not an upload: nothing can end it early.
 	slot.Pin()
 	defer slot.Release()
-	if p = d.lists.take(token, a.ID); p == nil {
+	if p, err = d.takeList(ctx, token, a.ID); err != nil || p == nil {
+		if err != nil {
+			d.backendError(w, r, "list column", err)
+			return
+		}
 		d.gone(w, r)
 		return
 	}
 	if d.lists.respooling != nil {
 		d.lists.respooling()
 	}
-	sp, err := d.respool(ctx, p.sp, col)
+	old, err := d.openList(ctx, p)
 	if err != nil {
-		d.lists.restore(p)
+		d.restoreList(ctx, p)
+		d.backendError(w, r, "list read", err)
+		return
+	}
+	sp, err := d.respool(ctx, old, col)
+	old.Close()
+	if err != nil {
+		d.restoreList(ctx, p)
 		msg := "That column cannot hold the list's addresses."
 		if !errors.Is(err, lists.ErrNoColumn) {
 			d.cfg.Logger.WarnContext(ctx, "dashboard: list column", "err", err)
@@ -726,13 +835,19 @@ func (d *Dashboard) listColumn(w http.ResponseWriter, r *http.Request, a store.A
 	pv, err := sp.Preview(ctx, previewRows)
 	if err != nil {
 		sp.Close()
-		d.lists.restore(p)
+		d.restoreList(ctx, p)
 		d.backendError(w, r, "list preview", err)
 		return
 	}
-	p.sp.Close()
-	np := &pendingList{token: newToken(), account: a.ID, network: p.network, name: p.name, sp: sp, pv: pv}
-	d.lists.put(np)
+	np := &pendingList{token: newToken(), account: a.ID, network: p.network, name: p.name, pv: pv}
+	err = d.keepList(ctx, sp, np)
+	sp.Close()
+	if err != nil {
+		d.restoreList(ctx, p)
+		d.backendError(w, r, "list keep", err)
+		return
+	}
+	d.dropList(ctx, p)
 	d.redirect(w, r, "/bulk/list/"+np.token)
 }
 
@@ -770,8 +885,13 @@ func (d *Dashboard) respool(ctx context.Context, sp *lists.Spool, col int) (*lis
 
 // cancelList removes a pending list.
 func (d *Dashboard) cancelList(w http.ResponseWriter, r *http.Request, a store.Account) {
-	if p := d.lists.take(r.PathValue("token"), a.ID); p != nil {
-		p.sp.Close()
+	p, err := d.takeList(r.Context(), r.PathValue("token"), a.ID)
+	if err != nil {
+		d.backendError(w, r, "list cancel", err)
+		return
+	}
+	if p != nil {
+		d.dropList(r.Context(), p)
 		d.flash(r.Context(), "The upload is cancelled; nothing was submitted.")
 	}
 	d.redirect(w, r, "/bulk")
