@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/jobs/lists"
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
 )
 
@@ -109,4 +111,64 @@ func TestListToolWaitIsShort(t *testing.T) {
 	if dashboard.DefaultListWaitTTL > 10*60*1e9 || dashboard.DefaultMaxWaitingListsPerNetwork < 1 {
 		t.Fatalf("wait %v, %d a network", dashboard.DefaultListWaitTTL, dashboard.DefaultMaxWaitingListsPerNetwork)
 	}
+}
+
+// TestListToolAnyInstance uploads a list through one instance and
+// previews, changes, confirms and cancels through another sharing the
+// store, on every backend; the instance that read the upload may be gone
+// by then.
+func TestListToolAnyInstance(t *testing.T) {
+	eachBackend(t, func(t *testing.T, open func() *backend.Backend, _ bool) {
+		a, b := startSite(t, open()), startSite(t, open())
+		onA := newUser(t, a.base)
+		onA.signup("two-instances@example.com")
+		onB := newUser(t, b.base)
+		onB.c.Jar.SetCookies(mustURL(b.base), onA.c.Jar.Cookies(mustURL(a.base)))
+
+		// A cancellation on B of a list uploaded on A.
+		up := onA.upload("Dropped", "dropped.csv", "email\ndropped@good.com\n")
+		if up.code != http.StatusSeeOther {
+			t.Fatalf("upload on A: %d\n%s", up.code, up.body)
+		}
+		dropped := up.hdr.Get("Location")
+		if c := onB.do("POST", dropped+"/cancel", url.Values{}); c.code != http.StatusSeeOther {
+			t.Fatalf("cancel on B: %d\n%s", c.code, c.body)
+		}
+		if p := onA.do("GET", dropped, nil); p.code != http.StatusNotFound {
+			t.Fatalf("a cancelled list on A: %d", p.code)
+		}
+
+		// Uploaded on A, which then stops; its column changed, previewed
+		// and confirmed on B.
+		up = onA.upload("Two columns", "two.csv", "email,work\nann@good.com,w1@good.com\nbob@good.com,w2@good.com\n")
+		if up.code != http.StatusSeeOther {
+			t.Fatalf("upload on A: %d\n%s", up.code, up.body)
+		}
+		loc := up.hdr.Get("Location")
+		a.stop()
+		p := onB.do("GET", loc, nil)
+		if p.code != http.StatusOK || !strings.Contains(p.body, "ann@good.com") || field(t, p.body, "unique") != "2" {
+			t.Fatalf("preview on B: %d\n%s", p.code, p.body)
+		}
+		ch := onB.do("POST", loc+"/column", url.Values{"column": {"2"}})
+		next := ch.hdr.Get("Location")
+		if ch.code != http.StatusSeeOther || next == loc {
+			t.Fatalf("column change on B: %d %s\n%s", ch.code, next, ch.body)
+		}
+		p = onB.do("GET", next, nil)
+		if p.code != http.StatusOK || !strings.Contains(p.body, `<td class="addr">w1@good.com</td>`) {
+			t.Fatalf("preview on B after the change: %d\n%s", p.code, p.body)
+		}
+		c := onB.do("POST", next, confirmForm(t, p.body))
+		if c.code != http.StatusSeeOther || !strings.Contains(c.hdr.Get("Location"), "/batches/") {
+			t.Fatalf("confirm on B: %d %s\n%s", c.code, c.hdr.Get("Location"), c.body)
+		}
+		if again := onB.do("POST", next, confirmForm(t, p.body)); again.code != http.StatusNotFound {
+			t.Fatalf("a second confirmation: %d", again.code)
+		}
+		batch := onB.do("GET", c.hdr.Get("Location"), nil)
+		if batch.code != http.StatusOK || !strings.Contains(batch.body, "Two columns") {
+			t.Fatalf("the batch on B: %d\n%s", batch.code, batch.body)
+		}
+	})
 }
