@@ -75,8 +75,9 @@
 // one losing its slot to a new upload when every slot is taken), then
 // previewed with its cost (the free allowance first, credits for the
 // rest) until the customer confirms, cancels, or [Config.ListWaitTTL]
-// (10 minutes) passes; its temporary file, unlinked from the start, is
-// freed then.
+// (10 minutes) passes, waiting in the shared store (so that any instance
+// serves its preview and confirmation), one per account and
+// [Config.MaxWaitingListsPerNetwork] per client network.
 //
 // Accounts: with a [Config.Mailer], sign-up creates an unconfirmed account
 // and mails a single-use link (48 h) whose form confirms the address and
@@ -292,9 +293,9 @@ type Config struct {
 	// ListHealthyRate, which ends with 429. Default
 	// [httpapi.DefaultMaxListUploads]. The readings take at most
 	// MaxListUploads × Lists.MaxBytes of the temporary directory's disk
-	// (16 × 256 MiB = 4 GiB by default), and the lists waiting for their
-	// confirmation, at most twice MaxListUploads of them (one an
-	// account), as much again twice.
+	// (16 × 256 MiB = 4 GiB by default); the lists waiting for their
+	// confirmation are kept in the store (the Queue's driver must be a
+	// jobs.ListDraftDriver, as every backend here is).
 	MaxListUploads int
 	// MaxListUploadsPerNetwork, ListReadWindow, ListReadMinBytes,
 	// ListMaxDuration, ListHealthyRate and ListEvictAfter pace the bulk
@@ -342,7 +343,7 @@ type Dashboard struct {
 	sending  chan struct{} // a slot per message on its way
 	// reference is Config.OpenAPI, read for its page; nil without one.
 	reference *reference
-	// lists keeps the uploaded lists waiting for their confirmation.
+	// lists bounds the list uploads and says how their lists wait.
 	lists *listTool
 }
 
