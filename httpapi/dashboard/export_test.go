@@ -13,3 +13,6 @@ func TakeListSlot(d *Dashboard, account string) (release func()) {
 	}
 	return slot.Release
 }
+
+// ListUploadsHeld counts the upload slots d's uploads hold.
+func ListUploadsHeld(d *Dashboard) int { return d.lists.slots.Held() }

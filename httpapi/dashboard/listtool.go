@@ -521,6 +521,11 @@ func slotRefusal(why uploads.Refusal, then string) string {
 func (d *Dashboard) uploadError(w http.ResponseWriter, r *http.Request, a store.Account, paced *uploads.Reader, err error) {
 	var mbe *http.MaxBytesError
 	var pe *lists.ParseError
+	if paced.Err() != nil {
+		// The server cancelled the request's context when the read
+		// failed: the page that says why is still made and sent.
+		r = r.WithContext(context.WithoutCancel(r.Context()))
+	}
 	switch {
 	case errors.Is(paced.Err(), uploads.ErrEvicted):
 		w.Header().Set("Connection", "close")

@@ -2,12 +2,14 @@ package dashboard_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi/dashboard"
@@ -171,4 +173,96 @@ func TestListToolAnyInstance(t *testing.T) {
 			t.Fatalf("the batch on B: %d\n%s", batch.code, batch.body)
 		}
 	})
+}
+
+// trickleUpload sends the bulk page's form whose file arrives a row
+// about every 100 ms until stop is closed; the answer arrives on done
+// (code 0 when the client failed).
+func trickleUpload(u *user, stop <-chan struct{}, done chan<- answer) {
+	pr, pw := io.Pipe()
+	go func() {
+		io.WriteString(pw, "--XYZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"slow.csv\"\r\nContent-Type: text/csv\r\n\r\nemail\n")
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				pw.CloseWithError(io.ErrUnexpectedEOF)
+				return
+			case <-tick.C:
+			}
+			if _, err := fmt.Fprintf(pw, "slow%d-%s@good.com\n", i, strings.Repeat("x", 200)); err != nil {
+				return
+			}
+		}
+	}()
+	req, _ := http.NewRequest("POST", u.base+"/dashboard/bulk/list", pr)
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=XYZ")
+	resp, err := u.c.Do(req)
+	pr.CloseWithError(io.ErrClosedPipe)
+	if err != nil {
+		done <- answer{}
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	done <- answer{resp.StatusCode, resp.Header, string(b)}
+}
+
+// TestListToolTricklersLoseSlots: accounts trickling uploads to the bulk
+// page hold every slot of the instance; another account's upload takes
+// the slowest one's, which is answered 429, and is previewed.
+func TestListToolTricklersLoseSlots(t *testing.T) {
+	t.Parallel()
+	b := memstore.NewBackend()
+	d, err := dashboard.New(dashboard.Storage{Accounts: b.Accounts, Passwords: b.Passwords, Sessions: b.Sessions, Tokens: b.Tokens},
+		credits.New(b.Credits, nil), mustQueue(t, b), &dashboard.Config{
+			InsecureCookies: true, SignupsPerHour: 1000, Lists: &lists.Options{TempDir: t.TempDir()},
+			ClientIP:       func(r *http.Request) string { return r.Header.Get("X-Test-Client") },
+			MaxListUploads: 4, ListReadWindow: 2 * time.Second, ListReadMinBytes: 512,
+			ListHealthyRate: 64 << 10, ListEvictAfter: 100 * time.Millisecond,
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(d.Handler())
+	defer srv.Close()
+	stop := make(chan struct{})
+	done := make(chan answer, 4)
+	for i := range 2 {
+		u := userFrom(t, srv.URL, fmt.Sprintf("198.51.%d.7", i))
+		u.signup(fmt.Sprintf("trickler%d@example.com", i))
+		for range 2 {
+			go trickleUpload(u, stop, done)
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for dashboard.ListUploadsHeld(d) != 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d slots held after a minute", dashboard.ListUploadsHeld(d))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // past ListEvictAfter
+	victim := userFrom(t, srv.URL, "203.0.113.9")
+	victim.signup("victim@example.com")
+	if _, p := victim.preview("", "mine.csv", "email\nmine@good.com\n"); p.code != http.StatusOK {
+		t.Fatalf("the customer's preview beside the tricklers: %d\n%s", p.code, p.body)
+	}
+	select {
+	case a := <-done:
+		if a.code != 0 && (a.code != http.StatusTooManyRequests || !strings.Contains(a.body, "too slow")) {
+			t.Fatalf("the evicted upload: %d\n%s", a.code, a.body)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no evicted upload ended within a minute")
+	}
+	close(stop)
+	for range 3 {
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatal("a trickle did not end within a minute of its abort")
+		}
+	}
 }
