@@ -129,17 +129,39 @@ type Config struct {
 	// to 1,000,000 rows and 256 MiB.
 	Lists *lists.Options
 	// MaxListUploads bounds the lists read at once by this handler, at
-	// most [MaxListUploadsPerAccount] of them one account's; more are
-	// refused with 429. Default [DefaultMaxListUploads]. The uploads in
-	// progress take at most MaxListUploads × Lists.MaxBytes of the
-	// temporary directory's disk (16 × 256 MiB = 4 GiB by default).
+	// most [MaxListUploadsPerAccount] of them one account's and
+	// MaxListUploadsPerNetwork one client network's; more of an account
+	// or a network are refused with 429. When every slot is taken, a new
+	// upload takes the slot of the slowest upload averaging less than
+	// ListHealthyRate (it ends with 429 rate_limited, nothing submitted
+	// nor charged), and is refused with 429 only when none is that slow.
+	// Default [DefaultMaxListUploads]. The uploads in progress take at
+	// most MaxListUploads × Lists.MaxBytes of the temporary directory's
+	// disk (16 × 256 MiB = 4 GiB by default).
 	MaxListUploads int
+	// MaxListUploadsPerNetwork bounds the list uploads of one client
+	// network (an IPv4 /24, an IPv6 /64, of [Config.ClientIP]), every
+	// account's together. Default [DefaultMaxListUploadsPerNetwork];
+	// negative means no bound.
+	MaxListUploadsPerNetwork int
 	// ListReadWindow and ListReadMinBytes pace a list's upload: the
 	// server's read timeout does not end it while it sends at least
 	// ListReadMinBytes per ListReadWindow, and one that sends less is
-	// answered 408 (request_timeout). Defaults 30 s and 1 MiB.
+	// answered 408 (request_timeout). Defaults 5 s and 1 MiB (about
+	// 205 KiB/s).
 	ListReadWindow   time.Duration
 	ListReadMinBytes int64
+	// ListMaxDuration bounds a list upload's whole body, however fast it
+	// keeps coming: one still sending then is answered 408. Default
+	// 30 minutes (a list of 256 MiB at the least pace takes 21).
+	ListMaxDuration time.Duration
+	// ListHealthyRate is the average rate, in bytes a second since the
+	// upload took its slot, at or above which an upload never loses its
+	// slot to a new one. Default [DefaultListHealthyRate] (1 MiB/s).
+	ListHealthyRate int64
+	// ListEvictAfter is how long an upload keeps its slot before its
+	// rate is judged. Default ListReadWindow.
+	ListEvictAfter time.Duration
 	// Now is the clock used for latencies and durations. Default time.Now.
 	Now func() time.Time
 

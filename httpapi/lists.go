@@ -11,11 +11,13 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi/internal/resultcsv"
 	"github.com/validmail/validmail/httpapi/internal/uploads"
+	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/lists"
 )
@@ -31,6 +33,36 @@ const DefaultMaxListUploads = 16
 // account may hold at once, so that one account cannot take them all.
 const MaxListUploadsPerAccount = 2
 
+// DefaultMaxListUploadsPerNetwork is how many of a handler's list uploads
+// one client network (an IPv4 /24, an IPv6 /64: [ratelimit.ClientKey])
+// may hold at once by default, every account's together.
+const DefaultMaxListUploadsPerNetwork = 4
+
+// DefaultListHealthyRate is the average rate, in bytes a second, at which
+// a list upload never loses its slot to a newer one by default: 1 MiB/s.
+const DefaultListHealthyRate = 1 << 20
+
+// listUploadSettings returns the slots' bounds and the pace of list
+// uploads that cfg asks for, with the defaults applied, for a part that
+// reads lists as the API does (the console).
+func listUploadSettings(total, perNetwork int, healthy int64, grace time.Duration, pace uploads.Pace, now func() time.Time) (*uploads.Slots, uploads.Pace) {
+	pace = pace.OrDefault()
+	if total <= 0 {
+		total = DefaultMaxListUploads
+	}
+	if perNetwork == 0 {
+		perNetwork = DefaultMaxListUploadsPerNetwork
+	}
+	if healthy <= 0 {
+		healthy = DefaultListHealthyRate
+	}
+	if grace <= 0 {
+		grace = pace.Window
+	}
+	return uploads.NewSlots(&uploads.Config{Total: total, PerAccount: MaxListUploadsPerAccount, PerNetwork: perNetwork,
+		HealthyRate: healthy, Grace: grace, Now: now}), pace
+}
+
 // maxListName bounds ?name= and a multipart file's name, in bytes.
 const maxListName = 200
 
@@ -42,12 +74,8 @@ func (h *Handler) setupLists(cfg *Config) {
 	if cfg.Lists != nil {
 		h.listOpts = *cfg.Lists
 	}
-	n := cfg.MaxListUploads
-	if n <= 0 {
-		n = DefaultMaxListUploads
-	}
-	h.listSlots = uploads.NewSlots(n, MaxListUploadsPerAccount)
-	h.listPace = uploads.Pace{Window: cfg.ListReadWindow, MinBytes: cfg.ListReadMinBytes}
+	h.listSlots, h.listPace = listUploadSettings(cfg.MaxListUploads, cfg.MaxListUploadsPerNetwork, cfg.ListHealthyRate, cfg.ListEvictAfter,
+		uploads.Pace{Window: cfg.ListReadWindow, MinBytes: cfg.ListReadMinBytes, MaxDuration: cfg.ListMaxDuration}, h.now)
 }
 
 type listResponse struct {
@@ -86,9 +114,33 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain or multipart/form-data.")
 		return
 	}
+	// A slot is taken before a byte of the body is read: a slow upload
+	// holds it only until a faster one needs it.
+	slot, why := h.listSlots.Take(c.key.AccountID, ratelimit.ClientKey(h.clientIP(r)))
+	if why != uploads.Granted {
+		// The body is not read: the server must not wait for the rest
+		// of it (a trickle) before answering.
+		w.Header().Set("Connection", "close")
+	}
+	switch why {
+	case uploads.AccountBusy:
+		w.Header().Set("Retry-After", "5")
+		writeProblem(w, c, CodeRateLimited, "This account is uploading "+strconv.Itoa(MaxListUploadsPerAccount)+" lists already; send this one when one of them is done.")
+		return
+	case uploads.NetworkBusy:
+		w.Header().Set("Retry-After", "5")
+		writeProblem(w, c, CodeRateLimited, "Too many lists are being uploaded from your network; send this one when one of them is done.")
+		return
+	case uploads.InstanceBusy:
+		w.Header().Set("Retry-After", "5")
+		writeProblem(w, c, CodeRateLimited, "Too many lists are being uploaded; retry shortly.")
+		return
+	}
+	defer slot.Release()
 	// The upload lives past the server's read timeout while it keeps
-	// sending.
-	paced := uploads.NewReader(w, r.Body, h.listPace)
+	// sending at the pace, and ends when its slot goes to a faster one.
+	paced := uploads.NewReader(w, r.Body, h.listPace, slot)
+	defer paced.Done()
 	var body io.Reader = http.MaxBytesReader(w, io.NopCloser(paced), maxBytes+multipartSlack)
 	switch mt {
 	case "", "text/csv", "application/csv", "text/comma-separated-values", "application/vnd.ms-excel":
@@ -112,29 +164,24 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain or multipart/form-data.")
 		return
 	}
-	release, why := h.listSlots.Take(c.key.AccountID)
-	switch why {
-	case uploads.AccountBusy:
-		w.Header().Set("Retry-After", "5")
-		writeProblem(w, c, CodeRateLimited, "This account is uploading "+strconv.Itoa(MaxListUploadsPerAccount)+" lists already; send this one when one of them is done.")
-		return
-	case uploads.InstanceBusy:
-		w.Header().Set("Retry-After", "5")
-		writeProblem(w, c, CodeRateLimited, "Too many lists are being uploaded; retry shortly.")
-		return
-	}
-	defer release()
 	ctx := r.Context()
 	sp, err := lists.Read(ctx, body, &opts)
 	if err != nil {
-		if paced.Stalled() {
-			stalledUpload(w, c)
+		if paced.Err() != nil {
+			endedUpload(w, c, paced.Err())
 			return
 		}
 		h.listError(w, c, err)
 		return
 	}
 	defer sp.Close()
+	// From here the slot is the upload's until the end: unless it was
+	// taken before the body was in.
+	paced.Done()
+	if err := paced.Err(); err != nil {
+		endedUpload(w, c, err)
+		return
+	}
 	info, err := lists.Submit(ctx, h.queue, sp, lists.SubmitParams{AccountID: c.key.AccountID, Name: name})
 	if err != nil {
 		h.listError(w, c, err)
@@ -149,10 +196,19 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 	})
 }
 
-// stalledUpload answers an upload that stopped sending.
-func stalledUpload(w http.ResponseWriter, c *call) {
+// endedUpload answers an upload that the server ended (an error of
+// [uploads.Reader.Err]): nothing was submitted nor charged.
+func endedUpload(w http.ResponseWriter, c *call, err error) {
 	w.Header().Set("Connection", "close")
-	writeProblem(w, c, CodeRequestTimeout, "The upload stalled: its bytes stopped arriving. Nothing was submitted; send the list again.")
+	switch {
+	case errors.Is(err, uploads.ErrEvicted):
+		w.Header().Set("Retry-After", "5")
+		writeProblem(w, c, CodeRateLimited, "The upload was too slow to keep its place while other lists waited: it was ended. Nothing was submitted; send the list again, faster.")
+	case errors.Is(err, uploads.ErrTooLong):
+		writeProblem(w, c, CodeRequestTimeout, "The upload took longer than a list upload may. Nothing was submitted; send the list again, faster, or split it.")
+	default:
+		writeProblem(w, c, CodeRequestTimeout, "The upload stalled: its bytes stopped arriving fast enough. Nothing was submitted; send the list again.")
+	}
 }
 
 // filePart returns the multipart body's part named "file", skipping
@@ -161,8 +217,8 @@ func filePart(w http.ResponseWriter, c *call, mr *multipart.Reader, paced *uploa
 	for range 16 {
 		part, err := mr.NextPart()
 		if err != nil {
-			if paced.Stalled() {
-				stalledUpload(w, c)
+			if paced.Err() != nil {
+				endedUpload(w, c, paced.Err())
 				return nil, false
 			}
 			var mbe *http.MaxBytesError

@@ -12,15 +12,21 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/validmail/validmail/emailcheck/smtpprobe"
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
 )
+
+// defaultListMaxDuration is the default of -list-max-duration, the
+// API's default ListMaxDuration.
+const defaultListMaxDuration = 30 * time.Minute
 
 // envPrefix starts the environment variable of every flag.
 const envPrefix = "VALIDMAIL_"
@@ -78,6 +84,15 @@ type config struct {
 	// RateLimit is the per-key request limit; its zero value means the
 	// API's defaults.
 	RateLimit ratelimit.Limit
+	// ListUploads, ListUploadsPerNetwork, ListHealthyRate (bytes a
+	// second) and ListMaxDuration bound the list uploads of the API and
+	// the console (-list-uploads, …); ListWait is how long a console list
+	// waits for its confirmation (-list-wait). Zero means the defaults.
+	ListUploads           int
+	ListUploadsPerNetwork int
+	ListHealthyRate       int64
+	ListMaxDuration       time.Duration
+	ListWait              time.Duration
 	// Dashboard serves the console at /dashboard/ and the demo at /demo
 	// (-dashboard); DashboardInsecureCookies drops the session cookie's
 	// Secure attribute for plain-HTTP development on loopback.
@@ -175,6 +190,11 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&allow, "webhook-allow", "", "comma-separated `list` of CIDR prefixes, IP addresses or host names that webhook deliveries may\nreach besides public addresses, e.g. 127.0.0.1 or 10.0.0.0/8 for receivers on a private network;\nempty means public addresses only")
 	fs.Float64Var(&rateLimit, "rate-limit", 0, fmt.Sprintf("steady `rate` of requests per second allowed per API key; 0 means %d, a negative value turns\nrate limiting off. Instances on one Redis store share each key's limit", httpapi.DefaultRatePerSecond))
 	fs.IntVar(&rateBurst, "rate-burst", 0, fmt.Sprintf("`requests` one API key may make at once; 0 means %d with the default rate, else one second's\nworth of -rate-limit", httpapi.DefaultRateBurst))
+	fs.IntVar(&c.ListUploads, "list-uploads", httpapi.DefaultMaxListUploads, fmt.Sprintf("list `uploads` read at once by this instance, by the API and by the console each (%d an account at most);\nwhen all are taken, a new upload takes the slot of the slowest one below -list-healthy-rate", httpapi.MaxListUploadsPerAccount))
+	fs.IntVar(&c.ListUploadsPerNetwork, "list-uploads-per-network", httpapi.DefaultMaxListUploadsPerNetwork, "list `uploads` one client network (IPv4 /24, IPv6 /64) may hold at once, every account's together; negative: no bound")
+	fs.Int64Var(&c.ListHealthyRate, "list-healthy-rate", httpapi.DefaultListHealthyRate>>10, "average `KiB/s` at or above which a list upload never loses its slot to a newer one")
+	fs.DurationVar(&c.ListMaxDuration, "list-max-duration", defaultListMaxDuration, "longest list upload; one still sending then is answered 408 (uploads slower than 1 MiB per 5 s are 408 earlier)")
+	fs.DurationVar(&c.ListWait, "list-wait", dashboard.DefaultListWaitTTL, "how long a list uploaded on the console waits for its confirmation")
 	fs.StringVar(&c.PprofAddr, "pprof", "", "serve net/http/pprof at /debug/pprof/ on this `address` (e.g. 127.0.0.1:6060), apart from the API; empty means off")
 	fs.BoolVar(&c.Dashboard, "dashboard", true, "serve the customer's console at /dashboard/ and the public demo at /demo (and redirect / there)")
 	fs.BoolVar(&c.DashboardInsecureCookies, "dashboard-insecure-cookies", false, "send the console's session cookie without Secure, for plain-HTTP development on loopback only;\nbehind TLS leave it off")
@@ -224,6 +244,10 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 			return c, fmt.Errorf("%w: -billing-url %q: want an http or https URL", errUsage, c.BillingURL)
 		}
 	}
+	if c.ListUploads < 1 || c.ListHealthyRate < 1 || c.ListMaxDuration < time.Second || c.ListWait < time.Second || c.ListUploadsPerNetwork == 0 {
+		return c, fmt.Errorf("%w: -list-uploads, -list-healthy-rate, -list-max-duration, -list-wait and -list-uploads-per-network must be positive (-list-uploads-per-network may be negative: no bound)", errUsage)
+	}
+	c.ListHealthyRate <<= 10
 	if c.BootstrapCredits < 0 {
 		return c, fmt.Errorf("%w: -bootstrap-credits must not be negative", errUsage)
 	}

@@ -93,6 +93,15 @@ func TestParseServeConfig(t *testing.T) {
 		{"SMTP relay without a port", []string{"-smtp-relay", "smtp.example.com", "-mail-from", "a@example.com", "-public-url", "https://vm.example.com"}, nil, nil, true},
 		{"SMTP relay without a public URL", []string{"-smtp-relay", "127.0.0.1:2525", "-mail-from", "a@example.com"}, nil, nil, true},
 		{"public URL with a path", []string{"-smtp-relay", "127.0.0.1:2525", "-mail-from", "a@example.com", "-public-url", "https://vm.example.com/x"}, nil, nil, true},
+		{"list limits by default", nil, nil, func(c config) bool {
+			return c.ListUploads == 16 && c.ListUploadsPerNetwork == 4 && c.ListHealthyRate == 1<<20 && c.ListMaxDuration == 30*time.Minute && c.ListWait == 10*time.Minute
+		}, false},
+		{"list limits", []string{"-list-uploads", "32", "-list-uploads-per-network", "-1", "-list-healthy-rate", "512", "-list-max-duration", "20m", "-list-wait", "5m"}, nil, func(c config) bool {
+			return c.ListUploads == 32 && c.ListUploadsPerNetwork == -1 && c.ListHealthyRate == 512<<10 && c.ListMaxDuration == 20*time.Minute && c.ListWait == 5*time.Minute
+		}, false},
+		{"list wait from env", nil, map[string]string{"VALIDMAIL_LIST_WAIT": "2m"}, func(c config) bool { return c.ListWait == 2*time.Minute }, false},
+		{"no list uploads", []string{"-list-uploads", "0"}, nil, nil, true},
+		{"no list wait", []string{"-list-wait", "0s"}, nil, nil, true},
 		{"stray argument", []string{"serve"}, nil, nil, true},
 		{"unknown flag", []string{"-port", "1"}, nil, nil, true},
 	} {

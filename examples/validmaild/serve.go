@@ -61,16 +61,18 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 	logger.Info("store opened", "store", storeurl.Redact(cfg.Store), "kind", b.Name)
 
 	scfg := service.Config{
-		Checks:        &emailcheck.Config{Nameservers: cfg.DNS, AllowPrivateMX: cfg.AllowPrivateMX},
-		Logger:        logger,
-		Workers:       cmp.Or(cfg.Workers, -1), // -workers 0 runs none here
-		API:           httpapi.Config{RateLimit: cfg.RateLimit, ClientIP: clientIP(cfg.ClientIPHeader), AdminToken: cfg.AdminToken},
+		Checks:  &emailcheck.Config{Nameservers: cfg.DNS, AllowPrivateMX: cfg.AllowPrivateMX},
+		Logger:  logger,
+		Workers: cmp.Or(cfg.Workers, -1), // -workers 0 runs none here
+		API: httpapi.Config{RateLimit: cfg.RateLimit, ClientIP: clientIP(cfg.ClientIPHeader), AdminToken: cfg.AdminToken,
+			MaxListUploads: cfg.ListUploads, MaxListUploadsPerNetwork: cfg.ListUploadsPerNetwork,
+			ListHealthyRate: cfg.ListHealthyRate, ListMaxDuration: cfg.ListMaxDuration},
 		WebhookClient: webhook.ClientOptions{Allow: cfg.WebhookAllow},
 
 		ReadinessNeedsDNS: cfg.ReadinessNeedsDNS,
 	}
 	if cfg.Dashboard {
-		scfg.Dashboard = &dashboard.Config{InsecureCookies: cfg.DashboardInsecureCookies, BillingURL: cfg.BillingURL}
+		scfg.Dashboard = &dashboard.Config{InsecureCookies: cfg.DashboardInsecureCookies, BillingURL: cfg.BillingURL, ListWaitTTL: cfg.ListWait}
 		if cfg.Relay.Addr != "" {
 			relay, err := mail.NewRelay(cfg.Relay)
 			if err != nil {

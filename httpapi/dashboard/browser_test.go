@@ -62,6 +62,9 @@ type site struct {
 	receiver *httptest.Server
 	mu       sync.Mutex
 	hooks    []string
+	// stop shuts the service down, as a SIGTERM would (later calls
+	// do nothing).
+	stop func()
 }
 
 // startSite starts the service on b (a new memory backend if nil); each
@@ -107,10 +110,18 @@ func startSite(t *testing.T, b *backend.Backend, options ...func(dc *dashboard.C
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- svc.Serve(ctx, ln) }()
+	var once sync.Once
+	var serveErr error
+	s.stop = func() {
+		once.Do(func() {
+			cancel()
+			serveErr = <-done
+		})
+	}
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
+		s.stop()
+		if serveErr != nil {
+			t.Errorf("Serve: %v", serveErr)
 		}
 	})
 	return s

@@ -70,11 +70,14 @@
 //
 // A list uploaded to /bulk/list is the exception to those limits: it is
 // streamed into a spool within the list bounds ([Config.Lists]), two
-// uploads per account at most, kept alive past the server's read timeout
-// while it sends 1 MiB per 30 s, then previewed with its cost (the free
-// allowance first, credits for the rest) until the customer confirms,
-// cancels, or 30 minutes pass; its temporary file, unlinked from the
-// start, is freed then.
+// uploads per account and four per client network at most, kept alive
+// past the server's read timeout while it sends 1 MiB per 5 s (a slow
+// one losing its slot to a new upload when every slot is taken), then
+// previewed with its cost (the free allowance first, credits for the
+// rest) until the customer confirms, cancels, or [Config.ListWaitTTL]
+// (10 minutes) passes, waiting in the shared store (so that any instance
+// serves its preview and confirmation), one per account and
+// [Config.MaxWaitingListsPerNetwork] per client network.
 //
 // Accounts: with a [Config.Mailer], sign-up creates an unconfirmed account
 // and mails a single-use link (48 h) whose form confirms the address and
@@ -107,6 +110,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
+	"github.com/validmail/validmail/httpapi/internal/uploads"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/lists"
@@ -282,13 +286,34 @@ type Config struct {
 	Lists *lists.Options
 	// MaxListUploads bounds the lists the bulk page reads at once (an
 	// upload, or a list read again with another column), at most
-	// [httpapi.MaxListUploadsPerAccount] of them one account's; more are
-	// refused with 429. Default [httpapi.DefaultMaxListUploads]. The
-	// readings take at most MaxListUploads × Lists.MaxBytes of the
-	// temporary directory's disk (16 × 256 MiB = 4 GiB by default), and
-	// the lists waiting for their confirmation, at most twice
-	// MaxListUploads of them (one an account), as much again twice.
+	// [httpapi.MaxListUploadsPerAccount] of them one account's and
+	// MaxListUploadsPerNetwork one client network's; more of an account
+	// or a network are refused with 429. When every slot is taken, a new
+	// upload takes the slot of the slowest upload averaging less than
+	// ListHealthyRate, which ends with 429. Default
+	// [httpapi.DefaultMaxListUploads]. The readings take at most
+	// MaxListUploads × Lists.MaxBytes of the temporary directory's disk
+	// (16 × 256 MiB = 4 GiB by default); the lists waiting for their
+	// confirmation are kept in the store (the Queue's driver must be a
+	// jobs.ListDraftDriver, as every backend here is).
 	MaxListUploads int
+	// MaxListUploadsPerNetwork, ListReadWindow, ListReadMinBytes,
+	// ListMaxDuration, ListHealthyRate and ListEvictAfter pace the bulk
+	// page's uploads and share its slots as the API's fields of the same
+	// names ([httpapi.Config]) do, with the same defaults.
+	MaxListUploadsPerNetwork int
+	ListReadWindow           time.Duration
+	ListReadMinBytes         int64
+	ListMaxDuration          time.Duration
+	ListHealthyRate          int64
+	ListEvictAfter           time.Duration
+	// ListWaitTTL is how long an uploaded list waits for its
+	// confirmation. Default [DefaultListWaitTTL] (10 minutes).
+	ListWaitTTL time.Duration
+	// MaxWaitingListsPerNetwork bounds the lists of one client network
+	// waiting for their confirmation: a new one drops the network's
+	// oldest. Default [DefaultMaxWaitingListsPerNetwork].
+	MaxWaitingListsPerNetwork int
 	// Logger receives the dashboard's records. Default: discard.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -318,7 +343,7 @@ type Dashboard struct {
 	sending  chan struct{} // a slot per message on its way
 	// reference is Config.OpenAPI, read for its page; nil without one.
 	reference *reference
-	// lists keeps the uploaded lists waiting for their confirmation.
+	// lists bounds the list uploads and says how their lists wait.
 	lists *listTool
 }
 
@@ -407,7 +432,10 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 		mailer:  cfg.Mailer,
 		confirm: cfg.Mailer != nil,
 		sending: make(chan struct{}, mailsInFlight),
-		lists:   newListTool(cfg.MaxListUploads),
+		lists: newListTool(listToolConfig{slots: cfg.MaxListUploads, perNetwork: cfg.MaxListUploadsPerNetwork,
+			healthy: cfg.ListHealthyRate, grace: cfg.ListEvictAfter,
+			pace: uploads.Pace{Window: cfg.ListReadWindow, MinBytes: cfg.ListReadMinBytes, MaxDuration: cfg.ListMaxDuration},
+			ttl:  cfg.ListWaitTTL, waitingPerNetwork: cfg.MaxWaitingListsPerNetwork, now: cfg.Now}),
 	}
 	if err := d.parseTemplates(); err != nil {
 		return nil, err

@@ -4,16 +4,15 @@ package dashboard
 // pending list again.
 func HoldRespool(d *Dashboard, f func()) { d.lists.respooling = f }
 
-// PendingLists counts the lists d keeps for their confirmation.
-func PendingLists(d *Dashboard) int {
-	d.lists.mu.Lock()
-	defer d.lists.mu.Unlock()
-	return len(d.lists.byToken)
-}
-
 // TakeListSlot takes one of d's upload slots for account, as an upload
 // does; it returns nil when none is free.
 func TakeListSlot(d *Dashboard, account string) (release func()) {
-	release, _ = d.lists.slots.Take(account)
-	return release
+	slot, _ := d.lists.slots.Take(account, "")
+	if slot == nil {
+		return nil
+	}
+	return slot.Release
 }
+
+// ListUploadsHeld counts the upload slots d's uploads hold.
+func ListUploadsHeld(d *Dashboard) int { return d.lists.slots.Held() }

@@ -124,14 +124,14 @@ func FuzzReadList(f *testing.F) {
 // account's at most: two busy accounts leave the rest to the others.
 func TestListSlots(t *testing.T) {
 	for _, c := range []struct{ config, want int }{{0, httpapi.DefaultMaxListUploads}, {6, 6}} {
-		lt := newListTool(c.config)
+		lt := newListTool(listToolConfig{slots: c.config, perNetwork: -1})
 		for i := range c.want {
 			account := strconv.Itoa(i / httpapi.MaxListUploadsPerAccount)
-			if _, why := lt.slots.Take(account); why != uploads.Granted {
+			if _, why := lt.slots.Take(account, "net"); why != uploads.Granted {
 				t.Fatalf("config %d: slot %d of account %s refused: %v", c.config, i, account, why)
 			}
 		}
-		if _, why := lt.slots.Take("another"); why != uploads.InstanceBusy {
+		if _, why := lt.slots.Take("another", "net"); why != uploads.InstanceBusy {
 			t.Fatalf("config %d: a slot beyond %d: %v", c.config, c.want, why)
 		}
 	}
@@ -140,23 +140,18 @@ func TestListSlots(t *testing.T) {
 	}
 }
 
-// The lists waiting for confirmation are bounded per instance, twice its
-// upload slots; an account's new upload replaces its own waiting list, so
-// it always finds room.
-func TestWaitingListsBounded(t *testing.T) {
-	lt := newListTool(1)
-	if lt.waitingFull("a") {
-		t.Fatal("an empty tool is full")
-	}
-	for _, acct := range []string{"a", "b"} {
-		p := &pendingList{token: "t-" + acct, account: acct}
-		lt.put(p)
-		t.Cleanup(func() { p.timer.Stop() })
-	}
-	if !lt.waitingFull("c") {
-		t.Error("a third account finds room beside two waiting lists of a 1-slot tool")
-	}
-	if lt.waitingFull("a") {
-		t.Error("an account with a waiting list finds no room to replace it")
+// The preview keeps a cell's first bytes, whole characters only.
+func TestShortCell(t *testing.T) {
+	long := strings.Repeat("é", previewCellBytes) // two bytes each
+	for _, c := range []struct{ in, want string }{
+		{"", ""},
+		{"ann@example.org", "ann@example.org"},
+		{long[:previewCellBytes], long[:previewCellBytes]},
+		{long, long[:previewCellBytes] + "…"},
+		{"x" + long, "x" + long[:previewCellBytes-2] + "…"},
+	} {
+		if got := shortCell(c.in); got != c.want || !utf8.ValidString(got) {
+			t.Errorf("shortCell(%d bytes) = %d bytes, want %d", len(c.in), len(got), len(c.want))
+		}
 	}
 }

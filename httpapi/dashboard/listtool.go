@@ -4,16 +4,18 @@ import (
 	"bufio"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi"
@@ -35,144 +37,322 @@ import (
 //	POST /bulk/list/{token}/cancel
 //	GET  /batches/{id}/list.csv      ?group=safe|risky|remove; none: all rows
 //
-// A spool waits for its confirmation in this process for pendingTTL at
-// most, one per account (a new upload replaces the last); its temporary
-// file, unlinked as soon as it is created (nothing is left behind by a
-// shutdown or a crash), is freed on confirmation, cancellation,
-// replacement or expiry.
+// A list waits for its confirmation in the store the deployment shares
+// (a [jobs.ListDraft]: its preview and its spooled rows in chunks), so
+// that its preview, column change, confirmation and cancellation work on
+// any instance, for ListWaitTTL at most (10 minutes by default), one per
+// account (a new upload replaces the last) and MaxWaitingListsPerNetwork
+// per client network (a network's new list drops its oldest): waiting
+// lists never refuse another account's upload. The instance that reads
+// an upload or a list keeps its rows in a temporary file only while it
+// works on them, unlinked as soon as it is created (nothing is left
+// behind by a shutdown or a crash).
 
-// pendingTTL is how long an uploaded list waits for its confirmation.
-const pendingTTL = 30 * time.Minute
+// DefaultListWaitTTL is how long an uploaded list waits for its
+// confirmation by default.
+const DefaultListWaitTTL = 10 * time.Minute
+
+// DefaultMaxWaitingListsPerNetwork is how many lists of one client
+// network wait for their confirmation at once by default.
+const DefaultMaxWaitingListsPerNetwork = 4
 
 // previewRows is how many first rows the preview shows.
 const previewRows = 10
 
+// previewCellBytes bounds a cell as the preview shows it.
+const previewCellBytes = 256
+
+// draftChunkBytes is the size of a waiting list's chunks in the store.
+const draftChunkBytes = 1 << 20
+
 // maxListName bounds a list's name, in bytes.
 const maxListName = 200
 
-// pendingList is an uploaded list waiting for its confirmation.
+// pendingList is an uploaded list waiting for its confirmation: its
+// draft's record, decoded.
 type pendingList struct {
 	token, account, name string
-	text                 bool // one address a line: no column to choose
-	sp                   *lists.Spool
+	network              string // the uploader's ratelimit.ClientKey
+	text                 bool   // one address a line: no column to choose
+	state                lists.SpoolState
 	pv                   lists.Preview
-	timer                *time.Timer
+	chunks               int
+	expires              time.Time
 }
 
-// listTool keeps the lists waiting for confirmation and bounds the
-// uploads read at once.
+// draftMeta is what a waiting list's draft keeps beside its rows.
+type draftMeta struct {
+	Name    string           `json:"name"`
+	Text    bool             `json:"text"`
+	State   lists.SpoolState `json:"state"`
+	Preview lists.Preview    `json:"preview"`
+}
+
+// listTool bounds the uploads read at once, and says how long and how
+// many lists wait for their confirmation.
 type listTool struct {
-	mu        sync.Mutex
-	byToken   map[string]*pendingList
-	byAccount map[string]string
-	slots     *uploads.Slots
-	// maxPending bounds the lists waiting for confirmation at once,
-	// every account's together, and so the disk their spools take.
-	maxPending int
+	slots *uploads.Slots
+	pace  uploads.Pace
+	ttl   time.Duration
+	// perNetwork bounds one client network's waiting lists.
+	perNetwork int
 	// respooling, if set, runs when a column change starts reading a
 	// pending list again (tests hold it there).
 	respooling func()
 }
 
-// newListTool bounds the lists read at once to slots (0: the default).
-func newListTool(slots int) *listTool {
-	if slots <= 0 {
-		slots = httpapi.DefaultMaxListUploads
-	}
-	return &listTool{byToken: map[string]*pendingList{}, byAccount: map[string]string{},
-		slots: uploads.NewSlots(slots, httpapi.MaxListUploadsPerAccount), maxPending: 2 * slots}
+// listToolConfig is what the list tool takes of the dashboard's Config.
+type listToolConfig struct {
+	slots, perNetwork int
+	healthy           int64
+	grace             time.Duration
+	pace              uploads.Pace
+	ttl               time.Duration
+	waitingPerNetwork int
+	now               func() time.Time
 }
 
-// waitingFull reports whether a new upload of account would find no room
-// among the lists waiting for confirmation: the instance keeps maxPending
-// at most, and an account's new list replaces its own waiting one.
-func (lt *listTool) waitingFull(account string) bool {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	_, replaces := lt.byAccount[account]
-	return !replaces && len(lt.byToken) >= lt.maxPending
+// newListTool bounds the lists read at once, and those waiting.
+func newListTool(c listToolConfig) *listTool {
+	if c.slots <= 0 {
+		c.slots = httpapi.DefaultMaxListUploads
+	}
+	if c.perNetwork == 0 {
+		c.perNetwork = httpapi.DefaultMaxListUploadsPerNetwork
+	}
+	if c.healthy <= 0 {
+		c.healthy = httpapi.DefaultListHealthyRate
+	}
+	c.pace = c.pace.OrDefault()
+	if c.grace <= 0 {
+		c.grace = c.pace.Window
+	}
+	if c.ttl <= 0 {
+		c.ttl = DefaultListWaitTTL
+	}
+	if c.waitingPerNetwork <= 0 {
+		c.waitingPerNetwork = DefaultMaxWaitingListsPerNetwork
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	return &listTool{
+		slots: uploads.NewSlots(&uploads.Config{Total: c.slots, PerAccount: httpapi.MaxListUploadsPerAccount,
+			PerNetwork: c.perNetwork, HealthyRate: c.healthy, Grace: c.grace, Now: c.now}),
+		pace: c.pace, ttl: c.ttl, perNetwork: c.waitingPerNetwork}
 }
 
-// put keeps p until its confirmation or pendingTTL, replacing (and
-// removing) the account's last pending list.
-func (lt *listTool) put(p *pendingList) {
-	lt.mu.Lock()
-	old := lt.byToken[lt.byAccount[p.account]]
-	if old != nil {
-		lt.dropLocked(old)
+// shortCell cuts a cell to what the preview shows.
+func shortCell(s string) string {
+	if len(s) <= previewCellBytes {
+		return s
 	}
-	lt.byToken[p.token] = p
-	lt.byAccount[p.account] = p.token
-	p.timer = time.AfterFunc(pendingTTL, func() { lt.expire(p) })
-	lt.mu.Unlock()
-	if old != nil {
-		old.sp.Close()
+	s = s[:previewCellBytes]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
 	}
+	return s + "…"
 }
 
-// restore keeps p again after it was taken and not submitted, unless
-// the account uploaded another list meanwhile: then p's file is removed.
-func (lt *listTool) restore(p *pendingList) {
-	lt.mu.Lock()
-	kept := lt.byToken[lt.byAccount[p.account]] == nil
-	if kept {
-		lt.byToken[p.token] = p
-		lt.byAccount[p.account] = p.token
-		p.timer = time.AfterFunc(pendingTTL, func() { lt.expire(p) })
+// shortPreview returns pv with every cell cut to what the preview shows.
+func shortPreview(pv lists.Preview) lists.Preview {
+	pv.Header = slices.Clone(pv.Header)
+	for i, h := range pv.Header {
+		pv.Header[i] = shortCell(h)
 	}
-	lt.mu.Unlock()
-	if !kept {
-		p.sp.Close()
+	first := make([][]string, len(pv.First))
+	for i, rec := range pv.First {
+		first[i] = make([]string, len(rec))
+		for j, c := range rec {
+			first[i][j] = shortCell(c)
+		}
 	}
+	pv.First = first
+	return pv
 }
 
-// get returns the account's pending list of token, or nil.
-func (lt *listTool) get(token, account string) *pendingList {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	if p := lt.byToken[token]; p != nil && p.account == account {
-		return p
+// drafts returns the store's waiting lists.
+func (d *Dashboard) drafts() (jobs.ListDraftDriver, error) { return d.cfg.Queue.ListDrafts() }
+
+// chunkWriter writes a waiting list's rows to the store in chunks.
+type chunkWriter struct {
+	ctx     context.Context
+	dd      jobs.ListDraftDriver
+	id      string
+	expires time.Time
+	buf     []byte
+	n       int
+}
+
+func (cw *chunkWriter) Write(b []byte) (int, error) {
+	written := 0
+	for len(b) > 0 {
+		k := min(len(b), draftChunkBytes-len(cw.buf))
+		cw.buf = append(cw.buf, b[:k]...)
+		b, written = b[k:], written+k
+		if len(cw.buf) == draftChunkBytes {
+			if err := cw.flush(); err != nil {
+				return written, err
+			}
+		}
 	}
+	return written, nil
+}
+
+func (cw *chunkWriter) flush() error {
+	if len(cw.buf) == 0 {
+		return nil
+	}
+	if err := cw.dd.PutListDraftChunk(cw.ctx, cw.id, cw.n, cw.buf, cw.expires); err != nil {
+		return err
+	}
+	cw.n++
+	cw.buf = cw.buf[:0]
 	return nil
 }
 
-// take removes the account's pending list of token and returns it, or
-// nil: a list is submitted once, whatever the clicks.
-func (lt *listTool) take(token, account string) *pendingList {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	p := lt.byToken[token]
-	if p == nil || p.account != account {
-		return nil
+// keepList stores p, whose rows sp holds, to wait for its confirmation:
+// its rows first, then its record, which replaces the account's waiting
+// list and may drop the oldest of its network's.
+func (d *Dashboard) keepList(ctx context.Context, sp *lists.Spool, p *pendingList) error {
+	dd, err := d.drafts()
+	if err != nil {
+		return err
 	}
-	lt.dropLocked(p)
-	return p
+	p.state, p.expires = sp.State(), time.Now().Add(d.lists.ttl)
+	meta, err := json.Marshal(draftMeta{Name: p.name, Text: p.text, State: p.state, Preview: shortPreview(p.pv)})
+	if err != nil {
+		return err
+	}
+	cw := &chunkWriter{ctx: ctx, dd: dd, id: p.token, expires: p.expires, buf: make([]byte, 0, draftChunkBytes)}
+	if _, err = sp.WriteTo(cw); err == nil {
+		err = cw.flush()
+	}
+	if err == nil {
+		p.chunks = cw.n
+		_, err = dd.PutListDraft(ctx, jobs.PutListDraftParams{PerNetwork: d.lists.perNetwork, Draft: jobs.ListDraft{
+			ID: p.token, AccountID: p.account, Network: p.network, Meta: meta, Chunks: p.chunks, ExpiresAt: p.expires}})
+	}
+	if err != nil {
+		dd.DeleteListDraft(context.WithoutCancel(ctx), p.token)
+	}
+	return err
 }
 
-// expire forgets p and removes its file, unless it was taken meanwhile
-// (a confirmation may be reading it).
-func (lt *listTool) expire(p *pendingList) {
-	lt.mu.Lock()
-	kept := lt.byToken[p.token] == p
-	if kept {
-		lt.dropLocked(p)
+// pendingOf decodes a draft.
+func pendingOf(dr jobs.ListDraft) (*pendingList, error) {
+	var m draftMeta
+	if err := json.Unmarshal(dr.Meta, &m); err != nil {
+		return nil, fmt.Errorf("dashboard: a waiting list's record: %w", err)
 	}
-	lt.mu.Unlock()
-	if kept {
-		p.sp.Close()
+	return &pendingList{token: dr.ID, account: dr.AccountID, network: dr.Network, name: m.Name, text: m.Text,
+		state: m.State, pv: m.Preview, chunks: dr.Chunks, expires: dr.ExpiresAt}, nil
+}
+
+// getList returns the account's waiting list of token, or nil.
+func (d *Dashboard) getList(ctx context.Context, token, account string) (*pendingList, error) {
+	dd, err := d.drafts()
+	if err != nil {
+		return nil, err
+	}
+	dr, err := dd.ListDraft(ctx, account, token)
+	if errors.Is(err, jobs.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return pendingOf(dr)
+}
+
+// takeList removes the account's waiting list of token and returns it,
+// or nil: a list is submitted once, whatever the clicks, on whichever
+// instances. Its rows stay until dropList or their expiry.
+func (d *Dashboard) takeList(ctx context.Context, token, account string) (*pendingList, error) {
+	dd, err := d.drafts()
+	if err != nil {
+		return nil, err
+	}
+	dr, err := dd.TakeListDraft(ctx, account, token)
+	if errors.Is(err, jobs.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err := pendingOf(dr)
+	if err != nil {
+		dd.DeleteListDraft(ctx, token)
+	}
+	return p, err
+}
+
+// restoreList keeps p waiting again after it was taken and not
+// submitted, unless the account uploaded another list meanwhile: then
+// p's rows are removed.
+func (d *Dashboard) restoreList(ctx context.Context, p *pendingList) {
+	ctx = context.WithoutCancel(ctx)
+	dd, err := d.drafts()
+	if err != nil {
+		return
+	}
+	meta, err := json.Marshal(draftMeta{Name: p.name, Text: p.text, State: p.state, Preview: p.pv})
+	kept := false
+	if err == nil {
+		kept, err = dd.PutListDraft(ctx, jobs.PutListDraftParams{Restore: true, PerNetwork: d.lists.perNetwork, Draft: jobs.ListDraft{
+			ID: p.token, AccountID: p.account, Network: p.network, Meta: meta, Chunks: p.chunks, ExpiresAt: p.expires}})
+	}
+	if err != nil {
+		d.cfg.Logger.WarnContext(ctx, "dashboard: restore a waiting list", "err", err)
+	}
+	if !kept {
+		dd.DeleteListDraft(ctx, p.token)
 	}
 }
 
-func (lt *listTool) dropLocked(p *pendingList) {
-	if lt.byToken[p.token] == p {
-		delete(lt.byToken, p.token)
+// dropList removes a taken list's rows from the store.
+func (d *Dashboard) dropList(ctx context.Context, p *pendingList) {
+	if dd, err := d.drafts(); err == nil {
+		if err := dd.DeleteListDraft(context.WithoutCancel(ctx), p.token); err != nil {
+			d.cfg.Logger.WarnContext(ctx, "dashboard: drop a waiting list", "err", err)
+		}
 	}
-	if lt.byAccount[p.account] == p.token {
-		delete(lt.byAccount, p.account)
+}
+
+// chunkReader reads a waiting list's rows from the store, chunk by chunk.
+type chunkReader struct {
+	ctx  context.Context
+	dd   jobs.ListDraftDriver
+	p    *pendingList
+	n    int
+	left []byte
+}
+
+func (cr *chunkReader) Read(b []byte) (int, error) {
+	for len(cr.left) == 0 {
+		if cr.n >= cr.p.chunks {
+			return 0, io.EOF
+		}
+		c, err := cr.dd.ListDraftChunk(cr.ctx, cr.p.token, cr.n)
+		if err != nil {
+			return 0, err
+		}
+		cr.left, cr.n = c, cr.n+1
 	}
-	if p.timer != nil {
-		p.timer.Stop()
+	k := copy(b, cr.left)
+	cr.left = cr.left[k:]
+	return k, nil
+}
+
+// openList reads a waiting list's rows from the store into a spool of
+// this instance's; the caller closes it.
+func (d *Dashboard) openList(ctx context.Context, p *pendingList) (*lists.Spool, error) {
+	dd, err := d.drafts()
+	if err != nil {
+		return nil, err
 	}
+	opts := d.listOptions()
+	return lists.Restore(ctx, &chunkReader{ctx: ctx, dd: dd, p: p}, p.state, &opts)
 }
 
 // listRoutes adds the list tool's routes.
@@ -234,29 +414,26 @@ func (d *Dashboard) refuseUpload(w http.ResponseWriter, r *http.Request, a store
 // only one row at a time is in memory, and the upload outlives the
 // server's read timeout while it keeps sending.
 func (d *Dashboard) uploadList(w http.ResponseWriter, r *http.Request, a store.Account) {
-	release, why := d.lists.slots.Take(a.ID)
-	switch why {
-	case uploads.AccountBusy:
+	network := d.clientKey(r)
+	slot, why := d.lists.slots.Take(a.ID, network)
+	if why != uploads.Granted {
+		// The body is not read: the server must not wait for the rest
+		// of it (a trickle) before answering.
+		w.Header().Set("Connection", "close")
 		retryAfter(w, 5*time.Second)
-		d.refuseUpload(w, r, a, http.StatusTooManyRequests, fmt.Sprintf("This account is uploading %d lists already. Upload this one when one of them is done.", httpapi.MaxListUploadsPerAccount))
-		return
-	case uploads.InstanceBusy:
-		retryAfter(w, 5*time.Second)
-		d.refuseUpload(w, r, a, http.StatusTooManyRequests, "Too many lists are being uploaded right now. Try again in a moment.")
+		d.refuseUpload(w, r, a, http.StatusTooManyRequests, slotRefusal(why, "Upload this one"))
 		return
 	}
-	defer release()
-	if d.lists.waitingFull(a.ID) {
-		retryAfter(w, time.Minute)
-		d.refuseUpload(w, r, a, http.StatusTooManyRequests, "Too many lists are waiting for their confirmation on this server. Try again in a few minutes.")
-		return
-	}
+	defer slot.Release()
 	opts := d.listOptions()
 	maxBytes := opts.MaxBytes
 	if maxBytes <= 0 {
 		maxBytes = lists.DefaultMaxBytes
 	}
-	paced := uploads.NewReader(w, r.Body, uploads.Pace{})
+	// The upload lives past the server's read timeout while it keeps
+	// sending at the pace, and ends when its slot goes to a faster one.
+	paced := uploads.NewReader(w, r.Body, d.lists.pace, slot)
+	defer paced.Done()
 	r.Body = http.MaxBytesReader(w, io.NopCloser(paced), maxBytes+64<<10)
 	mr, err := r.MultipartReader()
 	if err != nil {
@@ -303,28 +480,63 @@ func (d *Dashboard) uploadList(w http.ResponseWriter, r *http.Request, a store.A
 			d.uploadError(w, r, a, paced, err)
 			return
 		}
+		// From here the slot is the upload's until the end, unless it
+		// was taken before the file was in.
+		paced.Done()
+		if paced.Err() != nil {
+			sp.Close()
+			d.uploadError(w, r, a, paced, paced.Err())
+			return
+		}
+		defer sp.Close()
 		pv, err := sp.Preview(r.Context(), previewRows)
 		if err != nil {
-			sp.Close()
 			d.backendError(w, r, "list preview", err)
 			return
 		}
-		p := &pendingList{token: newToken(), account: a.ID, name: name, text: opts.Text, sp: sp, pv: pv}
-		d.lists.put(p)
+		p := &pendingList{token: newToken(), account: a.ID, network: network, name: name, text: opts.Text, pv: pv}
+		if err := d.keepList(r.Context(), sp, p); err != nil {
+			d.backendError(w, r, "list keep", err)
+			return
+		}
 		d.redirect(w, r, "/bulk/list/"+p.token)
 		return
 	}
 	d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "Choose a file: a .csv file with a column of addresses, or a .txt file with one address per line.")
 }
 
+// slotRefusal tells why an upload found no slot; then names what to do
+// when one is free.
+func slotRefusal(why uploads.Refusal, then string) string {
+	switch why {
+	case uploads.AccountBusy:
+		return fmt.Sprintf("This account is uploading %d lists already. %s when one of them is done.", httpapi.MaxListUploadsPerAccount, then)
+	case uploads.NetworkBusy:
+		return fmt.Sprintf("Too many lists are being uploaded from your network. %s when one of them is done.", then)
+	}
+	return fmt.Sprintf("Too many lists are being uploaded right now. %s in a moment.", then)
+}
+
 // uploadError answers an upload that could not be read.
 func (d *Dashboard) uploadError(w http.ResponseWriter, r *http.Request, a store.Account, paced *uploads.Reader, err error) {
 	var mbe *http.MaxBytesError
 	var pe *lists.ParseError
+	if paced.Err() != nil {
+		// The server cancelled the request's context when the read
+		// failed: the page that says why is still made and sent.
+		r = r.WithContext(context.WithoutCancel(r.Context()))
+	}
 	switch {
-	case paced.Stalled():
+	case errors.Is(paced.Err(), uploads.ErrEvicted):
 		w.Header().Set("Connection", "close")
-		d.refuseUpload(w, r, a, http.StatusRequestTimeout, "The upload stalled: the file stopped arriving. Nothing was submitted; upload it again.")
+		retryAfter(w, 5*time.Second)
+		d.refuseUpload(w, r, a, http.StatusTooManyRequests, "The upload was too slow to keep its place while other lists waited: it was ended. Nothing was submitted; upload the file again.")
+	case errors.Is(paced.Err(), uploads.ErrTooLong):
+		w.Header().Set("Connection", "close")
+		d.refuseUpload(w, r, a, http.StatusRequestTimeout, "The upload took longer than a list upload may. Nothing was submitted; upload the file again from a faster connection, or split it.")
+	case paced.Err() != nil:
+		w.Header().Set("Connection", "close")
+		d.refuseUpload(w, r, a, http.StatusRequestTimeout, "The upload stalled: the file stopped arriving fast enough. Nothing was submitted; upload it again.")
 	case errors.As(err, &mbe), errors.Is(err, lists.ErrTooLarge), errors.Is(err, multipart.ErrMessageTooLarge):
 		w.Header().Set("Connection", "close")
 		d.refuseUpload(w, r, a, http.StatusRequestEntityTooLarge, "The file is larger than a list may be ("+d.listBounds()+"). Split it and upload the parts one after another.")
@@ -448,11 +660,15 @@ func (d *Dashboard) renderPreview(w http.ResponseWriter, r *http.Request, a stor
 
 // gone answers a token whose list is no longer waiting.
 func (d *Dashboard) gone(w http.ResponseWriter, r *http.Request) {
-	d.fail(w, r, http.StatusNotFound, "This upload is no longer waiting: it was submitted, cancelled, replaced by a newer upload, or kept longer than 30 minutes. Upload the file again on the Bulk page.")
+	d.fail(w, r, http.StatusNotFound, "This upload is no longer waiting: it was submitted, cancelled, replaced by a newer upload, or kept longer than it may wait, or dropped for a newer list from your network. Upload the file again on the Bulk page.")
 }
 
 func (d *Dashboard) listPreviewPage(w http.ResponseWriter, r *http.Request, a store.Account) {
-	p := d.lists.get(r.PathValue("token"), a.ID)
+	p, err := d.getList(r.Context(), r.PathValue("token"), a.ID)
+	if err != nil {
+		d.backendError(w, r, "list preview", err)
+		return
+	}
 	if p == nil {
 		d.gone(w, r)
 		return
@@ -464,7 +680,11 @@ func (d *Dashboard) listPreviewPage(w http.ResponseWriter, r *http.Request, a st
 // unique addresses, credits the rest, and the list becomes a batch.
 func (d *Dashboard) confirmList(w http.ResponseWriter, r *http.Request, a store.Account) {
 	ctx := r.Context()
-	p := d.lists.take(r.PathValue("token"), a.ID)
+	p, err := d.takeList(ctx, r.PathValue("token"), a.ID)
+	if err != nil {
+		d.backendError(w, r, "list confirm", err)
+		return
+	}
 	if p == nil {
 		d.gone(w, r)
 		return
@@ -477,14 +697,14 @@ func (d *Dashboard) confirmList(w http.ResponseWriter, r *http.Request, a store.
 		previewed = 0
 	}
 	costlier := func(credits int64) {
-		d.lists.restore(p)
+		d.restoreList(ctx, p)
 		d.renderPreview(w, r, a, p, http.StatusConflict, fmt.Sprintf(
 			"The cost of this list changed since its preview: it now needs %s credits instead of %s (the free allowance was used meanwhile). Nothing was submitted; confirm again to validate it at this cost.",
 			thousands(credits), thousands(previewed)))
 	}
 	c, err := d.cost(ctx, a.ID, p.pv.Unique)
 	if err != nil {
-		d.lists.restore(p)
+		d.restoreList(ctx, p)
 		d.backendError(w, r, "list cost", err)
 		return
 	}
@@ -499,7 +719,7 @@ func (d *Dashboard) confirmList(w http.ResponseWriter, r *http.Request, a store.
 	if c.Free > 0 {
 		dec, err := d.limits.quotas.Take(ctx, bulkKey(a.ID), c.Free, d.bulkQuota())
 		if err != nil {
-			d.lists.restore(p)
+			d.restoreList(ctx, p)
 			d.backendError(w, r, "list allowance", err)
 			return
 		}
@@ -514,25 +734,35 @@ func (d *Dashboard) confirmList(w http.ResponseWriter, r *http.Request, a store.
 		costlier(credits)
 		return
 	}
-	info, err := lists.Submit(ctx, d.cfg.Queue, p.sp, lists.SubmitParams{AccountID: a.ID, Name: p.name, Source: jobs.SourceDashboard, FreeAddresses: free})
+	sp, err := d.openList(ctx, p)
+	if err != nil {
+		if free > 0 {
+			d.refundBulk(ctx, a.ID, free, window)
+		}
+		d.restoreList(ctx, p)
+		d.backendError(w, r, "list read", err)
+		return
+	}
+	info, err := lists.Submit(ctx, d.cfg.Queue, sp, lists.SubmitParams{AccountID: a.ID, Name: p.name, Source: jobs.SourceDashboard, FreeAddresses: free})
+	sp.Close()
 	if err != nil {
 		if free > 0 {
 			d.refundBulk(ctx, a.ID, free, window)
 		}
 		switch {
 		case errors.Is(err, credits.ErrInsufficient):
-			d.lists.restore(p)
+			d.restoreList(ctx, p)
 			d.renderPreview(w, r, a, p, http.StatusPaymentRequired, "The account does not have the credits this list needs (its balance changed since the preview). Nothing was submitted.")
 		case errors.Is(err, jobs.ErrEmptyBatch):
-			p.sp.Close()
+			d.dropList(ctx, p)
 			d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "No row of the list holds an address. Nothing was submitted.")
 		default:
-			d.lists.restore(p)
+			d.restoreList(ctx, p)
 			d.backendError(w, r, "list submit", err)
 		}
 		return
 	}
-	p.sp.Close()
+	d.dropList(ctx, p)
 	if used := min(free, info.Addresses); free > used {
 		d.refundBulk(ctx, a.ID, free-used, window)
 	}
@@ -551,7 +781,11 @@ func (d *Dashboard) confirmList(w http.ResponseWriter, r *http.Request, a store.
 func (d *Dashboard) listColumn(w http.ResponseWriter, r *http.Request, a store.Account) {
 	ctx := r.Context()
 	token := r.PathValue("token")
-	p := d.lists.get(token, a.ID)
+	p, err := d.getList(ctx, token, a.ID)
+	if err != nil {
+		d.backendError(w, r, "list column", err)
+		return
+	}
 	if p == nil {
 		d.gone(w, r)
 		return
@@ -565,27 +799,36 @@ func (d *Dashboard) listColumn(w http.ResponseWriter, r *http.Request, a store.A
 		d.redirect(w, r, "/bulk/list/"+p.token)
 		return
 	}
-	release, why := d.lists.slots.Take(a.ID)
+	slot, why := d.lists.slots.Take(a.ID, d.clientKey(r))
 	if why != uploads.Granted {
 		retryAfter(w, 5*time.Second)
-		msg := "Too many lists are being uploaded right now. Try the column again in a moment."
-		if why == uploads.AccountBusy {
-			msg = fmt.Sprintf("This account is uploading %d lists already. Try the column again when one of them is done.", httpapi.MaxListUploadsPerAccount)
-		}
-		d.renderPreview(w, r, a, p, http.StatusTooManyRequests, msg)
+		d.renderPreview(w, r, a, p, http.StatusTooManyRequests, slotRefusal(why, "Try the column again"))
 		return
 	}
-	defer release()
-	if p = d.lists.take(token, a.ID); p == nil {
+	// Reading again is not an upload: nothing can end it early.
+	slot.Pin()
+	defer slot.Release()
+	if p, err = d.takeList(ctx, token, a.ID); err != nil || p == nil {
+		if err != nil {
+			d.backendError(w, r, "list column", err)
+			return
+		}
 		d.gone(w, r)
 		return
 	}
 	if d.lists.respooling != nil {
 		d.lists.respooling()
 	}
-	sp, err := d.respool(ctx, p.sp, col)
+	old, err := d.openList(ctx, p)
 	if err != nil {
-		d.lists.restore(p)
+		d.restoreList(ctx, p)
+		d.backendError(w, r, "list read", err)
+		return
+	}
+	sp, err := d.respool(ctx, old, col)
+	old.Close()
+	if err != nil {
+		d.restoreList(ctx, p)
 		msg := "That column cannot hold the list's addresses."
 		if !errors.Is(err, lists.ErrNoColumn) {
 			d.cfg.Logger.WarnContext(ctx, "dashboard: list column", "err", err)
@@ -597,13 +840,19 @@ func (d *Dashboard) listColumn(w http.ResponseWriter, r *http.Request, a store.A
 	pv, err := sp.Preview(ctx, previewRows)
 	if err != nil {
 		sp.Close()
-		d.lists.restore(p)
+		d.restoreList(ctx, p)
 		d.backendError(w, r, "list preview", err)
 		return
 	}
-	p.sp.Close()
-	np := &pendingList{token: newToken(), account: a.ID, name: p.name, sp: sp, pv: pv}
-	d.lists.put(np)
+	np := &pendingList{token: newToken(), account: a.ID, network: p.network, name: p.name, pv: pv}
+	err = d.keepList(ctx, sp, np)
+	sp.Close()
+	if err != nil {
+		d.restoreList(ctx, p)
+		d.backendError(w, r, "list keep", err)
+		return
+	}
+	d.dropList(ctx, p)
 	d.redirect(w, r, "/bulk/list/"+np.token)
 }
 
@@ -641,8 +890,13 @@ func (d *Dashboard) respool(ctx context.Context, sp *lists.Spool, col int) (*lis
 
 // cancelList removes a pending list.
 func (d *Dashboard) cancelList(w http.ResponseWriter, r *http.Request, a store.Account) {
-	if p := d.lists.take(r.PathValue("token"), a.ID); p != nil {
-		p.sp.Close()
+	p, err := d.takeList(r.Context(), r.PathValue("token"), a.ID)
+	if err != nil {
+		d.backendError(w, r, "list cancel", err)
+		return
+	}
+	if p != nil {
+		d.dropList(r.Context(), p)
 		d.flash(r.Context(), "The upload is cancelled; nothing was submitted.")
 	}
 	d.redirect(w, r, "/bulk")

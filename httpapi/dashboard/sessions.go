@@ -58,8 +58,12 @@ func (a sessionStore) FindCtx(ctx context.Context, token string) ([]byte, bool, 
 	return b, found, err
 }
 
-// CommitCtx implements scs.CtxStore.
+// CommitCtx implements scs.CtxStore. The save is not cancelled with the
+// request: the server cancels it when a read of the body fails (an upload
+// it ended for stalling or losing its slot), and the page that says so
+// must still be sent with its session.
 func (a sessionStore) CommitCtx(ctx context.Context, token string, b []byte, expiry time.Time) error {
+	ctx = context.WithoutCancel(ctx)
 	s := store.Session{ID: store.HashSecret(token), Data: b, Expiry: expiry}
 	if _, values, err := a.codec.Decode(b); err == nil {
 		s.AccountID, _ = values[sessAccount].(string)

@@ -405,6 +405,12 @@ func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error 
 	if dc.MaxListUploads == 0 {
 		dc.MaxListUploads = api.MaxListUploads
 	}
+	dc.MaxListUploadsPerNetwork = cmp.Or(dc.MaxListUploadsPerNetwork, api.MaxListUploadsPerNetwork)
+	dc.ListReadWindow = cmp.Or(dc.ListReadWindow, api.ListReadWindow)
+	dc.ListReadMinBytes = cmp.Or(dc.ListReadMinBytes, api.ListReadMinBytes)
+	dc.ListMaxDuration = cmp.Or(dc.ListMaxDuration, api.ListMaxDuration)
+	dc.ListHealthyRate = cmp.Or(dc.ListHealthyRate, api.ListHealthyRate)
+	dc.ListEvictAfter = cmp.Or(dc.ListEvictAfter, api.ListEvictAfter)
 	d, err := dashboard.New(dashboard.Storage{Accounts: b.Accounts, Passwords: b.Passwords, Sessions: b.Sessions, Tokens: b.Tokens}, s.ledger, s.queue, &dc)
 	if err != nil {
 		return fmt.Errorf("service: %w", err)

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -274,4 +275,52 @@ func TestListSpoolUnlinked(t *testing.T) {
 		t.Fatal("a list beyond MaxRows is read")
 	}
 	empty("after Close and a refused file")
+}
+
+// A spool's rows written out and restored read as the original's; bytes
+// that do not match their description are refused.
+func TestSpoolRestore(t *testing.T) {
+	ctx := t.Context()
+	sp, err := lists.Read(ctx, strings.NewReader("name,email\nAnn,ann@example.org\nBob,nope\nCid,ANN@example.org\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	var buf bytes.Buffer
+	if n, err := sp.WriteTo(&buf); err != nil || n != sp.Size {
+		t.Fatalf("WriteTo: %d, %v", n, err)
+	}
+	st := sp.State()
+	rs, err := lists.Restore(ctx, bytes.NewReader(buf.Bytes()), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	want, _ := sp.Preview(ctx, 10)
+	got, err := rs.Preview(ctx, 10)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored preview %+v, %v; want %+v", got, err, want)
+	}
+	for _, c := range []struct {
+		name  string
+		bytes []byte
+		st    func(lists.SpoolState) lists.SpoolState
+	}{
+		{"short", buf.Bytes()[:buf.Len()-1], nil},
+		{"long", append(bytes.Clone(buf.Bytes()), 0), nil},
+		{"fewer rows", buf.Bytes(), func(s lists.SpoolState) lists.SpoolState { s.Rows, s.InvalidRows = 2, 0; return s }},
+		{"other addresses", buf.Bytes(), func(s lists.SpoolState) lists.SpoolState { s.Addresses, s.InvalidRows = 3, 0; return s }},
+		{"column out of range", buf.Bytes(), func(s lists.SpoolState) lists.SpoolState { s.Column = 5; return s }},
+	} {
+		s := st
+		if c.st != nil {
+			s = c.st(st)
+		}
+		if rs, err := lists.Restore(ctx, bytes.NewReader(c.bytes), s, nil); !errors.Is(err, lists.ErrBadSpool) {
+			if rs != nil {
+				rs.Close()
+			}
+			t.Errorf("%s: %v, want ErrBadSpool", c.name, err)
+		}
+	}
 }

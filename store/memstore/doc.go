@@ -11,6 +11,10 @@
 // atomic: the event a completion records is a pending delivery from that
 // instant. Nothing survives the process.
 //
+// List drafts ([jobs.ListDraftDriver]) are kept under the same lock:
+// [Store.PutListDraft] drops the account's other draft and its network's
+// oldest in one step, and [Store.TakeListDraft] removes a draft once.
+//
 // Multi-part changes check everything before their first write, under the
 // lock (checkLocked for credits, heldLocked for leases: the compare-and-set
 // on a job's state and lease token), so a refused change writes nothing;

@@ -60,6 +60,7 @@ type Store struct {
 	tallies  map[uint64]*tally           // first job id → the batch's counters
 	batchNo  map[string]int64            // account → number of its latest batch
 	lists    map[uint64]*memList         // batch id → a list's rows
+	drafts   draftState                  // lists waiting for confirmation
 	subs     map[chan struct{}]struct{}
 
 	// webhooks (see webhook.go)
@@ -140,6 +141,7 @@ func New() *Store {
 		tallies:       make(map[uint64]*tally),
 		batchNo:       make(map[string]int64),
 		lists:         make(map[uint64]*memList),
+		drafts:        newDraftState(),
 		subs:          make(map[chan struct{}]struct{}),
 		deliveries:    make(map[string]*webhook.Delivery),
 		pending:       make(map[string]*webhook.Delivery),

@@ -71,6 +71,11 @@
 //     takes the units only if the window has them all;
 //     [RateLimiter.Refund] is one UPDATE of that row, in the same window
 //     only.
+//   - List drafts ([jobs.ListDraftDriver], the console's lists waiting
+//     for confirmation): [Store.PutListDraft], one transaction under
+//     advisory locks on the account and the network, which also removes
+//     expired drafts and chunks; [Store.TakeListDraft], one DELETE …
+//     RETURNING, so one of concurrent takes wins.
 //
 // Errors: the domain sentinels ([jobs.ErrNotFound], [store.ErrInvalidKey],
 // ...) as the interfaces promise; a cancelled context gives an error

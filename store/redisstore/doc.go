@@ -109,4 +109,7 @@
 //     window (by the server's clock) that expires when the window ends;
 //     [RateLimiter.Refund], one script on that key, which does nothing once
 //     it is gone.
+//   - List drafts ([jobs.ListDraftDriver]): in the store's own slot,
+//     [Store.PutListDraft] and [Store.TakeListDraft] one script each;
+//     every key expires with its draft.
 package redisstore

@@ -67,6 +67,9 @@ func RunBackend(t *testing.T, h Harness) {
 	t.Run("Lists", func(t *testing.T) {
 		jobstest.RunLists(t, func(tb testing.TB) jobstest.Backend { return Jobs(tb, h.New(tb)) })
 	})
+	t.Run("ListDrafts", func(t *testing.T) {
+		jobstest.RunListDrafts(t, func(tb testing.TB) jobstest.Backend { return Jobs(tb, h.New(tb)) })
+	})
 	t.Run("Webhooks", func(t *testing.T) {
 		webhooktest.Run(t, func(tb testing.TB) webhooktest.Backend { return Webhooks(tb, h.New(tb)) })
 	})
