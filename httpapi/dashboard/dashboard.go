@@ -94,7 +94,6 @@ import (
 	"embed"
 	"fmt"
 	"html/template"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -466,9 +465,10 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 	//  4. cop: cross-origin POSTs refused with 403 (after the session is
 	//     loaded, so that its refusal page knows who is signed in);
 	//  5. d.bounded: the route's body limit, before any body is read;
-	//  6. the mux, whose private routes run d.authed (a signed-in,
-	//     existing account, else a redirect to the sign-in page) and,
-	//     where a key or mail is made, d.confirmed.
+	//  6. the mux, built from the route table (routes.go), whose private
+	//     routes run d.authed (a signed-in, existing account, else a
+	//     redirect to the sign-in page) and, unless the table lets an
+	//     unconfirmed account in, d.confirmed.
 	d.handler = securityHeaders(trackSessionLoads(sm.LoadAndSave(cop.Handler(d.bounded(mux)))))
 	d.demo = securityHeaders(http.HandlerFunc(d.demoPage))
 	return d, nil
@@ -483,48 +483,6 @@ func (d *Dashboard) Demo() http.Handler { return d.demo }
 
 // path returns the dashboard URL of a relative path.
 func (d *Dashboard) path(rel string) string { return d.cfg.Prefix + rel }
-
-func (d *Dashboard) routes(mux *http.ServeMux) {
-	p := d.cfg.Prefix
-	static, _ := fs.Sub(staticFiles, "static")
-	mux.Handle("GET "+p+"/static/", http.StripPrefix(p+"/static/", cacheStatic(http.FileServerFS(static))))
-	mux.HandleFunc("GET "+p+"/signup", d.signupPage)
-	mux.HandleFunc("GET "+p+"/reference", d.referencePage)
-	mux.HandleFunc("POST "+p+"/signup", d.signup)
-	mux.HandleFunc("GET "+p+"/login", d.loginPage)
-	mux.HandleFunc("POST "+p+"/login", d.login)
-	mux.HandleFunc("POST "+p+"/logout", d.logout)
-	mux.HandleFunc("GET "+p+"/confirm", d.confirmPage)
-	mux.HandleFunc("POST "+p+"/confirm", d.confirmEmail)
-	mux.HandleFunc("POST "+p+"/confirm/resend", d.authed(d.resendConfirmation))
-	mux.HandleFunc("GET "+p+"/forgot", d.forgotPage)
-	mux.HandleFunc("POST "+p+"/forgot", d.forgot)
-	mux.HandleFunc("GET "+p+"/reset", d.resetPage)
-	mux.HandleFunc("POST "+p+"/reset", d.reset)
-	mux.HandleFunc("GET "+p+"/account", d.authed(d.accountPage))
-	mux.HandleFunc("POST "+p+"/account/password", d.authed(d.changePassword))
-	mux.HandleFunc("GET "+p+"/{$}", d.authed(d.overview))
-	mux.HandleFunc("GET "+p+"/keys", d.authed(d.keysPage))
-	mux.HandleFunc("POST "+p+"/keys", d.authed(d.confirmed(d.createKey)))
-	mux.HandleFunc("GET "+p+"/keys/{id}/revoke", d.authed(d.revokePage))
-	mux.HandleFunc("POST "+p+"/keys/{id}/revoke", d.authed(d.revokeKey))
-	mux.HandleFunc("GET "+p+"/webhook", d.authed(d.webhookPage))
-	mux.HandleFunc("POST "+p+"/webhook", d.authed(d.saveWebhook))
-	mux.HandleFunc("POST "+p+"/webhook/rotate", d.authed(d.rotateWebhook))
-	mux.HandleFunc("POST "+p+"/webhook/test", d.authed(d.testWebhook))
-	mux.HandleFunc("GET "+p+"/webhook/delete", d.authed(d.deleteWebhookPage))
-	mux.HandleFunc("POST "+p+"/webhook/delete", d.authed(d.deleteWebhook))
-	mux.HandleFunc("GET "+p+"/bulk", d.authed(d.bulkPage))
-	mux.HandleFunc("POST "+p+"/bulk", d.authed(d.confirmed(d.submitBulk)))
-	mux.HandleFunc("GET "+p+"/batches", d.authed(d.batchesPage))
-	mux.HandleFunc("GET "+p+"/batches/{id}", d.authed(d.batchPage))
-	mux.HandleFunc("GET "+p+"/batches/{id}/progress", d.authed(d.batchProgress))
-	mux.HandleFunc("GET "+p+"/batches/{id}/results.csv", d.authed(d.batchCSV))
-	d.listRoutes(mux)
-	mux.HandleFunc(p+"/", func(w http.ResponseWriter, r *http.Request) {
-		d.fail(w, r, http.StatusNotFound, "There is no such page.")
-	})
-}
 
 // securityHeaders sets the headers every dashboard and demo response
 // carries.
