@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -208,7 +209,17 @@ func (d *Dashboard) confirmEmail(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if _, err := d.cfg.Accounts.ConfirmAccount(ctx, t.AccountID); err != nil {
+	keepSession := ""
+	if d.sessions.GetString(ctx, sessAccount) == t.AccountID {
+		keepSession = d.sessionID(ctx)
+	}
+	keep := r.PostFormValue("keep") == "1"
+	held, _, err := d.proveOwnership(ctx, t.AccountID, keepSession, keep)
+	if err != nil {
+		// The link stays usable for another try.
+		if err := d.cfg.Tokens.CreateToken(ctx, t); err != nil && !errors.Is(err, store.ErrNotFound) {
+			d.cfg.Logger.ErrorContext(ctx, "dashboard: confirmation link not restored", "account_id", t.AccountID, "err", err)
+		}
 		d.backendError(w, r, "confirm account", err)
 		return
 	}
@@ -229,11 +240,15 @@ func (d *Dashboard) confirmEmail(w http.ResponseWriter, r *http.Request) {
 		d.backendError(w, r, "list keys", err)
 		return
 	}
-	if len(keys) == 0 {
+	note := holdingsNote(held, keep)
+	if !slices.ContainsFunc(keys, func(k store.Key) bool { return !k.Revoked() }) {
+		if note != "" {
+			d.flash(ctx, note)
+		}
 		d.welcome(w, r, a)
 		return
 	}
-	d.flash(ctx, "Your email is confirmed.")
+	d.flash(ctx, strings.TrimSpace("Your email is confirmed. "+note))
 	d.redirect(w, r, "/")
 }
 
@@ -356,8 +371,15 @@ func (d *Dashboard) reset(w http.ResponseWriter, r *http.Request) {
 		d.backendError(w, r, "set password", err)
 		return
 	}
-	if _, err := d.cfg.Accounts.ConfirmAccount(ctx, t.AccountID); err != nil {
-		d.cfg.Logger.ErrorContext(ctx, "dashboard: confirm account at reset", "account_id", t.AccountID, "err", err)
+	// The link reached the address: that proves it, as a confirmation
+	// does; what an unconfirmed account held is removed (the sessions
+	// have ended already) unless the form says to keep it.
+	if _, _, err := d.proveOwnership(ctx, t.AccountID, "", r.PostFormValue("keep") == "1"); err != nil {
+		if err := d.cfg.Tokens.CreateToken(ctx, t); err != nil && !errors.Is(err, store.ErrNotFound) {
+			d.cfg.Logger.ErrorContext(ctx, "dashboard: reset link not restored", "account_id", t.AccountID, "err", err)
+		}
+		d.backendError(w, r, "confirm account at reset", err)
+		return
 	}
 	if d.sessions.GetString(ctx, sessAccount) != "" {
 		// This browser's session ended with the others, or belongs to

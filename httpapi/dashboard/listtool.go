@@ -126,6 +126,27 @@ func (lt *listTool) restore(p *pendingList) {
 	}
 }
 
+// pendingOf reports whether the account has a list waiting here.
+func (lt *listTool) pendingOf(account string) bool {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	return lt.byToken[lt.byAccount[account]] != nil
+}
+
+// dropAccount forgets the account's waiting list, if any, and removes
+// its file.
+func (lt *listTool) dropAccount(account string) {
+	lt.mu.Lock()
+	p := lt.byToken[lt.byAccount[account]]
+	if p != nil {
+		lt.dropLocked(p)
+	}
+	lt.mu.Unlock()
+	if p != nil {
+		p.sp.Close()
+	}
+}
+
 // get returns the account's pending list of token, or nil.
 func (lt *listTool) get(token, account string) *pendingList {
 	lt.mu.Lock()
