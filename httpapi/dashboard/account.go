@@ -19,13 +19,6 @@ import (
 const (
 	confirmTTL = 48 * time.Hour
 	resetTTL   = time.Hour
-	// mailBurst messages to one address at the request of one network at
-	// once, then one per mailEvery; mailRecipientBurst to one address
-	// whoever asks, then one per mailRecipientEvery.
-	mailBurst          = 3
-	mailEvery          = 10 * time.Minute
-	mailRecipientBurst = 20
-	mailRecipientEvery = 3 * time.Minute
 	// mailTimeout bounds one message's delivery to the relay, and
 	// mailsInFlight the messages on their way at once.
 	mailTimeout   = 30 * time.Second
@@ -56,25 +49,6 @@ func (d *Dashboard) origin(r *http.Request) string {
 		return "http://" + r.Host
 	}
 	return "https://" + r.Host
-}
-
-// mayMail reports whether the address may get one more message at the
-// request of r's client now, and counts it: a few at once per requesting
-// network, then one every mailEvery, and a larger cap per address from
-// every network together. A stranger who asks again and again uses up
-// the stranger's own network's share, not the one the owner asks from.
-// Callers ask before creating the message's token, so that asking again
-// and again stores nothing either.
-func (d *Dashboard) mayMail(ctx context.Context, r *http.Request, to string) bool {
-	if ok, _ := d.allowKey(ctx, "mail-net:"+pairKey(to, d.clientKey(r)), mailLimit); !ok {
-		d.cfg.Logger.WarnContext(ctx, "dashboard: mail not sent: this address had mail too often lately at the request of this network")
-		return false
-	}
-	if ok, _ := d.allowKey(ctx, "mail-to:"+emailKey(to), mailRecipientLimit); !ok {
-		d.cfg.Logger.WarnContext(ctx, "dashboard: mail not sent: this address had mail too often lately")
-		return false
-	}
-	return true
 }
 
 // send mails m in the background, unless too many messages are on their

@@ -332,6 +332,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	}
 	d.sessions.Put(ctx, sessAccount, a.ID)
 	d.rememberDevice(w, r, a)
+	d.rememberNetwork(ctx, r, a)
 	if !a.Unconfirmed {
 		// The first sign-in of a confirmed account shows its first key.
 		keys, err := d.cfg.Accounts.ListKeys(ctx, a.ID)

@@ -62,15 +62,10 @@ func (d *Dashboard) allowKey(ctx context.Context, key string, limit ratelimit.Li
 }
 
 // The limits of the account pages, in the deployment's limiter like every
-// other: mail per recipient and requesting network (mailBurst, then one
-// per mailEvery), mail per recipient from everywhere (a larger cap, so
-// that strangers on many networks cannot flood an inbox, nor one network
-// use up what the owner may ask for), password reset requests per client
-// address, and password checks (changing it, or confirming an email while
-// signed out) per account.
+// other: password reset requests per client address, and password checks
+// (changing it, or confirming an email while signed out) per account.
+// The mail budgets are in mailbudget.go.
 var (
-	mailLimit          = ratelimit.Limit{PerSecond: 1 / mailEvery.Seconds(), Burst: mailBurst}
-	mailRecipientLimit = ratelimit.Limit{PerSecond: 1 / mailRecipientEvery.Seconds(), Burst: mailRecipientBurst}
 	forgotLimit        = ratelimit.Limit{PerSecond: 1.0 / 6, Burst: 10}
 	passwordCheckLimit = ratelimit.Limit{PerSecond: 1.0 / 12, Burst: 5}
 )
