@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
 	"github.com/validmail/validmail/store"
 )
@@ -58,10 +60,19 @@ func (d *Dashboard) origin(r *http.Request) string {
 // message still on its way when the process ends is lost; its recipient
 // can ask again.
 func (d *Dashboard) send(ctx context.Context, m mail.Message) {
+	d.later(ctx, m.Subject, func(context.Context) (mail.Message, bool, error) { return m, true, nil })
+}
+
+// later is send for a message whose making needs the store: build runs
+// in the background, with the message's time bound, and returns the
+// message and whether to send it (false: there is nothing to send), or
+// an error, logged. A form whose request path must not depend on what the
+// store holds (whether an address has an account) does the lookup there.
+func (d *Dashboard) later(ctx context.Context, what string, build func(context.Context) (mail.Message, bool, error)) {
 	select {
 	case d.sending <- struct{}{}:
 	default:
-		d.cfg.Logger.ErrorContext(ctx, "dashboard: mail not sent: too many messages on their way", "subject", m.Subject)
+		d.cfg.Logger.ErrorContext(ctx, "dashboard: mail not sent: too many messages on their way", "subject", what)
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
@@ -69,6 +80,14 @@ func (d *Dashboard) send(ctx context.Context, m mail.Message) {
 		defer func() { <-d.sending }()
 		ctx, cancel := context.WithTimeout(ctx, mailTimeout)
 		defer cancel()
+		m, ok, err := build(ctx)
+		if err != nil {
+			d.cfg.Logger.ErrorContext(ctx, "dashboard: mail not made", "subject", what, "err", err)
+			return
+		}
+		if !ok {
+			return
+		}
 		if err := d.mailer.Send(ctx, m); err != nil {
 			d.cfg.Logger.ErrorContext(ctx, "dashboard: mail not sent", "subject", m.Subject, "err", err)
 		}
@@ -78,12 +97,28 @@ func (d *Dashboard) send(ctx context.Context, m mail.Message) {
 // mailLink creates a token of the purpose for the account and returns
 // the link that uses it.
 func (d *Dashboard) mailLink(ctx context.Context, r *http.Request, a store.Account, purpose store.TokenPurpose, ttl time.Duration, rel string) (string, error) {
+	return d.linkAt(ctx, d.origin(r), a, purpose, ttl, rel)
+}
+
+// linkAt is mailLink on the console's origin.
+func (d *Dashboard) linkAt(ctx context.Context, origin string, a store.Account, purpose store.TokenPurpose, ttl time.Duration, rel string) (string, error) {
 	tok := newToken()
 	err := d.cfg.Tokens.CreateToken(ctx, store.Token{Hash: store.HashSecret(tok), Purpose: purpose, AccountID: a.ID, Expiry: d.cfg.Now().Add(ttl)})
 	if err != nil {
 		return "", err
 	}
-	return d.origin(r) + d.path(rel) + "?token=" + tok, nil
+	return origin + d.path(rel) + "?token=" + tok, nil
+}
+
+// dummyLink does the work of mailLink for an address without an account:
+// the same store write, for a fresh account id, which the store refuses
+// (no account has it). It returns an unusable link of the same length.
+func (d *Dashboard) dummyLink(ctx context.Context, r *http.Request, purpose store.TokenPurpose, ttl time.Duration, rel string) (string, error) {
+	link, err := d.mailLink(ctx, r, store.Account{ID: uuid.NewString()}, purpose, ttl, rel)
+	if errors.Is(err, store.ErrNotFound) {
+		err = nil
+	}
+	return link, err
 }
 
 // mailConfirmation sends the account's email a link that confirms it.
@@ -110,6 +145,10 @@ func (d *Dashboard) mailConfirmation(ctx context.Context, r *http.Request, a sto
 func (d *Dashboard) mailExisting(ctx context.Context, r *http.Request, email string) {
 	if !d.mayMail(ctx, r, email) {
 		return
+	}
+	// A new account's confirmation stores a token: so much work here too.
+	if _, err := d.dummyLink(ctx, r, store.TokenConfirm, confirmTTL, "/confirm"); err != nil {
+		d.cfg.Logger.ErrorContext(ctx, "dashboard: token store", "err", err)
 	}
 	body := "Hello,\n\nSomeone, perhaps you, tried to create a validmail account with this address, " +
 		"but you already have an account.\n\nSign in: " + d.origin(r) + d.path("/login") + "\n" +
@@ -274,22 +313,29 @@ func (d *Dashboard) forgot(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusUnprocessableEntity, "Enter an email address like jane@example.com.")
 		return
 	}
-	a, err := d.cfg.Accounts.GetAccountByEmail(ctx, email)
-	switch {
-	case err == nil && !d.mayMail(ctx, r, a.Email):
-	case err == nil:
-		link, err := d.mailLink(ctx, r, a, store.TokenReset, resetTTL, "/reset")
-		if err != nil {
-			d.backendError(w, r, "create token", err)
-			return
-		}
-		d.send(ctx, mail.Message{To: a.Email, Subject: "Set a new validmail password", Body: "Hello,\n\n" +
-			"Someone, we hope you, asked to set a new password for the validmail account of this address.\n\n" +
-			"To choose one, open this link within an hour; it works once:\n\n" + link + "\n\n" +
-			"If it was not you, ignore this message: your password stays as it is.\n"})
-	case !errors.Is(err, store.ErrNotFound):
-		d.backendError(w, r, "find account", err)
-		return
+	// The request does the same work whether or not an account has the
+	// address: the budgets, then a message enqueued. The lookup, the
+	// token and the mail happen behind, so that neither the answer nor
+	// its time depends on what the store holds.
+	if d.mayMail(ctx, r, email) {
+		origin := d.origin(r)
+		d.later(ctx, "reset link", func(ctx context.Context) (mail.Message, bool, error) {
+			a, err := d.cfg.Accounts.GetAccountByEmail(ctx, email)
+			if errors.Is(err, store.ErrNotFound) {
+				return mail.Message{}, false, nil
+			}
+			if err != nil {
+				return mail.Message{}, false, err
+			}
+			link, err := d.linkAt(ctx, origin, a, store.TokenReset, resetTTL, "/reset")
+			if err != nil {
+				return mail.Message{}, false, err
+			}
+			return mail.Message{To: a.Email, Subject: "Set a new validmail password", Body: "Hello,\n\n" +
+				"Someone, we hope you, asked to set a new password for the validmail account of this address.\n\n" +
+				"To choose one, open this link within an hour; it works once:\n\n" + link + "\n\n" +
+				"If it was not you, ignore this message: your password stays as it is.\n"}, true, nil
+		})
 	}
 	d.render(w, r, http.StatusOK, "sent", page{Title: "Check your inbox", Data: sentPage{Email: email, Reset: true}})
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/store"
 )
@@ -296,13 +298,20 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusTooManyRequests, "Too many sign-in attempts. Try again in "+humanWait(wait)+".")
 		return
 	}
+	// The same work whether or not an account has the email: the
+	// lookup, a password hash read (for a fresh account id, which the
+	// store does not know, when there is none) and a verification.
 	a, err := d.cfg.Accounts.GetAccountByEmail(ctx, email)
+	id := a.ID
+	if errors.Is(err, store.ErrNotFound) {
+		id = uuid.NewString()
+	}
 	hash := ""
-	switch {
-	case err == nil:
-		hash, err = d.cfg.Passwords.PasswordHash(ctx, a.ID)
-	case errors.Is(err, store.ErrNotFound):
-		err = nil
+	if err == nil || errors.Is(err, store.ErrNotFound) {
+		hash, err = d.cfg.Passwords.PasswordHash(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			err = nil
+		}
 	}
 	if err != nil {
 		d.backendError(w, r, "sign in", err)
