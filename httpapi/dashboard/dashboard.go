@@ -51,8 +51,8 @@
 // sign-ins per email and client address and, with a much larger limit,
 // per email (only attempts the limits before let through count, so
 // failures from one network lock out that network, not the owner), mail
-// per recipient and requesting address and, larger, per recipient (a
-// reset link once mailed always works), sign-ups and
+// per recipient by who asks (a known device, a known network, a stranger:
+// mailbudget.go), sign-ups and
 // demo validations per client address, test events per account (shared
 // with the API's), and the free bulk tool's quota per account (300
 // addresses per 10 minutes by default): a counter per account and fixed
@@ -79,11 +79,16 @@
 // Accounts: with a [Config.Mailer], sign-up creates an unconfirmed account
 // and mails a single-use link (48 h) whose form confirms the address and
 // grants the signup credits ([store.Accounts.ConfirmAccount]); until then
-// the account may sign in but has no credits and cannot create keys or
-// use the bulk tool. Sign-up and "forgot password" answer the same
-// whether or not an account has the email; the reset link (1 h, single
-// use) sets a new password and ends every session of the account, and a
-// password change ends every other. Tokens reach the backend only as
+// the account is inert: it may sign in and see where it stands, nothing
+// more (the route table, [Dashboard.Routes], says which state each route
+// needs). Following the confirmation link, or the reset link, proves the
+// address: what an unconfirmed account held (keys, webhook, sessions,
+// devices, a waiting list) is removed then unless kept, and the address is
+// mailed what was there (ownership.go). Sign-up, sign-in and "forgot
+// password" answer the same, and do the same work, whether or not an
+// account has the email; the reset link (1 h, single use) sets a new
+// password and ends every session of the account, and a password change
+// ends every other. Tokens reach the backend only as
 // their SHA-256 ([store.Tokens], [store.SessionStore]); a session is
 // written only at sign-in, never for an anonymous request. Without a
 // Mailer, mail goes to the log and accounts start confirmed.
