@@ -292,8 +292,8 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	refuse := func(status int, msg string) {
 		d.render(w, r, status, "login", page{Title: "Sign in", Error: msg, Field: "password", Data: form})
 	}
-	allowed, wait, succeeded := d.signinAllowed(r, email)
-	if !allowed {
+	verdict, wait, succeeded := d.signinAllowed(r, email)
+	if verdict == signinRefused {
 		retryAfter(w, wait)
 		refuse(http.StatusTooManyRequests, "Too many sign-in attempts. Try again in "+humanWait(wait)+".")
 		return
@@ -329,6 +329,10 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		d.cfg.Logger.ErrorContext(ctx, "dashboard: a stored password hash cannot be read", "account_id", a.ID, "err", err)
+	}
+	if verdict == signinByMail {
+		d.signinByMail(w, r, form, a, ok && a.ID != "")
+		return
 	}
 	if !ok || a.ID == "" {
 		refuse(http.StatusUnauthorized, "The email or the password is wrong.")

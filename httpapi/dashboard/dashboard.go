@@ -17,6 +17,7 @@
 //
 //	GET, POST /signup          fields email, password
 //	GET, POST /login           fields email, password
+//	GET, POST /login/link      field token (the mailed link finishing a sign-in during a flood)
 //	POST      /logout
 //	GET, POST /confirm         field token (the link in the confirmation mail)
 //	POST      /confirm/resend
@@ -150,9 +151,8 @@ var DefaultSignInFailures = ratelimit.Quota{Limit: 5, Window: time.Minute}
 
 // DefaultSignInFailuresPerEmail is how many failed sign-ins an email may
 // have from every network together: 50 a minute, ten networks' worth, so
-// that guessing from many networks is slowed while locking the owner out
-// takes more than ten networks failing at full speed, for as long as they
-// keep it up.
+// that guessing from many networks is slowed; past it, the owner's known
+// browsers still sign in, and a new one signs in by mail.
 var DefaultSignInFailuresPerEmail = ratelimit.Quota{Limit: 50, Window: time.Minute}
 
 // Storage is where the console keeps its data: all four are required,
@@ -256,8 +256,10 @@ type Config struct {
 	// that a few networks cannot lock the owner out. A browser that
 	// signed in to the account before (a known device: a cookie of 90
 	// days, its token kept hashed with the sessions) is exempt, so that
-	// many networks cannot lock the owner out either; a new browser is
-	// refused while they keep the cap full. Default
+	// many networks cannot lock the owner out either; while they keep the
+	// cap full, a new browser signs in by mail: its password is checked
+	// and answered alike, right or wrong, and a right one gets a link
+	// mailed that finishes the sign-in in that browser only. Default
 	// [DefaultSignInFailuresPerEmail].
 	SignInFailuresPerEmail ratelimit.Quota
 	// WebhookTestLimit bounds an account's test events, in the bucket

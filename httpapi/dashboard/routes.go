@@ -72,6 +72,8 @@ func (d *Dashboard) routeTable() []Route {
 		pub("POST", "/signup", d.signup),
 		pub("GET", "/login", d.loginPage),
 		pub("POST", "/login", d.login),
+		pub("GET", "/login/link", d.signinLinkPage),
+		pub("POST", "/login/link", d.signinLink),
 		pub("POST", "/logout", d.logout),
 		pub("GET", "/confirm", d.confirmPage),
 		pub("POST", "/confirm", d.confirmEmail),
