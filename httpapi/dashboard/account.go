@@ -60,15 +60,18 @@ func (d *Dashboard) origin(r *http.Request) string {
 // message still on its way when the process ends is lost; its recipient
 // can ask again.
 func (d *Dashboard) send(ctx context.Context, m mail.Message) {
-	d.later(ctx, m.Subject, func(context.Context) (mail.Message, bool, error) { return m, true, nil })
+	d.later(ctx, nil, m.Subject, func(context.Context) (mail.Message, bool, error) { return m, true, nil })
 }
 
 // later is send for a message whose making needs the store: build runs
-// in the background, with the message's time bound, and returns the
-// message and whether to send it (false: there is nothing to send), or
-// an error, logged. A form whose request path must not depend on what the
-// store holds (whether an address has an account) does the lookup there.
-func (d *Dashboard) later(ctx context.Context, what string, build func(context.Context) (mail.Message, bool, error)) {
+// in the background, with the message's time bound, once after is closed
+// (nil: at once), and returns the message and whether to send it (false:
+// there is nothing to send), or an error, logged. A form whose answer
+// must not depend on what the store holds (whether an address has an
+// account) does the lookup there, after its request's end (after: the
+// request context's Done), so that the work does not compete with the
+// answer either.
+func (d *Dashboard) later(ctx context.Context, after <-chan struct{}, what string, build func(context.Context) (mail.Message, bool, error)) {
 	select {
 	case d.sending <- struct{}{}:
 	default:
@@ -78,6 +81,12 @@ func (d *Dashboard) later(ctx context.Context, what string, build func(context.C
 	ctx = context.WithoutCancel(ctx)
 	go func() {
 		defer func() { <-d.sending }()
+		if after != nil {
+			// A moment past the request's end, so that the answer is
+			// on its way before this work starts.
+			<-after
+			time.Sleep(time.Millisecond)
+		}
 		ctx, cancel := context.WithTimeout(ctx, mailTimeout)
 		defer cancel()
 		m, ok, err := build(ctx)
@@ -319,7 +328,7 @@ func (d *Dashboard) forgot(w http.ResponseWriter, r *http.Request) {
 	// its time depends on what the store holds.
 	if d.mayMail(ctx, r, email) {
 		origin := d.origin(r)
-		d.later(ctx, "reset link", func(ctx context.Context) (mail.Message, bool, error) {
+		d.later(ctx, ctx.Done(), "reset link", func(ctx context.Context) (mail.Message, bool, error) {
 			a, err := d.cfg.Accounts.GetAccountByEmail(ctx, email)
 			if errors.Is(err, store.ErrNotFound) {
 				return mail.Message{}, false, nil

@@ -78,7 +78,7 @@ func (d *Dashboard) signinByMail(w http.ResponseWriter, r *http.Request, form au
 		HttpOnly: true, Secure: !d.cfg.InsecureCookies, SameSite: http.SameSiteLaxMode,
 	})
 	origin := d.origin(r)
-	d.later(ctx, "sign-in link", func(ctx context.Context) (mail.Message, bool, error) {
+	d.later(ctx, ctx.Done(), "sign-in link", func(ctx context.Context) (mail.Message, bool, error) {
 		if !right {
 			return mail.Message{}, false, nil
 		}
