@@ -19,10 +19,10 @@
 //	GET, POST /login           fields email, password
 //	GET, POST /login/link      field token (the mailed link finishing a sign-in during a flood)
 //	POST      /logout
-//	GET, POST /confirm         field token (the link in the confirmation mail)
+//	GET, POST /confirm         fields token (the link in the confirmation mail), password, keep
 //	POST      /confirm/resend
 //	GET, POST /forgot          field email
-//	GET, POST /reset           fields token, password (the link in the reset mail)
+//	GET, POST /reset           fields token, password, keep (the link in the reset mail)
 //	GET       /account
 //	POST      /account/password fields current, password
 //	GET       /                overview
