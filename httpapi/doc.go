@@ -17,6 +17,13 @@
 //	GET    /api/v1/webhook/deliveries    webhooks   ?limit=1–500 (default 50); newest first
 //	GET    /openapi.json                 none       the OpenAPI 3.1 document ([Handler.OpenAPI])
 //
+// Every route but /openapi.json (and the operator's, which take the admin
+// token) needs a key of an account whose email is confirmed: a key of an
+// unconfirmed account, one made before the confirmation rules closed the
+// console to such accounts, is refused on every route with 403
+// email_unconfirmed, and the confirmation revokes it (see Handler.authedAs;
+// the console's route table is in package dashboard).
+//
 // Every response carries a request id (a UUID) in the X-Request-Id header
 // and, for JSON bodies, as requestId: the request's own X-Request-Id when
 // it is a UUID, so that a trace can be followed from a gateway or a client

@@ -467,11 +467,14 @@ func (h *Handler) authedRead(perm store.Permission, next func(http.ResponseWrite
 //  3. the key: from the per-instance key cache or Accounts
 //     ([Handler.authenticate]); unknown or revoked is 401 (counted), a
 //     backend failure 503 or 500 ([Handler.backendError]);
-//  4. the permission perm: 403 permission_denied naming it;
-//  5. the rate limits, the key's bucket and its account's in one call
+//  4. the key's account: one whose email is unconfirmed is 403
+//     email_unconfirmed on every route (an unconfirmed account is inert:
+//     see the route table in the package doc);
+//  5. the permission perm: 403 permission_denied naming it;
+//  6. the rate limits, the key's bucket and its account's in one call
 //     ([Handler.allowed]): 429 with Retry-After; read routes use their
 //     own pair of buckets;
-//  6. next, with the call carrying the key.
+//  7. next, with the call carrying the key.
 //
 // Charging credits is next's job, after its own input checks, so that a
 // refused request never costs a credit.
@@ -497,7 +500,7 @@ func (h *Handler) authedAs(perm store.Permission, read bool, next func(http.Resp
 			writeProblem(w, c, CodeInvalidAPIKey, "The API key is not valid.")
 			return
 		}
-		key, err := h.authenticate(r, secret)
+		key, state, err := h.authenticate(r, secret)
 		if err != nil {
 			if errors.Is(err, store.ErrInvalidKey) || errors.Is(err, store.ErrNotFound) {
 				h.authFailed(r, c, ip)
@@ -508,6 +511,10 @@ func (h *Handler) authedAs(perm store.Permission, read bool, next func(http.Resp
 			return
 		}
 		c.key = key
+		if state.unconfirmed {
+			writeProblem(w, c, CodeEmailUnconfirmed, "This key's account has not confirmed its email: follow the link mailed to it, then use a key created after.")
+			return
+		}
 		if !key.Can(perm) {
 			writeProblemDoc(w, c, problem{
 				Code:       CodePermissionDenied,
@@ -523,21 +530,31 @@ func (h *Handler) authedAs(perm store.Permission, read bool, next func(http.Resp
 	}
 }
 
-// authenticate returns the key secret authenticates: from the key cache
-// when it was authenticated within the TTL, else from Accounts.
-func (h *Handler) authenticate(r *http.Request, secret string) (store.Key, error) {
-	if h.keys == nil {
-		return h.accounts.Authenticate(r.Context(), secret)
-	}
-	sum := sha256.Sum256([]byte(secret))
-	if k, ok := h.keys.get(sum); ok {
-		return k, nil
+// authenticate returns the key secret authenticates and the state of
+// its account: from the key cache when it was authenticated within the
+// TTL, else from Accounts (the key, then its account). A key whose
+// account is gone is unknown.
+func (h *Handler) authenticate(r *http.Request, secret string) (store.Key, keyState, error) {
+	var sum [sha256.Size]byte
+	if h.keys != nil {
+		sum = sha256.Sum256([]byte(secret))
+		if k, st, ok := h.keys.get(sum); ok {
+			return k, st, nil
+		}
 	}
 	k, err := h.accounts.Authenticate(r.Context(), secret)
-	if err == nil {
-		h.keys.put(sum, k)
+	if err != nil {
+		return store.Key{}, keyState{}, err
 	}
-	return k, err
+	a, err := h.accounts.GetAccount(r.Context(), k.AccountID)
+	if err != nil {
+		return store.Key{}, keyState{}, err
+	}
+	st := keyState{unconfirmed: a.Unconfirmed}
+	if h.keys != nil {
+		h.keys.put(sum, k, st)
+	}
+	return k, st, nil
 }
 
 // allowed takes a token from the key's bucket and the account's (all of

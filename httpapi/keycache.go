@@ -30,7 +30,14 @@ type keyCache struct {
 
 type cachedKey struct {
 	key   store.Key
+	state keyState
 	until time.Time
+}
+
+// keyState is what the API knows of a key's account besides the key: for
+// now, whether its email is still unconfirmed (no route serves it then).
+type keyState struct {
+	unconfirmed bool
 }
 
 func newKeyCache(ttl time.Duration, now func() time.Time) *keyCache {
@@ -39,22 +46,23 @@ func newKeyCache(ttl time.Duration, now func() time.Time) *keyCache {
 
 // get returns the key authenticated by the secret hashed to sum, if it
 // was authenticated less than the TTL ago.
-func (c *keyCache) get(sum [sha256.Size]byte) (store.Key, bool) {
+func (c *keyCache) get(sum [sha256.Size]byte) (store.Key, keyState, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[sum]
 	if !ok {
-		return store.Key{}, false
+		return store.Key{}, keyState{}, false
 	}
 	if !c.now().Before(e.until) {
 		delete(c.entries, sum)
-		return store.Key{}, false
+		return store.Key{}, keyState{}, false
 	}
-	return e.key, true
+	return e.key, e.state, true
 }
 
-// put remembers k as authenticated by the secret hashed to sum.
-func (c *keyCache) put(sum [sha256.Size]byte, k store.Key) {
+// put remembers k, its account in state st, as authenticated by the
+// secret hashed to sum.
+func (c *keyCache) put(sum [sha256.Size]byte, k store.Key, st keyState) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -68,7 +76,7 @@ func (c *keyCache) put(sum [sha256.Size]byte, k store.Key) {
 			clear(c.entries)
 		}
 	}
-	c.entries[sum] = cachedKey{key: k, until: now.Add(c.ttl)}
+	c.entries[sum] = cachedKey{key: k, state: st, until: now.Add(c.ttl)}
 }
 
 // forget drops the key with id id, revoked through this handler.

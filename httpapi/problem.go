@@ -25,6 +25,7 @@ const (
 	CodeInvalidAPIKey        Code = "invalid_api_key"        // 401
 	CodeInsufficientCredits  Code = "insufficient_credits"   // 402
 	CodePermissionDenied     Code = "permission_denied"      // 403
+	CodeEmailUnconfirmed     Code = "email_unconfirmed"      // 403
 	CodeJobNotFound          Code = "job_not_found"          // 404
 	CodeBatchNotFound        Code = "batch_not_found"        // 404
 	CodeNotFound             Code = "not_found"              // 404
@@ -63,6 +64,7 @@ var codes = map[Code]codeInfo{
 	CodeInvalidAPIKey:        {http.StatusUnauthorized, "Invalid API key"},
 	CodeInsufficientCredits:  {http.StatusPaymentRequired, "Insufficient credits"},
 	CodePermissionDenied:     {http.StatusForbidden, "Permission denied"},
+	CodeEmailUnconfirmed:     {http.StatusForbidden, "Email unconfirmed"},
 	CodeJobNotFound:          {http.StatusNotFound, "Job not found"},
 	CodeBatchNotFound:        {http.StatusNotFound, "Batch not found"},
 	CodeNotFound:             {http.StatusNotFound, "Not found"},

@@ -55,6 +55,8 @@ const (
 	TokenConfirm TokenPurpose = "confirm"
 	// TokenReset sets a new password.
 	TokenReset TokenPurpose = "reset"
+	// TokenSignin finishes a sign-in in the browser that started it.
+	TokenSignin TokenPurpose = "signin"
 )
 
 // ErrTokenInvalid reports a token that is unknown, used already, expired,

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
 	"github.com/validmail/validmail/store"
@@ -18,13 +21,6 @@ import (
 const (
 	confirmTTL = 48 * time.Hour
 	resetTTL   = time.Hour
-	// mailBurst messages to one address at the request of one network at
-	// once, then one per mailEvery; mailRecipientBurst to one address
-	// whoever asks, then one per mailRecipientEvery.
-	mailBurst          = 3
-	mailEvery          = 10 * time.Minute
-	mailRecipientBurst = 20
-	mailRecipientEvery = 3 * time.Minute
 	// mailTimeout bounds one message's delivery to the relay, and
 	// mailsInFlight the messages on their way at once.
 	mailTimeout   = 30 * time.Second
@@ -57,25 +53,6 @@ func (d *Dashboard) origin(r *http.Request) string {
 	return "https://" + r.Host
 }
 
-// mayMail reports whether the address may get one more message at the
-// request of r's client now, and counts it: a few at once per requesting
-// network, then one every mailEvery, and a larger cap per address from
-// every network together. A stranger who asks again and again uses up
-// the stranger's own network's share, not the one the owner asks from.
-// Callers ask before creating the message's token, so that asking again
-// and again stores nothing either.
-func (d *Dashboard) mayMail(ctx context.Context, r *http.Request, to string) bool {
-	if ok, _ := d.allowKey(ctx, "mail-net:"+pairKey(to, d.clientKey(r)), mailLimit); !ok {
-		d.cfg.Logger.WarnContext(ctx, "dashboard: mail not sent: this address had mail too often lately at the request of this network")
-		return false
-	}
-	if ok, _ := d.allowKey(ctx, "mail-to:"+emailKey(to), mailRecipientLimit); !ok {
-		d.cfg.Logger.WarnContext(ctx, "dashboard: mail not sent: this address had mail too often lately")
-		return false
-	}
-	return true
-}
-
 // send mails m in the background, unless too many messages are on their
 // way already. The pages that mail answer at once and the same whatever
 // happens to the message (a failure is logged), so that neither their
@@ -83,17 +60,43 @@ func (d *Dashboard) mayMail(ctx context.Context, r *http.Request, to string) boo
 // message still on its way when the process ends is lost; its recipient
 // can ask again.
 func (d *Dashboard) send(ctx context.Context, m mail.Message) {
+	d.later(ctx, nil, m.Subject, func(context.Context) (mail.Message, bool, error) { return m, true, nil })
+}
+
+// later is send for a message whose making needs the store: build runs
+// in the background, with the message's time bound, once after is closed
+// (nil: at once), and returns the message and whether to send it (false:
+// there is nothing to send), or an error, logged. A form whose answer
+// must not depend on what the store holds (whether an address has an
+// account) does the lookup there, after its request's end (after: the
+// request context's Done), so that the work does not compete with the
+// answer either.
+func (d *Dashboard) later(ctx context.Context, after <-chan struct{}, what string, build func(context.Context) (mail.Message, bool, error)) {
 	select {
 	case d.sending <- struct{}{}:
 	default:
-		d.cfg.Logger.ErrorContext(ctx, "dashboard: mail not sent: too many messages on their way", "subject", m.Subject)
+		d.cfg.Logger.ErrorContext(ctx, "dashboard: mail not sent: too many messages on their way", "subject", what)
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
 	go func() {
 		defer func() { <-d.sending }()
+		if after != nil {
+			// A moment past the request's end, so that the answer is
+			// on its way before this work starts.
+			<-after
+			time.Sleep(time.Millisecond)
+		}
 		ctx, cancel := context.WithTimeout(ctx, mailTimeout)
 		defer cancel()
+		m, ok, err := build(ctx)
+		if err != nil {
+			d.cfg.Logger.ErrorContext(ctx, "dashboard: mail not made", "subject", what, "err", err)
+			return
+		}
+		if !ok {
+			return
+		}
 		if err := d.mailer.Send(ctx, m); err != nil {
 			d.cfg.Logger.ErrorContext(ctx, "dashboard: mail not sent", "subject", m.Subject, "err", err)
 		}
@@ -103,12 +106,28 @@ func (d *Dashboard) send(ctx context.Context, m mail.Message) {
 // mailLink creates a token of the purpose for the account and returns
 // the link that uses it.
 func (d *Dashboard) mailLink(ctx context.Context, r *http.Request, a store.Account, purpose store.TokenPurpose, ttl time.Duration, rel string) (string, error) {
+	return d.linkAt(ctx, d.origin(r), a, purpose, ttl, rel)
+}
+
+// linkAt is mailLink on the console's origin.
+func (d *Dashboard) linkAt(ctx context.Context, origin string, a store.Account, purpose store.TokenPurpose, ttl time.Duration, rel string) (string, error) {
 	tok := newToken()
 	err := d.cfg.Tokens.CreateToken(ctx, store.Token{Hash: store.HashSecret(tok), Purpose: purpose, AccountID: a.ID, Expiry: d.cfg.Now().Add(ttl)})
 	if err != nil {
 		return "", err
 	}
-	return d.origin(r) + d.path(rel) + "?token=" + tok, nil
+	return origin + d.path(rel) + "?token=" + tok, nil
+}
+
+// dummyLink does the work of mailLink for an address without an account:
+// the same store write, for a fresh account id, which the store refuses
+// (no account has it). It returns an unusable link of the same length.
+func (d *Dashboard) dummyLink(ctx context.Context, r *http.Request, purpose store.TokenPurpose, ttl time.Duration, rel string) (string, error) {
+	link, err := d.mailLink(ctx, r, store.Account{ID: uuid.NewString()}, purpose, ttl, rel)
+	if errors.Is(err, store.ErrNotFound) {
+		err = nil
+	}
+	return link, err
 }
 
 // mailConfirmation sends the account's email a link that confirms it.
@@ -135,6 +154,10 @@ func (d *Dashboard) mailConfirmation(ctx context.Context, r *http.Request, a sto
 func (d *Dashboard) mailExisting(ctx context.Context, r *http.Request, email string) {
 	if !d.mayMail(ctx, r, email) {
 		return
+	}
+	// A new account's confirmation stores a token: so much work here too.
+	if _, err := d.dummyLink(ctx, r, store.TokenConfirm, confirmTTL, "/confirm"); err != nil {
+		d.cfg.Logger.ErrorContext(ctx, "dashboard: token store", "err", err)
 	}
 	body := "Hello,\n\nSomeone, perhaps you, tried to create a validmail account with this address, " +
 		"but you already have an account.\n\nSign in: " + d.origin(r) + d.path("/login") + "\n" +
@@ -208,7 +231,17 @@ func (d *Dashboard) confirmEmail(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if _, err := d.cfg.Accounts.ConfirmAccount(ctx, t.AccountID); err != nil {
+	keepSession := ""
+	if d.sessions.GetString(ctx, sessAccount) == t.AccountID {
+		keepSession = d.sessionID(ctx)
+	}
+	keep := r.PostFormValue("keep") == "1"
+	held, _, err := d.proveOwnership(ctx, t.AccountID, keepSession, keep)
+	if err != nil {
+		// The link stays usable for another try.
+		if err := d.cfg.Tokens.CreateToken(ctx, t); err != nil && !errors.Is(err, store.ErrNotFound) {
+			d.cfg.Logger.ErrorContext(ctx, "dashboard: confirmation link not restored", "account_id", t.AccountID, "err", err)
+		}
 		d.backendError(w, r, "confirm account", err)
 		return
 	}
@@ -229,11 +262,15 @@ func (d *Dashboard) confirmEmail(w http.ResponseWriter, r *http.Request) {
 		d.backendError(w, r, "list keys", err)
 		return
 	}
-	if len(keys) == 0 {
+	note := holdingsNote(held, keep)
+	if !slices.ContainsFunc(keys, func(k store.Key) bool { return !k.Revoked() }) {
+		if note != "" {
+			d.flash(ctx, note)
+		}
 		d.welcome(w, r, a)
 		return
 	}
-	d.flash(ctx, "Your email is confirmed.")
+	d.flash(ctx, strings.TrimSpace("Your email is confirmed. "+note))
 	d.redirect(w, r, "/")
 }
 
@@ -285,22 +322,29 @@ func (d *Dashboard) forgot(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusUnprocessableEntity, "Enter an email address like jane@example.com.")
 		return
 	}
-	a, err := d.cfg.Accounts.GetAccountByEmail(ctx, email)
-	switch {
-	case err == nil && !d.mayMail(ctx, r, a.Email):
-	case err == nil:
-		link, err := d.mailLink(ctx, r, a, store.TokenReset, resetTTL, "/reset")
-		if err != nil {
-			d.backendError(w, r, "create token", err)
-			return
-		}
-		d.send(ctx, mail.Message{To: a.Email, Subject: "Set a new validmail password", Body: "Hello,\n\n" +
-			"Someone, we hope you, asked to set a new password for the validmail account of this address.\n\n" +
-			"To choose one, open this link within an hour; it works once:\n\n" + link + "\n\n" +
-			"If it was not you, ignore this message: your password stays as it is.\n"})
-	case !errors.Is(err, store.ErrNotFound):
-		d.backendError(w, r, "find account", err)
-		return
+	// The request does the same work whether or not an account has the
+	// address: the budgets, then a message enqueued. The lookup, the
+	// token and the mail happen behind, so that neither the answer nor
+	// its time depends on what the store holds.
+	if d.mayMail(ctx, r, email) {
+		origin := d.origin(r)
+		d.later(ctx, ctx.Done(), "reset link", func(ctx context.Context) (mail.Message, bool, error) {
+			a, err := d.cfg.Accounts.GetAccountByEmail(ctx, email)
+			if errors.Is(err, store.ErrNotFound) {
+				return mail.Message{}, false, nil
+			}
+			if err != nil {
+				return mail.Message{}, false, err
+			}
+			link, err := d.linkAt(ctx, origin, a, store.TokenReset, resetTTL, "/reset")
+			if err != nil {
+				return mail.Message{}, false, err
+			}
+			return mail.Message{To: a.Email, Subject: "Set a new validmail password", Body: "Hello,\n\n" +
+				"Someone, we hope you, asked to set a new password for the validmail account of this address.\n\n" +
+				"To choose one, open this link within an hour; it works once:\n\n" + link + "\n\n" +
+				"If it was not you, ignore this message: your password stays as it is.\n"}, true, nil
+		})
 	}
 	d.render(w, r, http.StatusOK, "sent", page{Title: "Check your inbox", Data: sentPage{Email: email, Reset: true}})
 }
@@ -356,8 +400,15 @@ func (d *Dashboard) reset(w http.ResponseWriter, r *http.Request) {
 		d.backendError(w, r, "set password", err)
 		return
 	}
-	if _, err := d.cfg.Accounts.ConfirmAccount(ctx, t.AccountID); err != nil {
-		d.cfg.Logger.ErrorContext(ctx, "dashboard: confirm account at reset", "account_id", t.AccountID, "err", err)
+	// The link reached the address: that proves it, as a confirmation
+	// does; what an unconfirmed account held is removed (the sessions
+	// have ended already) unless the form says to keep it.
+	if _, _, err := d.proveOwnership(ctx, t.AccountID, "", r.PostFormValue("keep") == "1"); err != nil {
+		if err := d.cfg.Tokens.CreateToken(ctx, t); err != nil && !errors.Is(err, store.ErrNotFound) {
+			d.cfg.Logger.ErrorContext(ctx, "dashboard: reset link not restored", "account_id", t.AccountID, "err", err)
+		}
+		d.backendError(w, r, "confirm account at reset", err)
+		return
 	}
 	if d.sessions.GetString(ctx, sessAccount) != "" {
 		// This browser's session ended with the others, or belongs to

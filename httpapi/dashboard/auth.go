@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/store"
 )
@@ -290,19 +292,26 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	refuse := func(status int, msg string) {
 		d.render(w, r, status, "login", page{Title: "Sign in", Error: msg, Field: "password", Data: form})
 	}
-	allowed, wait, succeeded := d.signinAllowed(r, email)
-	if !allowed {
+	verdict, wait, succeeded := d.signinAllowed(r, email)
+	if verdict == signinRefused {
 		retryAfter(w, wait)
 		refuse(http.StatusTooManyRequests, "Too many sign-in attempts. Try again in "+humanWait(wait)+".")
 		return
 	}
+	// The same work whether or not an account has the email: the
+	// lookup, a password hash read (for a fresh account id, which the
+	// store does not know, when there is none) and a verification.
 	a, err := d.cfg.Accounts.GetAccountByEmail(ctx, email)
+	id := a.ID
+	if errors.Is(err, store.ErrNotFound) {
+		id = uuid.NewString()
+	}
 	hash := ""
-	switch {
-	case err == nil:
-		hash, err = d.cfg.Passwords.PasswordHash(ctx, a.ID)
-	case errors.Is(err, store.ErrNotFound):
-		err = nil
+	if err == nil || errors.Is(err, store.ErrNotFound) {
+		hash, err = d.cfg.Passwords.PasswordHash(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			err = nil
+		}
 	}
 	if err != nil {
 		d.backendError(w, r, "sign in", err)
@@ -321,6 +330,10 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		}
 		d.cfg.Logger.ErrorContext(ctx, "dashboard: a stored password hash cannot be read", "account_id", a.ID, "err", err)
 	}
+	if verdict == signinByMail {
+		d.signinByMail(w, r, form, a, ok && a.ID != "")
+		return
+	}
 	if !ok || a.ID == "" {
 		refuse(http.StatusUnauthorized, "The email or the password is wrong.")
 		return
@@ -332,6 +345,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	}
 	d.sessions.Put(ctx, sessAccount, a.ID)
 	d.rememberDevice(w, r, a)
+	d.rememberNetwork(ctx, r, a)
 	if !a.Unconfirmed {
 		// The first sign-in of a confirmed account shows its first key.
 		keys, err := d.cfg.Accounts.ListKeys(ctx, a.ID)

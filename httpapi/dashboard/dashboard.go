@@ -17,11 +17,12 @@
 //
 //	GET, POST /signup          fields email, password
 //	GET, POST /login           fields email, password
+//	GET, POST /login/link      field token (the mailed link finishing a sign-in during a flood)
 //	POST      /logout
-//	GET, POST /confirm         field token (the link in the confirmation mail)
+//	GET, POST /confirm         fields token (the link in the confirmation mail), password, keep
 //	POST      /confirm/resend
 //	GET, POST /forgot          field email
-//	GET, POST /reset           fields token, password (the link in the reset mail)
+//	GET, POST /reset           fields token, password, keep (the link in the reset mail)
 //	GET       /account
 //	POST      /account/password fields current, password
 //	GET       /                overview
@@ -51,8 +52,8 @@
 // sign-ins per email and client address and, with a much larger limit,
 // per email (only attempts the limits before let through count, so
 // failures from one network lock out that network, not the owner), mail
-// per recipient and requesting address and, larger, per recipient (a
-// reset link once mailed always works), sign-ups and
+// per recipient by who asks (a known device, a known network, a stranger:
+// mailbudget.go), sign-ups and
 // demo validations per client address, test events per account (shared
 // with the API's), and the free bulk tool's quota per account (300
 // addresses per 10 minutes by default): a counter per account and fixed
@@ -82,11 +83,16 @@
 // Accounts: with a [Config.Mailer], sign-up creates an unconfirmed account
 // and mails a single-use link (48 h) whose form confirms the address and
 // grants the signup credits ([store.Accounts.ConfirmAccount]); until then
-// the account may sign in but has no credits and cannot create keys or
-// use the bulk tool. Sign-up and "forgot password" answer the same
-// whether or not an account has the email; the reset link (1 h, single
-// use) sets a new password and ends every session of the account, and a
-// password change ends every other. Tokens reach the backend only as
+// the account is inert: it may sign in and see where it stands, nothing
+// more (the route table, [Dashboard.Routes], says which state each route
+// needs). Following the confirmation link, or the reset link, proves the
+// address: what an unconfirmed account held (keys, webhook, sessions,
+// devices, a waiting list) is removed then unless kept, and the address is
+// mailed what was there (ownership.go). Sign-up, sign-in and "forgot
+// password" answer the same, and do the same work, whether or not an
+// account has the email; the reset link (1 h, single use) sets a new
+// password and ends every session of the account, and a password change
+// ends every other. Tokens reach the backend only as
 // their SHA-256 ([store.Tokens], [store.SessionStore]); a session is
 // written only at sign-in, never for an anonymous request. Without a
 // Mailer, mail goes to the log and accounts start confirmed.
@@ -97,7 +103,6 @@ import (
 	"embed"
 	"fmt"
 	"html/template"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -150,9 +155,8 @@ var DefaultSignInFailures = ratelimit.Quota{Limit: 5, Window: time.Minute}
 
 // DefaultSignInFailuresPerEmail is how many failed sign-ins an email may
 // have from every network together: 50 a minute, ten networks' worth, so
-// that guessing from many networks is slowed while locking the owner out
-// takes more than ten networks failing at full speed, for as long as they
-// keep it up.
+// that guessing from many networks is slowed; past it, the owner's known
+// browsers still sign in, and a new one signs in by mail.
 var DefaultSignInFailuresPerEmail = ratelimit.Quota{Limit: 50, Window: time.Minute}
 
 // Storage is where the console keeps its data: all four are required,
@@ -256,8 +260,10 @@ type Config struct {
 	// that a few networks cannot lock the owner out. A browser that
 	// signed in to the account before (a known device: a cookie of 90
 	// days, its token kept hashed with the sessions) is exempt, so that
-	// many networks cannot lock the owner out either; a new browser is
-	// refused while they keep the cap full. Default
+	// many networks cannot lock the owner out either; while they keep the
+	// cap full, a new browser signs in by mail: its password is checked
+	// and answered alike, right or wrong, and a right one gets a link
+	// mailed that finishes the sign-in in that browser only. Default
 	// [DefaultSignInFailuresPerEmail].
 	SignInFailuresPerEmail ratelimit.Quota
 	// WebhookTestLimit bounds an account's test events, in the bucket
@@ -494,9 +500,10 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 	//  4. cop: cross-origin POSTs refused with 403 (after the session is
 	//     loaded, so that its refusal page knows who is signed in);
 	//  5. d.bounded: the route's body limit, before any body is read;
-	//  6. the mux, whose private routes run d.authed (a signed-in,
-	//     existing account, else a redirect to the sign-in page) and,
-	//     where a key or mail is made, d.confirmed.
+	//  6. the mux, built from the route table (routes.go), whose private
+	//     routes run d.authed (a signed-in, existing account, else a
+	//     redirect to the sign-in page) and, unless the table lets an
+	//     unconfirmed account in, d.confirmed.
 	d.handler = securityHeaders(trackSessionLoads(sm.LoadAndSave(cop.Handler(d.bounded(mux)))))
 	d.demo = securityHeaders(http.HandlerFunc(d.demoPage))
 	return d, nil
@@ -511,48 +518,6 @@ func (d *Dashboard) Demo() http.Handler { return d.demo }
 
 // path returns the dashboard URL of a relative path.
 func (d *Dashboard) path(rel string) string { return d.cfg.Prefix + rel }
-
-func (d *Dashboard) routes(mux *http.ServeMux) {
-	p := d.cfg.Prefix
-	static, _ := fs.Sub(staticFiles, "static")
-	mux.Handle("GET "+p+"/static/", http.StripPrefix(p+"/static/", cacheStatic(http.FileServerFS(static))))
-	mux.HandleFunc("GET "+p+"/signup", d.signupPage)
-	mux.HandleFunc("GET "+p+"/reference", d.referencePage)
-	mux.HandleFunc("POST "+p+"/signup", d.signup)
-	mux.HandleFunc("GET "+p+"/login", d.loginPage)
-	mux.HandleFunc("POST "+p+"/login", d.login)
-	mux.HandleFunc("POST "+p+"/logout", d.logout)
-	mux.HandleFunc("GET "+p+"/confirm", d.confirmPage)
-	mux.HandleFunc("POST "+p+"/confirm", d.confirmEmail)
-	mux.HandleFunc("POST "+p+"/confirm/resend", d.authed(d.resendConfirmation))
-	mux.HandleFunc("GET "+p+"/forgot", d.forgotPage)
-	mux.HandleFunc("POST "+p+"/forgot", d.forgot)
-	mux.HandleFunc("GET "+p+"/reset", d.resetPage)
-	mux.HandleFunc("POST "+p+"/reset", d.reset)
-	mux.HandleFunc("GET "+p+"/account", d.authed(d.accountPage))
-	mux.HandleFunc("POST "+p+"/account/password", d.authed(d.changePassword))
-	mux.HandleFunc("GET "+p+"/{$}", d.authed(d.overview))
-	mux.HandleFunc("GET "+p+"/keys", d.authed(d.keysPage))
-	mux.HandleFunc("POST "+p+"/keys", d.authed(d.confirmed(d.createKey)))
-	mux.HandleFunc("GET "+p+"/keys/{id}/revoke", d.authed(d.revokePage))
-	mux.HandleFunc("POST "+p+"/keys/{id}/revoke", d.authed(d.revokeKey))
-	mux.HandleFunc("GET "+p+"/webhook", d.authed(d.webhookPage))
-	mux.HandleFunc("POST "+p+"/webhook", d.authed(d.saveWebhook))
-	mux.HandleFunc("POST "+p+"/webhook/rotate", d.authed(d.rotateWebhook))
-	mux.HandleFunc("POST "+p+"/webhook/test", d.authed(d.testWebhook))
-	mux.HandleFunc("GET "+p+"/webhook/delete", d.authed(d.deleteWebhookPage))
-	mux.HandleFunc("POST "+p+"/webhook/delete", d.authed(d.deleteWebhook))
-	mux.HandleFunc("GET "+p+"/bulk", d.authed(d.bulkPage))
-	mux.HandleFunc("POST "+p+"/bulk", d.authed(d.confirmed(d.submitBulk)))
-	mux.HandleFunc("GET "+p+"/batches", d.authed(d.batchesPage))
-	mux.HandleFunc("GET "+p+"/batches/{id}", d.authed(d.batchPage))
-	mux.HandleFunc("GET "+p+"/batches/{id}/progress", d.authed(d.batchProgress))
-	mux.HandleFunc("GET "+p+"/batches/{id}/results.csv", d.authed(d.batchCSV))
-	d.listRoutes(mux)
-	mux.HandleFunc(p+"/", func(w http.ResponseWriter, r *http.Request) {
-		d.fail(w, r, http.StatusNotFound, "There is no such page.")
-	})
-}
 
 // securityHeaders sets the headers every dashboard and demo response
 // carries.

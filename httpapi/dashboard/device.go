@@ -30,9 +30,9 @@ const maxDeviceToken = 64
 // email's failures from everywhere ([Config.SignInFailuresPerEmail]), so
 // that strangers on many networks cannot lock the owner out of the
 // browsers she uses; it still counts against the client's own limits.
-// The trade-off: while such a flood lasts, a browser that is not a known
-// device (a new one, or one whose cookies were cleared) is refused like
-// the strangers until they stop.
+// While such a flood lasts, a browser that is not a known device (a new
+// one, or one whose cookies were cleared) signs in by mail instead
+// (signinlink.go): its password alone signs in nothing.
 
 // deviceCookie is the name of the device cookie.
 func (d *Dashboard) deviceCookie() string {

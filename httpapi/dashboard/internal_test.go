@@ -247,8 +247,8 @@ func TestMailPerAddressBounded(t *testing.T) {
 		}
 	}
 	settle()
-	if m.to["Flood@example.com"] != mailBurst || m.to["other@example.com"] != 1 || m.to["flood@EXAMPLE.com"] != 0 {
-		t.Fatalf("messages sent: %v, want %d to the flooded address and 1 to the other", m.to, mailBurst)
+	if m.to["Flood@example.com"] != netMail.Burst || m.to["other@example.com"] != 1 || m.to["flood@EXAMPLE.com"] != 0 {
+		t.Fatalf("messages sent: %v, want %d to the flooded address and 1 to the other", m.to, netMail.Burst)
 	}
 	if err := d.mailConfirmation(ctx, from("198.51.100.7"), a); err != nil {
 		t.Fatal(err)
@@ -258,12 +258,12 @@ func TestMailPerAddressBounded(t *testing.T) {
 		t.Fatalf("messages sent: %v, want the confirmation asked from another network", m.to)
 	}
 	// Many networks together reach the address's own cap.
-	for i := range 3 * mailRecipientBurst {
+	for i := range 3 * strangerMail.Burst {
 		d.mailExisting(ctx, from(fmt.Sprintf("203.0.%d.1", i+1)), "FLOOD@example.com")
 	}
 	settle()
 	total := m.to["Flood@example.com"] + m.to["flood@EXAMPLE.com"] + m.to["FLOOD@example.com"]
-	if total != mailRecipientBurst {
-		t.Fatalf("messages to the flooded address from many networks: %d (%v), want %d", total, m.to, mailRecipientBurst)
+	if total != strangerMail.Burst {
+		t.Fatalf("messages to the flooded address from many networks: %d (%v), want %d", total, m.to, strangerMail.Burst)
 	}
 }

@@ -62,15 +62,10 @@ func (d *Dashboard) allowKey(ctx context.Context, key string, limit ratelimit.Li
 }
 
 // The limits of the account pages, in the deployment's limiter like every
-// other: mail per recipient and requesting network (mailBurst, then one
-// per mailEvery), mail per recipient from everywhere (a larger cap, so
-// that strangers on many networks cannot flood an inbox, nor one network
-// use up what the owner may ask for), password reset requests per client
-// address, and password checks (changing it, or confirming an email while
-// signed out) per account.
+// other: password reset requests per client address, and password checks
+// (changing it, or confirming an email while signed out) per account.
+// The mail budgets are in mailbudget.go.
 var (
-	mailLimit          = ratelimit.Limit{PerSecond: 1 / mailEvery.Seconds(), Burst: mailBurst}
-	mailRecipientLimit = ratelimit.Limit{PerSecond: 1 / mailRecipientEvery.Seconds(), Burst: mailRecipientBurst}
 	forgotLimit        = ratelimit.Limit{PerSecond: 1.0 / 6, Burst: 10}
 	passwordCheckLimit = ratelimit.Limit{PerSecond: 1.0 / 12, Burst: 5}
 )
@@ -80,33 +75,52 @@ func retryAfter(w http.ResponseWriter, wait time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 }
 
+// signinVerdict is what the sign-in limits make of an attempt.
+type signinVerdict int
+
+const (
+	// signinGo: check the password and sign in if it is right.
+	signinGo signinVerdict = iota
+	// signinRefused: refuse the attempt unchecked (429).
+	signinRefused
+	// signinByMail: the email's failures from everywhere are at their
+	// cap and the browser is not a known device. The password is
+	// checked, but the answer is the same whether it is right or wrong
+	// (so the guesses past the cap learn nothing); if it is right, the
+	// address is mailed a link that finishes the sign-in in this browser
+	// (signinlink.go).
+	signinByMail
+)
+
 // signinAllowed applies the sign-in limits to an attempt for email: the
 // client address's bucket, then the failures of the email from the
 // client's network ([Config.SignInFailures]), then the failures of the
 // email from everywhere ([Config.SignInFailuresPerEmail]). Each quota
 // takes one unit in advance (so that concurrent guesses count) unless a
-// limit before it refused the attempt, and a refusal of the second gives
-// the first its unit back. A successful attempt calls succeeded, which
-// gives both back: only failures count, and only those that passed the
-// limits before, so a stranger's failures lock out the stranger's own
-// network, not the owner, who signs in from another. An attempt from a
-// known device of the email ([Dashboard.knownDevice]) skips the last
-// quota, so that no flood from many networks locks the owner out of her
-// own browsers.
-func (d *Dashboard) signinAllowed(r *http.Request, email string) (ok bool, wait time.Duration, succeeded func()) {
+// limit before it refused the attempt. A successful attempt calls
+// succeeded, which gives the units back: only failures count, and only
+// those that passed the limits before, so a stranger's failures lock out
+// the stranger's own network, not the owner, who signs in from another.
+// An attempt from a known device of the email ([Dashboard.knownDevice])
+// skips the last quota, so that no flood from many networks locks the
+// owner out of her own browsers; any other browser, when the last quota
+// is full, gets signinByMail, its network's unit kept: a flood from many
+// networks cannot lock the owner out of a new browser either, while each
+// network's guesses stay limited and those past the cap tell nothing.
+func (d *Dashboard) signinAllowed(r *http.Request, email string) (verdict signinVerdict, wait time.Duration, succeeded func()) {
 	succeeded = func() {}
 	client := d.clientKey(r)
 	if ok, wait := d.allow(r, "signin-ip:"+client, d.cfg.SignInLimit); !ok {
-		return false, wait, succeeded
+		return signinRefused, wait, succeeded
 	}
 	netKey := "signin-net:" + pairKey(email, client)
 	net, err := d.limits.quotas.Take(r.Context(), netKey, 1, d.cfg.SignInFailures)
 	if err != nil {
 		d.cfg.Logger.WarnContext(r.Context(), "dashboard: rate limiter failed; sign-in let through", "err", err)
-		return true, 0, succeeded
+		return signinGo, 0, succeeded
 	}
 	if !net.Allowed {
-		return false, net.Reset, succeeded
+		return signinRefused, net.Reset, succeeded
 	}
 	giveBack := func(key string, q ratelimit.Quota, window int64) {
 		ctx := context.WithoutCancel(r.Context())
@@ -117,19 +131,18 @@ func (d *Dashboard) signinAllowed(r *http.Request, email string) (ok bool, wait 
 	if d.knownDevice(r, email) {
 		// The owner's browser: not to be locked out by failures from
 		// everywhere (see device.go), and not counting towards them.
-		return true, 0, func() { giveBack(netKey, d.cfg.SignInFailures, net.Window) }
+		return signinGo, 0, func() { giveBack(netKey, d.cfg.SignInFailures, net.Window) }
 	}
 	allKey := "signin-email:" + emailKey(email)
 	all, err := d.limits.quotas.Take(r.Context(), allKey, 1, d.cfg.SignInFailuresPerEmail)
 	if err != nil {
 		d.cfg.Logger.WarnContext(r.Context(), "dashboard: rate limiter failed; sign-in let through", "err", err)
-		return true, 0, func() { giveBack(netKey, d.cfg.SignInFailures, net.Window) }
+		return signinGo, 0, func() { giveBack(netKey, d.cfg.SignInFailures, net.Window) }
 	}
 	if !all.Allowed {
-		giveBack(netKey, d.cfg.SignInFailures, net.Window)
-		return false, all.Reset, succeeded
+		return signinByMail, all.Reset, func() { giveBack(netKey, d.cfg.SignInFailures, net.Window) }
 	}
-	return true, 0, func() {
+	return signinGo, 0, func() {
 		giveBack(netKey, d.cfg.SignInFailures, net.Window)
 		giveBack(allKey, d.cfg.SignInFailuresPerEmail, all.Window)
 	}

@@ -200,8 +200,12 @@ func TestSignInLockout(t *testing.T) {
 		if code := login("wrong password!", "192.0.11.1"); code != http.StatusUnauthorized {
 			t.Fatalf("8th failure: %d", code)
 		}
-		if code := login(password, "192.0.12.1"); code != http.StatusTooManyRequests {
-			t.Fatalf("right password after 8 failures from 8 networks: %d, want 429", code)
+		// Past the cap, a new browser signs in by mail: the password is
+		// checked, answered alike whether right or wrong, and no session
+		// is made.
+		late := newUser(t, s.base)
+		if a := late.do("POST", "/dashboard/login", url.Values{"email": {"ALICE@example.com"}, "password": {password}}, from("192.0.12.1")...); a.code != http.StatusOK || !strings.Contains(a.body, "signs in by mail") || late.session() != "" {
+			t.Fatalf("right password after 8 failures from 8 networks: %d, signed in: %v, want the by-mail answer", a.code, late.session() != "")
 		}
 	})
 }
@@ -280,7 +284,8 @@ func TestStrangerCannotLockOut(t *testing.T) {
 // Strangers on many networks can fill alice's cap of failures from
 // everywhere, but not keep her out of a browser she signed in from
 // before: its device cookie exempts it from that cap (on any instance),
-// while a browser new to her account is refused until the flood stops.
+// while a browser new to her account signs in by mail until the flood
+// stops (TestNewBrowserSignsInByMail).
 func TestKnownDeviceNotLockedOut(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, open func() *backend.Backend, shared bool) {
@@ -313,7 +318,7 @@ func TestKnownDeviceNotLockedOut(t *testing.T) {
 		alice.do("POST", "/dashboard/logout", nil)
 
 		// 20 networks, 5 failures each: the first 10 fill the cap from
-		// everywhere, then every attempt is refused.
+		// everywhere, then every attempt gets the by-mail answer.
 		failures := map[int]int{}
 		for n := range 20 {
 			attacker := newUser(t, b.base)
@@ -322,19 +327,20 @@ func TestKnownDeviceNotLockedOut(t *testing.T) {
 				failures[a.code]++
 			}
 		}
-		if want := dashboard.DefaultSignInFailuresPerEmail.Limit; failures[http.StatusUnauthorized] != want || failures[http.StatusTooManyRequests] != 100-want {
-			t.Fatalf("100 failures from 20 networks: %v, want %d refused as wrong and the rest as too many", failures, want)
+		if want := dashboard.DefaultSignInFailuresPerEmail.Limit; failures[http.StatusUnauthorized] != want || failures[http.StatusOK] != 100-want {
+			t.Fatalf("100 failures from 20 networks: %v, want %d refused as wrong and the rest answered by mail", failures, want)
 		}
 
-		// A browser new to her account is refused, from any network; so
-		// is one with a made-up device cookie.
-		if c := newUser(t, a.base).do("POST", "/dashboard/login", url.Values{"email": {"alice@example.com"}, "password": {password}}, from("192.0.2.77")...).code; c != http.StatusTooManyRequests {
-			t.Fatalf("alice from a new browser during the flood: %d, want 429", c)
+		// A browser new to her account is not signed in by its password,
+		// from any network; nor is one with a made-up device cookie.
+		fresh := newUser(t, a.base)
+		if a := fresh.do("POST", "/dashboard/login", url.Values{"email": {"alice@example.com"}, "password": {password}}, from("192.0.2.77")...); a.code != http.StatusOK || !strings.Contains(a.body, "signs in by mail") || fresh.session() != "" {
+			t.Fatalf("alice from a new browser during the flood: %d, signed in: %v, want the by-mail answer", a.code, fresh.session() != "")
 		}
 		forged := newUser(t, a.base)
 		forged.c.Jar.SetCookies(mustURL(a.base), []*http.Cookie{{Name: "vm_device", Value: "ABCDEFGHIJKLMNOPQRSTUVWXYZ", Path: "/"}})
-		if c := forged.do("POST", "/dashboard/login", url.Values{"email": {"alice@example.com"}, "password": {password}}, from("192.0.2.78")...).code; c != http.StatusTooManyRequests {
-			t.Fatalf("a made-up device cookie during the flood: %d, want 429", c)
+		if a := forged.do("POST", "/dashboard/login", url.Values{"email": {"alice@example.com"}, "password": {password}}, from("192.0.2.78")...); a.code != http.StatusOK || forged.session() != "" {
+			t.Fatalf("a made-up device cookie during the flood: %d, signed in: %v", a.code, forged.session() != "")
 		}
 		// Her own browser, from yet another network and on the other
 		// instance, signs in.

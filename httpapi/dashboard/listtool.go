@@ -355,17 +355,6 @@ func (d *Dashboard) openList(ctx context.Context, p *pendingList) (*lists.Spool,
 	return lists.Restore(ctx, &chunkReader{ctx: ctx, dd: dd, p: p}, p.state, &opts)
 }
 
-// listRoutes adds the list tool's routes.
-func (d *Dashboard) listRoutes(mux *http.ServeMux) {
-	p := d.cfg.Prefix
-	mux.HandleFunc("POST "+p+"/bulk/list", d.authed(d.confirmed(d.uploadList)))
-	mux.HandleFunc("GET "+p+"/bulk/list/{token}", d.authed(d.listPreviewPage))
-	mux.HandleFunc("POST "+p+"/bulk/list/{token}", d.authed(d.confirmed(d.confirmList)))
-	mux.HandleFunc("POST "+p+"/bulk/list/{token}/column", d.authed(d.confirmed(d.listColumn)))
-	mux.HandleFunc("POST "+p+"/bulk/list/{token}/cancel", d.authed(d.cancelList))
-	mux.HandleFunc("GET "+p+"/batches/{id}/list.csv", d.authed(d.listCSV))
-}
-
 // listOptions returns the bounds of a list read by the console.
 func (d *Dashboard) listOptions() lists.Options {
 	if d.cfg.Lists != nil {

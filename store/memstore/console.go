@@ -14,6 +14,10 @@ import (
 type consoleState struct {
 	held   map[string]int64       // unconfirmed account id → its signup grant
 	tokens map[string]store.Token // token hash → token
+	// sweepAt is the count of tokens at which the expired ones are
+	// dropped next: twice what was left at the last sweep, so that a
+	// sweep's cost is spread over as many creations as it looks at.
+	sweepAt int
 }
 
 func (c *consoleState) hold(accountID string, credits int64) {
@@ -53,7 +57,9 @@ func (s *Store) ConfirmAccount(ctx context.Context, id string) (int64, error) {
 }
 
 // CreateToken implements [store.Tokens]. Expired tokens are dropped as
-// tokens are created.
+// tokens are created, all at once when their count has doubled since the
+// last time: a creation costs the same, on average, however many tokens
+// are kept.
 func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
@@ -66,11 +72,14 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 	if s.console.tokens == nil {
 		s.console.tokens = make(map[string]store.Token)
 	}
-	now := time.Now()
-	for h, old := range s.console.tokens {
-		if !now.Before(old.Expiry) {
-			delete(s.console.tokens, h)
+	if len(s.console.tokens) >= s.console.sweepAt {
+		now := time.Now()
+		for h, old := range s.console.tokens {
+			if !now.Before(old.Expiry) {
+				delete(s.console.tokens, h)
+			}
 		}
+		s.console.sweepAt = max(64, 2*len(s.console.tokens))
 	}
 	s.console.tokens[t.Hash] = t
 	return nil
