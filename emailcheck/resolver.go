@@ -109,7 +109,7 @@ func (r *resolver) lookup(ctx context.Context, name string, qtype uint16) (rrset
 				out.ttl = 0
 			}
 			out.negTTL = negTTL
-			out.soa = hasSOA(msg)
+			out.soa = hasSOA(msg, target)
 			return out, nil
 		}
 		// The answer ended in a CNAME whose target the server did not
@@ -168,11 +168,13 @@ func soaMinimum(msg *dns.Msg) uint32 {
 	return 0
 }
 
-// hasSOA reports whether a response's authority section holds an SOA
-// record, as a negative answer must (RFC 2308 §3).
-func hasSOA(msg *dns.Msg) bool {
+// hasSOA reports whether a response's authority section holds the SOA of
+// a zone that name is in (name itself or a parent), as a negative answer
+// must (RFC 2308 §3): an SOA of an unrelated zone, as a filtering
+// resolver's policy zone, proves nothing of name.
+func hasSOA(msg *dns.Msg, name string) bool {
 	for _, rr := range msg.Ns {
-		if _, ok := rr.(*dns.SOA); ok {
+		if _, ok := rr.(*dns.SOA); ok && dns.IsSubDomain(rr.Header().Name, name) {
 			return true
 		}
 	}

@@ -99,13 +99,20 @@ func (r *resolver) trustErr(ctx context.Context) error {
 	return err
 }
 
-// distrust makes the next lookup that needs the verdict check anew: an
-// answer showed the nameservers may be lying (an NXDOMAIN without the
-// zone's SOA).
+// distrustGap is the least time between two checks that answers hinting
+// at a lie ask for: a domain whose own servers answer NXDOMAIN without an
+// SOA, which anyone can submit, must not make every lookup a check.
+const distrustGap = 5 * time.Second
+
+// distrust makes the next lookup that needs the verdict check anew, at
+// most once per distrustGap: an answer showed the nameservers may be
+// lying (an NXDOMAIN without the zone's SOA).
 func (r *resolver) distrust() {
 	t := &r.trust
 	t.mu.Lock()
-	t.checkedAt = time.Time{}
+	if !t.checkedAt.IsZero() && time.Since(t.checkedAt) >= distrustGap {
+		t.checkedAt = time.Time{}
+	}
 	t.mu.Unlock()
 }
 
