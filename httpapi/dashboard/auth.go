@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alexedwards/scs/v2"
 	"github.com/google/uuid"
 
 	"github.com/validmail/validmail/emailcheck"
@@ -166,7 +167,15 @@ func (d *Dashboard) authed(h func(w http.ResponseWriter, r *http.Request, a stor
 		id := d.sessions.GetString(r.Context(), sessAccount)
 		var a store.Account
 		var err error
-		if id != "" {
+		if id != "" && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			// The session was loaded before the body was read, which its
+			// sender may have made last as long as it liked: a change is
+			// made only while the session still exists, so that no
+			// request held open across a proof of ownership (which ends
+			// the account's other sessions) makes anything after it.
+			id, err = d.sessionStillExists(r.Context(), id)
+		}
+		if id != "" && err == nil {
 			a, err = d.cfg.Accounts.GetAccount(r.Context(), id)
 		}
 		if id == "" || errors.Is(err, store.ErrNotFound) {
@@ -184,6 +193,27 @@ func (d *Dashboard) authed(h func(w http.ResponseWriter, r *http.Request, a stor
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), accountKey{}, a)), a)
 	}
+}
+
+// sessionStillExists returns id when the request's session is still in
+// the store, "" when it was ended since it was loaded.
+func (d *Dashboard) sessionStillExists(ctx context.Context, id string) (string, error) {
+	token := d.sessions.Token(ctx)
+	if token == "" {
+		return "", nil
+	}
+	cs, ok := d.sessions.Store.(scs.CtxStore)
+	if !ok {
+		return id, nil
+	}
+	_, found, err := cs.FindCtx(ctx, token)
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return "", nil
+	}
+	return id, nil
 }
 
 // accountKey is the context key of the signed-in account, for render.
