@@ -132,7 +132,7 @@ func (d *Dashboard) dummyLink(ctx context.Context, r *http.Request, purpose stor
 
 // mailConfirmation sends the account's email a link that confirms it.
 func (d *Dashboard) mailConfirmation(ctx context.Context, r *http.Request, a store.Account) error {
-	if !d.mayMail(ctx, r, a.Email) {
+	if !d.mayMail(ctx, r, a.Email, mailOther) {
 		return nil
 	}
 	link, err := d.mailLink(ctx, r, a, store.TokenConfirm, confirmTTL, "/confirm")
@@ -152,7 +152,7 @@ func (d *Dashboard) mailConfirmation(ctx context.Context, r *http.Request, a sto
 // mailExisting tells an address that has an account that someone tried
 // to create another.
 func (d *Dashboard) mailExisting(ctx context.Context, r *http.Request, email string) {
-	if !d.mayMail(ctx, r, email) {
+	if !d.mayMail(ctx, r, email, mailOther) {
 		return
 	}
 	// A new account's confirmation stores a token: so much work here too.
@@ -326,7 +326,7 @@ func (d *Dashboard) forgot(w http.ResponseWriter, r *http.Request) {
 	// address: the budgets, then a message enqueued. The lookup, the
 	// token and the mail happen behind, so that neither the answer nor
 	// its time depends on what the store holds.
-	if d.mayMail(ctx, r, email) {
+	if d.mayMail(ctx, r, email, mailReset) {
 		origin := d.origin(r)
 		d.later(ctx, ctx.Done(), "reset link", func(ctx context.Context) (mail.Message, bool, error) {
 			a, err := d.cfg.Accounts.GetAccountByEmail(ctx, email)

@@ -83,12 +83,21 @@ func (d *Dashboard) rememberNetwork(ctx context.Context, r *http.Request, a stor
 	}
 }
 
-// mayMail reports whether the address may get one more message at the
-// request of r now, and counts it against the budgets of r's kind of
-// client (above). It does the same work whether or not an account has
-// the address. Callers ask before creating the message's token, so that
-// asking again and again stores nothing either.
-func (d *Dashboard) mayMail(ctx context.Context, r *http.Request, to string) bool {
+// Purposes of a message, each with budgets of its own: no other kind of
+// mail (a stranger's sign-ups with the owner's address, say) can spend
+// what the owner's reset links need.
+const (
+	mailReset = "reset"
+	mailOther = "other"
+)
+
+// mayMail reports whether the address may get one more message of
+// purpose (mailReset, mailOther) at the request of r now, and counts it
+// against the budgets of r's kind of client (above) for that purpose. It
+// does the same work whether or not an account has the address. Callers
+// ask before creating the message's token, so that asking again and
+// again stores nothing either.
+func (d *Dashboard) mayMail(ctx context.Context, r *http.Request, to, purpose string) bool {
 	device := d.knownDevice(r, to)
 	network := d.knownNetwork(ctx, r, to)
 	var ok bool
@@ -96,13 +105,13 @@ func (d *Dashboard) mayMail(ctx context.Context, r *http.Request, to string) boo
 	switch {
 	case device:
 		kind = "known device"
-		ok, _ = d.allowKey(ctx, "mail-device:"+deviceID(d.deviceToken(r)), deviceMail)
+		ok, _ = d.allowKey(ctx, "mail-device:"+purpose+":"+deviceID(d.deviceToken(r)), deviceMail)
 	case network:
 		kind = "known network"
-		ok = d.allowMail(ctx, r, to, "mail-owner:"+emailKey(to), ownerMail)
+		ok = d.allowMail(ctx, r, to, purpose, "mail-owner:"+purpose+":"+emailKey(to), ownerMail)
 	default:
 		kind = "stranger"
-		ok = d.allowMail(ctx, r, to, "mail-to:"+emailKey(to), strangerMail)
+		ok = d.allowMail(ctx, r, to, purpose, "mail-to:"+purpose+":"+emailKey(to), strangerMail)
 	}
 	if !ok {
 		d.cfg.Logger.WarnContext(ctx, "dashboard: mail not sent: its budget is spent", "client", kind,
@@ -113,8 +122,8 @@ func (d *Dashboard) mayMail(ctx context.Context, r *http.Request, to string) boo
 
 // allowMail takes a message from the requesting network's share for the
 // address, then from the address's budget of key.
-func (d *Dashboard) allowMail(ctx context.Context, r *http.Request, to, key string, limit ratelimit.Limit) bool {
-	if ok, _ := d.allowKey(ctx, "mail-net:"+pairKey(to, d.clientKey(r)), netMail); !ok {
+func (d *Dashboard) allowMail(ctx context.Context, r *http.Request, to, purpose, key string, limit ratelimit.Limit) bool {
+	if ok, _ := d.allowKey(ctx, "mail-net:"+purpose+":"+pairKey(to, d.clientKey(r)), netMail); !ok {
 		return false
 	}
 	ok, _ := d.allowKey(ctx, key, limit)
