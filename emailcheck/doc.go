@@ -59,7 +59,9 @@
 // queries wait for it, trying again after 20 ms, doubling to 500 ms, for
 // twice [Config.QueryTimeout] (4 s by default), and the refused attempts
 // use none of them up, so a resolver restart costs the lookups in flight
-// a short wait, not their verdicts.
+// a short wait, not their verdicts. A server that has refused for longer
+// than that without answering since is down: lookups then fail at once
+// (the canary's ping, or any answer, ends it).
 // [Validator.ResolverStats] reports each server's window, queries in
 // flight and waiting, smoothed RTT and RTO.
 //
@@ -89,11 +91,12 @@
 // The outcome of a domain is:
 //
 //   - NXDOMAIN: the domain does not exist (INVALID_DOMAIN), when the
-//     answer carries the zone's SOA (RFC 2308) and the nameservers have
+//     answer carries the SOA of a zone the name is in (RFC 2308; a
+//     filtering resolver's policy zone does not count) and the nameservers have
 //     shown that they tell the truth: they answer NOERROR for the root's
 //     SOA and a top-level domain's (the first canary zone's), checked
-//     every [Config.TrustCheckInterval] and at once after an NXDOMAIN
-//     without an SOA. Otherwise (a captive portal, a broken sandbox or a
+//     every [Config.TrustCheckInterval], and after an NXDOMAIN without
+//     an SOA at most every 5 s. Otherwise (a captive portal, a broken sandbox or a
 //     filtering resolver that denies every name) the address is UNKNOWN,
 //     dns_untrusted, the denial is logged once, and
 //     [Validator.PingNameservers] fails with [ErrResolverUntrusted] until

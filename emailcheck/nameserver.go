@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -51,6 +52,8 @@ type nameserver struct {
 	maxRTO time.Duration // QueryTimeout
 	maxWin float64       // MaxInFlight
 
+	refusingSince atomic.Int64 // unix ns of the first refusal since its last answer; 0: none
+
 	mu       sync.Mutex
 	srtt     time.Duration
 	rttvar   time.Duration
@@ -88,6 +91,22 @@ func newNameserver(addr string, timeout time.Duration, maxInFlight int) *nameser
 		rto:      min(initialRTO, timeout),
 		cwnd:     win,
 		ssthresh: float64(maxInFlight),
+	}
+}
+
+// refusing records that the server refused a query now, and reports
+// whether a query should wait for it: not once it has refused for longer
+// than patience without an answer since (it is down, not restarting).
+func (ns *nameserver) refusing(patience time.Duration) bool {
+	now := time.Now().UnixNano()
+	ns.refusingSince.CompareAndSwap(0, now)
+	return time.Duration(now-ns.refusingSince.Load()) < patience
+}
+
+// heard records an answer from the server: it no longer refuses.
+func (ns *nameserver) heard() {
+	if ns.refusingSince.Load() != 0 {
+		ns.refusingSince.Store(0)
 	}
 }
 

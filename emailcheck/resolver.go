@@ -259,8 +259,13 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 	var refusals int
 	var refusalWait time.Duration
 	var firstRefusal time.Time
-	refused := func(err error) bool {
+	refused := func(ns *nameserver, err error) bool {
 		if !isRefusal(err) || refusals == maxRefusals {
+			return false
+		}
+		// A server refusing for longer than the patience is down, not
+		// restarting: the query fails at once, as the canary tells.
+		if !ns.refusing(refusalPatience * r.timeout) {
 			return false
 		}
 		if refusals == 0 {
@@ -326,7 +331,7 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 				ns.release(retry)
 				r.counters.observeQuery(nil, err, 0)
 				lastErr = fmt.Errorf("%w: %s: %w", errNoAnswer, ns.addr, err)
-				if !refused(err) {
+				if !refused(ns, err) {
 					send, failover = true, true
 				}
 				continue
@@ -368,12 +373,13 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 				}
 				r.counters.observeQuery(nil, res.err, 0)
 				lastErr = fmt.Errorf("%w: %s: %w", errNoAnswer, a.ns.addr, res.err)
-				if res.tag == newest && !refused(res.err) {
+				if res.tag == newest && !refused(a.ns, res.err) {
 					send, failover = true, true
 				}
 				continue
 			}
 			rtt := time.Since(a.sent)
+			a.ns.heard()
 			if a.holding {
 				a.holding = false
 				a.ns.answered(a.sent, a.retry)
@@ -827,6 +833,7 @@ func (r *resolver) ping(ctx context.Context, ns *nameserver, m *dns.Msg, sample 
 			if err := resp.Unpack(res.wire); err != nil {
 				continue // not an answer; one may still come
 			}
+			ns.heard()
 			if sample {
 				ns.sample(sent[res.tag], rtt)
 			}

@@ -140,3 +140,41 @@ func TestRestartingResolverCostsNoVerdict(t *testing.T) {
 		t.Errorf("lookups across a 2 s refusal: %v not LIKELY; want every one LIKELY", bad)
 	}
 }
+
+// A nameserver that keeps refusing is down, not restarting: once it has
+// refused for longer than the wait a restart is given, lookups fail at
+// once instead of each waiting it out.
+func TestRefusingResolverFailsFastOnceDown(t *testing.T) {
+	t.Parallel()
+	srv := dnstest.Start(t, nil, &dnstest.Options{Fallback: liveAndDead})
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, QueryTimeout: time.Second, AllowPrivateMX: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if err := srv.SetRefusing(true); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// The first lookups wait out the patience (twice QueryTimeout, 2 s);
+	// once it has passed, a lookup fails within a fraction of it.
+	if res, _ := v.Validate(ctx, "a@d1.live.io"); res.Confidence.Status != emailcheck.StatusUnknown {
+		t.Fatalf("with the server refusing: %s", res.Confidence.Status)
+	}
+	start := time.Now()
+	res, _ := v.Validate(ctx, "b@d2.live.io")
+	if took := time.Since(start); res.Confidence.Status != emailcheck.StatusUnknown || took > time.Second {
+		t.Errorf("a lookup once the server is known down: %s after %v; want UNKNOWN at once", res.Confidence.Status, took)
+	}
+	if err := srv.SetRefusing(false); err != nil {
+		t.Fatal(err)
+	}
+	// It answers again: the canary's ping, or any answer, ends the
+	// refusal, and lookups wait for it again.
+	if err := v.PingNameservers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := v.Validate(ctx, "c@d3.live.io"); res.Confidence.Status != emailcheck.StatusLikely {
+		t.Errorf("after the server came back: %s", res.Confidence.Status)
+	}
+}
