@@ -242,11 +242,14 @@ type Driver interface {
 	// makes another's batch wait for it; within an account, jobs come in
 	// enqueue order (lowest ids first). A batch (or a list) of an account
 	// whose jobs are all handed out starts at the next turn. A job given
-	// back after a failure or for later (Retry with an Error or a RunAt
-	// in the future: a retry, or a job the Pool defers) takes a new turn
-	// behind its account's jobs waiting then, so that an account's
-	// retries cost its own turns; one handed back at once without an
-	// error (a shutdown, an outage) and a rescued one keep their place.
+	// back after a failure (Retry with an Error) takes a new turn behind
+	// its account's jobs waiting then; one given back for later (a RunAt
+	// in the future: a retry's backoff, or a job the Pool defers) takes
+	// its new turn when its run-at comes, behind its account's jobs
+	// waiting at that moment, so that an account's retries cost its own
+	// turns and jobs coming due together never jump ahead of the other
+	// accounts; one handed back at once without an error (a shutdown, an
+	// outage) and a rescued one keep their place.
 	// An account that joins (its first jobs, or new ones after all of its
 	// jobs were handed out) starts at the queue's position, the latest
 	// turn handed out, which never goes back: it saves up no turns while

@@ -81,19 +81,12 @@ func TestBigListHoldsUpNoOne(t *testing.T) {
 // that a busy machine slows both alike; but the four accounts' lookups
 // take CPU of their own, which on a loaded machine slows the service
 // beside them and not the twin, so a round that misses the bound is run
-// again, up to three rounds in all. On PostgreSQL the bound is four
-// times, plus 2 s: there, a lease still reads past the jobs that wait for
-// a later run-at (the dead accounts' deferred jobs) in turn order, which a
-// loaded machine makes slow; on a quiet one it keeps within twice (1.8–2.2
-// s beside, 0.43 s alone).
+// again, up to three rounds in all.
 func TestDeadDomainsOfManyHoldUpNoOne(t *testing.T) {
 	const deadAccounts, deadEach, normal = 4, 1000, 500
+	const times = 2
 	for _, bc := range everyBackend() {
 		t.Run(bc.name, func(t *testing.T) {
-			times := time.Duration(2)
-			if bc.name == "postgres" {
-				times = 4
-			}
 			var last string
 			for round := 1; round <= 3; round++ {
 				var beside, alone time.Duration

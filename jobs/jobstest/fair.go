@@ -192,6 +192,50 @@ func testNewcomerNoHeadStart(t *testing.T, b *bundle) {
 	}
 }
 
+// testDueJobsTakeTurns: jobs deferred together take their turns when
+// they come due, behind the jobs other accounts have waiting then, not
+// the places they had when deferred: an account whose lookups all time
+// out does not take the whole queue each time its retries come due.
+func testDueJobsTakeTurns(t *testing.T, b *bundle) {
+	ctx := context.Background()
+	busy, deferred := account(), account()
+	const deferredN = 40
+	mustEnqueue(t, b, busy, 600)
+	mustEnqueue(t, b, deferred, deferredN)
+	held := map[string]jobs.Lease{}
+	for len(held) < deferredN {
+		ls := mustLease(t, b, 20, time.Minute)
+		if len(ls) == 0 {
+			t.Fatalf("only %d of the deferred account's jobs were leased", len(held))
+		}
+		for _, l := range ls {
+			if l.AccountID == deferred {
+				held[l.ID] = l
+			}
+		}
+	}
+	due := time.Now().Add(time.Second)
+	for _, l := range held {
+		if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token, RunAt: due}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The queue moves on while they wait.
+	if n := len(mustLease(t, b, 200, time.Minute)); n != 200 {
+		t.Fatalf("leased %d of the busy account's jobs, want 200", n)
+	}
+	time.Sleep(time.Until(due) + 50*time.Millisecond)
+	count := map[string]int{}
+	for _, l := range mustLease(t, b, deferredN, time.Minute) {
+		count[l.AccountID]++
+	}
+	// Taking turns, each account gets about half; with the places they
+	// had when deferred, the deferred jobs would all come first.
+	if count[deferred] > deferredN*7/10 || count[busy] < deferredN*3/10 {
+		t.Errorf("a lease of %d after the deferred jobs came due gave them %d and the busy account %d; want them to take turns", deferredN, count[deferred], count[busy])
+	}
+}
+
 // testListTakesTurns: a list's jobs take turns with the jobs of other
 // accounts as a batch's do.
 func testListTakesTurns(t *testing.T, b *bundle) {

@@ -74,6 +74,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) Backend) {
 		{"RetryTakesNewTurn", testRetryTakesNewTurn},
 		{"PoolServesQuietAccount", testPoolServesQuietAccount},
 		{"NewcomerNoHeadStart", testNewcomerNoHeadStart},
+		{"DueJobsTakeTurns", testDueJobsTakeTurns},
 		{"ListTakesTurns", testListTakesTurns},
 		{"DrainByPool", testDrainByPool},
 		{"ConcurrentWorkersCompleteOnce", testConcurrentWorkers},

@@ -148,10 +148,12 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	t := now()
 	// Jobs retried for later wait in the delayed heap; move those now due
 	// to the ready heap, which hands out the lowest turn first (the fair
-	// order, see [jobs.Driver]).
+	// order, see [jobs.Driver]), each with a new turn behind its account's
+	// jobs waiting now.
 	for len(s.delayed) > 0 && !s.delayed[0].at.After(t) {
 		d := heap.Pop(&s.delayed).(delayedJob)
-		if j, ok := s.jobs[d.id]; ok && j.state == available {
+		if j, ok := s.jobs[d.id]; ok && j.state == available && j.runAt.Equal(d.at) {
+			j.turn = s.takeTurnsLocked(j.AccountID, 1)
 			s.ready.push(readyJob{turn: j.turn, id: d.id})
 		}
 	}
@@ -291,9 +293,10 @@ func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
 		j.Errors++
 		j.LastError = p.Error
 	}
-	if p.Error != "" || p.RunAt.After(now()) {
-		// A failed or deferred attempt costs the account a turn: the
-		// job waits behind the account's other jobs.
+	if p.Error != "" && !p.RunAt.After(now()) {
+		// A failed attempt costs the account a turn: the job waits
+		// behind the account's other jobs. One deferred takes its turn
+		// when it comes due (see Lease).
 		j.turn = s.takeTurnsLocked(j.AccountID, 1)
 	}
 	s.makeAvailableLocked(j, n, p.RunAt)

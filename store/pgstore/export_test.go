@@ -16,6 +16,10 @@ var PartitionsVersion = migrationNamed("_partitions.sql")
 // TotalsVersion is the migration that keeps per-day credit totals.
 var TotalsVersion = migrationNamed("_credit_totals.sql")
 
+// DelayedVersion is the migration that keeps delayed jobs out of the
+// turn index.
+var DelayedVersion = migrationNamed("_delayed_jobs.sql")
+
 // migrationNamed returns the version of the migration whose file name
 // ends in suffix.
 func migrationNamed(suffix string) int {

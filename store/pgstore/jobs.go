@@ -247,7 +247,7 @@ const turnsCTE = `position AS MATERIALIZED (
 const leaseSQL = `
 	WITH next AS (
 		SELECT id AS next_id FROM {schema}.jobs
-		WHERE state = 'available' AND run_at <= now() AND id BETWEEN {first} AND {last}
+		WHERE state = 'available' AND NOT delayed AND id BETWEEN {first} AND {last}
 		ORDER BY turn, id LIMIT $1::bigint
 		FOR UPDATE SKIP LOCKED
 	), leased AS (
@@ -267,6 +267,63 @@ const leaseSQL = `
 	)
 	SELECT ` + jobColumns + ` FROM leased ORDER BY turn, id`
 
+// promoteSQL makes up to $1 delayed jobs of the ids first..last whose
+// run-at has come available to leases, each taking a new turn behind its
+// account's jobs waiting now (the fair order, see [jobs.Driver]), in id
+// order within its account. The accounts' rows of job_turns are taken in
+// account order, so that promotions running at once never deadlock.
+const promoteSQL = `
+	WITH ` + turnsCTE + `, due AS MATERIALIZED (
+		SELECT id, account FROM {schema}.jobs
+		WHERE state = 'available' AND delayed AND run_at <= now() AND id BETWEEN {first} AND {last}
+		ORDER BY run_at LIMIT $1::bigint
+		FOR UPDATE SKIP LOCKED
+	), counts AS MATERIALIZED (
+		SELECT account, count(*) AS n FROM due GROUP BY account
+	), turns AS (
+		INSERT INTO {schema}.job_turns AS jt (account, last_turn)
+		SELECT counts.account, position.turn + counts.n FROM counts, position ORDER BY counts.account
+		ON CONFLICT (account) DO UPDATE
+		SET last_turn = greatest(jt.last_turn, (SELECT turn FROM position)) + (SELECT n FROM counts WHERE counts.account = jt.account)
+		RETURNING account, last_turn
+	), ranked AS (
+		SELECT due.id, turns.last_turn - counts.n + row_number() OVER (PARTITION BY due.account ORDER BY due.id) AS turn
+		FROM due JOIN counts USING (account) JOIN turns USING (account)
+	)
+	UPDATE {schema}.jobs j SET delayed = false, turn = ranked.turn
+	FROM ranked WHERE j.id = ranked.id AND j.id BETWEEN {first} AND {last}`
+
+// promoteBatch is the most delayed jobs one promotion makes available.
+const promoteBatch = 1000
+
+// promoteInterval is how often a Store looks for delayed jobs come due:
+// a job handed back for later waits at most about this long past its
+// run-at (besides the pool's own polling).
+const promoteInterval = 20 * time.Millisecond
+
+// promote runs promoteSQL over first..last when promoteInterval has passed
+// since this Store's last look, and again at once while a look finds a
+// full batch. An error is logged and left to the next look: a late
+// promotion only delays retries.
+func (s *Store) promote(ctx context.Context, now time.Time, first, last int64) {
+	prev := s.promoted.Load()
+	if now.UnixNano()-prev < int64(promoteInterval) || !s.promoted.CompareAndSwap(prev, now.UnixNano()) {
+		return
+	}
+	for range 10 {
+		tag, err := s.pool.Exec(ctx, s.sqlIDs(promoteSQL, first, last), promoteBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.logger.WarnContext(ctx, "pgstore: promote delayed jobs", "err", err)
+			}
+			return
+		}
+		if tag.RowsAffected() < promoteBatch {
+			return
+		}
+	}
+}
+
 // Lease implements [jobs.Driver] with SELECT ... FOR UPDATE SKIP LOCKED, so
 // that concurrent leasers never wait for each other nor share a job.
 func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, error) {
@@ -285,6 +342,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	// (see sweepDue), as that form plans and locks every partition.
 	now := time.Now()
 	first, last := s.leaseRange(ctx, now)
+	s.promote(ctx, now, first, last)
 	leases, err := s.lease(ctx, first, last, p.Max, p.Duration)
 	if err == nil && len(leases) < p.Max && (first > 0 || last < math.MaxInt64) && s.sweepDue(now) {
 		var more []jobs.Lease
@@ -647,14 +705,15 @@ func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
 	}
 	var changed, exists bool
 	first, last := dayBounds(id, id)
-	// A failed or deferred attempt costs the account a turn: the job
-	// takes one behind the account's other jobs. A job handed back at
-	// once without an error keeps its turn.
+	// A failed attempt costs the account a turn: the job takes one behind
+	// the account's other jobs. A job handed back for later is delayed
+	// and takes that turn when it comes due (promoteSQL). A job handed
+	// back at once without an error keeps its turn.
 	err := s.pool.QueryRow(ctx, s.sqlIDs(`
 		WITH `+turnsCTE+`, mine AS (
 			SELECT account FROM {schema}.jobs
 			WHERE id = $1::bigint AND id BETWEEN {first} AND {last} AND state = 'running' AND token = $2::text
-			  AND ($4::text <> '' OR coalesce($3::timestamptz, now()) > now())
+			  AND $4::text <> '' AND coalesce($3::timestamptz, now()) <= now()
 		), turn AS (
 			INSERT INTO {schema}.job_turns AS jt (account, last_turn)
 			SELECT mine.account, position.turn + 1 FROM mine, position
@@ -664,6 +723,7 @@ func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
 			UPDATE {schema}.jobs
 			SET state = 'available', token = NULL, lease_expires_at = NULL,
 			    run_at = coalesce($3::timestamptz, now()),
+			    delayed = coalesce($3::timestamptz, now()) > now(),
 			    errors = errors + CASE WHEN $4::text <> '' THEN 1 ELSE 0 END,
 			    last_error = CASE WHEN $4::text <> '' THEN $4::text ELSE last_error END,
 			    turn = coalesce((SELECT last_turn FROM turn), turn)
@@ -701,7 +761,7 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) (int, er
 			FOR UPDATE SKIP LOCKED
 		)
 		UPDATE {schema}.jobs j
-		SET state = 'available', token = NULL, lease_expires_at = NULL, run_at = now(),
+		SET state = 'available', token = NULL, lease_expires_at = NULL, run_at = now(), delayed = false,
 		    errors = j.errors + 1, last_error = 'lease expired'
 		FROM expired WHERE j.id = expired.id`), limit)
 	if err != nil {

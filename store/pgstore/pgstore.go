@@ -74,6 +74,7 @@ type Store struct {
 	floor     leaseFloor   // where leases look first
 	texts     sync.Map     // boundedSQL → statement text, see sqlIDs
 	textCount atomic.Int64 // entries stored in texts
+	promoted  atomic.Int64 // when delayed jobs were last promoted, in Unix ns
 }
 
 // New returns a Store over pool, which stays the caller's: the Store never

@@ -352,7 +352,17 @@ for _, k in ipairs({1, 5}) do
   end
   for _, id in ipairs(ids) do
     local f = redis.call('HMGET', jobbase .. id, 'state', 'account', 'q')
-    if f[1] == 'a' and f[2] then make_ready(base, id, f[2], f[3]) end
+    if f[1] == 'a' and f[2] then
+      local q = f[3]
+      if k == 1 then
+        -- A job given back for later takes its place behind its
+        -- account's jobs waiting now.
+        local last = redis.call('ZRANGE', base .. 'rq:' .. f[2], -1, -1, 'WITHSCORES')
+        q = str(math.max(tonumber(last[2] or '0'), tonumber(q or id)) + 1)
+        redis.call('HSET', jobbase .. id, 'q', q)
+      end
+      make_ready(base, id, f[2], q)
+    end
   end
   if #ids > 0 then redis.call('ZREM', KEYS[k], unpack(ids)) end
 end
@@ -558,10 +568,10 @@ end
 return out
 `)
 
-// scriptRetry gives a leased job back. A failed or deferred attempt
-// costs the account a turn: the job takes a place behind the account's
-// jobs waiting now (q). One handed back at once without an error keeps
-// its place.
+// scriptRetry gives a leased job back. A failed attempt costs the
+// account a turn: the job takes a place behind the account's jobs waiting
+// now (q); one deferred takes it when it comes due (scriptLease). One
+// handed back at once without an error keeps its place.
 // KEYS: job:ID, leases, delayed, accts. ARGV: id, token, run-at (µs, 0 for
 // now), error, channel, shard base.
 var scriptRetry = script(`
@@ -573,7 +583,7 @@ if f[1] ~= 'r' or f[2] ~= ARGV[2] or ARGV[2] == '' then fail('LEASELOST') end
 local at = tonumber(ARGV[3])
 local later = at > now_us()
 local q = f[4]
-if ARGV[4] ~= '' or later then
+if ARGV[4] ~= '' and not later then
   local last = redis.call('ZRANGE', base .. 'rq:' .. f[3], -1, -1, 'WITHSCORES')
   q = str(math.max(tonumber(last[2] or '0'), tonumber(q or id)) + 1)
   redis.call('HSET', KEYS[1], 'q', q)

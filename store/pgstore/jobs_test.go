@@ -1,0 +1,83 @@
+package pgstore_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/store/pgstore"
+)
+
+// TestDelayedMigration: a job an earlier release left waiting for a later
+// run-at is delayed after the upgrade: leases pass it by, without reading
+// it, until its run-at comes, and then hand it out.
+func TestDelayedMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testPool(t)
+	schema := testSchema(t, pool)
+	s, err := pgstore.OpenAtVersion(ctx, pool, schema, pgstore.DelayedVersion-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, strings.ReplaceAll(sql, "{schema}", `"`+schema+`"`)); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	ids, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "acct", Emails: []string{"a@example.org", "b@example.org", "c@example.org"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(`UPDATE {schema}.jobs SET run_at = now() + interval '1 hour' WHERE id = ` + ids[0])
+
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var delayed []string
+	rows, err := pool.Query(ctx, `SELECT id::text FROM "`+schema+`".jobs WHERE delayed`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		delayed = append(delayed, id)
+	}
+	if rows.Err() != nil || !slices.Equal(delayed, ids[:1]) {
+		t.Fatalf("delayed after the upgrade: %v (%v), want %v", delayed, rows.Err(), ids[:1])
+	}
+	leaseIDs := func() []string {
+		t.Helper()
+		ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 10, Duration: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.ID)
+		}
+		return out
+	}
+	if got := leaseIDs(); !slices.Equal(got, ids[1:]) {
+		t.Fatalf("leased %v, want %v: the delayed job waits", got, ids[1:])
+	}
+	exec(`UPDATE {schema}.jobs SET run_at = now() - interval '1 second' WHERE id = ` + ids[0])
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got := leaseIDs()
+		if slices.Equal(got, ids[:1]) {
+			break
+		}
+		if len(got) > 0 || time.Now().After(deadline) {
+			t.Fatalf("leased %v once its run-at came, want %v", got, ids[:1])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
