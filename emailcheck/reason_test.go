@@ -211,3 +211,37 @@ func TestLookupOutOfTimeInTheWindowIsUnanswered(t *testing.T) {
 		}
 	}
 }
+
+// With ImplicitMX, a domain's addresses are asked for only when it has no
+// MX: a domain with MX records costs one query, not three.
+func TestImplicitMXAsksAddressesOnlyWithoutMX(t *testing.T) {
+	t.Parallel()
+	srv := dnstest.Start(t, dnstest.Zone{
+		"withmx.com": {MX: []dnstest.MX{{Pref: 10, Host: "mx.withmx.com"}}, A: []string{"192.0.2.20"}},
+		"aonly.com":  {A: []string{"192.0.2.21"}},
+	}, nil)
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, ImplicitMX: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	for _, tc := range []struct {
+		domain string
+		want   emailcheck.Status
+		addrQs int64
+	}{
+		{"withmx.com", emailcheck.StatusLikely, 0},
+		{"aonly.com", emailcheck.StatusLikely, 2},
+	} {
+		res, err := v.Validate(context.Background(), "jane@"+tc.domain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Confidence.Status != tc.want {
+			t.Errorf("%s: %s, want %s", tc.domain, res.Confidence.Status, tc.want)
+		}
+		if n := srv.QueryCount(tc.domain, dns.TypeA) + srv.QueryCount(tc.domain, dns.TypeAAAA); n != tc.addrQs {
+			t.Errorf("%s: %d address queries, want %d", tc.domain, n, tc.addrQs)
+		}
+	}
+}
