@@ -16,8 +16,9 @@ type Config struct {
 
 // Ledger keeps credit balances. It is safe for concurrent use.
 type Ledger struct {
-	store  Store
-	logger *slog.Logger
+	store   Store
+	grouper *grouper // nil unless store is a GroupStore
+	logger  *slog.Logger
 }
 
 // New returns a Ledger over store; cfg may be nil.
@@ -26,10 +27,23 @@ func New(store Store, cfg *Config) *Ledger {
 	if cfg != nil {
 		c = *cfg
 	}
-	return &Ledger{
+	l := &Ledger{
 		store:  store,
 		logger: cmp.Or(c.Logger, slog.New(slog.DiscardHandler)),
 	}
+	if gs, ok := store.(GroupStore); ok {
+		l.grouper = newGrouper(gs)
+	}
+	return l
+}
+
+// write applies c: in a group of its account's changes when the store
+// is a [GroupStore], else alone.
+func (l *Ledger) write(ctx context.Context, c Change) (Entry, error) {
+	if l.grouper != nil {
+		return l.grouper.apply(ctx, c)
+	}
+	return l.store.Apply(ctx, c)
 }
 
 // Apply applies one change as it is: a charge, a grant or a refund with
@@ -40,7 +54,7 @@ func (l *Ledger) Apply(ctx context.Context, c Change) (Entry, error) {
 	if c.AccountID == "" || c.Delta == 0 {
 		return Entry{}, fmt.Errorf("%w: account %q, delta %d", ErrInvalidAmount, c.AccountID, c.Delta)
 	}
-	return l.store.Apply(ctx, c)
+	return l.write(ctx, c)
 }
 
 // Balance returns the account's balance.
@@ -88,7 +102,7 @@ func (l *Ledger) apply(ctx context.Context, account string, delta int64, reason 
 	if (reason == ReasonCharge && delta >= 0) || (reason != ReasonCharge && delta <= 0) {
 		return Entry{}, fmt.Errorf("%w: %d", ErrInvalidAmount, abs(delta))
 	}
-	return l.store.Apply(ctx, Change{
+	return l.write(ctx, Change{
 		AccountID:      account,
 		Delta:          delta,
 		Reason:         reason,

@@ -29,6 +29,8 @@ func Run(t *testing.T, newStore func(tb testing.TB) credits.Store) {
 		{"GrantChargeRefund", testGrantChargeRefund},
 		{"ChargeAllOrNothing", testAllOrNothing},
 		{"ConcurrentCharges", testConcurrentCharges},
+		{"ApplyGroup", testApplyGroup},
+		{"GroupedConcurrent", testGroupedConcurrent},
 		{"Idempotency", testIdempotency},
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},
 		{"InvalidChanges", testInvalid},

@@ -127,3 +127,24 @@ func (s *Store) writeLocked(c credits.Change) credits.Entry {
 	}
 	return e.public(c.AccountID)
 }
+
+var _ credits.GroupStore = (*Store)(nil)
+
+// ApplyGroup implements [credits.GroupStore]: the changes are applied in
+// order under one hold of the store's lock.
+func (s *Store) ApplyGroup(ctx context.Context, cs []credits.Change) ([]credits.Entry, []error, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, nil, err
+	}
+	if err := credits.CheckGroup(cs); err != nil {
+		return nil, nil, err
+	}
+	entries := make([]credits.Entry, len(cs))
+	errs := make([]error, len(cs))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, c := range cs {
+		entries[i], errs[i] = s.applyLocked(c)
+	}
+	return entries, errs, nil
+}

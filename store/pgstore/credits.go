@@ -290,3 +290,114 @@ func (s *Store) Totals(ctx context.Context, p credits.TotalsParams) ([]credits.D
 	}
 	return out, nil
 }
+
+var _ credits.GroupStore = (*Store)(nil)
+
+// ApplyGroup implements [credits.GroupStore] with one call of the schema's
+// credit_apply_group, one statement and one commit for the whole group.
+// A key that another writer took while the group was judged (possible
+// only for an account without a balance row yet, whose first changes are
+// not serialised by its row lock) undoes the group, which is then applied
+// change by change.
+func (s *Store) ApplyGroup(ctx context.Context, cs []credits.Change) ([]credits.Entry, []error, error) {
+	if len(cs) == 0 {
+		return nil, nil, nil
+	}
+	if err := credits.CheckGroup(cs); err != nil {
+		return nil, nil, err
+	}
+	account := cs[0].AccountID
+	deltas := make([]int64, len(cs))
+	reasons := make([]string, len(cs))
+	refs := make([]string, len(cs))
+	keys := make([]*string, len(cs))
+	for i, c := range cs {
+		if c.IdempotencyKey != "" {
+			keys[i] = &cs[i].IdempotencyKey
+		}
+		deltas[i], reasons[i], refs[i] = c.Delta, string(c.Reason), c.Reference
+	}
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT ord, outcome, entry_id, created, delta, reason, reference, balance
+		FROM {schema}.credit_apply_group($1, $2, $3, $4, $5)`), account, deltas, reasons, refs, keys)
+	if err != nil {
+		return nil, nil, fail(ctx, "apply group", err)
+	}
+	type outcome struct {
+		ord       *int32
+		kind      string
+		id        *int64
+		at        *time.Time
+		delta     int64
+		reason    string
+		reference string
+		balance   *int64
+	}
+	var outs []outcome
+	for rows.Next() {
+		var o outcome
+		if err := rows.Scan(&o.ord, &o.kind, &o.id, &o.at, &o.delta, &o.reason, &o.reference, &o.balance); err != nil {
+			rows.Close()
+			return nil, nil, fail(ctx, "apply group", err)
+		}
+		outs = append(outs, o)
+	}
+	if err := rows.Err(); err != nil {
+		if isUsedKey(err) {
+			return s.applyEach(ctx, cs)
+		}
+		return nil, nil, fail(ctx, "apply group", err)
+	}
+	entries := make([]credits.Entry, len(cs))
+	errs := make([]error, len(cs))
+	judged := make([]bool, len(cs))
+	var wrote []outcome
+	for _, o := range outs {
+		if o.ord == nil {
+			wrote = append(wrote, o)
+			continue
+		}
+		i := int(*o.ord) - 1
+		if i < 0 || i >= len(cs) || judged[i] {
+			return nil, nil, fmt.Errorf("pgstore: apply group: outcome for change %d of %d", i+1, len(cs))
+		}
+		judged[i] = true
+		c := cs[i]
+		switch o.kind {
+		case "replay":
+			if o.delta != c.Delta || credits.Reason(o.reason) != c.Reason {
+				errs[i] = fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, c.IdempotencyKey)
+				continue
+			}
+			e := written(credits.Change{AccountID: account, Delta: o.delta, Reason: credits.Reason(o.reason), Reference: o.reference, IdempotencyKey: c.IdempotencyKey}, *o.id, *o.at)
+			e.Replayed = true
+			entries[i] = e
+		case "insufficient":
+			errs[i] = &credits.InsufficientError{Balance: *o.balance, Required: -c.Delta}
+		default:
+			return nil, nil, fmt.Errorf("pgstore: apply group: outcome %q", o.kind)
+		}
+	}
+	for i := range cs {
+		if judged[i] {
+			continue
+		}
+		if len(wrote) == 0 {
+			return nil, nil, fmt.Errorf("pgstore: apply group: %d changes, fewer entries written", len(cs))
+		}
+		o := wrote[0]
+		wrote = wrote[1:]
+		entries[i] = written(cs[i], *o.id, *o.at)
+	}
+	return entries, errs, nil
+}
+
+// applyEach applies cs one by one, for a group that could not be applied
+// as one.
+func (s *Store) applyEach(ctx context.Context, cs []credits.Change) ([]credits.Entry, []error, error) {
+	entries := make([]credits.Entry, len(cs))
+	errs := make([]error, len(cs))
+	for i, c := range cs {
+		entries[i], errs[i] = s.Apply(ctx, c)
+	}
+	return entries, errs, nil
+}

@@ -135,3 +135,56 @@ func decodeEntry(raw string) (credits.Entry, error) {
 		Time:           t,
 	}, nil
 }
+
+var _ credits.GroupStore = (*Store)(nil)
+
+// ApplyGroup implements [credits.GroupStore] with one script call for the
+// whole group.
+func (s *Store) ApplyGroup(ctx context.Context, cs []credits.Change) ([]credits.Entry, []error, error) {
+	if err := checkCtx(ctx, "apply group"); err != nil {
+		return nil, nil, err
+	}
+	if err := credits.CheckGroup(cs); err != nil {
+		return nil, nil, err
+	}
+	if len(cs) == 0 {
+		return nil, nil, nil
+	}
+	args := make([]any, 0, 1+4*len(cs))
+	args = append(args, cs[0].AccountID)
+	for _, c := range cs {
+		args = append(args, strconv.FormatInt(c.Delta, 10), string(c.Reason), c.Reference, c.IdempotencyKey)
+	}
+	res, err := s.run(ctx, scriptApplyGroup, s.creditKeys(cs[0].AccountID), args...).StringSlice()
+	if err != nil {
+		return nil, nil, s.wrap(ctx, "apply group", err)
+	}
+	if len(res) != len(cs) {
+		return nil, nil, fmt.Errorf("%w: apply group: %d outcomes for %d changes", ErrBadData, len(res), len(cs))
+	}
+	entries := make([]credits.Entry, len(cs))
+	errs := make([]error, len(cs))
+	for i, r := range res {
+		kind, rest := "", ""
+		if r != "" {
+			kind, rest = r[:1], r[1:]
+		}
+		switch kind {
+		case "W", "R":
+			e, err := decodeEntry(rest)
+			if err != nil {
+				return nil, nil, err
+			}
+			e.Replayed = kind == "R"
+			entries[i] = e
+		case "C":
+			errs[i] = fmt.Errorf("redisstore: apply group: %w", credits.ErrIdempotencyConflict)
+		case "I":
+			bal, _ := strconv.ParseInt(rest, 10, 64)
+			errs[i] = &credits.InsufficientError{Balance: bal, Required: -cs[i].Delta}
+		default:
+			return nil, nil, fmt.Errorf("%w: apply group outcome %q", ErrBadData, r)
+		}
+	}
+	return entries, errs, nil
+}

@@ -184,6 +184,37 @@ if prev then return {1, prev} end
 return {0, credit_write(k, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], now_us())}
 `)
 
+// scriptApplyGroup applies several changes of one account in order, each
+// judged as scriptApply would judge it alone after the ones before it.
+// KEYS: the ledger keys ([Store.creditKeys]). ARGV: account, then per
+// change delta, reason, reference, idempotency key.
+// Returns per change 'W' .. entry JSON (written), 'R' .. entry JSON (a
+// replay), 'C' (a key used with another change) or 'I' .. balance (the
+// balance does not cover it).
+var scriptApplyGroup = script(`
+local k = credit_keys_at(1)
+expect(k.bal, 'string'); expect(k.hist, 'list'); expect(k.idem, 'hash'); expect(k.seq, 'string')
+expect(k.tot, 'hash')
+local t = now_us()
+local out = {}
+for i = 2, #ARGV, 4 do
+  local delta, reason, ref, ikey = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local prev = ikey ~= '' and redis.call('HGET', k.idem, ikey)
+  if prev then
+    local e = cjson.decode(prev)
+    if e.delta ~= delta or e.reason ~= reason then out[#out + 1] = 'C' else out[#out + 1] = 'R' .. prev end
+  else
+    local bal = tonumber(redis.call('GET', k.bal) or '0')
+    if tonumber(delta) < 0 and bal + tonumber(delta) < 0 then
+      out[#out + 1] = 'I' .. str(bal)
+    else
+      out[#out + 1] = 'W' .. credit_write(k, ARGV[1], delta, reason, ref, ikey, t)
+    end
+  end
+end
+return out
+`)
+
 // scriptCreateAccount creates an account (its signup grant is already
 // written, in its shard, unless it is held back). KEYS: acct:ID, emails.
 // ARGV: id, email, normalized email, plan, password hash ("" for none),
