@@ -23,4 +23,13 @@
 // totals by reason that a [TotalsStore] keeps in the same atomic step as
 // each entry. Stores offering neither ([PageStore], [TotalsStore]) are
 // paged and totalled from their whole history.
+//
+// Writes of one account share commits when the store is a [GroupStore]:
+// the Ledger sends an account's change at once when none of its changes
+// is being written, and otherwise holds it until the one being written is
+// done, then sends every change held meanwhile as one group (up to 256),
+// judged one by one in arrival order. A lone change waits for nothing;
+// the busier an account, the larger its groups, so that a client charging
+// one account from many connections is not held to one durable commit per
+// charge on its balance.
 package credits
