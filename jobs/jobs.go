@@ -243,13 +243,14 @@ type Driver interface {
 	// enqueue order (lowest ids first). A batch (or a list) of an account
 	// whose jobs are all handed out starts at the next turn. A job given
 	// back after a failure (Retry with an Error) takes a new turn behind
-	// its account's jobs waiting then; one given back for later (a RunAt
-	// in the future: a retry's backoff, or a job the Pool defers) takes
-	// its new turn when its run-at comes, behind its account's jobs
-	// waiting at that moment, so that an account's retries cost its own
-	// turns and jobs coming due together never jump ahead of the other
-	// accounts; one handed back at once without an error (a shutdown, an
-	// outage) and a rescued one keep their place.
+	// its account's jobs waiting then; one given back for later (a
+	// RunAt: a retry's backoff, or a job the Pool defers) takes its new
+	// turn when its run-at comes by the driver's clock (at once when the
+	// caller's clock, behind it, asked for a time already past), behind
+	// its account's jobs waiting at that moment, so that an account's
+	// retries cost its own turns and jobs coming due together never jump
+	// ahead of the other accounts; one handed back at once without an
+	// error (a shutdown, an outage) and a rescued one keep their place.
 	// An account that joins (its first jobs, or new ones after all of its
 	// jobs were handed out) starts at the queue's position, the latest
 	// turn handed out, which never goes back: it saves up no turns while

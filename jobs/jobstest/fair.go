@@ -236,6 +236,40 @@ func testDueJobsTakeTurns(t *testing.T, b *bundle) {
 	}
 }
 
+// testDeferredIntoThePast: a job handed back for a run-at the driver's
+// clock has already passed (the caller's clock lags) is still handed back
+// for later: it takes a new turn behind its account's jobs, not its old
+// place ahead of them.
+func testDeferredIntoThePast(t *testing.T, b *bundle) {
+	ctx := context.Background()
+	acct := account()
+	ids := mustEnqueue(t, b, acct, 3)
+	l := mustLease(t, b, 1, time.Minute)
+	if len(l) != 1 || l[0].ID != ids[0] {
+		t.Fatalf("first lease %+v, want job %s", l, ids[0])
+	}
+	if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: l[0].ID, Token: l[0].Token, RunAt: time.Now().Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	deadline := time.Now().Add(time.Minute)
+	for len(order) < len(ids) {
+		if time.Now().After(deadline) {
+			t.Fatalf("leased %v in a minute, want all of %v", order, ids)
+		}
+		ls := mustLease(t, b, 10, time.Minute)
+		for _, l := range ls {
+			order = append(order, l.ID)
+		}
+		if len(ls) == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if want := []string{ids[1], ids[2], ids[0]}; !slices.Equal(order, want) {
+		t.Fatalf("leased in the order %v, want %v: a job deferred goes behind its account's others", order, want)
+	}
+}
+
 // testListTakesTurns: a list's jobs take turns with the jobs of other
 // accounts as a batch's do.
 func testListTakesTurns(t *testing.T, b *bundle) {

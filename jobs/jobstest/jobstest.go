@@ -75,6 +75,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) Backend) {
 		{"PoolServesQuietAccount", testPoolServesQuietAccount},
 		{"NewcomerNoHeadStart", testNewcomerNoHeadStart},
 		{"DueJobsTakeTurns", testDueJobsTakeTurns},
+		{"DeferredIntoThePast", testDeferredIntoThePast},
 		{"ListTakesTurns", testListTakesTurns},
 		{"DrainByPool", testDrainByPool},
 		{"ConcurrentWorkersCompleteOnce", testConcurrentWorkers},

@@ -293,10 +293,11 @@ func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
 		j.Errors++
 		j.LastError = p.Error
 	}
-	if p.Error != "" && !p.RunAt.After(now()) {
+	if p.Error != "" && p.RunAt.IsZero() {
 		// A failed attempt costs the account a turn: the job waits
-		// behind the account's other jobs. One deferred takes its turn
-		// when it comes due (see Lease).
+		// behind the account's other jobs. One handed back for later
+		// takes its turn when it comes due (see Lease), whatever the
+		// caller's clock made of "later".
 		j.turn = s.takeTurnsLocked(j.AccountID, 1)
 	}
 	s.makeAvailableLocked(j, n, p.RunAt)
@@ -318,7 +319,7 @@ func (s *Store) makeAvailableLocked(j *job, n uint64, runAt time.Time) {
 	j.token = ""
 	j.runAt = runAt
 	delete(s.running, n)
-	if runAt.After(now()) {
+	if !runAt.IsZero() {
 		heap.Push(&s.delayed, delayedJob{at: runAt, id: n})
 	} else {
 		s.ready.push(readyJob{turn: j.turn, id: n})

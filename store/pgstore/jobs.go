@@ -707,13 +707,14 @@ func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
 	first, last := dayBounds(id, id)
 	// A failed attempt costs the account a turn: the job takes one behind
 	// the account's other jobs. A job handed back for later is delayed
-	// and takes that turn when it comes due (promoteSQL). A job handed
-	// back at once without an error keeps its turn.
+	// and takes that turn when it comes due (promoteSQL), also when the
+	// caller's clock, behind the database's, asked for a time already
+	// past. A job handed back at once without an error keeps its turn.
 	err := s.pool.QueryRow(ctx, s.sqlIDs(`
 		WITH `+turnsCTE+`, mine AS (
 			SELECT account FROM {schema}.jobs
 			WHERE id = $1::bigint AND id BETWEEN {first} AND {last} AND state = 'running' AND token = $2::text
-			  AND $4::text <> '' AND coalesce($3::timestamptz, now()) <= now()
+			  AND $4::text <> '' AND $3::timestamptz IS NULL
 		), turn AS (
 			INSERT INTO {schema}.job_turns AS jt (account, last_turn)
 			SELECT mine.account, position.turn + 1 FROM mine, position
@@ -723,7 +724,7 @@ func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
 			UPDATE {schema}.jobs
 			SET state = 'available', token = NULL, lease_expires_at = NULL,
 			    run_at = coalesce($3::timestamptz, now()),
-			    delayed = coalesce($3::timestamptz, now()) > now(),
+			    delayed = $3::timestamptz IS NOT NULL,
 			    errors = errors + CASE WHEN $4::text <> '' THEN 1 ELSE 0 END,
 			    last_error = CASE WHEN $4::text <> '' THEN $4::text ELSE last_error END,
 			    turn = coalesce((SELECT last_turn FROM turn), turn)

@@ -635,8 +635,9 @@ func (s *Store) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []er
 	return errs
 }
 
-// Retry implements [jobs.Driver]. A run-at in the future puts the job in the
-// delayed sorted set; Lease moves it back when it is due.
+// Retry implements [jobs.Driver]. A run-at puts the job in the delayed
+// sorted set; Lease moves it back, to a new place in its account's queue,
+// when it is due.
 func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
 	if err := checkCtx(ctx, "retry"); err != nil {
 		return err

@@ -612,7 +612,9 @@ local f = redis.call('HMGET', KEYS[1], 'state', 'token', 'account', 'q')
 if not f[1] then fail('NOTFOUND') end
 if f[1] ~= 'r' or f[2] ~= ARGV[2] or ARGV[2] == '' then fail('LEASELOST') end
 local at = tonumber(ARGV[3])
-local later = at > now_us()
+-- Any run-at asks for later, also one the caller's clock, behind the
+-- server's, put in the past: the job takes its place when it comes due.
+local later = at > 0
 local q = f[4]
 if ARGV[4] ~= '' and not later then
   local last = redis.call('ZRANGE', base .. 'rq:' .. f[3], -1, -1, 'WITHSCORES')
