@@ -76,6 +76,8 @@ func Run(t *testing.T, newBackend func(tb testing.TB) Backend) {
 		{"NewcomerNoHeadStart", testNewcomerNoHeadStart},
 		{"DueJobsTakeTurns", testDueJobsTakeTurns},
 		{"ListTakesTurns", testListTakesTurns},
+		{"ManyAccountsTakeTurns", testManyAccountsTakeTurns},
+		{"LeasersGiveBackEveryWay", testLeasersGiveBackEveryWay},
 		{"DrainByPool", testDrainByPool},
 		{"ConcurrentWorkersCompleteOnce", testConcurrentWorkers},
 		{"UnknownRefundedWithEvent", testUnknownRefund},
