@@ -77,6 +77,8 @@ func Run(t *testing.T, newBackend func(tb testing.TB) Backend) {
 		{"DueJobsTakeTurns", testDueJobsTakeTurns},
 		{"DeferredIntoThePast", testDeferredIntoThePast},
 		{"ListTakesTurns", testListTakesTurns},
+		{"ManyAccountsTakeTurns", testManyAccountsTakeTurns},
+		{"LeasersGiveBackEveryWay", testLeasersGiveBackEveryWay},
 		{"DrainByPool", testDrainByPool},
 		{"ConcurrentWorkersCompleteOnce", testConcurrentWorkers},
 		{"UnknownRefundedWithEvent", testUnknownRefund},

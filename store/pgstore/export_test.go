@@ -74,3 +74,10 @@ func (s *Store) AgeLeaseFloor(d time.Duration) {
 	s.floor.checked = s.floor.checked.Add(-d)
 	s.floor.sweptAt = s.floor.sweptAt.Add(-d)
 }
+
+// StepClockBack makes the store's record of its last look for delayed
+// jobs come due lie d ahead of it, as a step of the host's wall clock d
+// back (a correction of the time) leaves it.
+func (s *Store) StepClockBack(d time.Duration) {
+	s.promoted.Add(int64(d))
+}

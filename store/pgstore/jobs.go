@@ -306,8 +306,11 @@ const promoteInterval = 20 * time.Millisecond
 // full batch. An error is logged and left to the next look: a late
 // promotion only delays retries.
 func (s *Store) promote(ctx context.Context, now time.Time, first, last int64) {
+	// A wall clock stepped back since the last look (a correction of the
+	// time) makes that look seem to lie ahead: then look now, rather
+	// than once the clock has caught up.
 	prev := s.promoted.Load()
-	if now.UnixNano()-prev < int64(promoteInterval) || !s.promoted.CompareAndSwap(prev, now.UnixNano()) {
+	if since := now.UnixNano() - prev; since >= 0 && since < int64(promoteInterval) || !s.promoted.CompareAndSwap(prev, now.UnixNano()) {
 		return
 	}
 	for range 10 {
