@@ -268,30 +268,51 @@ const leaseSQL = `
 	SELECT ` + jobColumns + ` FROM leased ORDER BY turn, id`
 
 // promoteSQL makes up to $1 delayed jobs of the ids first..last whose
-// run-at has come available to leases, each taking a new turn behind its
-// account's jobs waiting now (the fair order, see [jobs.Driver]), in id
-// order within its account. The accounts' rows of job_turns are taken in
-// account order, so that promotions running at once never deadlock.
+// run-at has come, of accounts other than $2, available to leases, each
+// taking a new turn behind its account's jobs waiting now (the fair order,
+// see [jobs.Driver]), in id order within its account. It passes over the
+// accounts whose row of job_turns another transaction holds (a list being
+// committed holds its account's for as long as that takes) rather than
+// wait, and returns how many jobs it promoted, how many due ones it saw,
+// and the accounts it passed over. The accounts' rows are taken in
+// account order, so that promotions running at once never deadlock. An
+// account without a row (jobs from before turns were kept) is given one
+// for the next look.
 const promoteSQL = `
 	WITH ` + turnsCTE + `, due AS MATERIALIZED (
 		SELECT id, account FROM {schema}.jobs
 		WHERE state = 'available' AND delayed AND run_at <= now() AND id BETWEEN {first} AND {last}
+		  AND NOT (account = ANY ($2::text[]))
 		ORDER BY run_at LIMIT $1::bigint
 		FOR UPDATE SKIP LOCKED
+	), seeded AS (
+		INSERT INTO {schema}.job_turns (account, last_turn)
+		SELECT DISTINCT account, 0 FROM due
+		WHERE NOT EXISTS (SELECT 1 FROM {schema}.job_turns jt WHERE jt.account = due.account)
+		ORDER BY account
+		ON CONFLICT (account) DO NOTHING
+	), held AS MATERIALIZED (
+		SELECT jt.account FROM {schema}.job_turns jt
+		WHERE jt.account IN (SELECT account FROM due)
+		ORDER BY jt.account
+		FOR UPDATE SKIP LOCKED
 	), counts AS MATERIALIZED (
-		SELECT account, count(*) AS n FROM due GROUP BY account
+		SELECT due.account, count(*) AS n FROM due JOIN held USING (account) GROUP BY due.account
 	), turns AS (
-		INSERT INTO {schema}.job_turns AS jt (account, last_turn)
-		SELECT counts.account, position.turn + counts.n FROM counts, position ORDER BY counts.account
-		ON CONFLICT (account) DO UPDATE
-		SET last_turn = greatest(jt.last_turn, (SELECT turn FROM position)) + (SELECT n FROM counts WHERE counts.account = jt.account)
-		RETURNING account, last_turn
+		UPDATE {schema}.job_turns jt
+		SET last_turn = greatest(jt.last_turn, (SELECT turn FROM position)) + counts.n
+		FROM counts WHERE jt.account = counts.account
+		RETURNING jt.account, jt.last_turn
 	), ranked AS (
 		SELECT due.id, turns.last_turn - counts.n + row_number() OVER (PARTITION BY due.account ORDER BY due.id) AS turn
 		FROM due JOIN counts USING (account) JOIN turns USING (account)
+	), promoted AS (
+		UPDATE {schema}.jobs j SET delayed = false, turn = ranked.turn
+		FROM ranked WHERE j.id = ranked.id AND j.id BETWEEN {first} AND {last}
+		RETURNING 1
 	)
-	UPDATE {schema}.jobs j SET delayed = false, turn = ranked.turn
-	FROM ranked WHERE j.id = ranked.id AND j.id BETWEEN {first} AND {last}`
+	SELECT (SELECT count(*) FROM promoted), (SELECT count(*) FROM due),
+	       ARRAY(SELECT DISTINCT account FROM due WHERE account NOT IN (SELECT account FROM held))`
 
 // promoteBatch is the most delayed jobs one promotion makes available.
 const promoteBatch = 1000
@@ -302,8 +323,8 @@ const promoteBatch = 1000
 const promoteInterval = 20 * time.Millisecond
 
 // promote runs promoteSQL over first..last when promoteInterval has passed
-// since this Store's last look, and again at once while a look finds a
-// full batch. An error is logged and left to the next look: a late
+// since this Store's last look, and again at once, a few times at most,
+// while a look finds a full batch. An error is logged and left to the next look: a late
 // promotion only delays retries.
 func (s *Store) promote(ctx context.Context, now time.Time, first, last int64) {
 	// A wall clock stepped back since the last look (a correction of the
@@ -313,17 +334,23 @@ func (s *Store) promote(ctx context.Context, now time.Time, first, last int64) {
 	if since := now.UnixNano() - prev; since >= 0 && since < int64(promoteInterval) || !s.promoted.CompareAndSwap(prev, now.UnixNano()) {
 		return
 	}
+	passed := []string{}
 	for range 10 {
-		tag, err := s.pool.Exec(ctx, s.sqlIDs(promoteSQL, first, last), promoteBatch)
+		var promoted, due int64
+		var busy []string
+		err := s.pool.QueryRow(ctx, s.sqlIDs(promoteSQL, first, last), promoteBatch, passed).Scan(&promoted, &due, &busy)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.logger.WarnContext(ctx, "pgstore: promote delayed jobs", "err", err)
 			}
 			return
 		}
-		if tag.RowsAffected() < promoteBatch {
+		// More may be due: behind a full batch, or behind the jobs of
+		// the accounts passed over, which the next look leaves out.
+		if due < promoteBatch {
 			return
 		}
+		passed = append(passed, busy...)
 	}
 }
 

@@ -74,11 +74,11 @@ func TestListCommitBesideBatches(t *testing.T) {
 	}
 }
 
-// TestLeaseBesideListCommit: while an account's list is being committed
-// (its transaction holds the account's place in the fair order until it
-// ends: a list of a million rows takes tens of seconds), leases go on
-// handing out the other accounts' jobs, even when a retry of that
-// account comes due meanwhile.
+// TestLeaseBesideListCommit: while another transaction holds an account's
+// place in the fair order (its row of job_turns), leases go on handing out
+// the other accounts' jobs at once, even when a retry of that account
+// comes due meanwhile: the promotion passes the account over rather than
+// wait.
 func TestLeaseBesideListCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -101,8 +101,8 @@ func TestLeaseBesideListCommit(t *testing.T) {
 	if err := s.Retry(ctx, jobs.RetryParams{ID: ls[0].ID, Token: ls[0].Token, RunAt: due, Error: "timeout"}); err != nil {
 		t.Fatal(err)
 	}
-	// The list's commit takes the lister's place in line, as
-	// commitListSQL does, and holds it until its transaction ends.
+	// A transaction takes the lister's place in line and holds it until
+	// it ends.
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

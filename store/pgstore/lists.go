@@ -64,26 +64,35 @@ func (w *listWriter) Append(ctx context.Context, rows []jobs.ListRow) error {
 	return fail(ctx, "list rows", err)
 }
 
+// listKeysSQL counts the list's unique keys: the jobs it makes.
+const listKeysSQL = `SELECT count(DISTINCT key) FROM pg_temp.validmail_list_stage WHERE key IS NOT NULL`
+
+// reserveTurnsSQL gives $2 consecutive turns to new jobs of account $1
+// and returns the turn before the first: the later of the account's last
+// turn and the queue's position, as an enqueue's turns are. It runs on its
+// own, committed at once, so that a list's long commit never holds the
+// account's row of job_turns (which its batches, retries and promotions
+// take too); a list that fails after it leaves the turns unused.
+const reserveTurnsSQL = `
+	WITH ` + turnsCTE + `
+	INSERT INTO {schema}.job_turns AS jt (account, last_turn)
+	SELECT $1, position.turn + $2::bigint FROM position
+	ON CONFLICT (account) DO UPDATE
+	SET last_turn = greatest(jt.last_turn, EXCLUDED.last_turn - $2::bigint) + $2::bigint
+	RETURNING last_turn - $2::bigint`
+
 // commitListSQL makes one job per unique key (the first row's address,
-// ids and turns in the order of the first rows) and the list's rows
-// pointing at them, and counts them.
+// ids and turns from $6 on in the order of the first rows) and the list's
+// rows pointing at them, and counts them.
 const commitListSQL = `
-	WITH ` + turnsCTE + `, u AS MATERIALIZED (
+	WITH u AS MATERIALIZED (
 		SELECT {schema}.next_job_id() AS id, d.key, d.email, row_number() OVER (ORDER BY d.n) AS k
 		FROM (SELECT DISTINCT ON (key) key, email, n FROM pg_temp.validmail_list_stage
 		      WHERE key IS NOT NULL ORDER BY key, n) AS d
 		ORDER BY d.n
-	), cnt AS (
-		SELECT count(*) AS n FROM u
-	), turns AS (
-		INSERT INTO {schema}.job_turns AS jt (account, last_turn)
-		SELECT $1, position.turn + cnt.n FROM position, cnt
-		ON CONFLICT (account) DO UPDATE
-		SET last_turn = greatest(jt.last_turn, EXCLUDED.last_turn - (SELECT n FROM cnt)) + (SELECT n FROM cnt)
-		RETURNING last_turn - (SELECT n FROM cnt) AS start
 	), ins AS (
 		INSERT INTO {schema}.jobs (id, account, email, cost, batch_id, source, turn)
-		SELECT id, $1, email, CASE WHEN k <= $5 THEN 0 ELSE $2 END, $3, $4::text, (SELECT start FROM turns) + k
+		SELECT id, $1, email, CASE WHEN k <= $5 THEN 0 ELSE $2 END, $3, $4::text, $6::bigint + k
 		FROM u ORDER BY id
 	), rws AS (
 		INSERT INTO {schema}.list_rows (batch_id, n, record, job_id)
@@ -106,8 +115,19 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 	if p.Charge {
 		cost = 1
 	}
+	var keys int64
+	if err := w.tx.QueryRow(ctx, listKeysSQL).Scan(&keys); err != nil {
+		return jobs.ListInfo{}, fail(ctx, "commit list", err)
+	}
+	if keys == 0 {
+		return jobs.ListInfo{}, jobs.ErrEmptyBatch
+	}
+	var start int64
+	if err := s.pool.QueryRow(ctx, s.sql(reserveTurnsSQL), p.AccountID, keys).Scan(&start); err != nil {
+		return jobs.ListInfo{}, fail(ctx, "commit list: turns", err)
+	}
 	var unique, rows, junk int
-	err := w.tx.QueryRow(ctx, s.sql(commitListSQL), p.AccountID, cost, w.batchID, sourceArg(p.Source), int64(p.Free)).Scan(&unique, &rows, &junk)
+	err := w.tx.QueryRow(ctx, s.sql(commitListSQL), p.AccountID, cost, w.batchID, sourceArg(p.Source), int64(p.Free), start).Scan(&unique, &rows, &junk)
 	if err != nil {
 		return jobs.ListInfo{}, fail(ctx, "commit list", err)
 	}
