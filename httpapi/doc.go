@@ -17,6 +17,14 @@
 //	GET    /api/v1/webhook/deliveries    webhooks   ?limit=1–500 (default 50); newest first
 //	GET    /openapi.json                 none       the OpenAPI 3.1 document ([Handler.OpenAPI])
 //
+// The document is one generators take with their defaults: its servers
+// entry is the origin and mount prefix it was served from (the scheme of
+// the connection, or X-Forwarded-Proto from a proxy ending TLS), every
+// operation has a tag and an operationId whose generated
+// <operationId>Response type names no schema, and each export format has
+// its media type (text/csv, application/x-ndjson). The tests check every
+// response they receive against it.
+//
 // Every route but /openapi.json (and the operator's, which take the admin
 // token) needs a key of an account whose email is confirmed: a key of an
 // unconfirmed account, one made before the confirmation rules closed the
