@@ -46,7 +46,14 @@
 // their canonical JSON) answers the first job ids and charges nothing; a
 // repeat with other addresses is 422 idempotency_key_reused. A key is
 // remembered for the queue's IdempotencyTTL (24 hours by default); after
-// that it may start a new batch.
+// that it may start a new batch. A list (POST /api/v1/lists) sent with an
+// Idempotency-Key is likewise accepted once per account and key: a repeat
+// of the same file (compared by the SHA-256 of the file as read, its name,
+// address column and text mode, so that a multipart body's new boundary
+// changes nothing) answers the first list and charges nothing; another
+// file is 422. The key is kept in the store beside the list's commit, so
+// instances sharing a store and concurrent uploads make one batch; the
+// batch and list keys are apart.
 //
 // Each API key has a token bucket ([ratelimit.Limit], default
 // [DefaultRatePerSecond] per second with bursts of [DefaultRateBurst]);
