@@ -219,7 +219,7 @@ func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	var req batchRequest
-	if !decodeJSON(w, c, body, &req) {
+	if !decodeStrict(w, c, body, &req) {
 		return
 	}
 	if req.Emails == nil {

@@ -41,6 +41,9 @@
 // validator) or 500 internal, and never disclose their cause, which goes
 // to the log.
 //
+// Bodies where credits move (a batch, an operator's grant) and a new key's
+// are strict: an unknown field, a repeated key or trailing data is 400.
+//
 // A batch sent with an Idempotency-Key header is accepted once per account
 // and key: a repeat with the same addresses (compared by the SHA-256 of
 // their canonical JSON) answers the first job ids and charges nothing; a
