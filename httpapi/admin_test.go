@@ -217,7 +217,7 @@ func TestAdminHostileInput(t *testing.T) {
 	big.Header.Set("Authorization", "Bearer "+adminToken)
 	big.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
-	f.h.ServeHTTP(rec, big)
+	f.checked.ServeHTTP(rec, big)
 	if m := wantProblem(t, &response{Code: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}, 413, "body_too_large"); m["detail"] != "The body exceeds 4096 bytes." {
 		t.Fatalf("detail %v", m["detail"])
 	}

@@ -210,13 +210,8 @@ func repeatedKey(body []byte) (string, bool) {
 
 // submitBatch serves POST /validate/async.
 func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request, c *call) {
-	idemKey := r.Header.Get("Idempotency-Key")
-	if len(idemKey) > maxIdempotencyKey {
-		writeProblem(w, c, CodeInvalidBody, "The Idempotency-Key header is longer than "+strconv.Itoa(maxIdempotencyKey)+" characters.")
-		return
-	}
-	if !cleanText(idemKey) {
-		writeProblem(w, c, CodeInvalidBody, "The Idempotency-Key header must be UTF-8 text without control characters.")
+	idemKey, ok := idempotencyKey(w, r, c)
+	if !ok {
 		return
 	}
 	body, ok := h.readBody(w, r, c)
@@ -224,7 +219,7 @@ func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	var req batchRequest
-	if !decodeJSON(w, c, body, &req) {
+	if !decodeStrict(w, c, body, &req) {
 		return
 	}
 	if req.Emails == nil {
@@ -285,6 +280,21 @@ func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request, c *call) {
 		BatchID:   ids[0],
 		RequestID: c.id,
 	})
+}
+
+// idempotencyKey returns the request's Idempotency-Key header, or answers
+// 400 when it is too long or not clean text.
+func idempotencyKey(w http.ResponseWriter, r *http.Request, c *call) (string, bool) {
+	idemKey := r.Header.Get("Idempotency-Key")
+	if len(idemKey) > maxIdempotencyKey {
+		writeProblem(w, c, CodeInvalidBody, "The Idempotency-Key header is longer than "+strconv.Itoa(maxIdempotencyKey)+" characters.")
+		return "", false
+	}
+	if !cleanText(idemKey) {
+		writeProblem(w, c, CodeInvalidBody, "The Idempotency-Key header must be UTF-8 text without control characters.")
+		return "", false
+	}
+	return idemKey, true
 }
 
 // fingerprint is the hex SHA-256 of the batch's canonical form: the JSON

@@ -186,10 +186,15 @@ func keep(j jobs.Job, statuses []emailcheck.Status) bool {
 	return j.Result != nil && slices.Contains(statuses, j.Result.Confidence.Status)
 }
 
+// ndjsonType is the media type of the JSON Lines export, the one HTTP
+// clients and generated code know as a stream of JSON values.
+const ndjsonType = "application/x-ndjson"
+
 // batchResults serves GET /api/v1/batches/{batch_id}/results: a JSON page,
 // or the whole batch streamed as CSV (?format=csv or Accept: text/csv) or
-// JSON Lines (?format=jsonl), in submission order, a page of jobs at a
-// time so that a batch is never held in memory whole.
+// JSON Lines (?format=jsonl or Accept: application/x-ndjson, served as
+// application/x-ndjson), in submission order, a page of jobs at a time so
+// that a batch is never held in memory whole.
 func (h *Handler) batchResults(w http.ResponseWriter, r *http.Request, c *call) {
 	batchID := r.PathValue("batch_id")
 	statuses := statusFilter(r)
@@ -198,8 +203,13 @@ func (h *Handler) batchResults(w http.ResponseWriter, r *http.Request, c *call) 
 		return
 	}
 	format := r.URL.Query().Get("format")
-	if format == "" && strings.Contains(r.Header.Get("Accept"), "text/csv") {
-		format = "csv"
+	if format == "" {
+		switch accept := r.Header.Get("Accept"); {
+		case strings.Contains(accept, "text/csv"):
+			format = "csv"
+		case strings.Contains(accept, ndjsonType), strings.Contains(accept, "application/jsonl"):
+			format = "jsonl"
+		}
 	}
 	switch format {
 	case "", "json":
@@ -270,7 +280,7 @@ func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call,
 		hd.Set("Content-Type", "text/csv; charset=utf-8")
 		hd.Set("Content-Disposition", `attachment; filename="batch-`+batchID+`.csv"`)
 	} else {
-		hd.Set("Content-Type", "application/jsonl; charset=utf-8")
+		hd.Set("Content-Type", ndjsonType+"; charset=utf-8")
 	}
 	w.WriteHeader(http.StatusOK)
 	c.code = ""

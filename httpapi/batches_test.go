@@ -130,6 +130,13 @@ func TestBatchResource(t *testing.T) {
 	if resp.Code != 200 || len(lines) != 1 || !strings.Contains(lines[0], `"email":"nope"`) {
 		t.Fatalf("JSON Lines: %d %q", resp.Code, resp.Body)
 	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/x-ndjson; charset=utf-8" {
+		t.Fatalf("JSON Lines served as %q", ct)
+	}
+	accepted := f.do(t, req{method: "GET", target: "/api/v1/batches/" + id + "/results?status=INVALID_FORMAT", key: f.key, header: map[string]string{"Accept": "application/x-ndjson"}})
+	if accepted.Code != 200 || string(accepted.Body) != string(resp.Body) || accepted.Header.Get("Content-Type") != resp.Header.Get("Content-Type") {
+		t.Fatalf("Accept: application/x-ndjson: %d %q %q", accepted.Code, accepted.Header.Get("Content-Type"), accepted.Body)
+	}
 }
 
 // Polling draws from its own bucket: a key that spent its validation

@@ -17,6 +17,14 @@
 //	GET    /api/v1/webhook/deliveries    webhooks   ?limit=1–500 (default 50); newest first
 //	GET    /openapi.json                 none       the OpenAPI 3.1 document ([Handler.OpenAPI])
 //
+// The document is one generators take with their defaults: its servers
+// entry is the origin and mount prefix it was served from (the scheme of
+// the connection, or X-Forwarded-Proto from a proxy ending TLS), every
+// operation has a tag and an operationId whose generated
+// <operationId>Response type names no schema, and each export format has
+// its media type (text/csv, application/x-ndjson). The tests check every
+// response they receive against it.
+//
 // Every route but /openapi.json (and the operator's, which take the admin
 // token) needs a key of an account whose email is confirmed: a key of an
 // unconfirmed account, one made before the confirmation rules closed the
@@ -33,12 +41,22 @@
 // validator) or 500 internal, and never disclose their cause, which goes
 // to the log.
 //
+// Bodies where credits move (a batch, an operator's grant) and a new key's
+// are strict: an unknown field, a repeated key or trailing data is 400.
+//
 // A batch sent with an Idempotency-Key header is accepted once per account
 // and key: a repeat with the same addresses (compared by the SHA-256 of
 // their canonical JSON) answers the first job ids and charges nothing; a
 // repeat with other addresses is 422 idempotency_key_reused. A key is
 // remembered for the queue's IdempotencyTTL (24 hours by default); after
-// that it may start a new batch.
+// that it may start a new batch. A list (POST /api/v1/lists) sent with an
+// Idempotency-Key is likewise accepted once per account and key: a repeat
+// of the same file (compared by the SHA-256 of the file as read, its name,
+// address column and text mode, so that a multipart body's new boundary
+// changes nothing) answers the first list and charges nothing; another
+// file is 422. The key is kept in the store beside the list's commit, so
+// instances sharing a store and concurrent uploads make one batch; the
+// batch and list keys are apart.
 //
 // Each API key has a token bucket ([ratelimit.Limit], default
 // [DefaultRatePerSecond] per second with bursts of [DefaultRateBurst]);

@@ -52,7 +52,7 @@ func FuzzRequestDecoding(f *testing.F) {
 			r.Header.Set("Idempotency-Key", idemKey)
 		}
 		rec := httptest.NewRecorder()
-		fx.h.ServeHTTP(rec, r)
+		fx.checked.ServeHTTP(rec, r)
 		switch {
 		case rec.Code >= 200 && rec.Code < 300:
 		case rec.Code >= 400 && rec.Code < 500:

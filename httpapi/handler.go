@@ -203,8 +203,9 @@ func NewHandler(v jobs.Validator, ledger *credits.Ledger, queue *jobs.Queue, acc
 	return h, nil
 }
 
-// OpenAPI returns the OpenAPI 3.1 document of the API, as served at
-// /openapi.json. The caller must not modify it.
+// OpenAPI returns the OpenAPI 3.1 document of the API as embedded: served
+// at /openapi.json, its servers entry names the origin and mount prefix
+// the request reached instead of "/". The caller must not modify it.
 func (h *Handler) OpenAPI() []byte { return openAPIDoc }
 
 // routes builds the handler's mux. Every API route is a business handler
@@ -766,13 +767,3 @@ var (
 	headerJSON    = []string{"application/json"}
 	headerNoStore = []string{"no-store"}
 )
-
-func (h *Handler) openAPI(w http.ResponseWriter, r *http.Request) {
-	hd := w.Header()
-	hd.Set("Content-Type", "application/json")
-	hd.Set("Content-Length", strconv.Itoa(len(openAPIDoc)))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		w.Write(openAPIDoc)
-	}
-}

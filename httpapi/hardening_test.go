@@ -186,7 +186,7 @@ func TestAuthFailuresLimitedPerAddress(t *testing.T) {
 		r.RemoteAddr = addr + ":1234"
 		r.Header.Set("x-api-key", key)
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, r)
+		f.api.Handler(t, h).ServeHTTP(rec, r)
 		return rec.Code
 	}
 	codes := map[int]int{}

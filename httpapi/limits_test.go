@@ -27,7 +27,7 @@ func TestAuthFailuresLimitedPerNetwork(t *testing.T) {
 		r.RemoteAddr = addr
 		r.Header.Set("x-api-key", key)
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, r)
+		f.api.Handler(t, h).ServeHTTP(rec, r)
 		return rec.Code
 	}
 	codes := map[int]int{}

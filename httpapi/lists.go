@@ -2,8 +2,11 @@ package httpapi
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/csv"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -93,6 +96,10 @@ type listResponse struct {
 // text/plain, or multipart/form-data with a "file" part) read into a
 // spool, then submitted as one batch of one job per unique address.
 func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
+	idemKey, ok := idempotencyKey(w, r, c)
+	if !ok {
+		return
+	}
 	q := r.URL.Query()
 	name := q.Get("name")
 	if len(name) > maxListName || !cleanText(name) {
@@ -165,6 +172,10 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	ctx := r.Context()
+	content := sha256.New()
+	if idemKey != "" {
+		body = io.TeeReader(body, content)
+	}
 	sp, err := lists.Read(ctx, body, &opts)
 	if err != nil {
 		if paced.Err() != nil {
@@ -182,18 +193,34 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 		endedUpload(w, c, err)
 		return
 	}
-	info, err := lists.Submit(ctx, h.queue, sp, lists.SubmitParams{AccountID: c.key.AccountID, Name: name})
+	sub := lists.SubmitParams{AccountID: c.key.AccountID, Name: name}
+	if idemKey != "" {
+		sub.IdempotencyKey = "list:" + idemKey
+		sub.Fingerprint = listFingerprint(content.Sum(nil), name, opts)
+	}
+	info, err := lists.Submit(ctx, h.queue, sp, sub)
 	if err != nil {
 		h.listError(w, c, err)
 		return
 	}
-	if h.metrics != nil {
+	if h.metrics != nil && !info.Replayed {
 		h.metrics.credits.Add(float64(info.Charged))
 	}
 	h.writeJSON(w, c, http.StatusAccepted, listResponse{
 		BatchID: info.BatchID, Name: info.Name, Rows: info.Rows, Addresses: info.Addresses,
 		Duplicates: info.Duplicates, InvalidRows: info.InvalidRows, Charged: info.Charged, RequestID: c.id,
 	})
+}
+
+// listFingerprint names a list's content for its idempotency key: the
+// SHA-256 of the file as read (the bytes of the file part of a multipart
+// body, so that a new boundary makes no other list) and of what changes
+// how it reads: its name, address column and text mode.
+func listFingerprint(content []byte, name string, opts lists.Options) string {
+	h := sha256.New()
+	h.Write(content)
+	fmt.Fprintf(h, "\x00%q\x00%q\x00%t", name, opts.Column, opts.Text)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // endedUpload answers an upload that the server ended (an error of
@@ -260,6 +287,10 @@ func (h *Handler) listError(w http.ResponseWriter, c *call, err error) {
 		writeProblem(w, c, CodeInvalidList, "The list cannot be read: "+err.Error()+".")
 	case errors.Is(err, credits.ErrInsufficient):
 		h.chargeError(w, c, err)
+	case errors.Is(err, credits.ErrIdempotencyConflict):
+		writeProblem(w, c, CodeIdempotencyKeyReused, "This Idempotency-Key was used with another list.")
+	case errors.Is(err, jobs.ErrBatchReplayed):
+		writeProblem(w, c, CodeIdempotencyKeyReused, "This Idempotency-Key was already used; the list was accepted and not charged again.")
 	case errors.Is(err, jobs.ErrNoLists):
 		writeProblem(w, c, CodeNotFound, "This deployment keeps no lists.")
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, multipart.ErrMessageTooLarge):

@@ -23,7 +23,7 @@ func fairServer(t *testing.T) (*fixture, *httptest.Server) {
 		c.ListHealthyRate, c.ListEvictAfter = 64<<10, 100*time.Millisecond
 		c.ClientIP = func(r *http.Request) string { return r.Header.Get("X-Test-Client") }
 	}})
-	srv := httptest.NewServer(f.h)
+	srv := httptest.NewServer(f.checked)
 	t.Cleanup(srv.Close)
 	return f, srv
 }

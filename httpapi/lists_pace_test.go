@@ -20,7 +20,7 @@ func pacedServer(t *testing.T) (*fixture, *httptest.Server) {
 	f := setup(t, &options{configure: func(c *httpapi.Config) {
 		c.ListReadWindow, c.ListReadMinBytes = 2*time.Second, 1<<10
 	}})
-	srv := httptest.NewUnstartedServer(f.h)
+	srv := httptest.NewUnstartedServer(f.checked)
 	srv.Config.ReadTimeout = 200 * time.Millisecond
 	srv.Start()
 	t.Cleanup(srv.Close)

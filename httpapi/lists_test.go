@@ -210,7 +210,7 @@ func TestListUploadsPerAccount(t *testing.T) {
 	_, third := f.newAccount(t, "third@good.com", 300, store.AllPermissions())
 	var held []*heldUpload
 	for range httpapi.MaxListUploadsPerAccount {
-		held = append(held, holdUpload(t, f.h, f.key))
+		held = append(held, holdUpload(t, f.checked, f.key))
 	}
 	list := map[string]string{"Content-Type": "text/csv"}
 	resp := f.do(t, req{method: "POST", target: "/api/v1/lists", key: f.key, body: "email\na@good.com\n", header: list})
@@ -222,7 +222,7 @@ func TestListUploadsPerAccount(t *testing.T) {
 	}
 	// Fill the instance's slots: 2 of the owner's, 2 of the others'.
 	for _, k := range []string{other, third} {
-		held = append(held, holdUpload(t, f.h, k))
+		held = append(held, holdUpload(t, f.checked, k))
 	}
 	resp = f.do(t, req{method: "POST", target: "/api/v1/lists", key: third, body: "email\nc@good.com\n", header: list})
 	if resp.Code != 429 || !strings.Contains(string(resp.Body), "Too many lists") {

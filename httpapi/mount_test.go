@@ -26,9 +26,9 @@ func TestStatusURLUnderMountPrefix(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mux := http.NewServeMux()
 			if tc.prefix == "" {
-				mux.Handle("/", f.h)
+				mux.Handle("/", f.checked)
 			} else {
-				mux.Handle(tc.prefix+"/", http.StripPrefix(strings.ReplaceAll(tc.prefix, "%20", " "), f.h))
+				mux.Handle(tc.prefix+"/", http.StripPrefix(strings.ReplaceAll(tc.prefix, "%20", " "), f.checked))
 			}
 			srv := httptest.NewServer(mux)
 			defer srv.Close()

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -18,6 +19,10 @@ func TestRepeatedKeysRefused(t *testing.T) {
 		wantProblem(t, f.do(t, adminReq("POST", grants, adminToken, body)), 400, "invalid_body")
 	}
 	wantProblem(t, f.do(t, req{method: "POST", target: "/validate/async", key: f.key, body: `{"emails":["a@good.com"],"emails":["b@good.com","c@good.com"]}`}), 400, "invalid_body")
+	// Unknown fields are refused where credits are charged, as where
+	// they are granted: a misspelt option is never silently ignored.
+	wantProblem(t, f.do(t, req{method: "POST", target: "/validate/async", key: f.key, body: `{"emails":["a@good.com"],"webhook_url":"https://x.example"}`}), 400, "invalid_body")
+	wantProblem(t, f.do(t, req{method: "POST", target: "/validate/async", key: f.key, body: `{"emails":["a@good.com"]} {"emails":["b@good.com"]}`}), 400, "invalid_json")
 	if after := f.balance(t, f.acct.ID); after != before {
 		t.Errorf("balance %d after refused bodies, want %d", after, before)
 	}
@@ -52,5 +57,12 @@ func TestCallersRequestID(t *testing.T) {
 		case !tt.keep && (got == tt.sent || body == tt.sent || len(got) != 36):
 			t.Errorf("sent %q: answered %q (body %v), want a new UUID", tt.sent, got, body)
 		}
+		// The request's log record carries the id answered.
+		if !strings.Contains(f.logs.String(), `"request_id":"`+got+`"`) {
+			t.Errorf("sent %q: no log record with request_id %q in\n%s", tt.sent, got, f.logs.String())
+		}
+	}
+	if strings.Contains(f.logs.String(), "<script>") || strings.Contains(f.logs.String(), "not-a-uuid") {
+		t.Errorf("a refused X-Request-Id reached the log:\n%s", f.logs.String())
 	}
 }

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // ErrNoLists reports a driver that does not implement [ListDriver].
@@ -56,6 +57,22 @@ type BeginListParams struct {
 	// Source is recorded as the batch's and its jobs' source; empty means
 	// [SourceAPI].
 	Source string
+	// IdempotencyKey, when set, makes the list apply once per account:
+	// the Commit of a list whose key names an earlier list, unexpired,
+	// with the same Fingerprint discards what was staged, charges nothing
+	// and returns the earlier list's description (Replayed set); with
+	// another Fingerprint it fails with credits.ErrIdempotencyConflict.
+	// Concurrent commits under one key make one batch. Drivers keep the
+	// key in the store beside the batches' keys
+	// ([EnqueueChargedParams.IdempotencyKey]): callers keep the two
+	// apart (the API prefixes them "batch:" and "list:").
+	IdempotencyKey string
+	// Fingerprint identifies the list's content, such as the hex SHA-256
+	// of the uploaded file and its options.
+	Fingerprint string
+	// IdempotencyTTL is how long the key is remembered; zero means the
+	// queue's ([Config.IdempotencyTTL]).
+	IdempotencyTTL time.Duration
 }
 
 // ListInfo describes a committed list. Its batch ([Batch]) has one job per
@@ -79,6 +96,10 @@ type ListInfo struct {
 	// Charged is the credits the list cost: its unique addresses less the
 	// free ones ([BeginListParams.Free]), or 0 when not charged.
 	Charged int64
+	// Replayed, set by [ListWriter.Commit] alone, reports that the list's
+	// idempotency key named this earlier list: nothing was charged or
+	// created now.
+	Replayed bool
 }
 
 // ListRowsParams selects rows of a list, in upload order.
@@ -136,6 +157,9 @@ func (q *Queue) BeginList(ctx context.Context, p BeginListParams) (ListWriter, e
 	}
 	if p.Column < 0 || (len(p.Header) > 0 && p.Column >= len(p.Header)) {
 		return nil, errors.New("jobs: list column out of range")
+	}
+	if p.IdempotencyKey != "" && p.IdempotencyTTL <= 0 {
+		p.IdempotencyTTL = q.idemTTL
 	}
 	return ld.BeginList(ctx, p)
 }

@@ -44,7 +44,9 @@ func deploy(t *testing.T, wrap func(http.Handler) http.Handler) *deployment {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); svc.Run(ctx) }()
-	var h http.Handler = svc.Mux()
+	// What the service answers is checked against its document; what a
+	// test's wrapper makes of it is the test's own.
+	h := checker(t, svc).Handler(t, svc.Mux())
 	if wrap != nil {
 		h = wrap(h)
 	}

@@ -276,7 +276,7 @@ func TestAPIReferencePage(t *testing.T) {
 	}
 	for _, want := range []string{
 		`<span class="method m-GET">GET</span> <code class="path">/validate</code>`,
-		`<td data-label="Name"><code>email</code></td><td data-label="In">query</td><td data-label="Type">string</td>`,
+		`<td data-label="Name"><code>email</code> <span class="req">required</span></td><td data-label="In">query</td><td data-label="Type">string</td>`,
 		`<strong>402</strong>`,
 		`<code>application/json</code>: <a href="#schema-ValidationResponse">ValidationResponse</a>`,
 		`<code>application/problem&#43;json</code>: <a href="#schema-Problem">Problem</a>`,

@@ -79,7 +79,7 @@ func TestRedisDataLost(t *testing.T) {
 			r.Header.Set(hdr[i], hdr[i+1])
 		}
 		rec := httptest.NewRecorder()
-		svc.Mux().ServeHTTP(rec, r)
+		apiMux(t, svc).ServeHTTP(rec, r)
 		return rec
 	}
 	if rec := serve("GET", "/readyz", nil); rec.Code != http.StatusOK || !strings.HasPrefix(rec.Body.String(), "ready\n") {
@@ -130,7 +130,7 @@ func TestRedisDataLost(t *testing.T) {
 		r := httptest.NewRequest("GET", "/validate?email=jane@example.org", nil)
 		r.Header.Set("x-api-key", key)
 		rec := httptest.NewRecorder()
-		svc3.Mux().ServeHTTP(rec, r)
+		apiMux(t, svc3).ServeHTTP(rec, r)
 		if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "lost its data") {
 			t.Fatalf("the lost key on a new instance: %d %s", rec.Code, rec.Body)
 		}

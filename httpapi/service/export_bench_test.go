@@ -27,6 +27,8 @@ func (instant) Validate(_ context.Context, email string, _ ...emailcheck.CallOpt
 	r := emailcheck.Result{Email: email, Validations: emailcheck.Validations{Syntax: true, DomainExists: true, MXRecords: true}}
 	r.Confidence.Status = emailcheck.StatusLikely
 	r.Confidence.Score = 90
+	r.Confidence.AliasStatus = emailcheck.AliasMaybeNot
+	r.Reason = emailcheck.ReasonValid
 	r.Confidence.EquivalentDomains = []string{}
 	r.Provider.Name = "Other"
 	return r, nil

@@ -39,7 +39,7 @@ func TestBigListHoldsUpNoOne(t *testing.T) {
 			req.Header.Set("x-api-key", aKey)
 			req.Header.Set("Content-Type", "text/plain")
 			rec := httptest.NewRecorder()
-			rig.svc.Mux().ServeHTTP(rec, req)
+			apiMux(t, rig.svc).ServeHTTP(rec, req)
 			if rec.Code != http.StatusAccepted {
 				t.Fatalf("POST /api/v1/lists: %d %s", rec.Code, rec.Body)
 			}

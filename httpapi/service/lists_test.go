@@ -164,7 +164,7 @@ func TestListUpload(t *testing.T) {
 				if ctype != "" {
 					req.Header.Set("Content-Type", ctype)
 				}
-				resp, err := http.DefaultClient.Do(req)
+				resp, err := apiClient(t, svc).Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -161,7 +161,7 @@ func (r *outageRig) call(t *testing.T, method, target, key string, body any) (in
 		req.Header.Set("Content-Type", "application/json")
 	}
 	rec := httptest.NewRecorder()
-	r.svc.Mux().ServeHTTP(rec, req)
+	apiMux(t, r.svc).ServeHTTP(rec, req)
 	return rec.Code, rec.Body.Bytes()
 }
 

@@ -59,7 +59,7 @@ func probingService(t *testing.T, b *backend.Backend, p emailcheck.MailboxProber
 func smtpOf(t *testing.T, svc *service.Service, req *http.Request) emailcheck.SMTPResult {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	svc.Mux().ServeHTTP(rec, req)
+	apiMux(t, svc).ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
 		t.Fatalf("%s: %d %s", req.URL, rec.Code, rec.Body)
 	}

@@ -132,7 +132,7 @@ func TestValidateRoundTrips(t *testing.T) {
 				req := httptest.NewRequest("GET", "/validate?email=jane@example.org", nil)
 				req.Header.Set("x-api-key", key)
 				rec := httptest.NewRecorder()
-				svc.Mux().ServeHTTP(rec, req)
+				apiMux(t, svc).ServeHTTP(rec, req)
 				if rec.Code != http.StatusOK {
 					t.Fatalf("status %d: %s", rec.Code, rec.Body)
 				}

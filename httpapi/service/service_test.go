@@ -37,6 +37,8 @@ func (g *gate) Validate(ctx context.Context, email string, _ ...emailcheck.CallO
 	r := emailcheck.Result{Email: email}
 	r.Confidence.Status = emailcheck.StatusLikely
 	r.Confidence.Score = 90
+	r.Confidence.AliasStatus = emailcheck.AliasMaybeNot
+	r.Reason = emailcheck.ReasonValid
 	return r, nil
 }
 
@@ -154,7 +156,7 @@ func TestMuxAndMiddleware(t *testing.T) {
 
 	get := func(path string) int {
 		rec := httptest.NewRecorder()
-		svc.Mux().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		apiMux(t, svc).ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
 		return rec.Code
 	}
 	if code := get("/validate?email=a@example.org"); code != http.StatusUnauthorized {
@@ -236,7 +238,7 @@ func TestReadyz(t *testing.T) {
 				rec := httptest.NewRecorder()
 				req := httptest.NewRequest("GET", target, nil)
 				req.Header.Set("x-api-key", key)
-				svc.Mux().ServeHTTP(rec, req)
+				apiMux(t, svc).ServeHTTP(rec, req)
 				return rec.Code, rec.Body.String()
 			}
 			if code, body := get("/readyz"); code != 200 || body != "ready\n" {
@@ -294,7 +296,7 @@ func TestOperatorMetrics(t *testing.T) {
 	for _, e := range []string{"a@good.com", "b@good.com", "c@missing.com"} {
 		req := httptest.NewRequest("GET", "/validate?email="+e, nil)
 		req.Header.Set("x-api-key", key)
-		svc.Mux().ServeHTTP(httptest.NewRecorder(), req)
+		apiMux(t, svc).ServeHTTP(httptest.NewRecorder(), req)
 	}
 	rec := httptest.NewRecorder()
 	svc.Mux().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))

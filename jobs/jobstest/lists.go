@@ -30,6 +30,7 @@ func RunLists(t *testing.T, newBackend func(tb testing.TB) Backend) {
 		{"FreeAddressesFirst", testListFree},
 		{"NoAddress", testListEmpty},
 		{"BatchNumbers", testBatchNumbers},
+		{"IdempotencyKey", testListIdempotency},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -360,5 +361,111 @@ func testListFree(t *testing.T, l *listBundle) {
 	var ie *credits.InsufficientError
 	if !errors.As(err, &ie) || ie.Required != 2 {
 		t.Fatalf("commit beyond the free addresses: %v; want 2 required", err)
+	}
+}
+
+// stageKeyed stages rows as a list under an idempotency key.
+func (l *listBundle) stageKeyed(t *testing.T, account, key, fingerprint string, ttl time.Duration, rows []jobs.ListRow) jobs.ListWriter {
+	t.Helper()
+	w, err := l.q.BeginList(l.ctx, jobs.BeginListParams{
+		AccountID: account, Name: "keyed.csv", Header: []string{"email", "name"}, Column: 0, Rows: len(rows), Charge: true,
+		IdempotencyKey: key, Fingerprint: fingerprint, IdempotencyTTL: ttl,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(l.ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// A list's idempotency key makes it apply once: a repeat with the same
+// fingerprint answers the first list and charges nothing, one with
+// another is a conflict, concurrent commits make one batch, and an
+// expired key starts a new list.
+func testListIdempotency(t *testing.T, l *listBundle) {
+	a := l.account(t, 100)
+	rows := listRows("a@example.org", "b@example.org", "junk", "A@example.org")
+	first, err := l.stageKeyed(t, a, "list:k1", "fp1", 0, rows).Commit(l.ctx)
+	if err != nil || first.Replayed || first.Charged != 2 || first.Rows != 4 {
+		t.Fatalf("first commit: %+v, %v", first, err)
+	}
+	again, err := l.stageKeyed(t, a, "list:k1", "fp1", 0, rows).Commit(l.ctx)
+	if err != nil || !again.Replayed {
+		t.Fatalf("repeat: %+v, %v; want the first list replayed", again, err)
+	}
+	again.Replayed = false
+	if again.BatchID != first.BatchID || again.Charged != 2 || again.Addresses != 2 || again.Duplicates != 1 || again.InvalidRows != 1 || again.Name != first.Name {
+		t.Fatalf("repeat answered %+v, want %+v", again, first)
+	}
+	if _, err := l.stageKeyed(t, a, "list:k1", "fp2", 0, rows).Commit(l.ctx); !errors.Is(err, credits.ErrIdempotencyConflict) {
+		t.Fatalf("the key with another fingerprint: %v, want ErrIdempotencyConflict", err)
+	}
+	l.wantLists(t, a, 98, 1)
+
+	// Concurrent commits under one key: one batch, one charge.
+	const n = 6
+	writers := make([]jobs.ListWriter, n)
+	for i := range writers {
+		writers[i] = l.stageKeyed(t, a, "list:k2", "fp3", 0, rows)
+	}
+	infos := make([]jobs.ListInfo, n)
+	errs := make([]error, n)
+	done := make(chan struct{})
+	for i, w := range writers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			infos[i], errs[i] = w.Commit(l.ctx)
+		}()
+	}
+	for range n {
+		<-done
+	}
+	made := 0
+	for i := range infos {
+		if errs[i] != nil {
+			t.Fatalf("concurrent commit %d: %v", i, errs[i])
+		}
+		if !infos[i].Replayed {
+			made++
+		}
+		if infos[i].BatchID != infos[0].BatchID {
+			t.Fatalf("concurrent commits answered batches %s and %s", infos[0].BatchID, infos[i].BatchID)
+		}
+	}
+	if made != 1 {
+		t.Fatalf("%d concurrent commits made a list, want 1", made)
+	}
+	l.wantLists(t, a, 96, 2)
+	// Only the committed lists' jobs can be leased: no replayed staging
+	// is left behind.
+	ls, err := l.driver.Lease(l.ctx, jobs.LeaseParams{Max: 100, Duration: time.Minute})
+	if err != nil || len(ls) != 4 {
+		t.Fatalf("leased %d jobs, %v; want the 4 of two lists", len(ls), err)
+	}
+
+	// An expired key names nothing.
+	b := l.account(t, 100)
+	if _, err := l.stageKeyed(t, b, "list:k3", "fp4", time.Millisecond, rows).Commit(l.ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // past the key's TTL
+	later, err := l.stageKeyed(t, b, "list:k3", "fp4", time.Millisecond, rows).Commit(l.ctx)
+	if err != nil || later.Replayed {
+		t.Fatalf("after the key expired: %+v, %v; want a new list", later, err)
+	}
+	l.wantLists(t, b, 96, 2)
+}
+
+// wantLists fails unless the account has balance bal and n batches.
+func (l *listBundle) wantLists(t *testing.T, account string, bal int64, n int) {
+	t.Helper()
+	if got, err := l.ledger.Balance(l.ctx, account); err != nil || got != bal {
+		t.Fatalf("balance %d, %v; want %d", got, err, bal)
+	}
+	bs, err := l.q.Batches(l.ctx, jobs.BatchesParams{AccountID: account, Limit: 10})
+	if err != nil || len(bs) != n {
+		t.Fatalf("%d batches, %v; want %d", len(bs), err, n)
 	}
 }

@@ -435,6 +435,9 @@ type SubmitParams struct {
 	// free allowance, used first).
 	Uncharged     bool
 	FreeAddresses int
+	// IdempotencyKey and Fingerprint make the list apply once per account
+	// ([jobs.BeginListParams.IdempotencyKey]).
+	IdempotencyKey, Fingerprint string
 }
 
 // Submit stages the spool's rows on q's driver a chunk at a time, then
@@ -447,6 +450,7 @@ func Submit(ctx context.Context, q *jobs.Queue, sp *Spool, p SubmitParams) (jobs
 	w, err := q.BeginList(ctx, jobs.BeginListParams{
 		AccountID: p.AccountID, Name: p.Name, Header: sp.Header, Column: sp.Column,
 		Rows: sp.Rows, Charge: !p.Uncharged, Free: max(p.FreeAddresses, 0), Source: cmp.Or(p.Source, jobs.SourceAPI),
+		IdempotencyKey: p.IdempotencyKey, Fingerprint: p.Fingerprint,
 	})
 	if err != nil {
 		return jobs.ListInfo{}, err

@@ -1,7 +1,9 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 
@@ -91,6 +93,10 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 	cost, charged := int64(0), int64(0)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if info, ok, err := s.replayListLocked(w.p); ok {
+		w.rows, w.unique, w.emails = nil, nil, nil
+		return info, err
+	}
 	free := min(int64(w.p.Free), n)
 	c := credits.Change{AccountID: w.p.AccountID, Delta: free - n, Reason: credits.ReasonCharge}
 	if w.p.Charge {
@@ -125,8 +131,42 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 		Charged: charged,
 	}
 	s.lists[first] = &memList{info: info, rows: w.rows}
+	if w.p.IdempotencyKey != "" {
+		m := s.batches[w.p.AccountID]
+		if m == nil {
+			m = make(map[string]batch)
+			s.batches[w.p.AccountID] = m
+		}
+		ttl := cmp.Or(w.p.IdempotencyTTL, jobs.DefaultIdempotencyTTL)
+		m[w.p.IdempotencyKey] = batch{IDs: []string{ids[0]}, Fingerprint: w.p.Fingerprint, Expires: now().Add(ttl)}
+	}
 	w.rows, w.unique, w.emails = nil, nil, nil
 	return info, nil
+}
+
+// replayListLocked answers a list whose idempotency key names an
+// unexpired list: ok and that list's description (Replayed) when the
+// fingerprints match, ok and an error when they do not or the list is
+// gone, not ok when the key names nothing.
+func (s *Store) replayListLocked(p jobs.BeginListParams) (jobs.ListInfo, bool, error) {
+	if p.IdempotencyKey == "" {
+		return jobs.ListInfo{}, false, nil
+	}
+	b, found := s.batches[p.AccountID][p.IdempotencyKey]
+	if !found || !now().Before(b.Expires) {
+		return jobs.ListInfo{}, false, nil
+	}
+	if len(b.IDs) != 1 || b.Fingerprint != p.Fingerprint {
+		return jobs.ListInfo{}, true, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, p.IdempotencyKey)
+	}
+	l := s.listLocked(p.AccountID, b.IDs[0])
+	if l == nil {
+		return jobs.ListInfo{}, true, jobs.ErrBatchReplayed
+	}
+	info := l.info
+	info.Header = slices.Clone(info.Header)
+	info.Replayed = true
+	return info, true, nil
 }
 
 // Abort implements [jobs.ListWriter].

@@ -1,8 +1,10 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
@@ -115,6 +117,11 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 	if p.Charge {
 		cost = 1
 	}
+	if p.IdempotencyKey != "" {
+		if info, replayed, err := s.takeListKey(ctx, w.tx, p, w.batchID); replayed || err != nil {
+			return info, err
+		}
+	}
 	var keys int64
 	if err := w.tx.QueryRow(ctx, listKeysSQL).Scan(&keys); err != nil {
 		return jobs.ListInfo{}, fail(ctx, "commit list", err)
@@ -178,6 +185,51 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 		s.analyzeJobsOfDay(ctx, w.batchID)
 	}
 	return info, nil
+}
+
+// takeListKey records the list's idempotency key in its transaction, as
+// EnqueueCharged records a batch's: an expired record is removed first;
+// then the insert makes a concurrent commit under the same key wait, then
+// find this list. When the key names an unexpired list, it returns that
+// list's description (replayed) or a conflict, and the caller's
+// transaction, rolled back, leaves nothing.
+func (s *Store) takeListKey(ctx context.Context, tx pgx.Tx, p jobs.BeginListParams, batchID int64) (jobs.ListInfo, bool, error) {
+	ttl := cmp.Or(p.IdempotencyTTL, jobs.DefaultIdempotencyTTL)
+	_, err := tx.Exec(ctx, s.sql(`
+		DELETE FROM {schema}.job_batches WHERE account = $1 AND idempotency_key = $2 AND expires_at <= now()`),
+		p.AccountID, p.IdempotencyKey)
+	if err != nil {
+		return jobs.ListInfo{}, false, fail(ctx, "commit list: key", err)
+	}
+	tag, err := tx.Exec(ctx, s.sql(`
+		INSERT INTO {schema}.job_batches (account, idempotency_key, job_ids, fingerprint, expires_at)
+		VALUES ($1, $2, ARRAY[$3::bigint], $4, now() + $5::bigint * interval '1 microsecond')
+		ON CONFLICT (account, idempotency_key) DO NOTHING`),
+		p.AccountID, p.IdempotencyKey, batchID, p.Fingerprint, ttl.Microseconds())
+	if err != nil {
+		return jobs.ListInfo{}, false, fail(ctx, "commit list: key", err)
+	}
+	if tag.RowsAffected() == 1 {
+		return jobs.ListInfo{}, false, nil
+	}
+	var ids []int64
+	var fingerprint *string
+	err = tx.QueryRow(ctx, s.sql(`
+		SELECT job_ids, fingerprint FROM {schema}.job_batches WHERE account = $1 AND idempotency_key = $2`),
+		p.AccountID, p.IdempotencyKey).Scan(&ids, &fingerprint)
+	switch {
+	case err != nil:
+		return jobs.ListInfo{}, true, fail(ctx, "commit list: replay", err)
+	case len(ids) != 1, fingerprint == nil, *fingerprint != p.Fingerprint:
+		return jobs.ListInfo{}, true, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, p.IdempotencyKey)
+	}
+	rollback(tx)
+	info, err := s.List(ctx, p.AccountID, strconv.FormatInt(ids[0], 10))
+	if errors.Is(err, jobs.ErrNotFound) {
+		return jobs.ListInfo{}, true, jobs.ErrBatchReplayed
+	}
+	info.Replayed = err == nil
+	return info, true, err
 }
 
 // analyzeAfterList is the number of jobs a list adds to its day's

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -119,14 +120,29 @@ return nxt
 
 // scriptListCommit charges a staged list's unique addresses, writes its
 // batch's record and moves its jobs to the ready set, or fails (EMPTY,
-// INSUFFICIENT) having written nothing. KEYS: lst, lstk, lststage,
-// rq:ACCOUNT (the account's queue of ready jobs), lstpending, lists, the ledger keys of the account. ARGV: shard
-// base, channel.
-// Returns {first, addresses, rows, duplicates, invalid rows, charged}.
+// INSUFFICIENT, CONFLICT) having written nothing. KEYS: lst, lstk,
+// lststage, rq:ACCOUNT (the account's queue of ready jobs), lstpending,
+// lists, the ledger keys of the account, last idk:ACCOUNT:KEY (the list's
+// idempotency record). ARGV: shard base, channel, idempotency key,
+// fingerprint, TTL of the record (ms).
+// The record is "list:FIRST:FINGERPRINT". When the key names a list of
+// the same fingerprint, the script writes nothing and returns {"replay",
+// first}; else {first, addresses, rows, duplicates, invalid rows,
+// charged}.
 var scriptListCommit = script(`
 local base = ARGV[1]
 local m = redis.call('HMGET', KEYS[1], 'state', 'account', 'first', 'next', 'rows', 'dups', 'junk', 'charge', 'source', 'name', 'free')
 if m[1] ~= 's' then fail('NOTFOUND') end
+local ikey, fp, idk = ARGV[3], ARGV[4], KEYS[#KEYS]
+if ikey ~= '' then
+  expect(idk, 'string')
+  local prev = redis.call('GET', idk)
+  if prev then
+    local pfirst, pfp = string.match(prev, '^list:(%d+):(.*)$')
+    if not pfirst or pfp ~= fp then fail('CONFLICT') end
+    return {'replay', pfirst}
+  end
+end
 local account, first, n = m[2], m[3], tonumber(m[4])
 if n == 0 then fail('EMPTY') end
 expect(KEYS[3], 'zset'); expect(KEYS[4], 'zset'); expect(KEYS[6], 'zset')
@@ -154,6 +170,7 @@ redis.call('ZREM', KEYS[5], first)
 redis.call('ZADD', KEYS[6], tonumber(first), first)
 activate(base, account)
 redis.call('UNLINK', KEYS[2])
+if ikey ~= '' then redis.call('SET', idk, 'list:' .. first .. ':' .. fp, 'PX', ARGV[5]) end
 redis.call('PUBLISH', ARGV[2], 'jobs')
 return {first, str(n), m[5], m[6], m[7], str(charged)}
 `)
@@ -289,7 +306,24 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 	s := w.s
 	keys := w.keys()
 	keys = append([]string{keys[0], keys[1], keys[2], w.base + "rq:" + w.p.AccountID, keys[3], keys[4]}, s.creditKeys(w.p.AccountID)...)
-	res, err := s.run(ctx, scriptListCommit, keys, w.base, s.channel()).StringSlice()
+	keys = append(keys, w.base+"idk:"+w.p.AccountID+":"+w.p.IdempotencyKey)
+	ttl := cmp.Or(w.p.IdempotencyTTL, jobs.DefaultIdempotencyTTL)
+	res, err := s.run(ctx, scriptListCommit, keys, w.base, s.channel(), w.p.IdempotencyKey, w.p.Fingerprint, max(ttl.Milliseconds(), 1)).StringSlice()
+	if c, _ := code(err); c == "CONFLICT" || (err == nil && len(res) == 2 && res[0] == "replay") {
+		// The key named an earlier list: what was staged goes.
+		if derr := w.Abort(context.WithoutCancel(ctx)); derr != nil {
+			s.logger.WarnContext(ctx, "redisstore: drop a replayed list's staging", "err", derr)
+		}
+		if err != nil {
+			return jobs.ListInfo{}, s.creditErr(ctx, "commit list", 0, err)
+		}
+		info, err := s.List(ctx, w.p.AccountID, res[1])
+		if errors.Is(err, jobs.ErrNotFound) {
+			return jobs.ListInfo{}, jobs.ErrBatchReplayed
+		}
+		info.Replayed = err == nil
+		return info, err
+	}
 	if err != nil {
 		if c, _ := code(err); c == "EMPTY" {
 			return jobs.ListInfo{}, jobs.ErrEmptyBatch
