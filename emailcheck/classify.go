@@ -96,7 +96,7 @@ type classifier struct {
 	known      []knownDomain       // the known-domain model, in file order
 	knownSet   map[string]struct{} // its domains
 	shared     map[string]struct{} // registrable domains of MX hosts many unrelated domains share
-	parking    map[string]struct{} // registrable domains of parking services' MX hosts
+	parking    map[string]parkKind // parking services' and registrars' default MX hosts (data/parking_mx.txt)
 }
 
 // newClassifier builds the classifier from the embedded lists plus the extra
@@ -119,7 +119,6 @@ func newClassifier(cfg lists) (*classifier, error) {
 		equivalent: make(map[string][]string),
 		none:       []string{},
 		shared:     make(map[string]struct{}),
-		parking:    make(map[string]struct{}),
 	}
 	known, err := parseKnown(embeddedKnown)
 	if err != nil {
@@ -133,8 +132,8 @@ func newClassifier(cfg lists) (*classifier, error) {
 	for _, d := range sharedMailHosts() {
 		c.shared[d] = struct{}{}
 	}
-	for _, d := range parkingMailHosts() {
-		c.parking[d] = struct{}{}
+	if c.parking, err = parseParkingMX(embeddedParkingMX); err != nil {
+		return nil, err
 	}
 	addLines(c.disposable, embeddedDisposable)
 	addLines(c.disposable, embeddedDisposableMailchecker)
@@ -363,10 +362,6 @@ func (c *classifier) isAllowed(domain string) bool {
 func (c *classifier) hostedMX(host string) bool {
 	return c.mxProvider(host) != nil || underAny(c.shared, host)
 }
-
-// parkedMX reports whether an MX host belongs to a domain-parking or
-// domain-sale service: the domain is parked, not anyone's mailbox.
-func (c *classifier) parkedMX(host string) bool { return underAny(c.parking, host) }
 
 // underAny reports whether host, or a domain it is below, is in set. It
 // does not allocate.

@@ -60,6 +60,9 @@ type burnerAddrs = lru.Cache[netip.Addr, burnerMark]
 //   - a domain listed as disposable teaches its MX hosts' addresses, and a
 //     domain whose MX host has an address learned from listed burners is
 //     disposable (disposableMX), unless allowlisted or known;
+//   - a domain whose MX host is a parking service's teaches its
+//     addresses, and one whose MX host has such an address is taken as
+//     parked there (learnParked);
 //   - a domain that receives mail gets a suggestion where its MX hosts say
 //     typo (suggester.suggestReceiving);
 //   - a domain with a suggestion is a typo, and never free; its name says
@@ -72,8 +75,9 @@ func (v *Validator) refine(domain string, info *domainInfo) {
 	}
 	if info.outcome == outcomeMX {
 		v.learnBurner(domain, info)
+		learnt := v.learnParked(info.mxHosts)
 		if info.suggest == "" {
-			info.suggest = v.suggester.suggestReceiving(domain, info.mxHosts, info.class)
+			info.suggest = v.suggester.suggestReceiving(domain, info.mxHosts, info.class, learnt)
 		}
 	}
 	if info.suggest != "" {
@@ -139,4 +143,45 @@ func (v *Validator) learnBurner(domain string, info *domainInfo) {
 	if condemned {
 		info.class.disposable, info.class.reason = true, disposableMX
 	}
+}
+
+// parkedAddrs holds the addresses of parking services' MX hosts the
+// validator has seen, each until its host's record expires. It lives
+// beside the DNS cache and is bounded by its size. A registrar's default
+// hosts are not learnt: their addresses serve its mail customers too.
+type parkedAddrs = lru.Cache[netip.Addr, time.Time]
+
+// learnParked records the addresses of the MX hosts of parking services
+// the parking list names, and returns parkService when an MX host of
+// another name has one of them (else parkNone): a parking service gives
+// the domains it parks MX host names of their own as often as its own.
+// Only addresses already in the host cache are used: it costs no query.
+func (v *Validator) learnParked(mxHosts []string) parkKind {
+	if v.parked == nil || v.hosts == nil {
+		return parkNone
+	}
+	now := time.Now()
+	found := parkNone
+	for _, h := range mxHosts {
+		hi, ok := v.hosts.Peek(h)
+		if !ok || !now.Before(hi.expires) {
+			continue
+		}
+		kind := v.classifier.parkedKind(h)
+		for _, a := range hi.addrs {
+			if !netpolicy.IsPublic(a) {
+				continue // private addresses mean different hosts on different networks
+			}
+			exp, seen := v.parked.Peek(a)
+			switch {
+			case kind == parkService:
+				if !seen || hi.expires.After(exp) {
+					v.parked.Add(a, hi.expires)
+				}
+			case kind == parkNone && seen && now.Before(exp):
+				found = parkService
+			}
+		}
+	}
+	return found
 }

@@ -284,11 +284,19 @@
 // optimal-string-alignment distance; ties go to the heavier target, then
 // to the first by name, so the same input always gives the same answer. A
 // domain that receives mail gets one only where its MX hosts say typo: it
-// is disposable, or its mail goes to a parking service (strong signs), or
-// to a host that is neither its own (below its registrable domain) nor a
-// provider's, gateway's or shared mail host's (a weak sign, which every
-// customer of a web host no list names shows too); then a global provider
-// may be two edits away, any other target one. On the weak sign alone a
+// is disposable, or its mail goes to a parking service (strong signs:
+// data/parking_mx.txt names the services' hosts, and a host of another
+// name at an address a listed parking host was seen at counts too), or to
+// a registrar's default mail host (GoDaddy's secureserver.net, Namecheap's
+// forwarding; as strong, but never for a domain of six characters or
+// fewer, and a name one edit from a target's must be seven characters
+// long, or five for a global provider's or when the edit is a doubled
+// letter or two letters swapped: hotmial.de and yahooo.es are corrected,
+// globe.com and libera.it are not), or to a host that is neither its own
+// (below its registrable domain) nor a provider's, gateway's or shared
+// mail host's (a weak sign, which every customer of a web host no list
+// names shows too); then a global provider may be two edits away, any
+// other target one. On the weak sign alone a
 // domain of six characters or fewer is never corrected, the target must
 // be of some size (not a small or legacy provider), and the name before
 // the first dot may differ from the target's by one edit at most: none

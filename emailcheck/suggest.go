@@ -128,9 +128,15 @@ func (s *suggester) suggest(domain string, receivesMail bool) string {
 
 // suggestReceiving returns the domain probably meant instead of a domain
 // that receives mail at mxHosts (most preferred first), classified as dc,
-// or "". A target within reach is suggested only where the evidence says
-// typo (see typoEvidence): on strong evidence (a parking or burner host),
-// two edits for a global provider, one for the others.
+// or "". learnt is what the addresses of its MX hosts say when no host
+// name does: the kind of a parking or registrar host seen at one of them
+// (parkNone when none). A target within reach is suggested only where the
+// evidence says typo (see typoEvidence): on strong evidence (a parking or
+// burner host), two edits for a global provider, one for the others; on a
+// registrar's default host the same, but only where the name says so
+// (see registrarName): never for a short domain (6 characters or fewer),
+// nor a short name one letter from a target's, which the registrar's
+// real customers far outnumber (haver.com, globe.com, libera.it).
 //
 // Weak evidence (a third party's host) is what every customer of a web
 // host the lists do not name shows too, so it corrects only what few real
@@ -139,11 +145,11 @@ func (s *suggester) suggest(domain string, receivesMail bool) string {
 // one edit in the name, the part before the first dot. A name one letter
 // from a short provider's name is as likely a company's own (haver.com,
 // love.de, globe.com, libera.it, mall.com).
-func (s *suggester) suggestReceiving(domain string, mxHosts []string, dc domainClass) string {
+func (s *suggester) suggestReceiving(domain string, mxHosts []string, dc domainClass, learnt parkKind) string {
 	if sg := s.suggest(domain, true); sg != "" || s.isKnown(domain) {
 		return sg
 	}
-	switch s.typoEvidence(domain, mxHosts, dc) {
+	switch s.typoEvidence(domain, mxHosts, dc, learnt) {
 	case signNone:
 		return ""
 	case signWeak:
@@ -151,6 +157,11 @@ func (s *suggester) suggestReceiving(domain string, mxHosts []string, dc domainC
 			return ""
 		}
 		return s.nearest(domain, reachWeak)
+	case signRegistrar:
+		if len(domain) <= 6 {
+			return ""
+		}
+		return s.nearest(domain, reachRegistrar)
 	}
 	return s.nearest(domain, reachReceiving)
 }
@@ -168,28 +179,36 @@ const (
 type typoSign uint8
 
 const (
-	signNone   typoSign = iota // its own host, a provider's or a shared host's: someone's real domain
-	signWeak                   // a third party's host, unrelated to it
-	signStrong                 // a parking service's host, or the domain is disposable
+	signNone      typoSign = iota // its own host, a provider's or a shared host's: someone's real domain
+	signWeak                      // a third party's host, unrelated to it
+	signRegistrar                 // a registrar's default mail host
+	signStrong                    // a parking service's host, or the domain is disposable
 )
 
 // typoEvidence weighs whether a domain that receives mail looks like a
 // typosquat rather than someone's real domain: strongly when it is
-// disposable or its mail goes to a parking service; weakly when its mail
-// goes to a host that is neither its own (below its registrable domain)
-// nor a mail service's that real organizations use (a provider, gateway or
-// shared host).
-func (s *suggester) typoEvidence(domain string, mxHosts []string, dc domainClass) typoSign {
+// disposable or its mail goes to a parking service; as much, short names
+// aside, when its mail goes to a registrar's default host (by name, or by
+// an address learnt from one: learnt); weakly when its mail goes to a
+// host that is neither its own (below its registrable domain) nor a mail
+// service's that real organizations use (a provider, gateway or shared
+// host).
+func (s *suggester) typoEvidence(domain string, mxHosts []string, dc domainClass, learnt parkKind) typoSign {
 	if len(mxHosts) == 0 {
 		return signNone
 	}
 	if dc.disposable {
 		return signStrong
 	}
+	park := learnt
 	for _, h := range mxHosts {
-		if s.c.parkedMX(h) {
-			return signStrong
-		}
+		park = max(park, s.c.parkedKind(h))
+	}
+	switch park {
+	case parkService:
+		return signStrong
+	case parkRegistrar:
+		return signRegistrar
 	}
 	for _, h := range mxHosts {
 		if isDomainOrSub(h, domain) || s.c.hostedMX(h) {
@@ -217,6 +236,7 @@ const (
 	reachNoMail    reach = iota // the domain receives no mail: maxDistance for every target
 	reachReceiving              // it receives mail: maxDistance for a global target, one edit for the others
 	reachWeak                   // as reachReceiving, to targets of weight largeWeight or more, by name (see weakName)
+	reachRegistrar              // as reachReceiving, by name (see registrarName)
 	reachFixedTLD               // its TLD was fixed: one edit
 )
 
@@ -259,7 +279,7 @@ func (s *suggester) nearest(domain string, r reach) string {
 		switch {
 		case r == reachWeak && t.weight < largeWeight:
 			continue
-		case (r == reachReceiving || r == reachWeak) && !t.global:
+		case (r == reachReceiving || r == reachWeak || r == reachRegistrar) && !t.global:
 			k = 1
 		}
 		if d := len(t.name) - len(domain); d > k || -d > k {
@@ -273,7 +293,7 @@ func (s *suggester) nearest(domain string, r reach) string {
 		if d > k || d > bestD || t.name == domain {
 			continue
 		}
-		if r == reachWeak && !weakName(domain, t) {
+		if r == reachWeak && !weakName(domain, t) || r == reachRegistrar && !registrarName(domain, t) {
 			continue
 		}
 		if d < bestD || t.weight > bestW || (t.weight == bestW && t.name < best) {
@@ -298,6 +318,48 @@ func weakName(domain string, t target) bool {
 			return len(name) >= minWeakGlobalName
 		}
 		return len(name) >= minWeakName
+	}
+	return false
+}
+
+// registrarName reports whether a domain at a registrar's default mail
+// host, within reach of target t, may be corrected to it: when it carries
+// t's very name; when its name is one edit from a global provider's and
+// at least minWeakGlobalName long, or two and at least minWeakName; when
+// it is one edit from another target's and at least minWeakName long, or
+// at least minWeakGlobalName long and the edit a doubled letter or two
+// letters swapped (yahooo.es, hotmial.de), slips few real names show.
+func registrarName(domain string, t target) bool {
+	name, want := firstLabel(domain), firstLabel(t.name)
+	switch osaDistance(name, want, 2) {
+	case 0:
+		return true
+	case 1:
+		return len(name) >= minWeakName || len(name) >= minWeakGlobalName && (t.global || doubledOrSwapped(name, want))
+	case 2:
+		return t.global && len(name) >= minWeakName
+	}
+	return false
+}
+
+// doubledOrSwapped reports whether a is b with one letter doubled or two
+// adjacent letters swapped.
+func doubledOrSwapped(a, b string) bool {
+	if len(a) == len(b)+1 {
+		for i := 1; i < len(a); i++ {
+			if a[i] == a[i-1] && a[:i]+a[i+1:] == b {
+				return true
+			}
+		}
+		return false
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i+1 < len(a); i++ {
+		if a[i] != b[i] {
+			return a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
+		}
 	}
 	return false
 }

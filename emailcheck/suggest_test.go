@@ -41,7 +41,7 @@ func suggestFor(c *classifier, s *suggester, domain, mx string) string {
 		return s.suggest(domain, false)
 	}
 	hosts := mxHostsOf(domain, mx)
-	return s.suggestReceiving(domain, hosts, c.classifyDomain(domain, hosts))
+	return s.suggestReceiving(domain, hosts, c.classifyDomain(domain, hosts), parkNone)
 }
 
 // mxHostsOf reads the mx column of the testdata files.
@@ -154,7 +154,7 @@ func TestLegitimateDomains(t *testing.T) {
 		if dc.disposable {
 			t.Errorf("%s (%s): disposable (%s)", r[0], r[2], dc.reason)
 		}
-		if got := s.suggestReceiving(r[0], hosts, dc); got != "" {
+		if got := s.suggestReceiving(r[0], hosts, dc, parkNone); got != "" {
 			t.Errorf("%s (%s): suggested %s", r[0], r[2], got)
 		}
 	}
@@ -177,8 +177,25 @@ func TestLegitimateDomainsAtStrangersHost(t *testing.T) {
 	s := newSuggester(c)
 	for _, r := range readTSV(t, "testdata/not_typos.tsv") {
 		hosts := []string{"mx.catchall-inbox.net"}
-		if got := s.suggestReceiving(r[0], hosts, c.classifyDomain(r[0], hosts)); got != "" {
+		if got := s.suggestReceiving(r[0], hosts, c.classifyDomain(r[0], hosts), parkNone); got != "" {
 			t.Errorf("%s (%s) at a stranger's host: suggested %s", r[0], r[2], got)
+		}
+	}
+}
+
+// The legitimate domains stay uncorrected even if their mail went to a
+// registrar's default host, as small companies' mail often does: GoDaddy's
+// and Namecheap's hosts serve their customers' real mail too.
+func TestLegitimateDomainsAtRegistrarHost(t *testing.T) {
+	t.Parallel()
+	c := defaultClassifier(t)
+	s := newSuggester(c)
+	for _, h := range []string{"smtp.secureserver.net", "eforward1.registrar-servers.com"} {
+		for _, r := range readTSV(t, "testdata/not_typos.tsv") {
+			hosts := []string{h}
+			if got := s.suggestReceiving(r[0], hosts, c.classifyDomain(r[0], hosts), parkNone); got != "" {
+				t.Errorf("%s (%s) at %s: suggested %s", r[0], r[2], h, got)
+			}
 		}
 	}
 }
@@ -340,7 +357,7 @@ func FuzzSuggest(f *testing.F) {
 			t.Fatalf("suggest(%q) = %q, then %q", domain, got, again)
 		}
 		hosts := []string{"mx.catchall-inbox.net"}
-		if r := s.suggestReceiving(domain, hosts, domainClass{}); r != "" && r == domain {
+		if r := s.suggestReceiving(domain, hosts, domainClass{}, parkNone); r != "" && r == domain {
 			t.Fatalf("suggestReceiving(%q) = the input itself", domain)
 		}
 	})
@@ -379,7 +396,7 @@ func BenchmarkSuggestReceiving(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				sinkString = s.suggestReceiving(bc.domain, hosts, dc)
+				sinkString = s.suggestReceiving(bc.domain, hosts, dc, parkNone)
 			}
 		})
 	}

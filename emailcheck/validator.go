@@ -58,6 +58,7 @@ type Validator struct {
 	hosts       *lru.Cache[string, *hostInfo] // MX hosts' addresses; nil when caching is off
 	hostFlights singleflight.Group
 	burners     *burnerAddrs // burners' MX addresses learned; nil when caching is off
+	parked      *parkedAddrs // parking services' MX addresses learned; nil when caching is off
 	blocked     []string
 	budget      time.Duration // upper bound of one domain lookup
 	counters    *counters
@@ -140,6 +141,10 @@ func New(cfg *Config) (*Validator, error) {
 			return nil, fmt.Errorf("emailcheck: cache: %w", err)
 		}
 		v.burners, err = lru.New[netip.Addr, burnerMark](c.CacheSize)
+		if err != nil {
+			return nil, fmt.Errorf("emailcheck: cache: %w", err)
+		}
+		v.parked, err = lru.New[netip.Addr, time.Time](c.CacheSize)
 		if err != nil {
 			return nil, fmt.Errorf("emailcheck: cache: %w", err)
 		}
