@@ -278,7 +278,16 @@
 // providers near their names are known too, and never corrected nor
 // targets. A misspelt top-level domain (.con, .cmo, .coom, .ocm, ...) is
 // fixed on any domain, going on to a target only when one more edit
-// reaches it (ibm.con is ibm.com, gmial.con is gmail.com). A domain shown
+// reaches it (ibm.con is ibm.com, gmial.con is gmail.com). A slip of the
+// fingers in the suffix of a known name (a letter replaced by its QWERTY
+// neighbour, two letters swapped, one doubled or left out) is fixed for
+// every country's suffix, second-level ones too, against the public
+// suffix list: gmx.ed is gmx.de, freemail.hy freemail.hu, hotmail.con.ar
+// hotmail.com.ar, yahoo.co.ul yahoo.co.uk. Where no such suffix exists it
+// is fixed whatever the domain's MX hosts; where it does (terra.com.bt,
+// .com.bt being Bhutan's) only when the domain receives no mail. A global
+// provider's name with one letter doubled under its own suffix
+// (gmaill.com, outlookk.com) is corrected wherever its mail goes. A domain shown
 // not to receive mail (NXDOMAIN, or no usable MX) gets the nearest target
 // within two edits, one for domains of six characters or fewer, by
 // optimal-string-alignment distance; ties go to the heavier target, then

@@ -25,6 +25,8 @@ type suggester struct {
 	starts  []int               // starts[n]: index of the first target at least n bytes long
 	known   map[string]struct{} // real domains: never suggested away from
 	typos   map[string]string   // known typo domain → the intended one
+	// suffixes indexes the known domains by name, for slips in the suffix.
+	suffixes suffixIndex
 }
 
 // brokenTLD maps misspellings of the common top-level domains, none of
@@ -62,6 +64,13 @@ func newSuggester(c *classifier) *suggester {
 	}
 	for d := range s.typos {
 		delete(s.known, d)
+	}
+	s.suffixes = make(suffixIndex)
+	for d := range s.known {
+		s.suffixes.add(d, 0)
+	}
+	for _, t := range s.targets {
+		s.suffixes.add(t.name, t.weight)
 	}
 	slices.SortFunc(s.targets, func(a, b target) int {
 		if len(a.name) != len(b.name) {
@@ -120,6 +129,12 @@ func (s *suggester) suggest(domain string, receivesMail bool) string {
 			return fixed
 		}
 	}
+	// A slip in the suffix of a known name: fixed anywhere when no such
+	// suffix exists, else only on a domain that receives no mail (a real
+	// one may be someone's: gmx.st).
+	if fixed, real := s.suffixSlip(domain); fixed != "" && !(real && receivesMail) {
+		return fixed
+	}
 	if receivesMail {
 		return ""
 	}
@@ -149,6 +164,9 @@ func (s *suggester) suggestReceiving(domain string, mxHosts []string, dc domainC
 	if sg := s.suggest(domain, true); sg != "" || s.isKnown(domain) {
 		return sg
 	}
+	if sg := s.doubledGlobal(domain); sg != "" {
+		return sg
+	}
 	switch s.typoEvidence(domain, mxHosts, dc, learnt) {
 	case signNone:
 		return ""
@@ -164,6 +182,24 @@ func (s *suggester) suggestReceiving(domain string, mxHosts []string, dc domainC
 		return s.nearest(domain, reachRegistrar)
 	}
 	return s.nearest(domain, reachReceiving)
+}
+
+// doubledGlobal returns the global provider's domain that domain is with
+// one letter of the name doubled and nothing else changed (gmaill.com,
+// outlookk.com, yahooo.com), or "". Such a name is a typosquat wherever
+// its mail goes, even to a host of its own: nobody names a company so.
+func (s *suggester) doubledGlobal(domain string) string {
+	name := firstLabel(domain)
+	for _, t := range s.targets[s.starts[min(len(domain)-1, len(s.starts)-1)]:] {
+		if len(t.name) != len(domain)-1 {
+			break
+		}
+		want := firstLabel(t.name)
+		if t.global && len(want)+1 == len(name) && domain[len(name):] == t.name[len(want):] && doubledOrSwapped(name, want) {
+			return t.name
+		}
+	}
+	return ""
 }
 
 // A name edited at a third party's host must be at least this long: a
