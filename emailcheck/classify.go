@@ -96,6 +96,7 @@ type classifier struct {
 	known      []knownDomain       // the known-domain model, in file order
 	knownSet   map[string]struct{} // its domains
 	shared     map[string]struct{} // registrable domains of MX hosts many unrelated domains share
+	feed       *DisposableFeed     // the operator's list, merged with the embedded ones; nil when none
 	parking    map[string]parkKind // parking services' and registrars' default MX hosts (data/parking_mx.txt)
 }
 
@@ -106,6 +107,7 @@ type classifier struct {
 type lists struct {
 	disposable, allow []string
 	free, notFree     []string
+	feed              *DisposableFeed
 }
 
 func newClassifier(cfg lists) (*classifier, error) {
@@ -119,6 +121,7 @@ func newClassifier(cfg lists) (*classifier, error) {
 		equivalent: make(map[string][]string),
 		none:       []string{},
 		shared:     make(map[string]struct{}),
+		feed:       cfg.feed,
 	}
 	known, err := parseKnown(embeddedKnown)
 	if err != nil {
@@ -313,7 +316,9 @@ func (c *classifier) classifyDomain(asciiDomain string, mxHosts []string) domain
 	return domainClass{
 		disposable: reason != notDisposable,
 		reason:     reason,
-		free:       c.isFree(asciiDomain),
+		// A listed domain is no free provider's, as the embedded lists'
+		// are dropped from the free list.
+		free:       reason != disposableList && c.isFree(asciiDomain),
 		provider:   p.name,
 		rule:       p.rule,
 		equivalent: eq,
@@ -327,13 +332,13 @@ func (c *classifier) isDisposable(domain string, mxHosts []string) bool {
 
 // disposableReason applies the disposable lists to a domain and its MX
 // hosts: the allowlist (with the known domains) wins, then the domain's
-// own listing, then its MX hosts'.
+// own listing, then its MX hosts'. The operator's feed counts as a list.
 func (c *classifier) disposableReason(domain string, mxHosts []string) disposableReason {
 	if reg, err := publicsuffix.EffectiveTLDPlusOne(domain); err == nil {
 		if matchUp(c.allow, domain, reg) {
 			return notDisposable
 		}
-		if matchUp(c.disposable, domain, reg) {
+		if matchUp(c.disposable, domain, reg) || c.feed.lists(domain, reg) {
 			return disposableList
 		}
 	}
@@ -342,7 +347,8 @@ func (c *classifier) disposableReason(domain string, mxHosts []string) disposabl
 		if err != nil {
 			continue
 		}
-		if _, ok := c.disposable[reg]; ok && !matchUp(c.allow, h, reg) {
+		_, listed := c.disposable[reg]
+		if (listed || c.feed.listsReg(reg)) && !matchUp(c.allow, h, reg) {
 			return disposableMXHost
 		}
 	}

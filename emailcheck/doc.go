@@ -223,7 +223,14 @@
 // after the learning. One or two listed domains teach nothing, nor do a
 // few on a shared web host among as many that are not listed, nor one whose mail
 // goes to a provider, a gateway, a shared mail host or a parking service;
-// every domain an address condemns counts against it. Domains on the embedded allowlist, the known-domain model
+// every domain an address condemns counts against it as a quarter of an
+// unlisted domain seen before, so that a burner farm's address stays
+// marked while its listed domains keep appearing there, and a wrong mark
+// still wears out. An operator's own list, read from a file or a URL and
+// reloaded while the service runs, is merged with the embedded ones
+// through [Config.DisposableFeed] (see [DisposableFeed]: a new list is
+// taken only whole and when it passes its checks of size and format, and
+// cached verdicts are judged again against it without a query). Domains on the embedded allowlist, the known-domain model
 // (data/known_domains.txt) or [Config.AllowDomains], matched on the domain
 // and its parents the same way, are never disposable, whatever their MX
 // hosts; an allowed MX host does not make a domain disposable either. Configured entries are trimmed,
