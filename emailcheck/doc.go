@@ -298,7 +298,10 @@
 // not to receive mail (NXDOMAIN, or no usable MX) gets the nearest target
 // within two edits, one for domains of six characters or fewer, by
 // optimal-string-alignment distance; ties go to the heavier target, then
-// to the first by name, so the same input always gives the same answer. A
+// to the first by name, so the same input always gives the same answer,
+// but two edits on a name of six characters or fewer that reach two
+// targets give none unless one is ten times the other's weight (mali.uz
+// may be mail.kz or mail.az; yahpo.co is yahoo.com's, not yahoo.cl's). A
 // domain that receives mail gets one only where its MX hosts say typo: it
 // is disposable, or its mail goes to a parking service (strong signs:
 // data/parking_mx.txt names the services' hosts, and a host of another

@@ -291,7 +291,10 @@ func maxDistance(domain string) int {
 }
 
 // nearest returns the target closest to domain within the reach r, the
-// heavier (then the first by name) among equals, or "".
+// heavier (then the first by name) among equals, or "". Two edits on a
+// short name (maxAmbiguousName) that reach two targets give "" unless one
+// leads clearly by weight (clearLead): the weights would otherwise pick
+// one of two about equally likely intents.
 func (s *suggester) nearest(domain string, r reach) string {
 	far := maxDistance(domain)
 	if r == reachFixedTLD {
@@ -310,6 +313,7 @@ func (s *suggester) nearest(domain string, r reach) string {
 	}
 	m := byteMask(domain)
 	best, bestD, bestW := "", far+1, 0
+	secondW := 0 // the heaviest weight of the other targets as close as the best
 	for _, t := range s.targets[s.starts[lo]:end] {
 		k := far
 		switch {
@@ -332,12 +336,36 @@ func (s *suggester) nearest(domain string, r reach) string {
 		if r == reachWeak && !weakName(domain, t) || r == reachRegistrar && !registrarName(domain, t) {
 			continue
 		}
-		if d < bestD || t.weight > bestW || (t.weight == bestW && t.name < best) {
+		better := d < bestD || t.weight > bestW || (t.weight == bestW && t.name < best)
+		switch {
+		case d < bestD:
+			secondW = 0
+		case better:
+			secondW = max(secondW, bestW)
+		default:
+			secondW = max(secondW, t.weight)
+		}
+		if better {
 			best, bestD, bestW = t.name, d, t.weight
 		}
 	}
+	if bestD == 2 && secondW > 0 && bestW < clearLead*secondW && len(firstLabel(domain)) <= maxAmbiguousName {
+		// Two edits on a short name reach another target as well, of
+		// about its size: a guess between them, not a correction.
+		return ""
+	}
 	return best
 }
+
+// maxAmbiguousName is the longest name (the part before the first dot)
+// on which two edits that reach two targets of about the same weight
+// give no suggestion; clearLead is how many times heavier the best must
+// be than the next to lead clearly (yahpo.co is yahoo.com's, not
+// yahoo.cl's; mali.uz is neither mail.kz's nor mail.az's).
+const (
+	maxAmbiguousName = 6
+	clearLead        = 10
+)
 
 // weakName reports whether a domain at a third party's host, within reach
 // of target t, may be corrected to it: when it carries t's very name, so
@@ -360,7 +388,7 @@ func weakName(domain string, t target) bool {
 
 // registrarName reports whether a domain at a registrar's default mail
 // host, within reach of target t, may be corrected to it: when it carries
-// t's very name; when its name is one edit from a global provider's and
+// t's very name and its suffix is a slip of t's (see keySlip); when its name is one edit from a global provider's and
 // at least minWeakGlobalName long, or two and at least minWeakName; when
 // it is one edit from another target's and at least minWeakName long, or
 // at least minWeakGlobalName long and the edit a doubled letter or two
@@ -369,7 +397,9 @@ func registrarName(domain string, t target) bool {
 	name, want := firstLabel(domain), firstLabel(t.name)
 	switch osaDistance(name, want, 2) {
 	case 0:
-		return true
+		// Only a slip of the fingers in the suffix: mail.com.br is no
+		// typo of mail.com.tr.
+		return keySlip(domain[len(name):], t.name[len(want):])
 	case 1:
 		return len(name) >= minWeakName || len(name) >= minWeakGlobalName && (t.global || doubledOrSwapped(name, want))
 	case 2:

@@ -272,6 +272,12 @@ func TestSuggestRules(t *testing.T) {
 		{"terra.com.bt", ownHost, ""}, // .com.bt exists: someone's at its own host
 		{"wanadoo.fe", parked, "wanadoo.fr"},
 		{"acme-shop.fe", none, ""}, // an unknown name: nothing to fix it to
+		// Two edits on a short name reaching two targets of about one
+		// size: no guess; one far heavier leads.
+		{"mali.uz", none, ""},           // mail.kz or mail.az
+		{"wbe.dd", none, ""},            // web.de or web.dk... or none
+		{"yahpo.co", none, "yahoo.com"}, // yahoo.cl is as close, and far lighter
+		{"gmaol.co", none, "gmail.com"}, // no other target as close
 		// A global provider's name with a letter doubled, at its own host.
 		{"gmaill.com", ownHost, "gmail.com"},
 		{"outlookk.com", ownHost, "outlook.com"},
