@@ -316,12 +316,14 @@
 // mail host's (a weak sign, which every customer of a web host no list
 // names shows too); then a global provider may be two edits away, any
 // other target one. On the weak sign alone a
-// domain of six characters or fewer is never corrected, the target must
-// be of some size (not a small or legacy provider), and the name before
-// the first dot may differ from the target's by one edit at most: none
-// when it is shorter than five characters (seven unless the target is a
-// global provider), so that naver.co and comcats.net are corrected but
-// haver.com, love.de and libera.it are not. A domain whose DNS could not answer
+// domain of six characters or fewer is never corrected, and the name
+// before the first dot may differ from the target's by one edit at most:
+// none when it is shorter than five characters (seven unless the target
+// is a global provider, or six when the edit is a doubled letter or two
+// letters swapped); a target of small size (a small or legacy provider)
+// is reached only by such a doubled or swapped letter, or by its very name
+// with a slip in the suffix. So naver.co, comcats.net, seznma.cz and
+// ziggoo.nl are corrected, but haver.com, love.de and libera.it are not. A domain whose DNS could not answer
 // gets only the fixes that need no DNS. A known domain (the model, the free
 // list, the provider index) is never corrected.
 //

@@ -156,8 +156,9 @@ func (s *suggester) suggest(domain string, receivesMail bool) string {
 // Weak evidence (a third party's host) is what every customer of a web
 // host the lists do not name shows too, so it corrects only what few real
 // domains look like (see weakName): never a short domain (6 characters or
-// fewer), only to a target of weight largeWeight or more, and with at most
-// one edit in the name, the part before the first dot. A name one letter
+// fewer), with at most one edit in the name, the part before the first
+// dot, and to a target of weight under largeWeight only by a doubled
+// letter or two swapped. A name one letter
 // from a short provider's name is as likely a company's own (haver.com,
 // love.de, globe.com, libera.it, mall.com).
 func (s *suggester) suggestReceiving(domain string, mxHosts []string, dc domainClass, learnt parkKind) string {
@@ -205,10 +206,12 @@ func (s *suggester) doubledGlobal(domain string) string {
 // A name edited at a third party's host must be at least this long: a
 // global provider's (whose misspellings far outnumber the companies named
 // like it) from minWeakGlobalName characters, another target's from
-// minWeakName.
+// minWeakName, or minWeakSlipName when the edit is a doubled letter or
+// two letters swapped, slips few real names show.
 const (
 	minWeakGlobalName = 5
 	minWeakName       = 7
+	minWeakSlipName   = 6
 )
 
 // typoSign is how strongly a domain's MX hosts say typosquat.
@@ -271,7 +274,7 @@ type reach uint8
 const (
 	reachNoMail    reach = iota // the domain receives no mail: maxDistance for every target
 	reachReceiving              // it receives mail: maxDistance for a global target, one edit for the others
-	reachWeak                   // as reachReceiving, to targets of weight largeWeight or more, by name (see weakName)
+	reachWeak                   // as reachReceiving, by name (see weakName)
 	reachRegistrar              // as reachReceiving, by name (see registrarName)
 	reachFixedTLD               // its TLD was fixed: one edit
 )
@@ -317,8 +320,6 @@ func (s *suggester) nearest(domain string, r reach) string {
 	for _, t := range s.targets[s.starts[lo]:end] {
 		k := far
 		switch {
-		case r == reachWeak && t.weight < largeWeight:
-			continue
 		case (r == reachReceiving || r == reachWeak || r == reachRegistrar) && !t.global:
 			k = 1
 		}
@@ -369,19 +370,25 @@ const (
 
 // weakName reports whether a domain at a third party's host, within reach
 // of target t, may be corrected to it: when it carries t's very name, so
-// that the edits are in the suffix (naver.co for naver.com, gmail.co), or
-// when one edit turns its name into t's and the name is long enough
-// (comcats.net for comcast.net, gnail.co for gmail.com).
+// that the edits are in the suffix (naver.co for naver.com, gmail.co), of
+// a small target only a slip of the fingers there; when one edit turns
+// its name into a large target's and the name is long enough
+// (comcats.net for comcast.net, gnail.co for gmail.com); or when a
+// doubled or swapped letter does, on a name of minWeakSlipName or more
+// (seznma.cz, ziggoo.nl).
 func weakName(domain string, t target) bool {
 	name, want := firstLabel(domain), firstLabel(t.name)
 	switch osaDistance(name, want, 1) {
 	case 0:
-		return true
+		return t.weight >= largeWeight || keySlip(domain[len(name):], t.name[len(want):])
 	case 1:
-		if t.global {
+		switch {
+		case t.global:
 			return len(name) >= minWeakGlobalName
+		case doubledOrSwapped(name, want):
+			return len(name) >= minWeakSlipName
 		}
-		return len(name) >= minWeakName
+		return len(name) >= minWeakName && t.weight >= largeWeight
 	}
 	return false
 }
