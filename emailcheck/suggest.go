@@ -420,7 +420,7 @@ func registrarName(domain string, t target) bool {
 func doubledOrSwapped(a, b string) bool {
 	if len(a) == len(b)+1 {
 		for i := 1; i < len(a); i++ {
-			if a[i] == a[i-1] && a[:i]+a[i+1:] == b {
+			if a[i] == a[i-1] && withoutByte(a, i, b) {
 				return true
 			}
 		}

@@ -41,8 +41,7 @@ func (x suffixIndex) add(domain string, weight int) {
 // a public suffix (yahoo.om, .om being Oman's), when the typed domain may
 // be someone's own; else no such suffix exists and the slip is certain.
 func (s *suggester) suffixSlip(domain string) (fixed string, real bool) {
-	typed, icann := publicsuffix.PublicSuffix(domain)
-	bestW := -1
+	bestW, at := -1, 0
 	for i := strings.IndexByte(domain, '.'); i > 0; {
 		name, suffix := domain[:i], domain[i+1:]
 		for _, k := range s.suffixes[name] {
@@ -51,8 +50,7 @@ func (s *suggester) suffixSlip(domain string) (fixed string, real bool) {
 			}
 			cand := name + "." + k.suffix
 			if k.weight > bestW || cand < fixed {
-				fixed, bestW = cand, k.weight
-				real = icann && typed == suffix
+				fixed, bestW, at = cand, k.weight, i+1
 			}
 		}
 		j := strings.IndexByte(domain[i+1:], '.')
@@ -61,7 +59,11 @@ func (s *suggester) suffixSlip(domain string) (fixed string, real bool) {
 		}
 		i += j + 1
 	}
-	return fixed, real
+	if fixed == "" {
+		return "", false
+	}
+	typed, icann := publicsuffix.PublicSuffix(domain)
+	return fixed, icann && typed == domain[at:]
 }
 
 // keySlip reports whether typed is want with one slip of the fingers: a
@@ -84,18 +86,24 @@ func keySlip(typed, want string) bool {
 		return i+1 < len(typed) && typed[i] == want[i+1] && typed[i+1] == want[i] && typed[i+2:] == want[i+2:]
 	case len(typed) == len(want)+1:
 		for i := 1; i < len(typed); i++ {
-			if typed[i] == typed[i-1] && typed[:i]+typed[i+1:] == want {
+			if typed[i] == typed[i-1] && withoutByte(typed, i, want) {
 				return true
 			}
 		}
 	case len(typed)+1 == len(want):
 		for i := 0; i < len(want); i++ {
-			if want[:i]+want[i+1:] == typed {
+			if withoutByte(want, i, typed) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// withoutByte reports whether a without its byte at i is b, without
+// building that string.
+func withoutByte(a string, i int, b string) bool {
+	return len(a) == len(b)+1 && a[:i] == b[:i] && a[i+1:] == b[i:]
 }
 
 // qwertyRows are the letter rows of a QWERTY keyboard, each shifted half
