@@ -294,6 +294,14 @@ func (f *DisposableFeed) verify(body []byte) (*feedList, error) {
 			continue
 		}
 		d, err := normalizeListDomain(line)
+		if err == nil && (d != line || strings.Contains(d, "xn--")) {
+			// A name mapped on its way to an A-label must be one that
+			// maps to itself: a label IDNA would not give back matches
+			// no address.
+			if again, aerr := normalizeListDomain(d); aerr != nil || again != d {
+				err = errors.New("not a domain name once converted to A-labels")
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: line %d: %q: %w", ErrFeedRefused, n, truncate(line, 64), err)
 		}
