@@ -3,7 +3,9 @@ package emailcheck
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -85,7 +87,8 @@ type FeedStats struct {
 // MaxBytes, at least MinDomains domains, at least half as many as the
 // list in use (a truncated download is not a smaller list), and every
 // other line a domain that is not a public suffix. Otherwise it is
-// refused ([ErrFeedRefused]) and the list in use is kept. Verdicts
+// refused ([ErrFeedRefused]) and the list in use is kept; the same bytes
+// again count as unchanged. Verdicts
 // cached before a new list is taken are judged again against it at their
 // next use, without a DNS query.
 //
@@ -101,8 +104,9 @@ type DisposableFeed struct {
 
 	mu    sync.Mutex // one reload at a time; guards stats, etag and stamp
 	stats FeedStats
-	etag  string // the URL's ETag of the list in use
-	stamp string // the file's size and time, or the URL's Last-Modified, of the list in use
+	etag  string   // the URL's ETag of the list in use
+	stamp string   // the file's size and time, or the URL's Last-Modified, of the list in use
+	sum   [32]byte // the SHA-256 of the list in use
 }
 
 // feedList is one list taken.
@@ -192,7 +196,10 @@ func (f *DisposableFeed) Reload(ctx context.Context) error {
 		f.stats.Refused++
 	case err != nil:
 		f.stats.Failures++
-	case body == nil:
+	case body == nil || sha256.Sum256(body) == f.sum && f.current.Load() != nil:
+		// Unchanged, or the same bytes again (a server without
+		// validators): the cached verdicts stand.
+		f.etag, f.stamp = cmp.Or(etag, f.etag), cmp.Or(stamp, f.stamp)
 		f.stats.Unchanged++
 	default:
 		var list *feedList
@@ -202,7 +209,7 @@ func (f *DisposableFeed) Reload(ctx context.Context) error {
 		}
 		f.current.Store(list)
 		f.gen.Add(1)
-		f.etag, f.stamp = etag, stamp
+		f.etag, f.stamp, f.sum = etag, stamp, sha256.Sum256(body)
 		f.stats.Loads++
 		f.stats.Domains = len(list.domains)
 		f.stats.LoadedAt, f.stats.ModifiedAt = now, modified

@@ -130,6 +130,14 @@ func TestDisposableFeedReload(t *testing.T) {
 	if st := feed.Stats(); st.Unchanged != 1 || st.Loads != 2 || lists.notModded != 1 {
 		t.Errorf("unchanged list: %+v, %d not-modified answers", st, lists.notModded)
 	}
+	// The same bytes under a new ETag: nothing taken either.
+	lists.set("new-burner.io\nTest-Burner.NET\nfriendly-shop.com\ngmail.com\n")
+	if err := feed.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := feed.Stats(); st.Unchanged != 2 || st.Loads != 2 {
+		t.Errorf("the same list again: %+v", st)
+	}
 
 	// Refused lists keep the one in use.
 	for name, body := range map[string]string{
