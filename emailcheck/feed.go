@@ -88,9 +88,8 @@ type FeedStats struct {
 // list in use (a truncated download is not a smaller list), and every
 // other line a domain that is not a public suffix. Otherwise it is
 // refused ([ErrFeedRefused]) and the list in use is kept; the same bytes
-// again count as unchanged. Verdicts
-// cached before a new list is taken are judged again against it at their
-// next use, without a DNS query.
+// again count as unchanged. Verdicts cached before a new list is taken are
+// judged again against it at their next use, without a DNS query.
 //
 // NewDisposableFeed reads nothing; [DisposableFeed.Reload] checks the
 // source once, [DisposableFeed.Run] every Interval. A DisposableFeed is
