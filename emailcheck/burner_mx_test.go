@@ -204,3 +204,56 @@ func TestDisposableByMXAddressNoCache(t *testing.T) {
 		}
 	}
 }
+
+// A burner farm's address stays marked while its listed domains keep
+// appearing there: twelve unlisted domains after four listed are all
+// caught. On a shared host wrongly marked, the condemned domains wear the
+// mark out all the same while no listed domain comes back.
+func TestDisposableByMXAddressFarm(t *testing.T) {
+	t.Parallel()
+	listed := []string{"guerrillamail.com", "sharklasers.com", "grr.la", "guerrillamail.net"}
+	var unlisted []string
+	for _, c := range "abcdefghijklmnopqrst" {
+		unlisted = append(unlisted, "farm-"+string(c)+".xyz")
+	}
+	zone := dnstest.Zone{}
+	for _, d := range append(append([]string{}, listed...), unlisted...) {
+		zone[d] = dnstest.Domain{MX: []dnstest.MX{{Pref: 10, Host: "mx." + d, Addrs: []string{"185.199.5.50"}}}}
+	}
+	srv := dnstest.Start(t, zone, nil)
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, QueryTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	disposable := func(d string) bool {
+		t.Helper()
+		res, err := v.Validate(context.Background(), "a@"+d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Validations.IsDisposable
+	}
+	for _, d := range listed {
+		if !disposable(d) {
+			t.Fatalf("%s: not disposable", d)
+		}
+	}
+	caught := 0
+	for _, d := range unlisted[:12] {
+		if disposable(d) {
+			caught++
+		}
+	}
+	if caught != 12 {
+		t.Errorf("%d of 12 unlisted domains at the farm's address caught, want 12", caught)
+	}
+	// No listed domain comes back: the mark wears out before the twentieth.
+	last := false
+	for _, d := range unlisted[12:] {
+		last = disposable(d)
+	}
+	if last {
+		t.Error("the mark never wears out")
+	}
+}

@@ -96,7 +96,8 @@ type classifier struct {
 	known      []knownDomain       // the known-domain model, in file order
 	knownSet   map[string]struct{} // its domains
 	shared     map[string]struct{} // registrable domains of MX hosts many unrelated domains share
-	parking    map[string]struct{} // registrable domains of parking services' MX hosts
+	feed       *DisposableFeed     // the operator's list, merged with the embedded ones; nil when none
+	parking    map[string]parkKind // parking services' and registrars' default MX hosts (data/parking_mx.txt)
 }
 
 // newClassifier builds the classifier from the embedded lists plus the extra
@@ -106,6 +107,7 @@ type classifier struct {
 type lists struct {
 	disposable, allow []string
 	free, notFree     []string
+	feed              *DisposableFeed
 }
 
 func newClassifier(cfg lists) (*classifier, error) {
@@ -119,7 +121,7 @@ func newClassifier(cfg lists) (*classifier, error) {
 		equivalent: make(map[string][]string),
 		none:       []string{},
 		shared:     make(map[string]struct{}),
-		parking:    make(map[string]struct{}),
+		feed:       cfg.feed,
 	}
 	known, err := parseKnown(embeddedKnown)
 	if err != nil {
@@ -133,8 +135,8 @@ func newClassifier(cfg lists) (*classifier, error) {
 	for _, d := range sharedMailHosts() {
 		c.shared[d] = struct{}{}
 	}
-	for _, d := range parkingMailHosts() {
-		c.parking[d] = struct{}{}
+	if c.parking, err = parseParkingMX(embeddedParkingMX); err != nil {
+		return nil, err
 	}
 	addLines(c.disposable, embeddedDisposable)
 	addLines(c.disposable, embeddedDisposableMailchecker)
@@ -314,7 +316,9 @@ func (c *classifier) classifyDomain(asciiDomain string, mxHosts []string) domain
 	return domainClass{
 		disposable: reason != notDisposable,
 		reason:     reason,
-		free:       c.isFree(asciiDomain),
+		// A listed domain is no free provider's, as the embedded lists'
+		// are dropped from the free list.
+		free:       reason != disposableList && c.isFree(asciiDomain),
 		provider:   p.name,
 		rule:       p.rule,
 		equivalent: eq,
@@ -328,13 +332,13 @@ func (c *classifier) isDisposable(domain string, mxHosts []string) bool {
 
 // disposableReason applies the disposable lists to a domain and its MX
 // hosts: the allowlist (with the known domains) wins, then the domain's
-// own listing, then its MX hosts'.
+// own listing, then its MX hosts'. The operator's feed counts as a list.
 func (c *classifier) disposableReason(domain string, mxHosts []string) disposableReason {
 	if reg, err := publicsuffix.EffectiveTLDPlusOne(domain); err == nil {
 		if matchUp(c.allow, domain, reg) {
 			return notDisposable
 		}
-		if matchUp(c.disposable, domain, reg) {
+		if matchUp(c.disposable, domain, reg) || c.feed.lists(domain, reg) {
 			return disposableList
 		}
 	}
@@ -343,7 +347,8 @@ func (c *classifier) disposableReason(domain string, mxHosts []string) disposabl
 		if err != nil {
 			continue
 		}
-		if _, ok := c.disposable[reg]; ok && !matchUp(c.allow, h, reg) {
+		_, listed := c.disposable[reg]
+		if (listed || c.feed.listsReg(reg)) && !matchUp(c.allow, h, reg) {
 			return disposableMXHost
 		}
 	}
@@ -363,10 +368,6 @@ func (c *classifier) isAllowed(domain string) bool {
 func (c *classifier) hostedMX(host string) bool {
 	return c.mxProvider(host) != nil || underAny(c.shared, host)
 }
-
-// parkedMX reports whether an MX host belongs to a domain-parking or
-// domain-sale service: the domain is parked, not anyone's mailbox.
-func (c *classifier) parkedMX(host string) bool { return underAny(c.parking, host) }
 
 // underAny reports whether host, or a domain it is below, is in set. It
 // does not allocate.

@@ -184,25 +184,11 @@ func equivalentGroups() [][]string {
 // says nothing about the other domains it serves.
 func sharedMailHosts() []string {
 	return []string{
-		"registrar-servers.com", // Namecheap's forwarding
 		"forwardemail.net", "mxroute.com", "purelymail.com",
 		"websitewelcome.com", "hostgator.com", "bluehost.com", "dreamhost.com",
 		"mailspamprotection.com", "siteground.net", "one.com", "strato.de",
 		"your-server.de", "kasserver.com", "netcup.net", "mailbox.org",
 		"hostinger.com", "beget.com", "timeweb.ru", "pair.com", "mxlogin.com",
 		"zoho.com", "yandex.net", "arsmtp.com", "mailchannels.net",
-	}
-}
-
-// parkingMailHosts are the registrable domains of the MX hosts of
-// domain-parking and domain-sale services. A domain whose mail goes there
-// is parked: if it looks like a provider's, it is a typosquat.
-func parkingMailHosts() []string {
-	return []string{
-		"sedoparking.com", "parkingcrew.net", "bodis.com", "above.com",
-		"dan.com", "afternic.com", "hugedomains.com", "undeveloped.com",
-		"parklogic.com", "namedrive.com", "domainsponsor.com", "smartname.com",
-		"voodoo.com", "trafficz.com", "rookmedia.net", "fabulous.com",
-		"dsredirection.com", "namebrightdns.com", "parked.com", "domainmarket.com",
 	}
 }

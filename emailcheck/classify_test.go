@@ -514,6 +514,40 @@ func TestIsFree(t *testing.T) {
 	}
 }
 
+// A paid provider's secondary domains and a paid forwarding service are
+// not free, though the upstream free list names them; nor is any domain
+// the known-domain model says costs money or comes with a subscription.
+func TestPaidDomainsNotFree(t *testing.T) {
+	t.Parallel()
+	c := defaultClassifier(t)
+	paid := []string{
+		"fastmail.fm", "fastmail.net", "fastmail.co.uk", "sent.com", "eml.cc", "mm.st", "airpost.net",
+		"123mail.org", "warpmail.net", "your-mail.com", // Fastmail's
+		"posteo.at", "posteo.ch", "posteo.us", // Posteo's
+		"pobox.com", "lavabit.com",
+	}
+	for _, d := range paid {
+		if c.isFree(d) {
+			t.Errorf("%s: free, want not free", d)
+		}
+		if _, ok := c.knownSet[d]; !ok {
+			t.Errorf("%s: not in the known-domain model", d)
+		}
+	}
+	n := 0
+	for _, k := range c.known {
+		if k.free == freePaid || k.free == freeSub || k.free == freeOrg {
+			n++
+			if c.isFree(k.name) {
+				t.Errorf("%s: the model says it costs money, yet it is free", k.name)
+			}
+		}
+	}
+	if n < 150 {
+		t.Errorf("%d paid, subscription and organization domains in the model, want at least 150", n)
+	}
+}
+
 func TestIsFreeConfigured(t *testing.T) {
 	t.Parallel()
 	c, err := newClassifier(lists{free: []string{"Corp-Mail.ORG."}, notFree: []string{"aol.com"}})

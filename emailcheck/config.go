@@ -108,6 +108,12 @@ type Config struct {
 
 	// DisposableDomains are added to the embedded disposable-domain list.
 	DisposableDomains []string
+	// DisposableFeed, when set, is an operator's disposable list, merged
+	// with the embedded ones and reloaded while the Validator runs (see
+	// [DisposableFeed]); the host runs its [DisposableFeed.Run]. Several
+	// Validators may share one. Default nil: the embedded lists and
+	// DisposableDomains only.
+	DisposableFeed *DisposableFeed
 	// AllowDomains are never reported as disposable, whatever the lists say.
 	AllowDomains []string
 	// FreeDomains are added to the embedded list of free consumer mailbox

@@ -2,6 +2,7 @@ package emailcheck_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ func TestDidYouMean(t *testing.T) {
 		// A two-edit slip of a top provider, parked; a company one edit
 		// from a provider, hosted by Microsoft; a typo of a regional
 		// provider at a third party's host.
-		"hotmale.com": {MX: []dnstest.MX{{Pref: 10, Host: "mx.sedoparking.com"}}},
+		"hotmale.com": {MX: []dnstest.MX{{Pref: 10, Host: "mx.sedoparking.com", Addrs: []string{"185.53.177.20"}}}},
 		"cloud.com":   {MX: []dnstest.MX{{Pref: 10, Host: "cloud-com.mail.protection.outlook.com"}}},
 		"hotmial.it":  {MX: []dnstest.MX{{Pref: 10, Host: "mx.catchall-inbox.net"}}},
 		"gmaiil.co":   {MX: []dnstest.MX{{Pref: 10, Host: "mail.gmaiil.co"}}}, // its own host
@@ -148,6 +149,52 @@ func TestDidYouMeanTypoProvider(t *testing.T) {
 	}
 }
 
+// A domain whose mail goes to a registrar's default host gets its
+// suggestion unless its name is short; one whose MX host has a name of its
+// own but an address a parking service's host was seen at is parked too,
+// once that address is known. The verdict stays the same.
+func TestDidYouMeanParkedHosts(t *testing.T) {
+	t.Parallel()
+	const sedo = "185.53.177.21"
+	srv := dnstest.Start(t, dnstest.Zone{
+		"hotmial.de":   {MX: []dnstest.MX{{Pref: 0, Host: "smtp.secureserver.net"}, {Pref: 10, Host: "mailstore1.secureserver.net"}}},
+		"wbe.de":       {MX: []dnstest.MX{{Pref: 0, Host: "smtp.secureserver.net"}}},
+		"yahooo.es":    {MX: []dnstest.MX{{Pref: 10, Host: "eforward1.registrar-servers.com"}}},
+		"hotmale.com":  {MX: []dnstest.MX{{Pref: 10, Host: "mx.sedoparking.com", Addrs: []string{sedo}}}},
+		"hotmial.fr":   {MX: []dnstest.MX{{Pref: 10, Host: "mx.hotmial.fr", Addrs: []string{sedo}}}},
+		"outlok.de":    {MX: []dnstest.MX{{Pref: 10, Host: "mx.outlok.de", Addrs: []string{sedo}}}},
+		"acme-shop.fr": {MX: []dnstest.MX{{Pref: 10, Host: "mx.acme-shop.fr", Addrs: []string{sedo}}}},
+	}, nil)
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, QueryTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	steps := []struct{ email, want string }{
+		{"jane@hotmial.de", "jane@hotmail.de"},
+		{"jane@wbe.de", ""}, // short: its real owners far outnumber typos
+		{"jane@yahooo.es", "jane@yahoo.es"},
+		{"jane@hotmial.fr", ""}, // its own host, whose address nothing taught yet
+		{"jane@hotmale.com", "jane@hotmail.com"},
+		{"jane@outlok.de", "jane@outlook.de"}, // the address is a parking service's
+		{"jane@acme-shop.fr", ""},             // parked, but like no provider
+	}
+	for _, st := range steps {
+		res, err := v.Validate(context.Background(), st.email)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if res.DidYouMean != nil {
+			got = *res.DidYouMean
+		}
+		if got != st.want || res.Confidence.Status != emailcheck.StatusLikely {
+			t.Errorf("%s: did_you_mean %q, status %s; want %q, LIKELY", st.email, got, res.Confidence.Status, st.want)
+		}
+		checkScoreConsistent(t, res)
+	}
+}
+
 // readRows returns the tab-separated rows of a testdata file, without
 // comments.
 func readRows(t *testing.T, path string) [][]string {
@@ -176,13 +223,20 @@ func TestCorpusEndToEnd(t *testing.T) {
 		"guerrillamail.com": {MX: []dnstest.MX{{Pref: 10, Host: "mx.guerrillamail.com", Addrs: []string{"185.199.1.10"}}}},
 		"sharklasers.com":   {MX: []dnstest.MX{{Pref: 10, Host: "mx.sharklasers.com", Addrs: []string{"185.199.1.10"}}}},
 	}
+	// Each host name has an address of its own, as on the Internet:
+	// addresses that parking services' hosts teach must not spread.
+	addrs := map[string]string{}
 	hosts := func(domain, mx string) []dnstest.MX {
 		if mx == "own" {
 			mx = "mx1." + domain
 		}
 		var out []dnstest.MX
 		for i, h := range strings.Split(mx, ",") {
-			out = append(out, dnstest.MX{Pref: uint16(10 * (i + 1)), Host: h})
+			if addrs[h] == "" {
+				n := len(addrs) + 1
+				addrs[h] = fmt.Sprintf("11.%d.%d.%d", n>>16&255, n>>8&255, n&255)
+			}
+			out = append(out, dnstest.MX{Pref: uint16(10 * (i + 1)), Host: h, Addrs: []string{addrs[h]}})
 		}
 		return out
 	}

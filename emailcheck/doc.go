@@ -223,7 +223,14 @@
 // after the learning. One or two listed domains teach nothing, nor do a
 // few on a shared web host among as many that are not listed, nor one whose mail
 // goes to a provider, a gateway, a shared mail host or a parking service;
-// every domain an address condemns counts against it. Domains on the embedded allowlist, the known-domain model
+// every domain an address condemns counts against it as a quarter of an
+// unlisted domain seen before, so that a burner farm's address stays
+// marked while its listed domains keep appearing there, and a wrong mark
+// still wears out. An operator's own list, read from a file or a URL and
+// reloaded while the service runs, is merged with the embedded ones
+// through [Config.DisposableFeed] (see [DisposableFeed]: a new list is
+// taken only whole and when it passes its checks of size and format, and
+// cached verdicts are judged again against it without a query). Domains on the embedded allowlist, the known-domain model
 // (data/known_domains.txt) or [Config.AllowDomains], matched on the domain
 // and its parents the same way, are never disposable, whatever their MX
 // hosts; an allowed MX host does not make a domain disposable either. Configured entries are trimmed,
@@ -278,23 +285,45 @@
 // providers near their names are known too, and never corrected nor
 // targets. A misspelt top-level domain (.con, .cmo, .coom, .ocm, ...) is
 // fixed on any domain, going on to a target only when one more edit
-// reaches it (ibm.con is ibm.com, gmial.con is gmail.com). A domain shown
+// reaches it (ibm.con is ibm.com, gmial.con is gmail.com). A slip of the
+// fingers in the suffix of a known name (a letter replaced by its QWERTY
+// neighbour, two letters swapped, one doubled or left out) is fixed for
+// every country's suffix, second-level ones too, against the public
+// suffix list: gmx.ed is gmx.de, freemail.hy freemail.hu, hotmail.con.ar
+// hotmail.com.ar, yahoo.co.ul yahoo.co.uk. Where no such suffix exists it
+// is fixed whatever the domain's MX hosts; where it does (terra.com.bt,
+// .com.bt being Bhutan's) only when the domain receives no mail. A global
+// provider's name with one letter doubled under its own suffix
+// (gmaill.com, outlookk.com) is corrected wherever its mail goes. A domain shown
 // not to receive mail (NXDOMAIN, or no usable MX) gets the nearest target
 // within two edits, one for domains of six characters or fewer, by
 // optimal-string-alignment distance; ties go to the heavier target, then
-// to the first by name, so the same input always gives the same answer. A
+// to the first by name, so the same input always gives the same answer,
+// but two edits on a name of six characters or fewer that reach two
+// targets give none unless one is ten times the other's weight (mali.uz
+// may be mail.kz or mail.az; yahpo.co is yahoo.com's, not yahoo.cl's). A
 // domain that receives mail gets one only where its MX hosts say typo: it
-// is disposable, or its mail goes to a parking service (strong signs), or
-// to a host that is neither its own (below its registrable domain) nor a
-// provider's, gateway's or shared mail host's (a weak sign, which every
-// customer of a web host no list names shows too); then a global provider
-// may be two edits away, any other target one. On the weak sign alone a
-// domain of six characters or fewer is never corrected, the target must
-// be of some size (not a small or legacy provider), and the name before
-// the first dot may differ from the target's by one edit at most: none
-// when it is shorter than five characters (seven unless the target is a
-// global provider), so that naver.co and comcats.net are corrected but
-// haver.com, love.de and libera.it are not. A domain whose DNS could not answer
+// is disposable, or its mail goes to a parking service (strong signs:
+// data/parking_mx.txt names the services' hosts, and a host of another
+// name at an address a listed parking host was seen at counts too), or to
+// a registrar's default mail host (GoDaddy's secureserver.net, Namecheap's
+// forwarding; as strong, but never for a domain of six characters or
+// fewer, and a name one edit from a target's must be seven characters
+// long, or five for a global provider's or when the edit is a doubled
+// letter or two letters swapped: hotmial.de and yahooo.es are corrected,
+// globe.com and libera.it are not), or to a host that is neither its own
+// (below its registrable domain) nor a provider's, gateway's or shared
+// mail host's (a weak sign, which every customer of a web host no list
+// names shows too); then a global provider may be two edits away, any
+// other target one. On the weak sign alone a
+// domain of six characters or fewer is never corrected, and the name
+// before the first dot may differ from the target's by one edit at most:
+// none when it is shorter than five characters (seven unless the target
+// is a global provider, or six when the edit is a doubled letter or two
+// letters swapped); a target of small size (a small or legacy provider)
+// is reached only by such a doubled or swapped letter, or by its very name
+// with a slip in the suffix. So naver.co, comcats.net, seznma.cz and
+// ziggoo.nl are corrected, but haver.com, love.de and libera.it are not. A domain whose DNS could not answer
 // gets only the fixes that need no DNS. A known domain (the model, the free
 // list, the provider index) is never corrected.
 //

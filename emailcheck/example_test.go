@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/validmail/validmail/emailcheck"
@@ -79,4 +81,44 @@ func ExampleResult_AppendJSON() {
 	fmt.Println(string(buf))
 	// Output:
 	// {"email":"jane@example.org","validations":{"syntax":false,"domain_exists":false,"mx_records":false,"is_disposable":false},"confidence":{"confidence_score":0,"status":"INVALID_DOMAIN","is_role_based":false,"alias_status":"","canonical_email":null,"equivalent_domains":null},"provider":{"name":"","is_free":false},"did_you_mean":null,"reason":"no_such_domain","meta":{"latency_ms":0,"source":"api"}}
+}
+
+func ExampleDisposableFeed() {
+	srv, err := dnstest.NewServer(dnstest.Zone{
+		"fresh-burner.io": {MX: []dnstest.MX{{Pref: 10, Host: "mx.fresh-burner.io"}}},
+	}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	dir, err := os.MkdirTemp("", "feed")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	list := filepath.Join(dir, "disposable.txt")
+	if err := os.WriteFile(list, []byte("# our own finds\nfresh-burner.io\n"), 0o600); err != nil {
+		log.Fatal(err)
+	}
+
+	// A file or an http(s) URL; a host runs feed.Run(ctx) to reload it
+	// as it changes.
+	feed, err := emailcheck.NewDisposableFeed(list, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, DisposableFeed: feed})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer v.Close()
+	ctx := context.Background()
+	before, _ := v.Validate(ctx, "jane@fresh-burner.io")
+	if err := feed.Reload(ctx); err != nil {
+		log.Fatal(err)
+	}
+	after, _ := v.Validate(ctx, "jane@fresh-burner.io")
+	fmt.Println(before.Confidence.Status, "then", after.Confidence.Status, after.Reason, feed.Stats().Domains)
+	// Output:
+	// LIKELY then DISPOSABLE disposable_list 1
 }

@@ -38,6 +38,7 @@ type domainInfo struct {
 	// when DNS showed one.
 	dnsReason Reason
 	expires   time.Time
+	feedGen   uint64 // the operator's list's generation the class was judged under
 
 	promoted atomic.Int64 // unix nanoseconds of the last LRU promotion
 }
@@ -142,12 +143,38 @@ func (v *Validator) resolveDomain(ctx context.Context, domain string) (*domainIn
 			v.logFailure(ctx, domain, errors.Join(a.err, aaaa.err))
 		}
 	}
+	v.classifyInfo(domain, info)
+	return info, ttl
+}
+
+// classifyInfo applies the lists and the name's suggestion to a verdict
+// whose DNS part is complete.
+func (v *Validator) classifyInfo(domain string, info *domainInfo) {
+	info.feedGen = v.classifier.feed.generation()
 	info.class = v.classifier.classifyDomain(domain, info.mxHosts)
 	// DNS trouble is no evidence of a typo: only a domain shown not to
 	// receive mail gets the wider suggestions.
 	receives := info.outcome != outcomeNXDomain && info.outcome != outcomeNoMX && info.outcome != outcomeNullMX
 	info.suggest = v.suggester.suggest(domain, receives)
-	return info, ttl
+}
+
+// reclassify returns a cached verdict judged again under the operator's
+// list of generation gen, and caches it in place of old: the DNS answers
+// kept, the lists and suggestions applied anew, nothing learnt twice.
+func (v *Validator) reclassify(domain string, old *domainInfo, gen uint64) *domainInfo {
+	info := &domainInfo{
+		outcome:     old.outcome,
+		mxHosts:     old.mxHosts,
+		unreachable: old.unreachable,
+		dnsReason:   old.dnsReason,
+		expires:     old.expires,
+	}
+	v.classifyInfo(domain, info)
+	v.refine(domain, info, false)
+	info.feedGen = gen
+	info.promoted.Store(old.promoted.Load())
+	v.cache.Add(domain, info)
+	return info
 }
 
 // addressAnswer is the answer to an A or AAAA lookup.

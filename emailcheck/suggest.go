@@ -25,6 +25,8 @@ type suggester struct {
 	starts  []int               // starts[n]: index of the first target at least n bytes long
 	known   map[string]struct{} // real domains: never suggested away from
 	typos   map[string]string   // known typo domain → the intended one
+	// suffixes indexes the known domains by name, for slips in the suffix.
+	suffixes suffixIndex
 }
 
 // brokenTLD maps misspellings of the common top-level domains, none of
@@ -62,6 +64,13 @@ func newSuggester(c *classifier) *suggester {
 	}
 	for d := range s.typos {
 		delete(s.known, d)
+	}
+	s.suffixes = make(suffixIndex)
+	for d := range s.known {
+		s.suffixes.add(d, 0)
+	}
+	for _, t := range s.targets {
+		s.suffixes.add(t.name, t.weight)
 	}
 	slices.SortFunc(s.targets, func(a, b target) int {
 		if len(a.name) != len(b.name) {
@@ -120,6 +129,12 @@ func (s *suggester) suggest(domain string, receivesMail bool) string {
 			return fixed
 		}
 	}
+	// A slip in the suffix of a known name: fixed anywhere when no such
+	// suffix exists, else only on a domain that receives no mail (a real
+	// one may be someone's: gmx.st).
+	if fixed, real := s.suffixSlip(domain); fixed != "" && !(real && receivesMail) {
+		return fixed
+	}
 	if receivesMail {
 		return ""
 	}
@@ -128,22 +143,32 @@ func (s *suggester) suggest(domain string, receivesMail bool) string {
 
 // suggestReceiving returns the domain probably meant instead of a domain
 // that receives mail at mxHosts (most preferred first), classified as dc,
-// or "". A target within reach is suggested only where the evidence says
-// typo (see typoEvidence): on strong evidence (a parking or burner host),
-// two edits for a global provider, one for the others.
+// or "". learnt is what the addresses of its MX hosts say when no host
+// name does: the kind of a parking or registrar host seen at one of them
+// (parkNone when none). A target within reach is suggested only where the
+// evidence says typo (see typoEvidence): on strong evidence (a parking or
+// burner host), two edits for a global provider, one for the others; on a
+// registrar's default host the same, but only where the name says so
+// (see registrarName): never for a short domain (6 characters or fewer),
+// nor a short name one letter from a target's, which the registrar's
+// real customers far outnumber (haver.com, globe.com, libera.it).
 //
 // Weak evidence (a third party's host) is what every customer of a web
 // host the lists do not name shows too, so it corrects only what few real
 // domains look like (see weakName): never a short domain (6 characters or
-// fewer), only to a target of weight largeWeight or more, and with at most
-// one edit in the name, the part before the first dot. A name one letter
+// fewer), with at most one edit in the name, the part before the first
+// dot, and to a target of weight under largeWeight only by a doubled
+// letter or two swapped. A name one letter
 // from a short provider's name is as likely a company's own (haver.com,
 // love.de, globe.com, libera.it, mall.com).
-func (s *suggester) suggestReceiving(domain string, mxHosts []string, dc domainClass) string {
+func (s *suggester) suggestReceiving(domain string, mxHosts []string, dc domainClass, learnt parkKind) string {
 	if sg := s.suggest(domain, true); sg != "" || s.isKnown(domain) {
 		return sg
 	}
-	switch s.typoEvidence(domain, mxHosts, dc) {
+	if sg := s.doubledGlobal(domain); sg != "" {
+		return sg
+	}
+	switch s.typoEvidence(domain, mxHosts, dc, learnt) {
 	case signNone:
 		return ""
 	case signWeak:
@@ -151,45 +176,78 @@ func (s *suggester) suggestReceiving(domain string, mxHosts []string, dc domainC
 			return ""
 		}
 		return s.nearest(domain, reachWeak)
+	case signRegistrar:
+		if len(domain) <= 6 {
+			return ""
+		}
+		return s.nearest(domain, reachRegistrar)
 	}
 	return s.nearest(domain, reachReceiving)
+}
+
+// doubledGlobal returns the global provider's domain that domain is with
+// one letter of the name doubled and nothing else changed (gmaill.com,
+// outlookk.com, yahooo.com), or "". Such a name is a typosquat wherever
+// its mail goes, even to a host of its own: nobody names a company so.
+func (s *suggester) doubledGlobal(domain string) string {
+	name := firstLabel(domain)
+	for _, t := range s.targets[s.starts[min(len(domain)-1, len(s.starts)-1)]:] {
+		if len(t.name) != len(domain)-1 {
+			break
+		}
+		want := firstLabel(t.name)
+		if t.global && len(want)+1 == len(name) && domain[len(name):] == t.name[len(want):] && doubledOrSwapped(name, want) {
+			return t.name
+		}
+	}
+	return ""
 }
 
 // A name edited at a third party's host must be at least this long: a
 // global provider's (whose misspellings far outnumber the companies named
 // like it) from minWeakGlobalName characters, another target's from
-// minWeakName.
+// minWeakName, or minWeakSlipName when the edit is a doubled letter or
+// two letters swapped, slips few real names show.
 const (
 	minWeakGlobalName = 5
 	minWeakName       = 7
+	minWeakSlipName   = 6
 )
 
 // typoSign is how strongly a domain's MX hosts say typosquat.
 type typoSign uint8
 
 const (
-	signNone   typoSign = iota // its own host, a provider's or a shared host's: someone's real domain
-	signWeak                   // a third party's host, unrelated to it
-	signStrong                 // a parking service's host, or the domain is disposable
+	signNone      typoSign = iota // its own host, a provider's or a shared host's: someone's real domain
+	signWeak                      // a third party's host, unrelated to it
+	signRegistrar                 // a registrar's default mail host
+	signStrong                    // a parking service's host, or the domain is disposable
 )
 
 // typoEvidence weighs whether a domain that receives mail looks like a
 // typosquat rather than someone's real domain: strongly when it is
-// disposable or its mail goes to a parking service; weakly when its mail
-// goes to a host that is neither its own (below its registrable domain)
-// nor a mail service's that real organizations use (a provider, gateway or
-// shared host).
-func (s *suggester) typoEvidence(domain string, mxHosts []string, dc domainClass) typoSign {
+// disposable or its mail goes to a parking service; as much, short names
+// aside, when its mail goes to a registrar's default host (by name, or by
+// an address learnt from one: learnt); weakly when its mail goes to a
+// host that is neither its own (below its registrable domain) nor a mail
+// service's that real organizations use (a provider, gateway or shared
+// host).
+func (s *suggester) typoEvidence(domain string, mxHosts []string, dc domainClass, learnt parkKind) typoSign {
 	if len(mxHosts) == 0 {
 		return signNone
 	}
 	if dc.disposable {
 		return signStrong
 	}
+	park := learnt
 	for _, h := range mxHosts {
-		if s.c.parkedMX(h) {
-			return signStrong
-		}
+		park = max(park, s.c.parkedKind(h))
+	}
+	switch park {
+	case parkService:
+		return signStrong
+	case parkRegistrar:
+		return signRegistrar
 	}
 	for _, h := range mxHosts {
 		if isDomainOrSub(h, domain) || s.c.hostedMX(h) {
@@ -216,7 +274,8 @@ type reach uint8
 const (
 	reachNoMail    reach = iota // the domain receives no mail: maxDistance for every target
 	reachReceiving              // it receives mail: maxDistance for a global target, one edit for the others
-	reachWeak                   // as reachReceiving, to targets of weight largeWeight or more, by name (see weakName)
+	reachWeak                   // as reachReceiving, by name (see weakName)
+	reachRegistrar              // as reachReceiving, by name (see registrarName)
 	reachFixedTLD               // its TLD was fixed: one edit
 )
 
@@ -235,7 +294,10 @@ func maxDistance(domain string) int {
 }
 
 // nearest returns the target closest to domain within the reach r, the
-// heavier (then the first by name) among equals, or "".
+// heavier (then the first by name) among equals, or "". Two edits on a
+// short name (maxAmbiguousName) that reach two targets give "" unless one
+// leads clearly by weight (clearLead): the weights would otherwise pick
+// one of two about equally likely intents.
 func (s *suggester) nearest(domain string, r reach) string {
 	far := maxDistance(domain)
 	if r == reachFixedTLD {
@@ -254,12 +316,11 @@ func (s *suggester) nearest(domain string, r reach) string {
 	}
 	m := byteMask(domain)
 	best, bestD, bestW := "", far+1, 0
+	secondW := 0 // the heaviest weight of the other targets as close as the best
 	for _, t := range s.targets[s.starts[lo]:end] {
 		k := far
 		switch {
-		case r == reachWeak && t.weight < largeWeight:
-			continue
-		case (r == reachReceiving || r == reachWeak) && !t.global:
+		case (r == reachReceiving || r == reachWeak || r == reachRegistrar) && !t.global:
 			k = 1
 		}
 		if d := len(t.name) - len(domain); d > k || -d > k {
@@ -273,31 +334,105 @@ func (s *suggester) nearest(domain string, r reach) string {
 		if d > k || d > bestD || t.name == domain {
 			continue
 		}
-		if r == reachWeak && !weakName(domain, t) {
+		if r == reachWeak && !weakName(domain, t) || r == reachRegistrar && !registrarName(domain, t) {
 			continue
 		}
-		if d < bestD || t.weight > bestW || (t.weight == bestW && t.name < best) {
+		better := d < bestD || t.weight > bestW || (t.weight == bestW && t.name < best)
+		switch {
+		case d < bestD:
+			secondW = 0
+		case better:
+			secondW = max(secondW, bestW)
+		default:
+			secondW = max(secondW, t.weight)
+		}
+		if better {
 			best, bestD, bestW = t.name, d, t.weight
 		}
+	}
+	if bestD == 2 && secondW > 0 && bestW < clearLead*secondW && len(firstLabel(domain)) <= maxAmbiguousName {
+		// Two edits on a short name reach another target as well, of
+		// about its size: a guess between them, not a correction.
+		return ""
 	}
 	return best
 }
 
+// maxAmbiguousName is the longest name (the part before the first dot)
+// on which two edits that reach two targets of about the same weight
+// give no suggestion; clearLead is how many times heavier the best must
+// be than the next to lead clearly (yahpo.co is yahoo.com's, not
+// yahoo.cl's; mali.uz is neither mail.kz's nor mail.az's).
+const (
+	maxAmbiguousName = 6
+	clearLead        = 10
+)
+
 // weakName reports whether a domain at a third party's host, within reach
 // of target t, may be corrected to it: when it carries t's very name, so
-// that the edits are in the suffix (naver.co for naver.com, gmail.co), or
-// when one edit turns its name into t's and the name is long enough
-// (comcats.net for comcast.net, gnail.co for gmail.com).
+// that the edits are in the suffix (naver.co for naver.com, gmail.co), of
+// a small target only a slip of the fingers there; when one edit turns
+// its name into a large target's and the name is long enough
+// (comcats.net for comcast.net, gnail.co for gmail.com); or when a
+// doubled or swapped letter does, on a name of minWeakSlipName or more
+// (seznma.cz, ziggoo.nl).
 func weakName(domain string, t target) bool {
 	name, want := firstLabel(domain), firstLabel(t.name)
 	switch osaDistance(name, want, 1) {
 	case 0:
-		return true
+		return t.weight >= largeWeight || keySlip(domain[len(name):], t.name[len(want):])
 	case 1:
-		if t.global {
+		switch {
+		case t.global:
 			return len(name) >= minWeakGlobalName
+		case doubledOrSwapped(name, want):
+			return len(name) >= minWeakSlipName
 		}
-		return len(name) >= minWeakName
+		return len(name) >= minWeakName && t.weight >= largeWeight
+	}
+	return false
+}
+
+// registrarName reports whether a domain at a registrar's default mail
+// host, within reach of target t, may be corrected to it: when it carries
+// t's very name and its suffix is a slip of t's (see keySlip); when its name is one edit from a global provider's and
+// at least minWeakGlobalName long, or two and at least minWeakName; when
+// it is one edit from another target's and at least minWeakName long, or
+// at least minWeakGlobalName long and the edit a doubled letter or two
+// letters swapped (yahooo.es, hotmial.de), slips few real names show.
+func registrarName(domain string, t target) bool {
+	name, want := firstLabel(domain), firstLabel(t.name)
+	switch osaDistance(name, want, 2) {
+	case 0:
+		// Only a slip of the fingers in the suffix: mail.com.br is no
+		// typo of mail.com.tr.
+		return keySlip(domain[len(name):], t.name[len(want):])
+	case 1:
+		return len(name) >= minWeakName || len(name) >= minWeakGlobalName && (t.global || doubledOrSwapped(name, want))
+	case 2:
+		return t.global && len(name) >= minWeakName
+	}
+	return false
+}
+
+// doubledOrSwapped reports whether a is b with one letter doubled or two
+// adjacent letters swapped.
+func doubledOrSwapped(a, b string) bool {
+	if len(a) == len(b)+1 {
+		for i := 1; i < len(a); i++ {
+			if a[i] == a[i-1] && withoutByte(a, i, b) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i+1 < len(a); i++ {
+		if a[i] != b[i] {
+			return a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
+		}
 	}
 	return false
 }

@@ -41,7 +41,7 @@ func suggestFor(c *classifier, s *suggester, domain, mx string) string {
 		return s.suggest(domain, false)
 	}
 	hosts := mxHostsOf(domain, mx)
-	return s.suggestReceiving(domain, hosts, c.classifyDomain(domain, hosts))
+	return s.suggestReceiving(domain, hosts, c.classifyDomain(domain, hosts), parkNone)
 }
 
 // mxHostsOf reads the mx column of the testdata files.
@@ -154,7 +154,7 @@ func TestLegitimateDomains(t *testing.T) {
 		if dc.disposable {
 			t.Errorf("%s (%s): disposable (%s)", r[0], r[2], dc.reason)
 		}
-		if got := s.suggestReceiving(r[0], hosts, dc); got != "" {
+		if got := s.suggestReceiving(r[0], hosts, dc, parkNone); got != "" {
 			t.Errorf("%s (%s): suggested %s", r[0], r[2], got)
 		}
 	}
@@ -177,8 +177,25 @@ func TestLegitimateDomainsAtStrangersHost(t *testing.T) {
 	s := newSuggester(c)
 	for _, r := range readTSV(t, "testdata/not_typos.tsv") {
 		hosts := []string{"mx.catchall-inbox.net"}
-		if got := s.suggestReceiving(r[0], hosts, c.classifyDomain(r[0], hosts)); got != "" {
+		if got := s.suggestReceiving(r[0], hosts, c.classifyDomain(r[0], hosts), parkNone); got != "" {
 			t.Errorf("%s (%s) at a stranger's host: suggested %s", r[0], r[2], got)
+		}
+	}
+}
+
+// The legitimate domains stay uncorrected even if their mail went to a
+// registrar's default host, as small companies' mail often does: GoDaddy's
+// and Namecheap's hosts serve their customers' real mail too.
+func TestLegitimateDomainsAtRegistrarHost(t *testing.T) {
+	t.Parallel()
+	c := defaultClassifier(t)
+	s := newSuggester(c)
+	for _, h := range []string{"smtp.secureserver.net", "eforward1.registrar-servers.com"} {
+		for _, r := range readTSV(t, "testdata/not_typos.tsv") {
+			hosts := []string{h}
+			if got := s.suggestReceiving(r[0], hosts, c.classifyDomain(r[0], hosts), parkNone); got != "" {
+				t.Errorf("%s (%s) at %s: suggested %s", r[0], r[2], h, got)
+			}
 		}
 	}
 }
@@ -233,8 +250,41 @@ func TestSuggestRules(t *testing.T) {
 		{"yahoo.com.br", other, ""},  // a country variant
 		{"hotmart.com", other, ""},   // a company two edits from hotmail.com
 		{"snail.com", ownHost, ""},   // two edits from gmail.com, its own host
-		{"gmx.ed", other, ""},        // short, at a third party's host: too weak a sign
+		{"gmx.ed", other, "gmx.de"},  // no .ed exists: a known name's suffix slip is fixed anywhere
 		{"gmx.ed", parked, "gmx.de"}, // short and parked
+		{"gmx.st", other, ""},        // .st exists: gmx.st may be someone's
+		{"gmx.st", none, "gmx.at"},   // and when it receives no mail it is a slip
+		// Suffix slips of every country: a known name under no such
+		// suffix, whatever its MX hosts; under a real one, only without
+		// mail.
+		{"hotmail.con.ar", other, "hotmail.com.ar"},
+		{"hotmail.con.ar", ownHost, "hotmail.com.ar"},
+		{"freemail.hy", other, "freemail.hu"},
+		{"citromail.hi", none, "citromail.hu"},
+		{"yahoo.co.ul", ownHost, "yahoo.co.uk"},
+		{"yahoo.co.k", none, "yahoo.co.uk"},
+		{"yahoo.cmo.mx", other, "yahoo.com.mx"},
+		{"bol.comm.br", ownHost, "bol.com.br"},
+		{"web.ed", ownHost, "web.de"},
+		{"t-online.dee", other, "t-online.de"},
+		{"orange.ft", none, "orange.fr"},
+		{"terra.com.bt", none, "terra.com.br"},
+		{"terra.com.bt", ownHost, ""}, // .com.bt exists: someone's at its own host
+		{"wanadoo.fe", parked, "wanadoo.fr"},
+		{"acme-shop.fe", none, ""}, // an unknown name: nothing to fix it to
+		// Two edits on a short name reaching two targets of about one
+		// size: no guess; one far heavier leads.
+		{"mali.uz", none, ""},           // mail.kz or mail.az
+		{"wbe.dd", none, ""},            // web.de or web.dk... or none
+		{"yahpo.co", none, "yahoo.com"}, // yahoo.cl is as close, and far lighter
+		{"gmaol.co", none, "gmail.com"}, // no other target as close
+		// A global provider's name with a letter doubled, at its own host.
+		{"gmaill.com", ownHost, "gmail.com"},
+		{"outlookk.com", ownHost, "outlook.com"},
+		{"yahooo.com", ownHost, "yahoo.com"},
+		{"hhotmail.com", ownHost, "hotmail.com"},
+		{"yahooo.net", ownHost, ""},  // and another TLD: a company may be so named
+		{"hotmaol.com", ownHost, ""}, // a letter replaced, not doubled: as a company's
 		{"qa.com", other, ""},        // two letters: one edit from many companies' names
 		{"gm.com", parked, ""},       // a known company
 		{"hotmale.com", parked, "hotmail.com"},
@@ -340,7 +390,7 @@ func FuzzSuggest(f *testing.F) {
 			t.Fatalf("suggest(%q) = %q, then %q", domain, got, again)
 		}
 		hosts := []string{"mx.catchall-inbox.net"}
-		if r := s.suggestReceiving(domain, hosts, domainClass{}); r != "" && r == domain {
+		if r := s.suggestReceiving(domain, hosts, domainClass{}, parkNone); r != "" && r == domain {
 			t.Fatalf("suggestReceiving(%q) = the input itself", domain)
 		}
 	})
@@ -379,7 +429,7 @@ func BenchmarkSuggestReceiving(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				sinkString = s.suggestReceiving(bc.domain, hosts, dc)
+				sinkString = s.suggestReceiving(bc.domain, hosts, dc, parkNone)
 			}
 		})
 	}
@@ -393,6 +443,56 @@ func BenchmarkSuggestNXDomain(b *testing.B) {
 	for b.Loop() {
 		if s.suggest("gmial.com", false) != "gmail.com" {
 			b.Fatal("no suggestion")
+		}
+	}
+}
+
+func TestKeySlip(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		typed, want string
+		slip        bool
+	}{
+		{"con", "com", true},  // n beside m
+		{"cmo", "com", true},  // swapped
+		{"om", "com", true},   // a letter left out
+		{"comm", "com", true}, // doubled
+		{"ed", "de", true},
+		{"hy", "hu", true},
+		{"con.ar", "com.ar", true},
+		{"co.ul", "co.uk", true},
+		{"com.bt", "com.br", true}, // t above r's right
+		{"cpm", "com", true},       // p beside o
+		{"cim", "com", true},       // i beside o
+		{"ckm", "com", true},       // k below o's left
+		{"cqm", "com", false},      // q is far from o
+		{"com", "com", false},      // no slip at all
+		{"cxom", "com", false},     // an extra letter, not a doubled one
+		{"moc", "com", false},      // two edits
+		{"de", "fr", false},
+		{"c0m", "com", false}, // not a letter
+	}
+	for _, tt := range tests {
+		if got := keySlip(tt.typed, tt.want); got != tt.slip {
+			t.Errorf("keySlip(%q, %q) = %v, want %v", tt.typed, tt.want, got, tt.slip)
+		}
+	}
+	// Adjacency is symmetric and never holds for a letter and itself.
+	for a := byte('a'); a <= 'z'; a++ {
+		if keysAdjacent(a, a) {
+			t.Errorf("%c is its own neighbour", a)
+		}
+		n := 0
+		for b := byte('a'); b <= 'z'; b++ {
+			if keysAdjacent(a, b) != keysAdjacent(b, a) {
+				t.Errorf("%c and %c: not symmetric", a, b)
+			}
+			if keysAdjacent(a, b) {
+				n++
+			}
+		}
+		if n < 2 || n > 6 {
+			t.Errorf("%c has %d neighbours", a, n)
 		}
 	}
 }

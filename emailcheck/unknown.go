@@ -53,7 +53,7 @@ func (v *Validator) unjudged(email string, reason Reason, res *Result) {
 			class:     v.classifier.classifyDomain(domain, nil),
 			suggest:   v.suggester.suggest(domain, true),
 		}
-		v.refine(domain, info)
+		v.refine(domain, info, true)
 		res.Confidence.Status = statusOf(info)
 		res.Reason = reasonOf(info)
 		res.Provider.Name = info.class.provider

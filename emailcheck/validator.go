@@ -58,6 +58,7 @@ type Validator struct {
 	hosts       *lru.Cache[string, *hostInfo] // MX hosts' addresses; nil when caching is off
 	hostFlights singleflight.Group
 	burners     *burnerAddrs // burners' MX addresses learned; nil when caching is off
+	parked      *parkedAddrs // parking services' MX addresses learned; nil when caching is off
 	blocked     []string
 	budget      time.Duration // upper bound of one domain lookup
 	counters    *counters
@@ -80,7 +81,7 @@ func New(cfg *Config) (*Validator, error) {
 	if err := c.setDefaults(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	cl, err := newClassifier(lists{disposable: c.DisposableDomains, allow: c.AllowDomains, free: c.FreeDomains, notFree: c.NotFreeDomains})
+	cl, err := newClassifier(lists{disposable: c.DisposableDomains, allow: c.AllowDomains, free: c.FreeDomains, notFree: c.NotFreeDomains, feed: c.DisposableFeed})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -140,6 +141,10 @@ func New(cfg *Config) (*Validator, error) {
 			return nil, fmt.Errorf("emailcheck: cache: %w", err)
 		}
 		v.burners, err = lru.New[netip.Addr, burnerMark](c.CacheSize)
+		if err != nil {
+			return nil, fmt.Errorf("emailcheck: cache: %w", err)
+		}
+		v.parked, err = lru.New[netip.Addr, time.Time](c.CacheSize)
 		if err != nil {
 			return nil, fmt.Errorf("emailcheck: cache: %w", err)
 		}
@@ -491,7 +496,7 @@ func (v *Validator) domainInfo(ctx context.Context, now time.Time, domain string
 		lctx, cancel := context.WithTimeout(v.base, v.budget)
 		defer cancel()
 		info, ttl := v.resolveDomain(lctx, domain)
-		v.refine(domain, info)
+		v.refine(domain, info, true)
 		if v.cache != nil && ttl > 0 && v.base.Err() == nil {
 			info.expires = time.Now().Add(ttl)
 			v.cache.Add(domain, info)
@@ -521,6 +526,10 @@ func (v *Validator) cached(domain string, now time.Time) (*domainInfo, bool) {
 	info, ok := v.cache.Peek(domain)
 	if !ok || now.After(info.expires) {
 		return nil, false
+	}
+	if gen := v.classifier.feed.generation(); info.feedGen != gen {
+		// The operator's list changed since: judged again, no query.
+		info = v.reclassify(domain, info, gen)
 	}
 	last := info.promoted.Load()
 	if ns := now.UnixNano(); ns-last > int64(promoteEvery) && info.promoted.CompareAndSwap(last, ns) {

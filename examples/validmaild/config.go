@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/smtpprobe"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/dashboard"
@@ -111,6 +112,12 @@ type config struct {
 	// BillingURL is where the console's "Get credits" link leads
 	// (-billing-url); empty shows no link.
 	BillingURL string
+	// DisposableList is a file or http(s) URL of the operator's own
+	// disposable domains (-disposable-list), merged with the embedded
+	// lists and checked for a change every DisposableListInterval
+	// (-disposable-list-interval); empty means none.
+	DisposableList         string
+	DisposableListInterval time.Duration
 }
 
 // envName returns the environment variable that sets the flag name.
@@ -204,6 +211,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.Relay.Password, "smtp-relay-password", "", "`password` for AUTH PLAIN at the relay; prefer its environment variable to the command line")
 	fs.StringVar(&c.PublicURL, "public-url", "", "the console's public `origin`, e.g. https://validmail.example.com, for the links in mail; required with\n-smtp-relay")
 	fs.StringVar(&c.AdminToken, "admin-token", "", fmt.Sprintf("serve the operator's API (/api/v1/admin/accounts/{email}, …/grants) to requests with\n\"Authorization: Bearer TOKEN\": at least %d characters; prefer the environment variable, which\nother users of the machine cannot list. Empty means the operator's API is not served", httpapi.MinAdminTokenBytes))
+	fs.StringVar(&c.DisposableList, "disposable-list", "", "a `file or URL` (http:// or https://) of your own disposable domains, one a line, merged with the\nembedded lists and reloaded when it changes; a list that is malformed, empty, larger than 16 MiB or less\nthan half the one in use is refused and the one in use kept. Empty means the embedded lists only")
+	fs.DurationVar(&c.DisposableListInterval, "disposable-list-interval", emailcheck.DefaultFeedInterval, "how often -disposable-list is checked for a change (a URL with a conditional request)")
 	fs.StringVar(&c.BillingURL, "billing-url", "", "`URL` of your own checkout, linked from the console as \"Get credits\"; empty shows no link")
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return c, err

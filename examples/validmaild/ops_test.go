@@ -31,6 +31,13 @@ func metricNames(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	defer svc.Close()
+	feed, err := emailcheck.NewDisposableFeed("disposable.txt", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := registerFeedMetrics(reg, feed); err != nil {
+		t.Fatal(err)
+	}
 	// Counters with labels appear once they count something.
 	if _, err := svc.Validator().Validate(context.Background(), "a@missing.example"); err != nil {
 		t.Fatal(err)

@@ -104,6 +104,17 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 		)
 		scfg.Registerer = reg
 	}
+	var regOrNil prometheus.Registerer
+	if reg != nil {
+		regOrNil = reg
+	}
+	feed, stopFeed, err := startDisposableList(ctx, cfg, regOrNil, logger)
+	if err != nil {
+		b.Close()
+		return err
+	}
+	defer stopFeed()
+	scfg.Checks.DisposableFeed = feed
 	svc, err := service.New(b, &scfg)
 	if err != nil {
 		b.Close()
