@@ -318,6 +318,17 @@ type BatchCompleter interface {
 	CompleteMany(ctx context.Context, ps []CompleteParams) []error
 }
 
+// BatchDeferrer is a [Driver] that hands several leased jobs back for
+// later in one call. DeferMany returns one error per item, in order, each
+// what [Driver.Retry] would return for the item alone (each p has a RunAt
+// and no Error: no attempt is counted); items are independent of each
+// other. The [Pool] uses it, when the driver implements it, for the jobs
+// it defers while an account's share of the slow lane is full, which
+// come by the thousand when several accounts' domains never answer.
+type BatchDeferrer interface {
+	DeferMany(ctx context.Context, ps []RetryParams) []error
+}
+
 // QueueStats is the queue's depth, for an operator's metrics.
 type QueueStats struct {
 	// Available jobs wait for a worker now; Delayed ones wait for a later

@@ -268,6 +268,7 @@ func (p *Pool) Run(ctx context.Context) error {
 		aside:    make(map[string]*slowJob),
 		slowDom:  make(map[string]int),
 		slowAcct: make(map[string]int),
+		deferSeq: make(map[string]int),
 		freed:    make(chan struct{}, 1),
 		wake:     make(chan struct{}, 1),
 	}
@@ -286,6 +287,9 @@ func (p *Pool) Run(ctx context.Context) error {
 		r.completions = make(chan completion, r.capacity)
 		completer.Go(func() { r.completeInGroups(ctx, bc) })
 	}
+	r.deferrals = make(chan deferral, r.capacity)
+	var deferrer sync.WaitGroup
+	deferrer.Go(func() { r.deferInGroups(ctx) })
 	work := make(chan Lease, r.capacity)
 	r.work = work
 	for range p.cfg.Workers {
@@ -302,6 +306,8 @@ func (p *Pool) Run(ctx context.Context) error {
 	r.fetch(ctx, work, notify)
 	close(work)
 	r.workers.Wait()
+	close(r.deferrals)
+	deferrer.Wait()
 	if r.completions != nil {
 		close(r.completions)
 		completer.Wait()
@@ -323,9 +329,18 @@ type run struct {
 	aside       map[string]*slowJob // job id → the slow jobs waiting aside
 	slowDom     map[string]int      // domain → jobs aside at it
 	slowAcct    map[string]int      // account → its jobs aside
+	deferSeq    map[string]int      // account → its jobs deferred since it last had none aside
 	freed       chan struct{}       // a worker finished a job
 	wake        chan struct{}       // rescued jobs are available
 	completions chan completion     // to completeInGroups; nil without a BatchCompleter
+	deferrals   chan deferral       // to deferInGroups
+}
+
+// deferral is a job a worker hands back for later, for deferInGroups to
+// write.
+type deferral struct {
+	l     Lease
+	runAt time.Time
 }
 
 // completion is a job a worker finished, for the group completer to
@@ -462,9 +477,9 @@ func (r *run) runJob(ctx context.Context, l Lease) (aside bool) {
 	if wait {
 		// Likely slow too, and the slow lane (or its account's share of
 		// it) is full: back to the queue for a moment rather than hold a
-		// worker.
-		r.deferJob(ctx, l)
-		r.release(l.ID)
+		// worker. The deferrer writes it (and releases it) while the
+		// worker goes on.
+		r.deferrals <- deferral{l: l, runAt: time.Now().Add(r.deferralDelay(l.AccountID))}
 		return false
 	}
 	if !moved {
@@ -526,18 +541,81 @@ func (r *run) slowShareLocked(account string) int {
 	return max(1, r.p.cfg.MaxSlow/(n+1))
 }
 
-// slowDeferral is how long a job that would go aside while the slow lane
-// is full waits in the queue, plus up to half as much jitter.
-const slowDeferral = 2 * time.Second
+// slowDeferral is how long the first job that would go aside while the
+// slow lane is full waits in the queue, plus up to half as much jitter;
+// maxDeferral bounds the wait of the later ones (see deferralDelay).
+const (
+	slowDeferral = 2 * time.Second
+	maxDeferral  = time.Minute
+)
 
-// deferJob hands a job back to the queue for slowDeferral, without
-// counting an attempt.
-func (r *run) deferJob(ctx context.Context, l Lease) {
-	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
-	defer cancel()
-	runAt := time.Now().Add(slowDeferral + rand.N(slowDeferral/2))
-	if err := r.p.q.driver.Retry(hctx, RetryParams{ID: l.ID, Token: l.Token, RunAt: runAt}); err != nil && !errors.Is(err, ErrLeaseLost) {
-		r.p.logger.ErrorContext(ctx, "jobs: defer", "job", l.ID, "err", err)
+// deferralDelay is how long the next job of account deferred waits in the
+// queue: the k-th deferred since the account last had no job aside waits
+// slowDeferral more per share's worth before it, so that an account whose
+// lookups all hang spreads its waiting jobs over the time its share of
+// the slow lane takes to work through them, instead of having them all
+// leased and deferred again every slowDeferral (each time taking turns,
+// leases and writes from every other account).
+func (r *run) deferralDelay(account string) time.Duration {
+	r.mu.Lock()
+	k := r.deferSeq[account]
+	r.deferSeq[account] = k + 1
+	share := r.slowShareLocked(account)
+	r.mu.Unlock()
+	d := slowDeferral + time.Duration(k/share)*slowDeferral
+	return min(d, maxDeferral) + rand.N(slowDeferral/2)
+}
+
+// deferInGroups writes the deferrals workers hand it, as many in one call
+// as have arrived while the previous call ran, when the driver is a
+// [BatchDeferrer] (else one by one), and releases their jobs. Workers do
+// not wait for the write: a job stays leased, and heartbeated, until its
+// deferral is written. No attempt is counted.
+func (r *run) deferInGroups(ctx context.Context) {
+	bd, _ := r.p.q.driver.(BatchDeferrer)
+	group := make([]deferral, 0, r.capacity)
+	params := make([]RetryParams, 0, r.capacity)
+	for d := range r.deferrals {
+		group = append(group[:0], d)
+	collect:
+		for len(group) < cap(group) {
+			select {
+			case d, ok := <-r.deferrals:
+				if !ok {
+					break collect
+				}
+				group = append(group, d)
+			default:
+				break collect
+			}
+		}
+		params = params[:0]
+		for _, d := range group {
+			params = append(params, RetryParams{ID: d.l.ID, Token: d.l.Token, RunAt: d.runAt})
+		}
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+		var errs []error
+		if bd != nil && len(params) > 1 {
+			errs = bd.DeferMany(hctx, params)
+		} else {
+			errs = make([]error, len(params))
+			for i, p := range params {
+				errs[i] = r.p.q.driver.Retry(hctx, p)
+			}
+		}
+		cancel()
+		for i, d := range group {
+			var err error
+			if i < len(errs) {
+				err = errs[i]
+			} else {
+				err = errors.New("jobs: DeferMany returned too few results")
+			}
+			if err != nil && !errors.Is(err, ErrLeaseLost) {
+				r.p.logger.ErrorContext(ctx, "jobs: defer", "job", d.l.ID, "err", err)
+			}
+			r.release(d.l.ID)
+		}
 	}
 }
 
@@ -567,6 +645,9 @@ func (r *run) release(id string) {
 		delete(r.aside, id)
 		decrement(r.slowDom, j.domain)
 		decrement(r.slowAcct, j.account)
+		if r.slowAcct[j.account] == 0 {
+			delete(r.deferSeq, j.account)
+		}
 	}
 	r.mu.Unlock()
 	if !aside {

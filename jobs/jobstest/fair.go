@@ -4,6 +4,7 @@ package jobstest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -306,5 +307,55 @@ func testListTakesTurns(t *testing.T, b *bundle) {
 	}
 	if last > 40 {
 		t.Errorf("the small batch's last job was the %dth leased, after a list of 200 committed before it; want within the first 40", last)
+	}
+}
+
+// testDeferManyIndependent: a BatchDeferrer hands each job back as Retry
+// would alone: a wrong token or an unknown job fails its own item only,
+// and the jobs deferred come back once due, with no attempt counted.
+func testDeferManyIndependent(t *testing.T, b *bundle) {
+	bd, ok := b.Driver.(jobs.BatchDeferrer)
+	if !ok {
+		t.Skip("the driver defers jobs one by one")
+	}
+	ctx := context.Background()
+	acct := account()
+	mustEnqueue(t, b, acct, 3)
+	ls := mustLease(t, b, 3, time.Minute)
+	if len(ls) != 3 {
+		t.Fatalf("leased %d jobs, want 3", len(ls))
+	}
+	soon := time.Now().Add(200 * time.Millisecond)
+	errs := bd.DeferMany(ctx, []jobs.RetryParams{
+		{ID: ls[0].ID, Token: ls[0].Token, RunAt: soon},
+		{ID: ls[1].ID, Token: "not-the-token", RunAt: soon},
+		{ID: "999999999999", Token: "x", RunAt: soon},
+		{ID: ls[2].ID, Token: ls[2].Token, RunAt: time.Now().Add(-time.Hour)},
+	})
+	if len(errs) != 4 || errs[0] != nil || !errors.Is(errs[1], jobs.ErrLeaseLost) || !errors.Is(errs[2], jobs.ErrNotFound) || errs[3] != nil {
+		t.Fatalf("DeferMany: %v; want nil, ErrLeaseLost, ErrNotFound, nil", errs)
+	}
+	back := map[string]jobs.Lease{}
+	deadline := time.Now().Add(time.Minute)
+	for len(back) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %v came back in a minute, want %s and %s", back, ls[0].ID, ls[2].ID)
+		}
+		for _, l := range mustLease(t, b, 10, time.Minute) {
+			back[l.ID] = l
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, id := range []string{ls[0].ID, ls[2].ID} {
+		l, ok := back[id]
+		if !ok {
+			t.Fatalf("came back %v, want %s", back, id)
+		}
+		if l.Errors != 0 {
+			t.Errorf("job %s came back with %d errors, want none counted", id, l.Errors)
+		}
+	}
+	if _, again := back[ls[1].ID]; again {
+		t.Errorf("job %s, deferred with a wrong token, was leased twice", ls[1].ID)
 	}
 }

@@ -76,6 +76,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) Backend) {
 		{"NewcomerNoHeadStart", testNewcomerNoHeadStart},
 		{"DueJobsTakeTurns", testDueJobsTakeTurns},
 		{"DeferredIntoThePast", testDeferredIntoThePast},
+		{"DeferManyIndependent", testDeferManyIndependent},
 		{"ListTakesTurns", testListTakesTurns},
 		{"ManyAccountsTakeTurns", testManyAccountsTakeTurns},
 		{"LeasersGiveBackEveryWay", testLeasersGiveBackEveryWay},

@@ -547,3 +547,14 @@ func (s *Store) BatchJobs(ctx context.Context, p jobs.BatchJobsParams) ([]jobs.J
 	}
 	return s.batchJobsLocked(p.AccountID, p.BatchID, after, p.Limit), nil
 }
+
+var _ jobs.BatchDeferrer = (*Store)(nil)
+
+// DeferMany implements [jobs.BatchDeferrer]: each item as [Store.Retry].
+func (s *Store) DeferMany(ctx context.Context, ps []jobs.RetryParams) []error {
+	errs := make([]error, len(ps))
+	for i, p := range ps {
+		errs[i] = s.Retry(ctx, p)
+	}
+	return errs
+}

@@ -884,3 +884,77 @@ func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) 
 // CleanupGranularity implements [jobs.GranularCleanup]: jobs leave by
 // whole days.
 func (s *Store) CleanupGranularity() time.Duration { return 24 * time.Hour }
+
+var _ jobs.BatchDeferrer = (*Store)(nil)
+
+// DeferMany implements [jobs.BatchDeferrer] with one statement: each job
+// still held by its token becomes delayed until its run-at, keeping its
+// errors, and takes its new turn when it comes due (promoteSQL), as
+// [Store.Retry] does for a job handed back for later.
+func (s *Store) DeferMany(ctx context.Context, ps []jobs.RetryParams) []error {
+	errs := make([]error, len(ps))
+	ids := make([]int64, 0, len(ps))
+	tokens := make([]string, 0, len(ps))
+	runAts := make([]time.Time, 0, len(ps))
+	at := make([]int, 0, len(ps)) // index in ps of each id sent
+	for i, p := range ps {
+		id, ok := parseID(p.ID)
+		switch {
+		case !ok:
+			errs[i] = jobs.ErrNotFound
+		case p.Error != "" || p.RunAt.IsZero():
+			errs[i] = s.Retry(ctx, p)
+		default:
+			ids, tokens, runAts, at = append(ids, id), append(tokens, p.Token), append(runAts, p.RunAt), append(at, i)
+		}
+	}
+	if len(ids) == 0 {
+		return errs
+	}
+	first, last := dayBounds(slices.Min(ids), slices.Max(ids))
+	rows, err := s.pool.Query(ctx, s.sqlIDs(`
+		WITH x AS (
+			SELECT * FROM unnest($1::bigint[], $2::text[], $3::timestamptz[]) AS x(id, token, run_at)
+		), back AS (
+			UPDATE {schema}.jobs j
+			SET state = 'available', token = NULL, lease_expires_at = NULL, run_at = x.run_at, delayed = true
+			FROM x
+			WHERE j.id = x.id AND j.id BETWEEN {first} AND {last} AND j.state = 'running' AND j.token = x.token
+			RETURNING j.id
+		)
+		SELECT x.id, EXISTS (SELECT 1 FROM back WHERE back.id = x.id),
+		       EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.id = x.id AND j.id BETWEEN {first} AND {last})
+		FROM x`, first, last), ids, tokens, runAts)
+	if err != nil {
+		err = fail(ctx, "defer", err)
+		for _, i := range at {
+			errs[i] = err
+		}
+		return errs
+	}
+	outcome := make(map[int64]error, len(ids))
+	for rows.Next() {
+		var id int64
+		var changed, exists bool
+		if err := rows.Scan(&id, &changed, &exists); err != nil {
+			rows.Close()
+			break
+		}
+		outcome[id] = held(changed, exists)
+	}
+	if err := rows.Err(); err != nil {
+		err = fail(ctx, "defer", err)
+		for _, i := range at {
+			errs[i] = err
+		}
+		return errs
+	}
+	for k, i := range at {
+		e, ok := outcome[ids[k]]
+		if !ok {
+			e = fmt.Errorf("pgstore: defer job %s: no outcome", ps[i].ID)
+		}
+		errs[i] = e
+	}
+	return errs
+}

@@ -796,3 +796,64 @@ func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 	}()
 	return out, nil
 }
+
+var _ jobs.BatchDeferrer = (*Store)(nil)
+
+// DeferMany implements [jobs.BatchDeferrer]: one script per shard's jobs
+// (a pool's deferrals are mostly of one shard, as its leases are); an item
+// with an error or without a run-at goes through [Store.Retry].
+func (s *Store) DeferMany(ctx context.Context, ps []jobs.RetryParams) []error {
+	errs := make([]error, len(ps))
+	if err := checkCtx(ctx, "defer"); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	type shard struct {
+		args []any
+		at   []int
+	}
+	shards := map[string]*shard{}
+	var order []string
+	for i, p := range ps {
+		switch {
+		case !validID(p.ID):
+			errs[i] = jobs.ErrNotFound
+			continue
+		case p.Error != "" || p.RunAt.IsZero():
+			errs[i] = s.Retry(ctx, p)
+			continue
+		}
+		base := s.idBase(p.ID)
+		sh := shards[base]
+		if sh == nil {
+			sh = &shard{args: []any{base}}
+			shards[base] = sh
+			order = append(order, base)
+		}
+		sh.args = append(sh.args, p.ID, p.Token, p.RunAt.UnixMicro())
+		sh.at = append(sh.at, i)
+	}
+	for _, base := range order {
+		sh := shards[base]
+		codes, err := s.run(ctx, scriptDeferMany, []string{base + "leases", base + "delayed"}, sh.args...).StringSlice()
+		if err == nil && len(codes) != len(sh.at) {
+			err = fmt.Errorf("%w: %d answers for %d deferrals", ErrBadData, len(codes), len(sh.at))
+		}
+		for k, i := range sh.at {
+			switch {
+			case err != nil:
+				errs[i] = s.wrap(ctx, "defer", err)
+			case codes[k] == "":
+			case codes[k] == "NOTFOUND":
+				errs[i] = jobs.ErrNotFound
+			case codes[k] == "LEASELOST":
+				errs[i] = jobs.ErrLeaseLost
+			default:
+				errs[i] = fmt.Errorf("%w: deferral answer %q", ErrBadData, codes[k])
+			}
+		}
+	}
+	return errs
+}

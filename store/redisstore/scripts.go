@@ -636,6 +636,38 @@ end
 return 1
 `)
 
+// scriptDeferMany hands leased jobs of one shard back for later, each
+// taking its place when it comes due (scriptLease), as scriptRetry does
+// for a job with a run-at and no error.
+// KEYS: leases, delayed. ARGV: shard base, then per job id, token, run-at
+// (µs). Returns per job '' (deferred), 'NOTFOUND' or 'LEASELOST'.
+var scriptDeferMany = script(`
+expect(KEYS[1], 'zset'); expect(KEYS[2], 'zset')
+local base = ARGV[1]
+local out, gone, later = {}, {}, {}
+for i = 2, #ARGV, 3 do
+  local id, tok, at = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local jk = base .. 'job:' .. id
+  local f = redis.call('HMGET', jk, 'state', 'token')
+  if not f[1] then
+    out[#out + 1] = 'NOTFOUND'
+  elseif f[1] ~= 'r' or f[2] ~= tok or tok == '' then
+    out[#out + 1] = 'LEASELOST'
+  else
+    redis.call('HSET', jk, 'state', 'a', 'token', '', 'expires', '')
+    gone[#gone + 1] = id
+    later[#later + 1] = at
+    later[#later + 1] = id
+    out[#out + 1] = ''
+  end
+end
+if #gone > 0 then
+  redis.call('ZREM', KEYS[1], unpack(gone))
+  redis.call('ZADD', KEYS[2], unpack(later))
+end
+return out
+`)
+
 // scriptRescue makes jobs with expired leases available again, in their
 // places in their accounts' queues.
 // KEYS: leases, accts. ARGV: job key base, limit (-1 for all), channel.
