@@ -640,7 +640,8 @@ return 1
 // taking its place when it comes due (scriptLease), as scriptRetry does
 // for a job with a run-at and no error.
 // KEYS: leases, delayed. ARGV: shard base, then per job id, token, run-at
-// (µs). Returns per job '' (deferred), 'NOTFOUND' or 'LEASELOST'.
+// (µs). Returns per job an empty string (deferred), 'NOTFOUND' or
+// 'LEASELOST'.
 var scriptDeferMany = script(`
 expect(KEYS[1], 'zset'); expect(KEYS[2], 'zset')
 local base = ARGV[1]
