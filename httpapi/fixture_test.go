@@ -47,7 +47,8 @@ type options struct {
 	maxBody   int64
 	accounts  func(store.Accounts) store.Accounts // wraps the store
 	ledger    func(credits.Store) credits.Store
-	validator jobs.Validator // default: the dnstest-backed validator
+	driver    func(*memstore.Store) jobs.Driver // wraps the queue's driver
+	validator jobs.Validator                    // default: the dnstest-backed validator
 	noLog     bool
 	// webhooks serves the webhook routes over the memory store, with a
 	// dispatcher whose client reaches loopback only when loopback is set.
@@ -102,7 +103,11 @@ func setup(t testing.TB, o *options) *fixture {
 		cs = o.ledger(st)
 	}
 	ledger := credits.New(cs, nil)
-	q, err := jobs.NewQueue(st, ledger, nil)
+	var d jobs.Driver = st
+	if o.driver != nil {
+		d = o.driver(st)
+	}
+	q, err := jobs.NewQueue(d, ledger, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // BackfillTotalsStep runs one backfill of the account's totals counting
@@ -37,3 +38,13 @@ func SlotOf(name string) int {
 	}
 	return keySlot(name)
 }
+
+// StepClockBack makes the store's record of its last look at which
+// shards hold work lie d ahead of it, as a step of the host's wall clock
+// d back (a correction of the time) leaves it.
+func StepClockBack(s *Store, d time.Duration) {
+	s.probedAt.Add(d.Microseconds())
+}
+
+// DownAt is downAt.
+var DownAt = downAt

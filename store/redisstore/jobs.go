@@ -116,7 +116,10 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	)
 	for probed := false; ; {
 		mask := s.busy.Load() &^ s.downMask()
-		if mask == 0 || time.Since(time.UnixMicro(s.probedAt.Load())) > probeEvery {
+		// A look that seems to lie ahead was taken before the wall clock
+		// stepped back: look again rather than wait for it to catch up.
+		since := time.Now().UnixMicro() - s.probedAt.Load()
+		if mask == 0 || since > probeEvery.Microseconds() || since < 0 {
 			var err error
 			if mask, err = s.probe(ctx); err != nil {
 				return nil, err
@@ -214,14 +217,21 @@ const probeEvery = 100 * time.Millisecond
 const shardBackoff = 250 * time.Millisecond
 
 // isDown reports whether shard k failed less than [shardBackoff] ago.
-func (s *Store) isDown(k int) bool { return s.down[k].Load() > time.Now().UnixMicro() }
+func (s *Store) isDown(k int) bool { return downAt(s.down[k].Load(), time.Now().UnixMicro()) }
+
+// downAt reports whether a shard left alone until until (µs) is still
+// left alone at now. A mark further ahead than [shardBackoff] was made
+// before the wall clock stepped back: it no longer holds.
+func downAt(until, now int64) bool {
+	return until > now && until-now <= shardBackoff.Microseconds()
+}
 
 // downMask returns the shards that failed less than [shardBackoff] ago.
 func (s *Store) downMask() uint32 {
 	now := time.Now().UnixMicro()
 	var m uint32
 	for k := range shardCount {
-		if s.down[k].Load() > now {
+		if downAt(s.down[k].Load(), now) {
 			m |= 1 << k
 		}
 	}
