@@ -73,6 +73,9 @@ type Handler struct {
 	// flight, on the handler and per account.
 	listOpts  lists.Options
 	listSlots *uploads.Slots
+	// listSubmits bounds the lists of one account being submitted to
+	// the store at once, after their upload slots are given back.
+	listSubmits accountGate
 	// listPace is how fast an upload must send to outlive the server's
 	// read timeout.
 	listPace uploads.Pace

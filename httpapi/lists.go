@@ -14,6 +14,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/validmail/validmail/credits"
@@ -186,12 +187,30 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	defer sp.Close()
-	// From here the slot is the upload's until the end: unless it was
-	// taken before the body was in.
+	// The body is in, unless the slot was taken from it meanwhile. The
+	// slot goes back now: what the store takes to ingest the list (rows
+	// that cost nothing to send may cost seconds to stage) is bounded per
+	// account below, never at the other accounts' uploads' expense.
 	paced.Done()
 	if err := paced.Err(); err != nil {
 		endedUpload(w, c, err)
 		return
+	}
+	slot.Release()
+	if !h.listSubmits.take(c.key.AccountID, MaxListUploadsPerAccount) {
+		w.Header().Set("Retry-After", "5")
+		writeProblem(w, c, CodeRateLimited, "This account is submitting "+strconv.Itoa(MaxListUploadsPerAccount)+" lists already; send this one when one of them is done.")
+		return
+	}
+	defer h.listSubmits.done(c.key.AccountID)
+	if idemKey == "" {
+		// An account without a credit is told so before its rows are
+		// staged (a replay under an Idempotency-Key is answered by the
+		// store, whatever the balance now).
+		if bal, err := h.ledger.Balance(ctx, c.key.AccountID); err == nil && bal < 1 {
+			h.listError(w, c, &credits.InsufficientError{Balance: bal, Required: 1})
+			return
+		}
 	}
 	sub := lists.SubmitParams{AccountID: c.key.AccountID, Name: name}
 	if idemKey != "" {
@@ -210,6 +229,36 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 		BatchID: info.BatchID, Name: info.Name, Rows: info.Rows, Addresses: info.Addresses,
 		Duplicates: info.Duplicates, InvalidRows: info.InvalidRows, Charged: info.Charged, RequestID: c.id,
 	})
+}
+
+// accountGate counts, per account, the holders of something bounded per
+// account; the zero value is ready.
+type accountGate struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// take counts one more holder for account unless it has max already.
+func (g *accountGate) take(account string, max int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n[account] >= max {
+		return false
+	}
+	if g.n == nil {
+		g.n = make(map[string]int)
+	}
+	g.n[account]++
+	return true
+}
+
+// done counts one holder of account less.
+func (g *accountGate) done(account string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n[account]--; g.n[account] <= 0 {
+		delete(g.n, account)
+	}
 }
 
 // listFingerprint names a list's content for its idempotency key: the

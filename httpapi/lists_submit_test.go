@@ -7,7 +7,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/jobs"
@@ -23,12 +25,15 @@ import (
 // with nothing charged).
 type slowLists struct {
 	*memstore.Store
-	mu      sync.Mutex
-	slow    map[string]bool
-	release chan struct{}
+	mu       sync.Mutex
+	slow     map[string]bool
+	release  chan struct{}
+	begun    atomic.Int64 // lists begun
+	inCommit atomic.Int64 // slow lists waiting in their commit
 }
 
 func (s *slowLists) BeginList(ctx context.Context, p jobs.BeginListParams) (jobs.ListWriter, error) {
+	s.begun.Add(1)
 	w, err := s.Store.BeginList(ctx, p)
 	s.mu.Lock()
 	slow := s.slow[p.AccountID]
@@ -36,15 +41,18 @@ func (s *slowLists) BeginList(ctx context.Context, p jobs.BeginListParams) (jobs
 	if err != nil || !slow {
 		return w, err
 	}
-	return slowWriter{ListWriter: w, release: s.release}, nil
+	return slowWriter{ListWriter: w, release: s.release, inCommit: &s.inCommit}, nil
 }
 
 type slowWriter struct {
 	jobs.ListWriter
-	release chan struct{}
+	release  chan struct{}
+	inCommit *atomic.Int64
 }
 
 func (w slowWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
+	w.inCommit.Add(1)
+	defer w.inCommit.Add(-1)
 	select {
 	case <-w.release:
 	case <-ctx.Done():
@@ -54,9 +62,9 @@ func (w slowWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 
 // TestListUploadsHeldWhileSubmitted: eight accounts from four networks
 // send two small lists each, fast, that the store takes long to ingest
-// (lists of many rows that cost nothing). While they are submitted, every
-// upload slot of the instance is theirs: another account's list is still
-// taken.
+// (lists of many rows that cost nothing). Their upload slots go back once
+// their bodies are in: while they are submitted, another account's list
+// is taken.
 func TestListUploadsHeldWhileSubmitted(t *testing.T) {
 	t.Parallel()
 	sl := &slowLists{slow: map[string]bool{}, release: make(chan struct{})}
@@ -77,7 +85,7 @@ func TestListUploadsHeldWhileSubmitted(t *testing.T) {
 		}
 	}()
 	for i := range 8 {
-		a, key := f.newAccount(t, fmt.Sprintf("ingest%d@good.com", i), 0, store.AllPermissions())
+		a, key := f.newAccount(t, fmt.Sprintf("ingest%d@good.com", i), 10, store.AllPermissions())
 		sl.mu.Lock()
 		sl.slow[a.ID] = true
 		sl.mu.Unlock()
@@ -93,11 +101,61 @@ func TestListUploadsHeldWhileSubmitted(t *testing.T) {
 			})
 		}
 	}
-	waitHeld(t, f, httpapi.DefaultMaxListUploads)
+	for deadline := time.Now().Add(time.Minute); sl.inCommit.Load() < 16; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d lists being submitted after a minute, want 16", sl.inCommit.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	code, body := sendList(t, srv, f.key, "203.0.113.9")
 	close(sl.release)
 	released = true
 	if code != http.StatusAccepted {
 		t.Fatalf("a customer's list while eight accounts' sixteen lists were being submitted: %d %s", code, body)
+	}
+}
+
+// TestListSubmissionsPerAccount: an account has at most two lists being
+// submitted at once; a third is refused with 429 without being staged,
+// and an account without credits is refused with 402 before its rows
+// are staged.
+func TestListSubmissionsPerAccount(t *testing.T) {
+	t.Parallel()
+	sl := &slowLists{slow: map[string]bool{}, release: make(chan struct{})}
+	f := setup(t, &options{
+		driver: func(st *memstore.Store) jobs.Driver { sl.Store = st; return sl },
+	})
+	srv := httptest.NewServer(f.h)
+	t.Cleanup(srv.Close)
+	a, key := f.newAccount(t, "busy@good.com", 10, store.AllPermissions())
+	sl.mu.Lock()
+	sl.slow[a.ID] = true
+	sl.mu.Unlock()
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { sendList(t, srv, key, "198.51.100.7") })
+	}
+	for deadline := time.Now().Add(time.Minute); sl.inCommit.Load() < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d lists being submitted after a minute, want 2", sl.inCommit.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	begun := sl.begun.Load()
+	code, body := sendList(t, srv, key, "198.51.100.7")
+	if code != http.StatusTooManyRequests || sl.begun.Load() != begun {
+		t.Errorf("a third list of the account while two are submitted: %d %s (%d lists begun, want %d)", code, body, sl.begun.Load(), begun)
+	}
+	close(sl.release)
+	wg.Wait()
+
+	b, broke := f.newAccount(t, "broke@good.com", 1, store.AllPermissions())
+	if _, err := f.ledger.Charge(context.Background(), b.ID, f.balance(t, b.ID), "spent"); err != nil {
+		t.Fatal(err)
+	}
+	begun = sl.begun.Load()
+	code, body = sendList(t, srv, broke, "198.51.100.8")
+	if code != http.StatusPaymentRequired || sl.begun.Load() != begun {
+		t.Errorf("a list of an account without credits: %d %s (%d lists begun, want %d)", code, body, sl.begun.Load(), begun)
 	}
 }
