@@ -240,14 +240,17 @@ const turnsCTE = `position AS MATERIALIZED (
 
 // leaseSQL leases up to $1 of the ready jobs with ids first..last, first
 // in turn (the fair order between accounts, see [jobs.Driver]), for $2
-// microseconds, and returns them in that order. The jobs chosen are
+// microseconds, and returns them in that order. A job handed back for
+// later is delayed until promoteSQL brings it back; the run-at is checked
+// too for one that a release before delayed jobs handed back, during a
+// rolling upgrade. The jobs chosen are
 // updated by their ids as an array, looked up in the primary key: joined
 // to the choice instead, the update may be planned as a scan of every job of the range, done or not,
 // when the statistics lag behind the day's jobs.
 const leaseSQL = `
 	WITH next AS (
 		SELECT id AS next_id FROM {schema}.jobs
-		WHERE state = 'available' AND NOT delayed AND id BETWEEN {first} AND {last}
+		WHERE state = 'available' AND NOT delayed AND run_at <= now() AND id BETWEEN {first} AND {last}
 		ORDER BY turn, id LIMIT $1::bigint
 		FOR UPDATE SKIP LOCKED
 	), leased AS (
