@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 )
 
@@ -19,13 +20,16 @@ const maxHostBytes = 255
 // connection, or of X-Forwarded-Proto set by a proxy ending TLS) and the
 // prefix the handler is mounted under, so that a generated client needs
 // no base URL by hand. A Host that is not a plain host[:port] leaves the
-// entry relative: the mount prefix alone.
+// entry relative: the mount prefix alone. As the entry repeats what the
+// client sent, the document is no-store: a shared cache keying it on the
+// path alone would otherwise hand one client's Host to every other.
 func (h *Handler) openAPI(w http.ResponseWriter, r *http.Request) {
 	doc := servedDocument(openAPIDoc, serverURL(r))
 	hd := w.Header()
 	hd.Set("Content-Type", "application/json")
 	hd.Set("Content-Length", strconv.Itoa(len(doc)))
 	hd.Set("Vary", "X-Forwarded-Proto")
+	hd["Cache-Control"] = headerNoStore
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		w.Write(doc)
@@ -72,7 +76,7 @@ func serverURL(r *http.Request) string {
 
 // plainHost reports whether host is a non-empty host name, IPv4 or
 // bracketed IPv6 address with an optional port: letters, digits and
-// '.', '-', ':', '[', ']' only.
+// '.', '-', ':', '[', ']' only, making a URL whose host it is.
 func plainHost(host string) bool {
 	if host == "" || len(host) > maxHostBytes {
 		return false
@@ -86,5 +90,6 @@ func plainHost(host string) bool {
 			return false
 		}
 	}
-	return true
+	u, err := url.Parse("http://" + host)
+	return err == nil && u.Host == host
 }
