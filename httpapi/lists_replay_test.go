@@ -50,3 +50,30 @@ func TestListReplayAfterListRemoved(t *testing.T) {
 		t.Errorf("batches after the replay: %d %s, want none", r.Code, r.Body)
 	}
 }
+
+// An upload refused for want of credits leaves its Idempotency-Key free:
+// once the account is topped up, the same upload under the same key makes
+// the list, charged once, and a repeat answers it.
+func TestListKeyFreeAfterInsufficientCredits(t *testing.T) {
+	t.Parallel()
+	f := setup(t, &options{credits: 1})
+	const list = "email\na@good.com\nb@good.com\n"
+	upload := func() *response {
+		return f.do(t, req{method: "POST", target: "/api/v1/lists", key: f.key, body: list,
+			header: map[string]string{"Content-Type": "text/csv", "Idempotency-Key": "topup"}})
+	}
+	wantProblem(t, upload(), 402, "insufficient_credits")
+	if _, err := f.ledger.Grant(context.Background(), f.acct.ID, 10, ""); err != nil {
+		t.Fatal(err)
+	}
+	first := upload()
+	if first.Code != 202 || first.JSON(t)["charged"] != float64(2) {
+		t.Fatalf("after the top-up: %d %s, want the list charged 2", first.Code, first.Body)
+	}
+	if again := upload(); again.Code != 202 || again.JSON(t)["batch_id"] != first.JSON(t)["batch_id"] {
+		t.Fatalf("repeat: %d %s", again.Code, again.Body)
+	}
+	if b := f.balance(t, f.acct.ID); b != 9 {
+		t.Fatalf("balance %d, want 9", b)
+	}
+}
