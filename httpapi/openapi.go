@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // serverURLField is the servers entry of the embedded document, which
@@ -65,10 +66,13 @@ func serverURL(r *http.Request) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	switch r.Header.Get("X-Forwarded-Proto") {
-	case "https":
+	// A chain of proxies appends: the first entry is the client's. A
+	// scheme is case-insensitive.
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	switch proto = strings.TrimSpace(proto); {
+	case strings.EqualFold(proto, "https"):
 		scheme = "https"
-	case "http":
+	case strings.EqualFold(proto, "http"):
 		scheme = "http"
 	}
 	return scheme + "://" + r.Host + prefix

@@ -70,3 +70,24 @@ func TestOpenAPIServersOddHosts(t *testing.T) {
 		}
 	}
 }
+
+// X-Forwarded-Proto as proxies send it: a scheme is case-insensitive
+// ("HTTPS"), and a chain of proxies that append sends a list whose first
+// entry is the client's ("https, http"). Read as http, the document would
+// point generated clients at http:// and their API keys would cross the
+// network in clear text before any redirect.
+func TestOpenAPIForwardedProtoAsProxiesSendIt(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	for _, proto := range []string{"https", "HTTPS", "Https", "https, http", "https,http"} {
+		r := httptest.NewRequest("GET", "/openapi.json", nil)
+		r.Host = "api.example.org"
+		r.Header.Set("X-Forwarded-Proto", proto)
+		rec := httptest.NewRecorder()
+		f.checked.ServeHTTP(rec, r)
+		d := readDoc(t, rec.Body.Bytes())
+		if len(d.Servers) != 1 || d.Servers[0].URL != "https://api.example.org" {
+			t.Errorf("X-Forwarded-Proto %q: servers %+v, want https://api.example.org", proto, d.Servers)
+		}
+	}
+}
