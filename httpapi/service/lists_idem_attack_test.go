@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/validmail/validmail/httpapi/service"
@@ -169,5 +172,54 @@ func TestListUploadHungUpIsNotUnavailable(t *testing.T) {
 	apiMux(t, svc).ServeHTTP(rec, req)
 	if rec.Code >= 500 {
 		t.Fatalf("an upload hung up over HTTP/2: %d %s, want a 4xx", rec.Code, rec.Body)
+	}
+}
+
+// Two different files sent at once under one key, one to each instance:
+// one list is made and charged, the other upload is 422
+// idempotency_key_reused, whichever commits first.
+func TestListIdempotencyKeyRaceOfTwoFiles(t *testing.T) {
+	t.Parallel()
+	for _, tg := range listTargets() {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			bes := openTargetTwice(t, tg)
+			var handlers []http.Handler
+			for _, be := range bes {
+				svc, err := service.New(be, &service.Config{Validator: instant{}, Workers: -1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { svc.Close() })
+				handlers = append(handlers, apiMux(t, svc))
+			}
+			acct, key, err := service.Bootstrap(t.Context(), bes[0].Accounts, service.BootstrapParams{Email: "race@example.org", Credits: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			files := []string{"email\na@example.org\n", "email\nb@example.org\nc@example.org\n"}
+			codes := make([]int, len(files))
+			var wg sync.WaitGroup
+			for i, file := range files {
+				wg.Go(func() {
+					req := httptest.NewRequest("POST", "/api/v1/lists", strings.NewReader(file))
+					req.Header.Set("x-api-key", key)
+					req.Header.Set("Content-Type", "text/csv")
+					req.Header.Set("Idempotency-Key", "race")
+					rec := httptest.NewRecorder()
+					handlers[i%len(handlers)].ServeHTTP(rec, req)
+					codes[i] = rec.Code
+				})
+			}
+			wg.Wait()
+			slices.Sort(codes)
+			if codes[0] != 202 || codes[1] != 422 {
+				t.Fatalf("two files under one key at once answered %v, want 202 and 422", codes)
+			}
+			bal, err := bes[len(bes)-1].Credits.Balance(t.Context(), acct.ID)
+			if err != nil || (bal != 99 && bal != 98) {
+				t.Fatalf("balance %d, %v; want one of the two lists charged", bal, err)
+			}
+		})
 	}
 }
