@@ -156,7 +156,10 @@ func decodeStrict(w http.ResponseWriter, c *call, body []byte, v any) bool {
 }
 
 // repeatedKey reports the first key that appears twice in one object of
-// the JSON value body (which must be valid JSON).
+// the JSON value body (which must be valid JSON). Keys are compared as
+// encoding/json matches them to fields, regardless of case (each rune
+// upper-cased: "Credits" and "credit\u017f" repeat "credits"), so that
+// no spelling of a field can stand in for another.
 func repeatedKey(body []byte) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	// Per open container: the keys seen (nil for an array) and whether
@@ -197,10 +200,11 @@ func repeatedKey(body []byte) (string, bool) {
 		}
 		if top.expect {
 			k, _ := tok.(string)
-			if top.keys[k] {
+			folded := strings.ToUpper(k)
+			if top.keys[folded] {
 				return k, true
 			}
-			top.keys[k] = true
+			top.keys[folded] = true
 			top.expect = false
 		} else {
 			top.expect = true // a value: a key comes next

@@ -43,6 +43,9 @@
 //
 // Bodies where credits move (a batch, an operator's grant) and a new key's
 // are strict: an unknown field, a repeated key or trailing data is 400.
+// A key repeated in another case ("credits", "Credits") is a repeated key,
+// as encoding/json matches field names regardless of case. Every JSON body
+// (the webhook's too) refuses repeated keys and trailing data.
 //
 // A batch sent with an Idempotency-Key header is accepted once per account
 // and key: a repeat with the same addresses (compared by the SHA-256 of

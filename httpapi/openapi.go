@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 )
 
 // serverURLField is the servers entry of the embedded document, which
@@ -19,13 +21,16 @@ const maxHostBytes = 255
 // connection, or of X-Forwarded-Proto set by a proxy ending TLS) and the
 // prefix the handler is mounted under, so that a generated client needs
 // no base URL by hand. A Host that is not a plain host[:port] leaves the
-// entry relative: the mount prefix alone.
+// entry relative: the mount prefix alone. As the entry repeats what the
+// client sent, the document is no-store: a shared cache keying it on the
+// path alone would otherwise hand one client's Host to every other.
 func (h *Handler) openAPI(w http.ResponseWriter, r *http.Request) {
 	doc := servedDocument(openAPIDoc, serverURL(r))
 	hd := w.Header()
 	hd.Set("Content-Type", "application/json")
 	hd.Set("Content-Length", strconv.Itoa(len(doc)))
 	hd.Set("Vary", "X-Forwarded-Proto")
+	hd["Cache-Control"] = headerNoStore
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		w.Write(doc)
@@ -61,10 +66,13 @@ func serverURL(r *http.Request) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	switch r.Header.Get("X-Forwarded-Proto") {
-	case "https":
+	// A chain of proxies appends: the first entry is the client's. A
+	// scheme is case-insensitive.
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	switch proto = strings.TrimSpace(proto); {
+	case strings.EqualFold(proto, "https"):
 		scheme = "https"
-	case "http":
+	case strings.EqualFold(proto, "http"):
 		scheme = "http"
 	}
 	return scheme + "://" + r.Host + prefix
@@ -72,7 +80,7 @@ func serverURL(r *http.Request) string {
 
 // plainHost reports whether host is a non-empty host name, IPv4 or
 // bracketed IPv6 address with an optional port: letters, digits and
-// '.', '-', ':', '[', ']' only.
+// '.', '-', ':', '[', ']' only, making a URL whose host it is.
 func plainHost(host string) bool {
 	if host == "" || len(host) > maxHostBytes {
 		return false
@@ -86,5 +94,6 @@ func plainHost(host string) bool {
 			return false
 		}
 	}
-	return true
+	u, err := url.Parse("http://" + host)
+	return err == nil && u.Host == host
 }
