@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
@@ -44,7 +45,8 @@ func mountPrefix(r *http.Request) string {
 // maxMountPrefix bounds the prefix mountPrefix reports.
 const maxMountPrefix = 256
 
-// maxIdempotencyKey bounds the Idempotency-Key header.
+// maxIdempotencyKey bounds the Idempotency-Key header, in characters (as
+// the OpenAPI document's maxLength counts them).
 const maxIdempotencyKey = 255
 
 // acceptedMessage is the message of an accepted batch.
@@ -290,7 +292,7 @@ func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request, c *call) {
 // 400 when it is too long or not clean text.
 func idempotencyKey(w http.ResponseWriter, r *http.Request, c *call) (string, bool) {
 	idemKey := r.Header.Get("Idempotency-Key")
-	if len(idemKey) > maxIdempotencyKey {
+	if len(idemKey) > utf8.UTFMax*maxIdempotencyKey || utf8.RuneCountInString(idemKey) > maxIdempotencyKey {
 		writeProblem(w, c, CodeInvalidBody, "The Idempotency-Key header is longer than "+strconv.Itoa(maxIdempotencyKey)+" characters.")
 		return "", false
 	}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
@@ -67,8 +68,15 @@ func listUploadSettings(total, perNetwork int, healthy int64, grace time.Duratio
 		HealthyRate: healthy, Grace: grace, Now: now}), pace
 }
 
-// maxListName bounds ?name= and a multipart file's name, in bytes.
+// maxListName bounds ?name=, ?column= and a multipart file's name, in
+// characters (as the OpenAPI document's maxLength counts them).
 const maxListName = 200
+
+// tooLongName reports whether a list's name or column is longer than
+// maxListName characters.
+func tooLongName(s string) bool {
+	return len(s) > utf8.UTFMax*maxListName || utf8.RuneCountInString(s) > maxListName
+}
 
 // multipartSlack is what a multipart body may hold beyond the file: the
 // boundaries and part headers.
@@ -103,13 +111,13 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	q := r.URL.Query()
 	name := q.Get("name")
-	if len(name) > maxListName || !cleanText(name) {
-		writeProblem(w, c, CodeInvalidBody, "The name query parameter must be text without control characters, at most "+strconv.Itoa(maxListName)+" bytes.")
+	if tooLongName(name) || !cleanText(name) {
+		writeProblem(w, c, CodeInvalidBody, "The name query parameter must be text without control characters, at most "+strconv.Itoa(maxListName)+" characters.")
 		return
 	}
 	opts := h.listOpts
 	opts.Column = q.Get("column")
-	if len(opts.Column) > maxListName || !cleanText(opts.Column) {
+	if tooLongName(opts.Column) || !cleanText(opts.Column) {
 		writeProblem(w, c, CodeInvalidBody, "The column query parameter must be a column's name or number.")
 		return
 	}
@@ -161,7 +169,7 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 		defer part.Close()
 		fname := path.Base(strings.ReplaceAll(part.FileName(), `\`, "/"))
-		if name == "" && fname != "." && fname != "/" && len(fname) <= maxListName && cleanText(fname) {
+		if name == "" && fname != "." && fname != "/" && !tooLongName(fname) && cleanText(fname) {
 			name = fname
 		}
 		if pt, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type")); pt == "text/plain" || strings.HasSuffix(strings.ToLower(fname), ".txt") {
@@ -179,11 +187,16 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	sp, err := lists.Read(ctx, body, &opts)
 	if err != nil {
-		if paced.Err() != nil {
+		switch {
+		case paced.Err() != nil:
 			endedUpload(w, c, paced.Err())
-			return
+		case ctx.Err() != nil:
+			// The client hung up (an HTTP/2 stream reset cancels the
+			// request as its body fails): its doing, not the service's.
+			writeProblem(w, c, CodeInvalidBody, "The request was cancelled before its body was in. Nothing was submitted.")
+		default:
+			h.listError(w, c, err)
 		}
-		h.listError(w, c, err)
 		return
 	}
 	defer sp.Close()
