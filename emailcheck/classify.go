@@ -276,6 +276,9 @@ func addConfigured(set map[string]struct{}, domains []string, what string) error
 	return nil
 }
 
+// errPublicSuffix is normalizeListDomain's error for a public suffix.
+var errPublicSuffix = errors.New("a public suffix, which would never match")
+
 // normalizeListDomain turns a configured domain into the lower-case A-label
 // form the lists use.
 func normalizeListDomain(raw string) (string, error) {
@@ -296,7 +299,7 @@ func normalizeListDomain(raw string) (string, error) {
 		}
 	}
 	if _, err := publicsuffix.EffectiveTLDPlusOne(a); err != nil {
-		return "", errors.New("a public suffix, which would never match")
+		return "", errPublicSuffix
 	}
 	return a, nil
 }
