@@ -79,7 +79,10 @@ type FeedStats struct {
 // one of its domains, or whose MX host's registrable domain is on it, is
 // DISPOSABLE ([ReasonDisposableList], [ReasonDisposableMXHost]), unless
 // allowlisted (the embedded allowlist, the known-domain model,
-// Config.AllowDomains), which always wins.
+// Config.AllowDomains), which always wins. As the embedded lists were
+// built, its free providers are left out, and its lines never condemn a
+// domain by an MX host of a mail service many domains share (the provider
+// table's, shared and parking hosts).
 //
 // The list has one domain a line, in any case, Unicode or A-label; blank
 // lines and lines starting with "#" are ignored. A new list replaces the

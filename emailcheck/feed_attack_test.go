@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/idna"
+
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/dnstest"
 )
@@ -358,7 +360,8 @@ func TestDisposableFeedFlipping(t *testing.T) {
 // forwarding service, a large provider's MX domain, an MX forwarding
 // service), each a fact.
 var (
-	mailcheckerSuffixes = []string{"ddns.net", "hopto.org", "sytes.net", "dynu.net", "msk.ru", "pp.ua", "za.com", "nom.za"}
+	mailcheckerSuffixes  = []string{"ddns.net", "hopto.org", "sytes.net", "dynu.net", "msk.ru", "pp.ua", "za.com", "nom.za"}
+	mailcheckerProviders = []string{"duck.com", "consultant.com", "myself.com", "techie.com", "writeme.com", "dr.com", "latinmail.com", "mexicomail.com"}
 )
 
 // The upstream list itself, pointed at as the operator's list, is taken:
@@ -377,6 +380,79 @@ func TestDisposableFeedUpstreamSuffixLines(t *testing.T) {
 	}
 	if st := feed.Stats(); st.Domains != 2 {
 		t.Errorf("mailchecker's own list: %+v, want its 2 burners in use", st)
+	}
+}
+
+// An operator's list never makes a real provider's domain DISPOSABLE, nor
+// the domains whose mail a shared mail service (a provider, gateway or
+// registrar of the provider table) receives: the lines the build drops
+// from the upstream lists (free providers, large providers' MX domains)
+// are dropped from the operator's too, and a mistaken line naming a mail
+// service must not condemn its thousands of customers. A listed burner
+// and the domains its own host serves still are.
+func TestDisposableFeedNeverListsProviders(t *testing.T) {
+	t.Parallel()
+	mx := func(host string) dnstest.Domain { return dnstest.Domain{MX: []dnstest.MX{{Pref: 10, Host: host}}} }
+	zone := dnstest.Zone{
+		"fresh-burner.io":    mx("mx.fresh-burner.io"),
+		"on-burner-host.com": mx("in.fresh-burner.io"),
+		"at-yandex.ru":       mx("mx.yandex.net"),
+		"at-improvmx.com":    mx("mx1.improvmx.com"),
+		"at-godaddy.com":     mx("smtp.secureserver.net"),
+		"at-proofpoint.com":  mx("mx0a-00123.pphosted.com"),
+		"at-fastmail.com":    mx("in1-smtp.messagingengine.com"),
+		"at-google-corp.com": mx("aspmx.l.google.com"),
+		"at-rackspace.com":   mx("mx1.emailsrvr.com"),
+		"at-mimecast.co.uk":  mx("eu-smtp-inbound-1.mimecast.com"),
+		"at-amazon-ses.com":  mx("inbound-smtp.us-east-1.amazonaws.com"),
+		"at-namecheap.com":   mx("eforward1.registrar-servers.com"),
+	}
+	for _, d := range mailcheckerProviders {
+		zone[d] = mx("mx." + d)
+	}
+	dns := dnstest.Start(t, zone, nil)
+	list := []string{"fresh-burner.io", "yandex.net", "improvmx.com", "secureserver.net", "pphosted.com",
+		"messagingengine.com", "google.com", "emailsrvr.com", "mimecast.com", "amazonaws.com",
+		"registrar-servers.com"}
+	list = append(list, mailcheckerProviders...)
+	srv := startFeedServer(t)
+	srv.serveList(strings.Join(list, "\n") + "\n")
+	feed, err := emailcheck.NewDisposableFeed(srv.web.URL+"/list.txt", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{dns.Addr()}, QueryTimeout: 10 * time.Second, DisposableFeed: feed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	ctx := context.Background()
+	free := map[string]bool{}
+	for _, d := range mailcheckerProviders {
+		res, err := v.Validate(ctx, "jane@"+d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		free[d] = res.Provider.IsFree
+	}
+	if err := reloadWithin(t, feed); err != nil {
+		t.Fatal(err)
+	}
+	for domain := range zone {
+		res, err := v.Validate(ctx, "jane@"+domain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := emailcheck.StatusLikely
+		if domain == "fresh-burner.io" || domain == "on-burner-host.com" {
+			want = emailcheck.StatusDisposable
+		}
+		if res.Confidence.Status != want {
+			t.Errorf("%s with the operator's list: %s (%s), want %s", domain, res.Confidence.Status, res.Reason, want)
+		}
+		if was, ok := free[domain]; ok && res.Provider.IsFree != was {
+			t.Errorf("%s: is_free %v with the operator's list, %v without", domain, res.Provider.IsFree, was)
+		}
 	}
 }
 
@@ -404,5 +480,57 @@ func TestDisposableFeedFileKinds(t *testing.T) {
 	}
 	if err := reloadWithin(t, feed); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a missing file: Reload = %v, want os.ErrNotExist", err)
+	}
+}
+
+// A list's Unicode lines match the addresses written either way, and a
+// line that IDNA maps onto a known provider (full-width letters) or a
+// look-alike of one (a Cyrillic letter) never touches the provider.
+func TestDisposableFeedIDN(t *testing.T) {
+	t.Parallel()
+	burner, err := idna.Lookup.ToASCII("bücher-burner.de")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookalike, err := idna.Lookup.ToASCII("gmаil.com") // a Cyrillic а
+	if err != nil {
+		t.Fatal(err)
+	}
+	zone := dnstest.Zone{}
+	for i, d := range []string{burner, lookalike, "gmail.com"} {
+		zone[d] = dnstest.Domain{MX: []dnstest.MX{{Pref: 10, Host: "mx." + d, Addrs: []string{fmt.Sprintf("185.199.3.%d", 10+i)}}}}
+	}
+	dns := dnstest.Start(t, zone, nil)
+	srv := startFeedServer(t)
+	srv.serveList("BÜCHER-burner.de\nｇｍａｉｌ．ｃｏｍ\ngmаil.com\n")
+	feed, err := emailcheck.NewDisposableFeed(srv.web.URL+"/list.txt", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{dns.Addr()}, QueryTimeout: 10 * time.Second, DisposableFeed: feed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if err := reloadWithin(t, feed); err != nil {
+		t.Fatal(err)
+	}
+	if st := feed.Stats(); st.Domains != 3 {
+		t.Errorf("%+v, want 3 domains", st)
+	}
+	for email, want := range map[string]emailcheck.Status{
+		"a@bücher-burner.de": emailcheck.StatusDisposable,
+		"a@" + burner:        emailcheck.StatusDisposable,
+		"a@gmаil.com":        emailcheck.StatusDisposable,
+		"a@" + lookalike:     emailcheck.StatusDisposable,
+		"a@gmail.com":        emailcheck.StatusLikely,
+	} {
+		res, err := v.Validate(context.Background(), email)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Confidence.Status != want {
+			t.Errorf("%s: %s (%s), want %s", email, res.Confidence.Status, res.Reason, want)
+		}
 	}
 }
