@@ -276,6 +276,9 @@ func addConfigured(set map[string]struct{}, domains []string, what string) error
 	return nil
 }
 
+// errPublicSuffix is normalizeListDomain's error for a public suffix.
+var errPublicSuffix = errors.New("a public suffix, which would never match")
+
 // normalizeListDomain turns a configured domain into the lower-case A-label
 // form the lists use.
 func normalizeListDomain(raw string) (string, error) {
@@ -296,7 +299,7 @@ func normalizeListDomain(raw string) (string, error) {
 		}
 	}
 	if _, err := publicsuffix.EffectiveTLDPlusOne(a); err != nil {
-		return "", errors.New("a public suffix, which would never match")
+		return "", errPublicSuffix
 	}
 	return a, nil
 }
@@ -332,13 +335,16 @@ func (c *classifier) isDisposable(domain string, mxHosts []string) bool {
 
 // disposableReason applies the disposable lists to a domain and its MX
 // hosts: the allowlist (with the known domains) wins, then the domain's
-// own listing, then its MX hosts'. The operator's feed counts as a list.
+// own listing, then its MX hosts'. The operator's feed counts as a list,
+// less what the embedded lists were built without: free providers, and
+// the mail services of the provider table and the parking list as MX
+// hosts (a line naming one would condemn every domain it serves).
 func (c *classifier) disposableReason(domain string, mxHosts []string) disposableReason {
 	if reg, err := publicsuffix.EffectiveTLDPlusOne(domain); err == nil {
 		if matchUp(c.allow, domain, reg) {
 			return notDisposable
 		}
-		if matchUp(c.disposable, domain, reg) || c.feed.lists(domain, reg) {
+		if matchUp(c.disposable, domain, reg) || c.feed.lists(domain, reg) && !c.isFree(domain) {
 			return disposableList
 		}
 	}
@@ -348,11 +354,18 @@ func (c *classifier) disposableReason(domain string, mxHosts []string) disposabl
 			continue
 		}
 		_, listed := c.disposable[reg]
-		if (listed || c.feed.listsReg(reg)) && !matchUp(c.allow, h, reg) {
+		if (listed || c.feedListsHost(h, reg)) && !matchUp(c.allow, h, reg) {
 			return disposableMXHost
 		}
 	}
 	return notDisposable
+}
+
+// feedListsHost reports whether the operator's feed lists the registrable
+// domain reg of MX host h, which is no free provider's and no mail
+// service's many domains share (see disposableReason).
+func (c *classifier) feedListsHost(h, reg string) bool {
+	return c.feed.listsReg(reg) && !c.isFree(reg) && !c.hostedMX(h) && !c.parkedMX(h)
 }
 
 // isAllowed reports whether a domain is on the allowlist (the embedded one,

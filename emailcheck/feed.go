@@ -79,21 +79,26 @@ type FeedStats struct {
 // one of its domains, or whose MX host's registrable domain is on it, is
 // DISPOSABLE ([ReasonDisposableList], [ReasonDisposableMXHost]), unless
 // allowlisted (the embedded allowlist, the known-domain model,
-// Config.AllowDomains), which always wins.
+// Config.AllowDomains), which always wins. As the embedded lists were
+// built, its free providers are left out, and its lines never condemn a
+// domain by an MX host of a mail service many domains share (the provider
+// table's, shared and parking hosts).
 //
 // The list has one domain a line, in any case, Unicode or A-label; blank
 // lines and lines starting with "#" are ignored. A new list replaces the
 // one in use only whole, and only when it passes its checks: at most
 // MaxBytes, at least MinDomains domains, at least half as many as the
 // list in use (a truncated download is not a smaller list), and every
-// other line a domain that is not a public suffix. Otherwise it is
+// other line a domain; a line that is a public suffix, which no address
+// would match, is skipped (the upstream lists carry a few). Otherwise it is
 // refused ([ErrFeedRefused]) and the list in use is kept; the same bytes
 // again count as unchanged. Verdicts cached before a new list is taken are
 // judged again against it at their next use, without a DNS query.
 //
 // NewDisposableFeed reads nothing; [DisposableFeed.Reload] checks the
-// source once, [DisposableFeed.Run] every Interval. A DisposableFeed is
-// safe for concurrent use.
+// source once, [DisposableFeed.Run] every Interval; a file source must be
+// a regular file. [DisposableFeed.Stats] never waits on a reload. A
+// DisposableFeed is safe for concurrent use.
 type DisposableFeed struct {
 	source  string
 	isURL   bool
@@ -102,10 +107,13 @@ type DisposableFeed struct {
 	gen     atomic.Uint64 // bumped whenever a list is taken
 
 	mu    sync.Mutex // one reload at a time; guards stats, etag and stamp
-	stats FeedStats
-	etag  string   // the URL's ETag of the list in use
-	stamp string   // the file's size and time, or the URL's Last-Modified, of the list in use
-	sum   [32]byte // the SHA-256 of the list in use
+	stats FeedStats  // the reload's own, published when it ends
+	etag  string     // the URL's ETag of the list in use
+	stamp string     // the file's size and time, or the URL's Last-Modified, of the list in use
+	sum   [32]byte   // the SHA-256 of the list in use
+
+	statsMu   sync.Mutex // guards published, so that Stats never waits on a reload's I/O
+	published FeedStats
 }
 
 // feedList is one list taken.
@@ -156,9 +164,16 @@ func (f *DisposableFeed) Source() string { return f.source }
 
 // Stats returns a snapshot of the feed's state.
 func (f *DisposableFeed) Stats() FeedStats {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.stats
+	f.statsMu.Lock()
+	defer f.statsMu.Unlock()
+	return f.published
+}
+
+// publish makes the reload's stats those Stats returns; f.mu is held.
+func (f *DisposableFeed) publish() {
+	f.statsMu.Lock()
+	defer f.statsMu.Unlock()
+	f.published = f.stats
 }
 
 // Run checks the source at once and then every Interval until ctx ends,
@@ -187,6 +202,7 @@ func (f *DisposableFeed) Run(ctx context.Context) error {
 func (f *DisposableFeed) Reload(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer f.publish()
 	now := time.Now()
 	f.stats.CheckedAt = now
 	body, etag, stamp, modified, err := f.fetch(ctx)
@@ -228,6 +244,10 @@ func (f *DisposableFeed) fetch(ctx context.Context) (body []byte, etag, stamp st
 		fi, err := os.Stat(f.source)
 		if err != nil {
 			return nil, "", "", time.Time{}, fmt.Errorf("emailcheck: disposable list: %w", err)
+		}
+		if !fi.Mode().IsRegular() {
+			// A FIFO or device would block the read beyond any context.
+			return nil, "", "", time.Time{}, fmt.Errorf("emailcheck: disposable list: %s is not a regular file", f.source)
 		}
 		stamp = fmt.Sprintf("%d %d", fi.Size(), fi.ModTime().UnixNano())
 		if stamp == f.stamp {
@@ -300,6 +320,11 @@ func (f *DisposableFeed) verify(body []byte) (*feedList, error) {
 			continue
 		}
 		d, err := normalizeListDomain(line)
+		if errors.Is(err, errPublicSuffix) {
+			// No address is matched by a public suffix; the upstream
+			// lists carry a few (dynamic DNS zones): skipped, not refused.
+			continue
+		}
 		if err == nil && (d != line || strings.Contains(d, "xn--")) {
 			// A name mapped on its way to an A-label must be one that
 			// maps to itself: a label IDNA would not give back matches

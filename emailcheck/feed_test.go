@@ -143,7 +143,7 @@ func TestDisposableFeedReload(t *testing.T) {
 	for name, body := range map[string]string{
 		"html":      "<html><body>Service Unavailable</body></html>\n",
 		"bad line":  "new-burner.io\nnot a domain\ntest-burner.net\n",
-		"suffix":    "new-burner.io\nco.uk\n",
+		"suffixes":  "co.uk\ncom.au\n", // skipped: no domain left
 		"empty":     "# nothing\n\n",
 		"truncated": "new-burner.io\n", // one domain where four were
 		"long line": strings.Repeat("a", 2000) + ".com\n",
