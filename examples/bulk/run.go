@@ -18,6 +18,7 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/smtpprobe"
 	"github.com/validmail/validmail/httpapi/client"
+	"github.com/validmail/validmail/jobs/lists/charset"
 )
 
 // Exit codes.
@@ -248,6 +249,10 @@ func execute(ctx context.Context, opts options, validate validateFunc, stdin io.
 			return fail(o.err)
 		}
 		in = o.in
+		if in.dec.Encoding() == charset.UTF16 {
+			// Progress counts the text read, two bytes a character less.
+			size /= 2
+		}
 	case <-ctx.Done():
 		fmt.Fprintln(stderr, "bulk: interrupted")
 		return exitInterrupted

@@ -535,8 +535,8 @@ func (d *Dashboard) uploadError(w http.ResponseWriter, r *http.Request, a store.
 		d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "The file has more rows than a list may have ("+d.listBounds()+"). Split it and upload the parts one after another.")
 	case errors.Is(err, lists.ErrNoRows):
 		d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "The file has no rows.")
-	case errors.Is(err, lists.ErrBadEncoding), errors.Is(err, lists.ErrNUL):
-		d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "The file is not UTF-8 text"+lineOf(pe, err)+". Save it from your spreadsheet as “CSV UTF-8” and upload it again.")
+	case errors.Is(err, lists.ErrNUL):
+		d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "The file is not text: it holds a NUL byte"+lineOf(pe, err)+". Save it from your spreadsheet as CSV and upload it again.")
 	case errors.Is(err, lists.ErrBadQuote), errors.Is(err, lists.ErrLineTooLong), errors.Is(err, lists.ErrTooManyColumns):
 		d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "The file cannot be read as CSV"+lineOf(pe, err)+": "+strings.TrimPrefix(errors.Unwrap(err).Error(), "lists: ")+".")
 	default:
@@ -602,13 +602,15 @@ type listPreviewData struct {
 	Unique      int
 	Duplicates  int
 	Invalid     int
+	Encoding    string // the file's encoding, as package charset names it
 	Cost        listCost
 }
 
 func (d *Dashboard) previewData(ctx context.Context, p *pendingList) (listPreviewData, error) {
 	pv := p.pv
 	data := listPreviewData{Token: p.token, Name: p.name, Text: p.text, Column: pv.Column + 1, HasHeader: pv.HasHeader,
-		Rows: pv.Rows, Unique: pv.Unique, Duplicates: pv.Duplicates, Invalid: pv.InvalidRows, Columns: pv.Header}
+		Rows: pv.Rows, Unique: pv.Unique, Duplicates: pv.Duplicates, Invalid: pv.InvalidRows, Columns: pv.Header,
+		Encoding: p.state.Encoding}
 	for i, h := range pv.Header {
 		data.Header = append(data.Header, previewCell{Text: h, Address: i == pv.Column})
 	}

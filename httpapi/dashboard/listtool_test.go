@@ -413,3 +413,23 @@ func TestListToolColumnConcurrent(t *testing.T) {
 		t.Fatalf("the list read with the new column: %d\n%s", p.code, p.body)
 	}
 }
+
+// TestListToolExcelCSV uploads a file as Excel's "CSV (Comma delimited)"
+// saves it (Windows-1252): the preview reads it, says so, and shows its
+// names as they were written.
+func TestListToolExcelCSV(t *testing.T) {
+	t.Parallel()
+	s := startSite(t, nil)
+	u := newUser(t, s.base)
+	u.signup("excel@example.com")
+	_, p := u.preview("", "contacts.csv", "Name,Email\r\nJos\xe9 M\xfcller,jose@good.com\r\nZo\xeb,zoe@good.com\r\n")
+	if p.code != http.StatusOK {
+		t.Fatalf("preview: %d\n%s", p.code, p.body)
+	}
+	if got := field(t, p.body, "encoding"); got != "The file was read as Windows-1252 text." {
+		t.Errorf("#encoding %q", got)
+	}
+	if !strings.Contains(p.body, "<td>José Müller</td>") || !strings.Contains(p.body, "<td>Zoë</td>") || field(t, p.body, "unique") != "2" {
+		t.Fatalf("the preview's rows:\n%s", p.body)
+	}
+}

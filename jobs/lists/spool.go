@@ -106,6 +106,9 @@ type Spool struct {
 	Rows, Addresses, InvalidRows int
 	// Size is the spool file's size in bytes.
 	Size int64
+	// Encoding names the encoding the file was read in (a [charset]
+	// name: "UTF-8", "UTF-16", "Windows-1252", "UTF-8 and Windows-1252").
+	Encoding string
 }
 
 // Read reads a list from r into a spool, checking it whole within the
@@ -238,6 +241,7 @@ func Read(ctx context.Context, r io.Reader, o *Options) (*Spool, error) {
 		sp.Header = append(sp.Header, "column_"+strconv.Itoa(i+1))
 	}
 	sp.Size, _ = f.Seek(0, io.SeekCurrent)
+	sp.Encoding = rr.dec.Encoding()
 	ok = true
 	return sp, nil
 }

@@ -1,0 +1,168 @@
+package service_test
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/validmail/validmail/httpapi/service"
+)
+
+// served is a service on a backend, served on loopback, with an account's
+// key.
+type served struct {
+	t    *testing.T
+	base string
+	key  string
+}
+
+// serve starts a service on a fresh namespace of tg with an account of
+// credits credits.
+func serve(t *testing.T, tg listTarget, credits int64) *served {
+	t.Helper()
+	ctx := context.Background()
+	be := openTarget(t, tg)
+	svc, err := service.New(be, &service.Config{Validator: instant{}, Workers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key, err := service.Bootstrap(ctx, be.Accounts, service.BootstrapParams{Email: "files@example.org", Credits: credits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- svc.Serve(sctx, ln) }()
+	t.Cleanup(func() { stop(); <-done })
+	return &served{t: t, base: "http://" + ln.Addr().String(), key: key}
+}
+
+// do sends a request with the account's key and returns the status and
+// body.
+func (s *served) do(method, target, ctype string, body io.Reader) (int, []byte) {
+	s.t.Helper()
+	req, err := http.NewRequest(method, s.base+target, body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("x-api-key", s.key)
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// upload posts a list and returns its batch's id.
+func (s *served) upload(target, ctype string, body io.Reader) string {
+	s.t.Helper()
+	code, b := s.do("POST", target, ctype, body)
+	if code != http.StatusAccepted {
+		s.t.Fatalf("POST %s: %d %s", target, code, b)
+	}
+	var got struct {
+		BatchID string `json:"batch_id"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		s.t.Fatal(err)
+	}
+	return got.BatchID
+}
+
+// wait polls a batch until it is completed.
+func (s *served) wait(batchID string) {
+	s.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		code, b := s.do("GET", "/api/v1/batches/"+batchID, "", nil)
+		var bt struct {
+			State string `json:"state"`
+		}
+		json.Unmarshal(b, &bt)
+		if code == http.StatusOK && bt.State == "completed" {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("batch %s not completed: %d %s", batchID, code, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// csvOf reads a CSV body.
+func csvOf(t *testing.T, b []byte) [][]string {
+	t.Helper()
+	recs, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
+	if err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	return recs
+}
+
+// TestListEncodings uploads a contact export as Excel's "CSV (Comma
+// delimited)" writes it (Windows-1252, CRLF), and as UTF-16 with a byte
+// order mark, on every backend: each is accepted and exported in UTF-8.
+func TestListEncodings(t *testing.T) {
+	// "Müller", "José", "€" and "Zoë" in Windows-1252.
+	excel := "First name,Last name,Email,Company\r\n" +
+		"Jos\xe9,M\xfcller,jose.muller@example.org,Caf\xe9 \x80uro\r\n" +
+		"Zo\xeb,Smith,zoe@example.org,ACME\r\n" +
+		"Ann,Lee,not an address,\r\n"
+	want := [][]string{
+		{"José", "Müller", "jose.muller@example.org", "Café €uro"},
+		{"Zoë", "Smith", "zoe@example.org", "ACME"},
+		{"Ann", "Lee", "not an address", ""},
+	}
+	utf16 := "\xff\xfe" + func() string {
+		var sb strings.Builder
+		for _, r := range "First name,Last name,Email,Company\r\nJosé,Müller,jose.muller@example.org,Café €uro\r\nZoë,Smith,zoe@example.org,ACME\r\nAnn,Lee,not an address,\r\n" {
+			sb.WriteByte(byte(r))
+			sb.WriteByte(byte(r >> 8))
+		}
+		return sb.String()
+	}()
+	for _, tg := range listTargets() {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			s := serve(t, tg, 100)
+			for name, body := range map[string]string{"Windows-1252": excel, "UTF-16": utf16} {
+				id := s.upload("/api/v1/lists?name=contacts.csv", "text/csv", strings.NewReader(body))
+				s.wait(id)
+				code, b := s.do("GET", "/api/v1/batches/"+id+"/results?format=csv", "", nil)
+				if code != http.StatusOK {
+					t.Fatalf("%s: export %d %s", name, code, b)
+				}
+				recs := csvOf(t, b)
+				if len(recs) != 4 || strings.Join(recs[0][:4], ",") != "First name,Last name,Email,Company" {
+					t.Fatalf("%s: export %q", name, recs)
+				}
+				for i, w := range want {
+					if strings.Join(recs[i+1][:4], "|") != strings.Join(w, "|") {
+						t.Errorf("%s: row %d %q, want %q", name, i, recs[i+1][:4], w)
+					}
+				}
+				if recs[1][4] != "LIKELY" || recs[3][4] != "INVALID_FORMAT" {
+					t.Errorf("%s: statuses %q, %q", name, recs[1][4], recs[3][4])
+				}
+			}
+		})
+	}
+}
