@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/httpapi/internal/resultcsv"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/webhook"
 )
@@ -278,7 +277,7 @@ func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call,
 	cw := csv.NewWriter(bw)
 	enc := json.NewEncoder(bw)
 	if format == "csv" {
-		cw.Write(resultcsv.Header())
+		cw.Write(BatchCSVHeader())
 	}
 	page := first
 	for len(page) > 0 {
@@ -287,7 +286,7 @@ func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call,
 				continue
 			}
 			if format == "csv" {
-				cw.Write(resultcsv.Record(j))
+				cw.Write(BatchCSVRecord(j))
 			} else if err := enc.Encode(viewResult(j)); err != nil {
 				return
 			}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/httpapi/internal/resultcsv"
+	"github.com/validmail/validmail/emailcheck/resultcsv"
 	"github.com/validmail/validmail/httpapi/internal/uploads"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
@@ -329,39 +329,20 @@ func (g Group) keepsJob(j jobs.Job) bool {
 	return j.State == jobs.StateCompleted && j.Result != nil && GroupOf(j.Result) == g
 }
 
-// ListColumns are the columns a list's CSV export adds after the
-// uploaded ones.
-var listColumns = []string{"status", "score", "reason", "did_you_mean", "is_disposable", "is_role_based",
-	"is_free", "provider", "domain_exists", "mx_records", "alias", "canonical", "state"}
-
 // ListCSVHeader returns the header of a list's CSV export: the uploaded
-// columns (escaped as their cells are, see [ListCSVRecord]), then
-// validmail's (a name the upload already uses gets a "validmail_"
-// prefix).
-func ListCSVHeader(uploaded []string) []string {
-	taken := make(map[string]bool, len(uploaded))
-	out := make([]string, 0, len(uploaded)+len(listColumns))
-	for _, h := range uploaded {
-		taken[strings.ToLower(strings.TrimSpace(h))] = true
-		out = append(out, resultcsv.Cell(h))
-	}
-	for _, col := range listColumns {
-		if taken[col] {
-			col = "validmail_" + col
-		}
-		out = append(out, col)
-	}
-	return out
-}
+// columns (escaped as their cells are, see [ListCSVRecord]), then the
+// result's ([resultcsv.Columns]; a name the upload already uses gets a
+// "validmail_" prefix), then state.
+func ListCSVHeader(uploaded []string) []string { return resultcsv.Header(uploaded, "state") }
 
 // ListCSVRecord returns a list row's record of the CSV export: its
 // uploaded fields (as many as the header has), each escaped as
-// [resultcsv.Cell] escapes a batch export's text, so that a cell a
-// spreadsheet would run as a formula reads as text; then validmail's. A
-// row that is not an address reads INVALID_FORMAT, invalid_syntax; a row
+// [resultcsv.Cell] escapes text, so that a cell a spreadsheet would run as
+// a formula reads as text; then the result's and the job's state. A row
+// that is not an address reads INVALID_FORMAT, invalid_syntax; a row
 // whose job is still active has only its state.
 func ListCSVRecord(width int, row jobs.ListRow) []string {
-	out := make([]string, 0, width+len(listColumns))
+	out := make([]string, 0, width+resultcsv.Width+1)
 	for _, cell := range row.Record {
 		out = append(out, resultcsv.Cell(cell))
 	}
@@ -371,24 +352,26 @@ func ListCSVRecord(width int, row jobs.ListRow) []string {
 	j := row.Job
 	switch {
 	case j == nil:
-		return append(out, string(emailcheck.StatusInvalidFormat), "0", string(emailcheck.ReasonInvalidSyntax), "",
-			"false", "false", "false", "", "false", "false", "", "", "")
-	case j.State != jobs.StateCompleted || j.Result == nil:
-		return append(out, "", "", "", "", "", "", "", "", "", "", "", "", string(j.State))
+		return append(resultcsv.AppendNotAddress(out), "")
+	case j.State != jobs.StateCompleted:
+		return append(resultcsv.Append(out, nil), string(j.State))
 	}
+	return append(resultcsv.Append(out, j.Result), string(j.State))
+}
+
+// BatchCSVHeader returns the header of a batch's CSV export: job_id,
+// email, the result's columns ([resultcsv.Columns]), state.
+func BatchCSVHeader() []string { return resultcsv.Header([]string{"job_id", "email"}, "state") }
+
+// BatchCSVRecord returns a job's record of a batch's CSV export.
+func BatchCSVRecord(j jobs.Job) []string {
+	rec := make([]string, 0, 3+resultcsv.Width)
+	rec = append(rec, j.ID, resultcsv.Cell(j.Email))
 	res := j.Result
-	cf, v := res.Confidence, res.Validations
-	canonical, suggestion := "", ""
-	if cf.CanonicalEmail != nil {
-		canonical = *cf.CanonicalEmail
+	if j.State != jobs.StateCompleted {
+		res = nil
 	}
-	if res.DidYouMean != nil {
-		suggestion = *res.DidYouMean
-	}
-	return append(out, string(cf.Status), strconv.Itoa(cf.Score), resultcsv.Cell(string(res.Reason)), resultcsv.Cell(suggestion),
-		strconv.FormatBool(v.IsDisposable), strconv.FormatBool(cf.IsRoleBased), strconv.FormatBool(res.Provider.IsFree),
-		resultcsv.Cell(res.Provider.Name), strconv.FormatBool(v.DomainExists), strconv.FormatBool(v.MXRecords),
-		string(cf.AliasStatus), resultcsv.Cell(canonical), string(j.State))
+	return append(resultcsv.Append(rec, res), string(j.State))
 }
 
 // exportList streams a list's rows as CSV, in upload order, the uploaded

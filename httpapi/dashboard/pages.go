@@ -14,8 +14,8 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/internal/buckets"
-	"github.com/validmail/validmail/httpapi/internal/resultcsv"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
@@ -826,7 +826,7 @@ func (d *Dashboard) batchCSV(w http.ResponseWriter, r *http.Request, a store.Acc
 	h.Set("Content-Disposition", `attachment; filename="batch-`+b.ID+`.csv"`)
 	h.Set("Cache-Control", "no-store")
 	cw := csv.NewWriter(w)
-	cw.Write(resultcsv.Header())
+	cw.Write(httpapi.BatchCSVHeader())
 	after := ""
 	for {
 		js, err := d.cfg.Queue.BatchJobs(r.Context(), jobs.BatchJobsParams{AccountID: a.ID, BatchID: b.ID, Limit: 200, After: after})
@@ -838,7 +838,7 @@ func (d *Dashboard) batchCSV(w http.ResponseWriter, r *http.Request, a store.Acc
 			if filter != "" && (j.Result == nil || string(j.Result.Confidence.Status) != filter) {
 				continue
 			}
-			cw.Write(resultcsv.Record(j))
+			cw.Write(httpapi.BatchCSVRecord(j))
 		}
 		if len(js) < 200 {
 			break

@@ -166,3 +166,32 @@ func TestListEncodings(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchCSVVocabulary: a batch's CSV export names its columns as a
+// list's export and the JSON result do, on every backend.
+func TestBatchCSVVocabulary(t *testing.T) {
+	for _, tg := range listTargets() {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			s := serve(t, tg, 10)
+			code, b := s.do("POST", "/validate/async", "application/json", strings.NewReader(`{"emails":["ann@example.org","bob@example.org"]}`))
+			if code != http.StatusAccepted {
+				t.Fatalf("POST /validate/async: %d %s", code, b)
+			}
+			var got struct {
+				BatchID string `json:"batch_id"`
+			}
+			json.Unmarshal(b, &got)
+			s.wait(got.BatchID)
+			code, b = s.do("GET", "/api/v1/batches/"+got.BatchID+"/results?format=csv", "", nil)
+			recs := csvOf(t, b)
+			const want = "job_id,email,status,score,reason,did_you_mean,is_disposable,is_role_based,is_free,provider,domain_exists,mx_records,alias,canonical,state"
+			if code != http.StatusOK || len(recs) != 3 || strings.Join(recs[0], ",") != want {
+				t.Fatalf("export %d %q; want the header %s", code, recs, want)
+			}
+			if r := recs[1]; r[1] != "ann@example.org" || r[2] != "LIKELY" || r[6] != "false" || r[14] != "completed" {
+				t.Fatalf("row %q", r)
+			}
+		})
+	}
+}

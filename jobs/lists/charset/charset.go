@@ -89,12 +89,14 @@ func (r *Reader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// start reads the byte order mark, or guesses UTF-16 without one.
+// start reads the byte order mark, or guesses UTF-16 without one from
+// what has arrived of the first 512 bytes (at least 4), so that a pipe's
+// first line is read without waiting for more.
 func (r *Reader) start() error {
-	head, err := r.br.Peek(512)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+	if _, err := r.br.Peek(4); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
+	head, _ := r.br.Peek(min(r.br.Buffered(), 512))
 	switch {
 	case bytes.HasPrefix(head, []byte{0xEF, 0xBB, 0xBF}):
 		r.br.Discard(3)
@@ -142,7 +144,20 @@ func utf16WithoutBOM(b []byte) (unicode.Endianness, bool) {
 // fill decodes the next line (or the next buffer of a longer line) into
 // r.out.
 func (r *Reader) fill() error {
-	buf, err := r.br.Peek(r.br.Size())
+	// Bytes are asked for only until a line end arrives, so that a line
+	// from a pipe or a terminal is read as soon as it is whole.
+	var buf []byte
+	var err error
+	for n := 1; ; n = len(buf) + 1 {
+		buf, err = r.br.Peek(n)
+		if err != nil {
+			break
+		}
+		buf, _ = r.br.Peek(r.br.Buffered())
+		if bytes.IndexByte(buf, '\n') >= 0 || len(buf) == r.br.Size() {
+			break
+		}
+	}
 	if len(buf) == 0 {
 		if err == nil || errors.Is(err, bufio.ErrBufferFull) {
 			err = io.EOF

@@ -113,3 +113,17 @@ func ExampleReader() {
 	// José,jose@example.org
 	// Windows-1252
 }
+
+// A line from a pipe is read as soon as it is whole, before the writer
+// sends more or closes.
+func TestReaderPipe(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go pw.Write([]byte("a@x.com\nb@x."))
+	r := charset.NewReader(pr)
+	got := make([]byte, 64)
+	n, err := r.Read(got)
+	if err != nil || string(got[:n]) != "a@x.com\n" {
+		t.Fatalf("read %q, %v; want the first line", got[:n], err)
+	}
+}
