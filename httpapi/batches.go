@@ -14,6 +14,7 @@ import (
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/lists"
 	"github.com/validmail/validmail/webhook"
 )
 
@@ -78,6 +79,9 @@ type resultView struct {
 	Email  string             `json:"email"`
 	State  jobs.State         `json:"state"`
 	Result *emailcheck.Result `json:"result"`
+	// Duplicates, in a deduplicated export, counts the address's other
+	// jobs.
+	Duplicates *int `json:"duplicates,omitempty"`
 }
 
 type resultListResponse struct {
@@ -200,13 +204,26 @@ func (h *Handler) batchResults(w http.ResponseWriter, r *http.Request, c *call) 
 	if format == "" && strings.Contains(r.Header.Get("Accept"), "text/csv") {
 		format = "csv"
 	}
+	f := ExportFilter{Group: group, Statuses: statuses}
+	switch d := r.URL.Query().Get("dedupe"); d {
+	case "", "false":
+	case "true":
+		f.Dedupe = true
+	default:
+		writeProblem(w, c, CodeInvalidBody, "The dedupe query parameter must be true or false.")
+		return
+	}
 	switch format {
 	case "", "json":
-	case "csv", "jsonl":
-		if format == "csv" && h.exportList(w, r, c, batchID, group, statuses) {
+		if f.Dedupe {
+			writeProblem(w, c, CodeInvalidBody, "dedupe=true applies to a whole export: add format=csv or format=jsonl.")
 			return
 		}
-		h.exportResults(w, r, c, batchID, format, statuses, group)
+	case "csv", "jsonl":
+		if format == "csv" && h.exportList(w, r, c, batchID, f) {
+			return
+		}
+		h.exportResults(w, r, c, batchID, format, f)
 		return
 	default:
 		writeProblem(w, c, CodeInvalidBody, "The format query parameter must be json, csv or jsonl.")
@@ -255,9 +272,31 @@ func viewResult(j jobs.Job) resultView {
 }
 
 // exportResults streams the batch's results.
-func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call, batchID, format string, statuses []emailcheck.Status, group Group) {
+func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call, batchID, format string, f ExportFilter) {
 	ctx := r.Context()
-	first, err := h.queue.BatchJobs(ctx, jobs.BatchJobsParams{AccountID: c.key.AccountID, BatchID: batchID, Limit: exportPage})
+	jobsAfter := func(after string) ([]jobs.Job, error) {
+		return h.queue.BatchJobs(ctx, jobs.BatchJobsParams{AccountID: c.key.AccountID, BatchID: batchID, Limit: exportPage, After: after})
+	}
+	keeps := func(j jobs.Job) bool { return keep(j, f.Statuses) && f.Group.keepsJob(j) }
+	var dd *dedupe
+	if f.Dedupe {
+		dd = newDedupe()
+		for page, err := jobsAfter(""); ; page, err = jobsAfter(page[len(page)-1].ID) {
+			if err != nil {
+				h.batchError(w, c, "batch export", err)
+				return
+			}
+			for _, j := range page {
+				if keeps(j) {
+					dd.count(lists.Key(j.Email))
+				}
+			}
+			if len(page) < exportPage {
+				break
+			}
+		}
+	}
+	first, err := jobsAfter("")
 	if err != nil {
 		h.batchError(w, c, "batch export", err)
 		return
@@ -267,7 +306,7 @@ func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call,
 	hd.Set("Cache-Control", "no-store")
 	if format == "csv" {
 		hd.Set("Content-Type", "text/csv; charset=utf-8")
-		hd.Set("Content-Disposition", `attachment; filename="batch-`+batchID+`.csv"`)
+		hd.Set("Content-Disposition", `attachment; filename="batch-`+batchID+exportSuffix(f)+`.csv"`)
 	} else {
 		hd.Set("Content-Type", "application/jsonl; charset=utf-8")
 	}
@@ -277,24 +316,42 @@ func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call,
 	cw := csv.NewWriter(bw)
 	enc := json.NewEncoder(bw)
 	if format == "csv" {
-		cw.Write(BatchCSVHeader())
+		header := BatchCSVHeader()
+		if dd != nil {
+			header = append(header, DuplicatesColumn)
+		}
+		cw.Write(header)
 	}
 	page := first
 	for len(page) > 0 {
 		for _, j := range page {
-			if !keep(j, statuses) || !group.keepsJob(j) {
+			if !keeps(j) {
 				continue
 			}
-			if format == "csv" {
-				cw.Write(BatchCSVRecord(j))
-			} else if err := enc.Encode(viewResult(j)); err != nil {
-				return
+			v := viewResult(j)
+			if dd != nil {
+				first, n := dd.first(lists.Key(j.Email))
+				if !first {
+					continue
+				}
+				v.Duplicates = &n
 			}
+			if format == "jsonl" {
+				if err := enc.Encode(v); err != nil {
+					return
+				}
+				continue
+			}
+			rec := BatchCSVRecord(j)
+			if v.Duplicates != nil {
+				rec = append(rec, strconv.Itoa(*v.Duplicates))
+			}
+			cw.Write(rec)
 		}
 		if len(page) < exportPage {
 			break
 		}
-		next, err := h.queue.BatchJobs(ctx, jobs.BatchJobsParams{AccountID: c.key.AccountID, BatchID: batchID, Limit: exportPage, After: page[len(page)-1].ID})
+		next, err := jobsAfter(page[len(page)-1].ID)
 		if err != nil {
 			// The status line is sent: end the stream short, and log why.
 			c.errText = "batch export: " + err.Error()

@@ -340,7 +340,9 @@ func ListCSVHeader(uploaded []string) []string { return resultcsv.Header(uploade
 // [resultcsv.Cell] escapes text, so that a cell a spreadsheet would run as
 // a formula reads as text; then the result's and the job's state. A row
 // that is not an address reads INVALID_FORMAT, invalid_syntax; a row
-// whose job is still active has only its state.
+// whose job is still active has only its state. A row sharing its job
+// with an earlier row of the address in another case gets a did_you_mean
+// with its own local part.
 func ListCSVRecord(width int, row jobs.ListRow) []string {
 	out := make([]string, 0, width+resultcsv.Width+1)
 	for _, cell := range row.Record {
@@ -356,7 +358,7 @@ func ListCSVRecord(width int, row jobs.ListRow) []string {
 	case j.State != jobs.StateCompleted:
 		return append(resultcsv.Append(out, nil), string(j.State))
 	}
-	return append(resultcsv.Append(out, j.Result), string(j.State))
+	return append(resultcsv.Append(out, ownSuggestion(j.Result, row.Email)), string(j.State))
 }
 
 // BatchCSVHeader returns the header of a batch's CSV export: job_id,
@@ -376,7 +378,7 @@ func BatchCSVRecord(j jobs.Job) []string {
 
 // exportList streams a list's rows as CSV, in upload order, the uploaded
 // columns first. It returns false when the batch is not a list.
-func (h *Handler) exportList(w http.ResponseWriter, r *http.Request, c *call, batchID string, group Group, statuses []emailcheck.Status) bool {
+func (h *Handler) exportList(w http.ResponseWriter, r *http.Request, c *call, batchID string, f ExportFilter) bool {
 	ctx := r.Context()
 	info, err := h.queue.List(ctx, c.key.AccountID, batchID)
 	if err != nil {
@@ -386,54 +388,43 @@ func (h *Handler) exportList(w http.ResponseWriter, r *http.Request, c *call, ba
 		}
 		return false
 	}
-	first, err := h.queue.ListRows(ctx, jobs.ListRowsParams{AccountID: c.key.AccountID, BatchID: batchID, After: -1, Limit: exportPage})
-	if err != nil {
+	var bw *bufio.Writer
+	var cw *csv.Writer
+	err = WriteList(ctx, h.queue, info, f, func() RecordWriter {
+		hd := w.Header()
+		hd.Set("X-Request-Id", c.id)
+		hd.Set("Cache-Control", "no-store")
+		hd.Set("Content-Type", "text/csv; charset=utf-8")
+		hd.Set("Content-Disposition", `attachment; filename="batch-`+batchID+exportSuffix(f)+`.csv"`)
+		w.WriteHeader(http.StatusOK)
+		c.code = ""
+		bw = bufio.NewWriterSize(w, 64<<10)
+		cw = csv.NewWriter(bw)
+		return cw
+	})
+	if cw == nil {
 		h.batchError(w, c, "list export", err)
 		return true
 	}
-	hd := w.Header()
-	hd.Set("X-Request-Id", c.id)
-	hd.Set("Cache-Control", "no-store")
-	hd.Set("Content-Type", "text/csv; charset=utf-8")
-	suffix := ""
-	if group != "" {
-		suffix = "-" + string(group)
-	}
-	hd.Set("Content-Disposition", `attachment; filename="batch-`+batchID+suffix+`.csv"`)
-	w.WriteHeader(http.StatusOK)
-	c.code = ""
-	bw := bufio.NewWriterSize(w, 64<<10)
-	cw := csv.NewWriter(bw)
-	cw.Write(ListCSVHeader(info.Header))
-	width := len(info.Header)
-	page := first
-	for len(page) > 0 {
-		for _, row := range page {
-			if keepRow(row, group, statuses) {
-				cw.Write(ListCSVRecord(width, row))
-			}
-		}
-		if len(page) < exportPage {
-			break
-		}
-		next, err := h.queue.ListRows(ctx, jobs.ListRowsParams{AccountID: c.key.AccountID, BatchID: batchID, After: page[len(page)-1].N, Limit: exportPage})
-		if err != nil {
-			c.errText = "list export: " + err.Error()
-			break
-		}
-		page = next
+	if err != nil {
+		c.errText = "list export: " + err.Error()
 	}
 	cw.Flush()
 	bw.Flush()
 	return true
 }
 
-func keepRow(row jobs.ListRow, group Group, statuses []emailcheck.Status) bool {
-	if row.Job == nil {
-		return (group == "" || group == GroupRemove) &&
-			(statuses == nil || containsStatus(statuses, emailcheck.StatusInvalidFormat))
+// exportSuffix names a filtered export's file: its group, and whether
+// deduplicated.
+func exportSuffix(f ExportFilter) string {
+	s := ""
+	if f.Group != "" {
+		s = "-" + string(f.Group)
 	}
-	return group.keepsJob(*row.Job) && keep(*row.Job, statuses)
+	if f.Dedupe {
+		s += "-unique"
+	}
+	return s
 }
 
 func containsStatus(ss []emailcheck.Status, s emailcheck.Status) bool {

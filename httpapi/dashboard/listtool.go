@@ -35,7 +35,7 @@ import (
 //	POST /bulk/list/{token}          confirm: submit the list
 //	POST /bulk/list/{token}/column   field column (a number from 1)
 //	POST /bulk/list/{token}/cancel
-//	GET  /batches/{id}/list.csv      ?group=safe|risky|remove; none: all rows
+//	GET  /batches/{id}/list.csv      ?group=safe|risky|remove; none: all rows; ?dedupe=true: each address once
 //
 // A list waits for its confirmation in the store the deployment shares
 // (a [jobs.ListDraft]: its preview and its spooled rows in chunks), so
@@ -896,6 +896,8 @@ func (d *Dashboard) cancelList(w http.ResponseWriter, r *http.Request, a store.A
 // listGroup is a download of a list's rows by what to do with them.
 type listGroup struct {
 	Group, Label, Help, URL string
+	// UniqueURL downloads the group with each address once.
+	UniqueURL string
 }
 
 // listGroups returns the downloads of a list batch's rows; nil for a
@@ -909,15 +911,16 @@ func (d *Dashboard) listGroups(ctx context.Context, account string, b jobs.Batch
 	}
 	u := d.path("/batches/" + b.ID + "/list.csv")
 	return []listGroup{
-		{string(httpapi.GroupSafe), "Safe to send", "Deliverable and likely addresses that are not role accounts.", u + "?group=safe"},
-		{string(httpapi.GroupRisky), "Risky", "Catch-all domains, unknown answers and role accounts (info@, sales@).", u + "?group=risky"},
-		{string(httpapi.GroupRemove), "Remove", "Undeliverable, disposable, invalid and rows without an address.", u + "?group=remove"},
-		{"", "All rows", "Every row of the file, in its order, with its verdict.", u},
+		{string(httpapi.GroupSafe), "Safe to send", "Deliverable and likely addresses that are not role accounts.", u + "?group=safe", u + "?group=safe&dedupe=true"},
+		{string(httpapi.GroupRisky), "Risky", "Catch-all domains, unknown answers and role accounts (info@, sales@).", u + "?group=risky", u + "?group=risky&dedupe=true"},
+		{string(httpapi.GroupRemove), "Remove", "Undeliverable, disposable, invalid and rows without an address.", u + "?group=remove", u + "?group=remove&dedupe=true"},
+		{"", "All rows", "Every row of the file, in its order, with its verdict.", u, u + "?dedupe=true"},
 	}, nil
 }
 
 // listCSV streams a list batch's rows as CSV, the uploaded columns first,
-// as the API's export of the list does; ?group= keeps one group.
+// as the API's export of the list does; ?group= keeps one group,
+// ?dedupe=true each address's first row, with its count of duplicates.
 func (d *Dashboard) listCSV(w http.ResponseWriter, r *http.Request, a store.Account) {
 	ctx := r.Context()
 	group := httpapi.Group(r.URL.Query().Get("group"))
@@ -940,53 +943,36 @@ func (d *Dashboard) listCSV(w http.ResponseWriter, r *http.Request, a store.Acco
 		d.backendError(w, r, "list export", err)
 		return
 	}
-	const page = 1000
-	rows, err := d.cfg.Queue.ListRows(ctx, jobs.ListRowsParams{AccountID: a.ID, BatchID: b.ID, After: -1, Limit: page})
-	if err != nil {
+	dedupe := r.URL.Query().Get("dedupe") == "true"
+	var bw *bufio.Writer
+	var cw *csv.Writer
+	err = httpapi.WriteList(ctx, d.cfg.Queue, info, httpapi.ExportFilter{Group: group, Dedupe: dedupe}, func() httpapi.RecordWriter {
+		name := string(group)
+		if dedupe {
+			name = strings.TrimPrefix(name+"-unique", "-")
+		}
+		h := w.Header()
+		h.Set("Content-Type", "text/csv; charset=utf-8")
+		h.Set("Content-Disposition", `attachment; filename="`+downloadName(batchRow{Batch: b}, name)+`"`)
+		h.Set("Cache-Control", "no-store")
+		bw = bufio.NewWriterSize(w, 64<<10)
+		cw = csv.NewWriter(bw)
+		return cw
+	})
+	if cw == nil {
 		d.backendError(w, r, "list export", err)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/csv; charset=utf-8")
-	h.Set("Content-Disposition", `attachment; filename="`+downloadName(batchRow{Batch: b}, string(group))+`"`)
-	h.Set("Cache-Control", "no-store")
-	bw := bufio.NewWriterSize(w, 64<<10)
-	cw := csv.NewWriter(bw)
-	cw.Write(httpapi.ListCSVHeader(info.Header))
-	width := len(info.Header)
-	for len(rows) > 0 {
-		for _, row := range rows {
-			if keepListRow(row, group) {
-				cw.Write(httpapi.ListCSVRecord(width, row))
-			}
-		}
-		if len(rows) < page {
-			break
-		}
-		if rows, err = d.cfg.Queue.ListRows(ctx, jobs.ListRowsParams{AccountID: a.ID, BatchID: b.ID, After: rows[len(rows)-1].N, Limit: page}); err != nil {
-			d.cfg.Logger.ErrorContext(ctx, "dashboard: list export", "err", err)
-			// The rows sent so far must not pass for the whole file:
-			// abort the response, so the download visibly fails.
-			panic(http.ErrAbortHandler)
-		}
+	if err != nil {
+		d.cfg.Logger.ErrorContext(ctx, "dashboard: list export", "err", err)
+		// The rows sent so far must not pass for the whole file: abort
+		// the response, so the download visibly fails.
+		cw.Flush()
+		bw.Flush()
+		panic(http.ErrAbortHandler)
 	}
 	cw.Flush()
 	bw.Flush()
-}
-
-// keepListRow tells whether a list's row belongs in the download of
-// group: a row without an address is to remove; an address still being
-// validated is in no group yet.
-func keepListRow(row jobs.ListRow, group httpapi.Group) bool {
-	switch {
-	case group == "":
-		return true
-	case row.Job == nil:
-		return group == httpapi.GroupRemove
-	case row.Job.State != jobs.StateCompleted || row.Job.Result == nil:
-		return false
-	}
-	return httpapi.GroupOf(row.Job.Result) == group
 }
 
 // downloadName is a download's file name: the batch's name (its letters,

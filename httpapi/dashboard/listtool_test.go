@@ -236,6 +236,15 @@ func TestListTool(t *testing.T) {
 		if got := len(get("")); got != 11 {
 			t.Errorf("all rows: %d", got)
 		}
+		// Each address once: 8 addresses and the row without one; Ann's
+		// and Bob's first rows count one duplicate each.
+		if !strings.Contains(page, "list.csv?group=safe&amp;dedupe=true") {
+			t.Errorf("the batch page offers no download of each address once:\n%s", page)
+		}
+		unique := get("?dedupe=true")
+		if got := names(unique); len(unique) != 9 || got != "Ann,Bob,Cid,Dee,Eve,Fay,Gus,Hal,Nobody" || unique[0][len(unique[0])-1] != "1" || unique[2][len(unique[2])-1] != "0" {
+			t.Errorf("each address once: %q", unique)
+		}
 		if a := other.do("GET", batchURL+"/list.csv?group=safe", nil); a.code != http.StatusNotFound {
 			t.Errorf("another account's download: %d", a.code)
 		}

@@ -4,14 +4,18 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi/service"
+	"github.com/validmail/validmail/jobs"
 )
 
 // served is a service on a backend, served on loopback, with an account's
@@ -26,9 +30,15 @@ type served struct {
 // credits credits.
 func serve(t *testing.T, tg listTarget, credits int64) *served {
 	t.Helper()
+	return serveWith(t, tg, credits, instant{})
+}
+
+// serveWith is serve with a validator of its own.
+func serveWith(t *testing.T, tg listTarget, credits int64, v jobs.Validator) *served {
+	t.Helper()
 	ctx := context.Background()
 	be := openTarget(t, tg)
-	svc, err := service.New(be, &service.Config{Validator: instant{}, Workers: 4})
+	svc, err := service.New(be, &service.Config{Validator: v, Workers: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +201,95 @@ func TestBatchCSVVocabulary(t *testing.T) {
 			}
 			if r := recs[1]; r[1] != "ann@example.org" || r[2] != "LIKELY" || r[6] != "false" || r[14] != "completed" {
 				t.Fatalf("row %q", r)
+			}
+		})
+	}
+}
+
+// suggesting is instant, but suggests a .com for an address at yahoo.co,
+// keeping the validated address's local part.
+type suggesting struct{ instant }
+
+func (s suggesting) Validate(ctx context.Context, email string, opts ...emailcheck.CallOption) (emailcheck.Result, error) {
+	r, err := s.instant.Validate(ctx, email, opts...)
+	if local, ok := strings.CutSuffix(email, "@yahoo.co"); ok {
+		d := local + "@yahoo.com"
+		r.DidYouMean = &d
+	}
+	return r, err
+}
+
+// TestListDedupe uploads 20 addresses each written twice in different
+// case on every backend: ?dedupe=true exports 20 rows, each its address's
+// first with a duplicate count of 1; the full export keeps every row, and
+// a duplicate's did_you_mean keeps its own local part's case. A batch's
+// export deduplicates the same way.
+func TestListDedupe(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString("email,name\r\n")
+	for pass := range 2 {
+		for i := range 19 {
+			addr := fmt.Sprintf("User%d@Example.org", i)
+			if pass == 1 {
+				addr = strings.ToLower(addr[:len(addr)-4]) + ".ORG"
+			}
+			fmt.Fprintf(&sb, "%s,pass %d\r\n", addr, pass)
+		}
+		if pass == 0 {
+			sb.WriteString("SANDRA.MOORE@yahoo.co,pass 0\r\nnot an address,junk\r\n")
+		} else {
+			sb.WriteString("sandra.moore@yahoo.co,pass 1\r\n")
+		}
+	}
+	for _, tg := range listTargets() {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			s := serveWith(t, tg, 100, suggesting{})
+			id := s.upload("/api/v1/lists", "text/csv", strings.NewReader(sb.String()))
+			s.wait(id)
+			code, b := s.do("GET", "/api/v1/batches/"+id+"/results?format=csv&dedupe=true", "", nil)
+			recs := csvOf(t, b)
+			if code != http.StatusOK || len(recs) != 22 || recs[0][len(recs[0])-1] != "duplicates" {
+				t.Fatalf("deduplicated export: %d, %d records (want 22: the header, 20 addresses, a junk row)\n%s", code, len(recs), b)
+			}
+			for i, r := range recs[1:] {
+				want := "1"
+				if r[0] == "not an address" {
+					want = "0"
+				}
+				if r[1] != "pass 0" && r[1] != "junk" || r[len(r)-1] != want {
+					t.Errorf("row %d: %q; want the first row, %s duplicates", i, r, want)
+				}
+			}
+			code, b = s.do("GET", "/api/v1/batches/"+id+"/results?format=csv", "", nil)
+			recs = csvOf(t, b)
+			col := slices.Index(recs[0], "did_you_mean")
+			if code != http.StatusOK || len(recs) != 42 || col < 0 || recs[0][len(recs[0])-1] == "duplicates" {
+				t.Fatalf("full export: %d, %d records, header %q", code, len(recs), recs[0])
+			}
+			if got := recs[20][col] + " " + recs[41][col]; got != "SANDRA.MOORE@yahoo.com sandra.moore@yahoo.com" {
+				t.Errorf("did_you_mean of the two rows: %s", got)
+			}
+			if code, b := s.do("GET", "/api/v1/batches/"+id+"/results?dedupe=true", "", nil); code != http.StatusBadRequest {
+				t.Errorf("dedupe of a JSON page: %d %s", code, b)
+			}
+
+			code, b = s.do("POST", "/validate/async", "application/json", strings.NewReader(`{"emails":["ann@example.org","Ann@Example.org ","bob@example.org"]}`))
+			var bt struct {
+				BatchID string `json:"batch_id"`
+			}
+			if json.Unmarshal(b, &bt); code != http.StatusAccepted {
+				t.Fatalf("POST /validate/async: %d %s", code, b)
+			}
+			s.wait(bt.BatchID)
+			code, b = s.do("GET", "/api/v1/batches/"+bt.BatchID+"/results?format=csv&dedupe=true", "", nil)
+			recs = csvOf(t, b)
+			if code != http.StatusOK || len(recs) != 3 || recs[1][1] != "ann@example.org" || recs[1][15] != "1" || recs[2][15] != "0" {
+				t.Fatalf("a batch's deduplicated export: %d %q", code, recs)
+			}
+			code, b = s.do("GET", "/api/v1/batches/"+bt.BatchID+"/results?format=jsonl&dedupe=true", "", nil)
+			if code != http.StatusOK || strings.Count(string(b), "\n") != 2 || !strings.Contains(string(b), `"duplicates":1`) {
+				t.Fatalf("a batch's deduplicated JSON Lines: %d %s", code, b)
 			}
 		})
 	}
