@@ -30,6 +30,7 @@ func RunLists(t *testing.T, newBackend func(tb testing.TB) Backend) {
 		{"FreeAddressesFirst", testListFree},
 		{"NoAddress", testListEmpty},
 		{"BatchNumbers", testBatchNumbers},
+		{"DeleteList", testListDelete},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
