@@ -140,6 +140,24 @@ func (h *Handler) getBatch(w http.ResponseWriter, r *http.Request, c *call) {
 	h.writeJSON(w, c, http.StatusOK, batchViewResponse{batchView: viewBatch(b), RequestID: c.id})
 }
 
+// deleteBatch serves DELETE /api/v1/batches/{batch_id}: the batch, its
+// jobs and results, and a list's rows are erased at once (204); the
+// ledger's charges and the usage counts stay.
+func (h *Handler) deleteBatch(w http.ResponseWriter, r *http.Request, c *call) {
+	err := h.queue.DeleteBatch(r.Context(), c.key.AccountID, r.PathValue("batch_id"))
+	if errors.Is(err, jobs.ErrNoDelete) {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeProblem(w, c, CodeMethodNotAllowed, "This deployment cannot delete batches; they go after the retention.")
+		return
+	}
+	if err != nil {
+		h.batchError(w, c, "delete batch", err)
+		return
+	}
+	w.Header().Set("X-Request-Id", c.id)
+	w.WriteHeader(http.StatusNoContent)
+}
+
 // listBatches serves GET /api/v1/batches: newest first, paged.
 func (h *Handler) listBatches(w http.ResponseWriter, r *http.Request, c *call) {
 	limit, ok := pageLimit(w, r, c, DefaultBatchesLimit, MaxBatchesLimit)

@@ -442,3 +442,44 @@ func TestListToolExcelCSV(t *testing.T) {
 		t.Fatalf("the preview's rows:\n%s", p.body)
 	}
 }
+
+// TestBatchDelete deletes a list from its page on every backend: a
+// confirmation first, then the batch, its page and its downloads are 404;
+// another account cannot delete it.
+func TestBatchDelete(t *testing.T) {
+	eachBackend(t, func(t *testing.T, open func() *backend.Backend, _ bool) {
+		s := startSite(t, open())
+		u := newUser(t, s.base)
+		u.signup("deleter@example.com")
+		loc, p := u.preview("", "customers.csv", customers)
+		a := u.do("POST", loc, confirmForm(t, p.body))
+		batchURL := a.hdr.Get("Location")
+		if a.code != http.StatusSeeOther || !strings.HasPrefix(batchURL, "/dashboard/batches/") {
+			t.Fatalf("confirm: %d %s", a.code, batchURL)
+		}
+		page := u.do("GET", batchURL, nil).body
+		if !strings.Contains(page, `id="delete-batch" href="`+batchURL+`/delete"`) {
+			t.Fatalf("the batch page offers no deletion:\n%s", page)
+		}
+		confirm := u.do("GET", batchURL+"/delete", nil)
+		if confirm.code != http.StatusOK || !strings.Contains(confirm.body, "11 uploaded rows") || !strings.Contains(confirm.body, `action="`+batchURL+`/delete"`) {
+			t.Fatalf("the confirmation: %d\n%s", confirm.code, confirm.body)
+		}
+		other := newUser(t, s.base)
+		other.signup("other-deleter@example.com")
+		if a := other.do("POST", batchURL+"/delete", url.Values{}); a.code != http.StatusNotFound {
+			t.Fatalf("another account's delete: %d", a.code)
+		}
+		if a := u.do("POST", batchURL+"/delete", url.Values{}); a.code != http.StatusSeeOther || a.hdr.Get("Location") != "/dashboard/batches" {
+			t.Fatalf("delete: %d %s", a.code, a.hdr.Get("Location"))
+		}
+		if list := u.do("GET", "/dashboard/batches", nil).body; !strings.Contains(list, "is deleted") || strings.Contains(list, ">customers.csv</a>") {
+			t.Fatalf("the batches after the delete:\n%s", list)
+		}
+		for _, path := range []string{"", "/list.csv", "/list.csv?group=safe&dedupe=true", "/results.csv", "/delete"} {
+			if a := u.do("GET", batchURL+path, nil); a.code != http.StatusNotFound {
+				t.Errorf("GET %s after the delete: %d", batchURL+path, a.code)
+			}
+		}
+	})
+}

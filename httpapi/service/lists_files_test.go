@@ -294,3 +294,57 @@ func TestListDedupe(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteBatch deletes a list and a batch on every backend: 204, then
+// 404 batch_not_found for the batch, its results, its exports and its
+// jobs, and a second delete; the charge stays.
+func TestDeleteBatch(t *testing.T) {
+	for _, tg := range listTargets() {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			s := serve(t, tg, 100)
+			list := s.upload("/api/v1/lists?name=gone.csv", "text/csv", strings.NewReader("email,name\nann@example.org,Ann\nbob@example.org,Bob\njunk,J\n"))
+			s.wait(list)
+			code, b := s.do("POST", "/validate/async", "application/json", strings.NewReader(`{"emails":["cid@example.org","dee@example.org"]}`))
+			var bt struct {
+				BatchID string   `json:"batch_id"`
+				JobIDs  []string `json:"job_ids"`
+			}
+			if json.Unmarshal(b, &bt); code != http.StatusAccepted {
+				t.Fatalf("POST /validate/async: %d %s", code, b)
+			}
+			s.wait(bt.BatchID)
+			if code, b := s.do("DELETE", "/api/v1/batches/"+list, "", nil); code != http.StatusNoContent || len(b) != 0 {
+				t.Fatalf("DELETE the list: %d %s", code, b)
+			}
+			if code, b := s.do("DELETE", "/api/v1/batches/"+bt.BatchID, "", nil); code != http.StatusNoContent {
+				t.Fatalf("DELETE the batch: %d %s", code, b)
+			}
+			for _, id := range []string{list, bt.BatchID} {
+				for _, target := range []string{"", "/results", "/results?format=csv", "/results?format=jsonl", "/results?format=csv&dedupe=true&group=safe"} {
+					code, b := s.do("GET", "/api/v1/batches/"+id+target, "", nil)
+					if code != http.StatusNotFound || !strings.Contains(string(b), `"code":"batch_not_found"`) {
+						t.Errorf("GET %s%s after the delete: %d %s", id, target, code, b)
+					}
+				}
+				if code, b := s.do("DELETE", "/api/v1/batches/"+id, "", nil); code != http.StatusNotFound {
+					t.Errorf("a second DELETE of %s: %d %s", id, code, b)
+				}
+			}
+			for _, id := range bt.JobIDs {
+				if code, b := s.do("GET", "/validate/status/"+id, "", nil); code != http.StatusNotFound {
+					t.Errorf("job %s after the delete: %d %s", id, code, b)
+				}
+			}
+			if _, b := s.do("GET", "/api/v1/batches", "", nil); strings.Contains(string(b), `"batch_id"`) {
+				t.Errorf("batches after the deletes: %s", b)
+			}
+			var acct struct {
+				Balance int64 `json:"balance"`
+			}
+			if _, b := s.do("GET", "/api/v1/account", "", nil); json.Unmarshal(b, &acct) != nil || acct.Balance != 96 {
+				t.Errorf("balance %d after deleting what cost 4 credits; want 96", acct.Balance)
+			}
+		})
+	}
+}
