@@ -485,7 +485,14 @@ func (d *Dashboard) saveWebhook(w http.ResponseWriter, r *http.Request, a store.
 		refuse("events", "Choose at least one event.")
 		return
 	}
-	p := webhook.PutEndpointParams{AccountID: a.ID, URL: url, Enabled: data.Enabled, Events: webhook.NormalizeEvents(events), Now: d.cfg.Now()}
+	// Every type checked is the default: a list sends its batch.completed
+	// alone. (The API's PUT /api/v1/webhook naming validation.completed
+	// asks for a list's addresses too.)
+	kept := webhook.NormalizeEvents(events)
+	if len(kept) == len(webhook.EventTypes) {
+		kept = nil
+	}
+	p := webhook.PutEndpointParams{AccountID: a.ID, URL: url, Enabled: data.Enabled, Events: kept, Now: d.cfg.Now()}
 	if data.Endpoint == nil {
 		p.Secret = webhook.NewSecret()
 	}

@@ -6,16 +6,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/webhook"
 )
 
 // served is a service on a backend, served on loopback, with an account's
@@ -36,9 +40,15 @@ func serve(t *testing.T, tg listTarget, credits int64) *served {
 // serveWith is serve with a validator of its own.
 func serveWith(t *testing.T, tg listTarget, credits int64, v jobs.Validator) *served {
 	t.Helper()
+	return serveConfig(t, tg, credits, &service.Config{Validator: v, Workers: 4})
+}
+
+// serveConfig is serve with a configuration of its own.
+func serveConfig(t *testing.T, tg listTarget, credits int64, cfg *service.Config) *served {
+	t.Helper()
 	ctx := context.Background()
 	be := openTarget(t, tg)
-	svc, err := service.New(be, &service.Config{Validator: v, Workers: 4})
+	svc, err := service.New(be, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,5 +356,83 @@ func TestDeleteBatch(t *testing.T) {
 				t.Errorf("balance %d after deleting what cost 4 credits; want 96", acct.Balance)
 			}
 		})
+	}
+}
+
+// TestListWebhookDefault uploads a 5,000-row list (10 % duplicates, junk
+// rows) on every backend to an account whose webhook keeps the default
+// events: one request, its batch.completed. An endpoint naming
+// validation.completed gets each address of a list, and a batch
+// submitted by /validate/async gets both kinds by default.
+func TestListWebhookDefault(t *testing.T) {
+	for _, tg := range listTargets() {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			types := map[string]int{}
+			recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var ev struct {
+					Type string `json:"type"`
+				}
+				json.NewDecoder(r.Body).Decode(&ev)
+				mu.Lock()
+				types[ev.Type]++
+				mu.Unlock()
+				w.WriteHeader(http.StatusNoContent)
+			}))
+			defer recv.Close()
+			got := func() map[string]int {
+				mu.Lock()
+				defer mu.Unlock()
+				return maps.Clone(types)
+			}
+			s := serveConfig(t, tg, 10_000, &service.Config{Validator: instant{}, Workers: 4,
+				WebhookClient: webhook.ClientOptions{Allow: []string{"127.0.0.1"}}})
+			if code, b := s.do("PUT", "/api/v1/webhook", "application/json", strings.NewReader(`{"url":"`+recv.URL+`/hook"}`)); code/100 != 2 {
+				t.Fatalf("PUT /api/v1/webhook: %d %s", code, b)
+			}
+			var sb strings.Builder
+			sb.WriteString("email,name\n")
+			unique := 0
+			for i := range 5000 {
+				rec, valid, first := listRow(i)
+				if valid && first {
+					unique++
+				}
+				fmt.Fprintf(&sb, "%q,%q\n", rec[0], rec[1])
+			}
+			id := s.upload("/api/v1/lists", "text/csv", strings.NewReader(sb.String()))
+			s.wait(id)
+			eventually(t, "the list's batch.completed", func() bool { return got()["batch.completed"] == 1 })
+			// The other batch's events go out after the list's, in one
+			// outbox: once they are in, nothing of the list is still due.
+			code, b := s.do("POST", "/validate/async", "application/json", strings.NewReader(`{"emails":["ann@example.org","bob@example.org"]}`))
+			if code != http.StatusAccepted {
+				t.Fatalf("POST /validate/async: %d %s", code, b)
+			}
+			eventually(t, "the batch's events", func() bool { g := got(); return g["batch.completed"] == 2 && g["validation.completed"] == 2 })
+			if g := got(); g["validation.completed"] != 2 || len(g) != 2 {
+				t.Fatalf("requests %v after a list of %d addresses and a batch of 2: want the list's batch.completed alone", g, unique)
+			}
+
+			if code, b := s.do("PUT", "/api/v1/webhook", "application/json", strings.NewReader(`{"events":["validation.completed","batch.completed"]}`)); code/100 != 2 {
+				t.Fatalf("PUT events: %d %s", code, b)
+			}
+			id = s.upload("/api/v1/lists", "text/plain", strings.NewReader("cid@example.org\ndee@example.org\nCID@example.org\n"))
+			s.wait(id)
+			eventually(t, "a list's addresses when asked for", func() bool { g := got(); return g["batch.completed"] == 3 && g["validation.completed"] == 4 })
+		})
+	}
+}
+
+// eventually polls cond until it holds, failing after a minute.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after a minute", what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
