@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bufio"
 	"cmp"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -234,17 +233,17 @@ func (h *Handler) batchResults(w http.ResponseWriter, r *http.Request, c *call) 
 	switch format {
 	case "", "json":
 		if f.Dedupe {
-			writeProblem(w, c, CodeInvalidBody, "dedupe=true applies to a whole export: add format=csv or format=jsonl.")
+			writeProblem(w, c, CodeInvalidBody, "dedupe=true applies to a whole export: add format=csv, xlsx or jsonl.")
 			return
 		}
-	case "csv", "jsonl":
-		if format == "csv" && h.exportList(w, r, c, batchID, f) {
-			return
-		}
-		h.exportResults(w, r, c, batchID, format, f)
+	case "csv", "xlsx":
+		h.exportTable(w, r, c, batchID, format, f)
+		return
+	case "jsonl":
+		h.exportResults(w, r, c, batchID, f)
 		return
 	default:
-		writeProblem(w, c, CodeInvalidBody, "The format query parameter must be json, csv or jsonl.")
+		writeProblem(w, c, CodeInvalidBody, "The format query parameter must be json, csv, xlsx or jsonl.")
 		return
 	}
 	limit, ok := pageLimit(w, r, c, DefaultResultsLimit, MaxResultsLimit)
@@ -289,8 +288,8 @@ func viewResult(j jobs.Job) resultView {
 	return v
 }
 
-// exportResults streams the batch's results.
-func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call, batchID, format string, f ExportFilter) {
+// exportResults streams the batch's results as JSON Lines.
+func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call, batchID string, f ExportFilter) {
 	ctx := r.Context()
 	jobsAfter := func(after string) ([]jobs.Job, error) {
 		return h.queue.BatchJobs(ctx, jobs.BatchJobsParams{AccountID: c.key.AccountID, BatchID: batchID, Limit: exportPage, After: after})
@@ -322,24 +321,11 @@ func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call,
 	hd := w.Header()
 	hd.Set("X-Request-Id", c.id)
 	hd.Set("Cache-Control", "no-store")
-	if format == "csv" {
-		hd.Set("Content-Type", "text/csv; charset=utf-8")
-		hd.Set("Content-Disposition", `attachment; filename="batch-`+batchID+exportSuffix(f)+`.csv"`)
-	} else {
-		hd.Set("Content-Type", "application/jsonl; charset=utf-8")
-	}
+	hd.Set("Content-Type", "application/jsonl; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	c.code = ""
 	bw := bufio.NewWriterSize(w, 64<<10)
-	cw := csv.NewWriter(bw)
 	enc := json.NewEncoder(bw)
-	if format == "csv" {
-		header := BatchCSVHeader()
-		if dd != nil {
-			header = append(header, DuplicatesColumn)
-		}
-		cw.Write(header)
-	}
 	page := first
 	for len(page) > 0 {
 		for _, j := range page {
@@ -354,17 +340,9 @@ func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call,
 				}
 				v.Duplicates = &n
 			}
-			if format == "jsonl" {
-				if err := enc.Encode(v); err != nil {
-					return
-				}
-				continue
+			if err := enc.Encode(v); err != nil {
+				return
 			}
-			rec := BatchCSVRecord(j)
-			if v.Duplicates != nil {
-				rec = append(rec, strconv.Itoa(*v.Duplicates))
-			}
-			cw.Write(rec)
 		}
 		if len(page) < exportPage {
 			break
@@ -377,7 +355,6 @@ func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call,
 		}
 		page = next
 	}
-	cw.Flush()
 	bw.Flush()
 }
 

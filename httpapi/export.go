@@ -159,3 +159,68 @@ func ownSuggestion(res *emailcheck.Result, email string) *emailcheck.Result {
 	own.DidYouMean = &s
 	return &own
 }
+
+// WriteBatch writes a batch's export through the writer start returns,
+// as [WriteList] writes a list's: the header (job_id, email, the result's
+// columns, state, and duplicates when deduplicated), then every job the
+// filter keeps, in submission order.
+func WriteBatch(ctx context.Context, q *jobs.Queue, accountID, batchID string, f ExportFilter, start func() RecordWriter) error {
+	jobsAfter := func(after string) ([]jobs.Job, error) {
+		return q.BatchJobs(ctx, jobs.BatchJobsParams{AccountID: accountID, BatchID: batchID, Limit: exportPage, After: after})
+	}
+	keeps := func(j jobs.Job) bool { return keep(j, f.Statuses) && f.Group.keepsJob(j) }
+	var dd *dedupe
+	if f.Dedupe {
+		dd = newDedupe()
+		for page, err := jobsAfter(""); ; page, err = jobsAfter(page[len(page)-1].ID) {
+			if err != nil {
+				return err
+			}
+			for _, j := range page {
+				if keeps(j) {
+					dd.count(lists.Key(j.Email))
+				}
+			}
+			if len(page) < exportPage {
+				break
+			}
+		}
+	}
+	page, err := jobsAfter("")
+	if err != nil {
+		return err
+	}
+	w := start()
+	header := BatchCSVHeader()
+	if dd != nil {
+		header = append(header, DuplicatesColumn)
+	}
+	if err := w.Write(header); err != nil {
+		return err
+	}
+	for len(page) > 0 {
+		for _, j := range page {
+			if !keeps(j) {
+				continue
+			}
+			rec := BatchCSVRecord(j)
+			if dd != nil {
+				first, n := dd.first(lists.Key(j.Email))
+				if !first {
+					continue
+				}
+				rec = append(rec, strconv.Itoa(n))
+			}
+			if err := w.Write(rec); err != nil {
+				return err
+			}
+		}
+		if len(page) < exportPage {
+			break
+		}
+		if page, err = jobsAfter(page[len(page)-1].ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -100,18 +100,23 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	opts := h.listOpts
-	opts.Column = q.Get("column")
+	opts.Column, opts.Sheet = q.Get("column"), q.Get("sheet")
 	if len(opts.Column) > maxListName || !cleanText(opts.Column) {
 		writeProblem(w, c, CodeInvalidBody, "The column query parameter must be a column's name or number.")
 		return
 	}
+	if len(opts.Sheet) > maxListName || !cleanText(opts.Sheet) {
+		writeProblem(w, c, CodeInvalidBody, "The sheet query parameter must be a sheet's name or number.")
+		return
+	}
+	xlsx := false
 	maxBytes := opts.MaxBytes
 	if maxBytes <= 0 {
 		maxBytes = lists.DefaultMaxBytes
 	}
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil && r.Header.Get("Content-Type") != "" {
-		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain or multipart/form-data.")
+		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain, "+XLSXContentType+" or multipart/form-data.")
 		return
 	}
 	// A slot is taken before a byte of the body is read: a slow upload
@@ -146,6 +151,8 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 	case "", "text/csv", "application/csv", "text/comma-separated-values", "application/vnd.ms-excel":
 	case "text/plain":
 		opts.Text = true
+	case XLSXContentType:
+		xlsx = true
 	case "multipart/form-data":
 		part, ok := filePart(w, c, multipart.NewReader(body, params["boundary"]), paced)
 		if !ok {
@@ -156,16 +163,24 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 		if name == "" && fname != "." && fname != "/" && len(fname) <= maxListName && cleanText(fname) {
 			name = fname
 		}
-		if pt, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type")); pt == "text/plain" || strings.HasSuffix(strings.ToLower(fname), ".txt") {
+		pt, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
+		switch {
+		case pt == XLSXContentType || strings.HasSuffix(strings.ToLower(fname), ".xlsx"):
+			xlsx = true
+		case pt == "text/plain" || strings.HasSuffix(strings.ToLower(fname), ".txt"):
 			opts.Text = true
 		}
 		body = part
 	default:
-		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain or multipart/form-data.")
+		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain, "+XLSXContentType+" or multipart/form-data.")
 		return
 	}
 	ctx := r.Context()
-	sp, err := lists.Read(ctx, body, &opts)
+	read := lists.Read
+	if xlsx {
+		read = lists.ReadXLSX
+	}
+	sp, err := read(ctx, body, &opts)
 	if err != nil {
 		if paced.Err() != nil {
 			endedUpload(w, c, paced.Err())
@@ -256,7 +271,7 @@ func (h *Handler) listError(w http.ResponseWriter, c *call, err error) {
 	case errors.Is(err, lists.ErrNoRows), errors.Is(err, jobs.ErrEmptyBatch):
 		writeProblem(w, c, CodeEmptyBatch, "The list holds no address.")
 	case errors.Is(err, lists.ErrBadEncoding), errors.Is(err, lists.ErrNUL), errors.Is(err, lists.ErrBadQuote),
-		errors.Is(err, lists.ErrLineTooLong), errors.Is(err, lists.ErrTooManyColumns):
+		errors.Is(err, lists.ErrLineTooLong), errors.Is(err, lists.ErrTooManyColumns), errors.Is(err, lists.ErrBadWorkbook):
 		writeProblem(w, c, CodeInvalidList, "The list cannot be read: "+err.Error()+".")
 	case errors.Is(err, credits.ErrInsufficient):
 		h.chargeError(w, c, err)
@@ -376,26 +391,54 @@ func BatchCSVRecord(j jobs.Job) []string {
 	return append(resultcsv.Append(rec, res), string(j.State))
 }
 
-// exportList streams a list's rows as CSV, in upload order, the uploaded
-// columns first. It returns false when the batch is not a list.
-func (h *Handler) exportList(w http.ResponseWriter, r *http.Request, c *call, batchID string, f ExportFilter) bool {
+// exportTable serves a batch's export as a table, CSV (streamed) or
+// .xlsx (written whole once read): a list's rows in upload order, the
+// uploaded columns first, else the batch's jobs.
+func (h *Handler) exportTable(w http.ResponseWriter, r *http.Request, c *call, batchID, format string, f ExportFilter) {
 	ctx := r.Context()
 	info, err := h.queue.List(ctx, c.key.AccountID, batchID)
-	if err != nil {
-		if !errors.Is(err, jobs.ErrNotFound) && !errors.Is(err, jobs.ErrNoLists) {
-			h.batchError(w, c, "list export", err)
-			return true
+	isList := err == nil
+	if err != nil && !errors.Is(err, jobs.ErrNotFound) && !errors.Is(err, jobs.ErrNoLists) {
+		h.batchError(w, c, "export", err)
+		return
+	}
+	write := func(start func() RecordWriter) error {
+		if isList {
+			return WriteList(ctx, h.queue, info, f, start)
 		}
-		return false
+		return WriteBatch(ctx, h.queue, c.key.AccountID, batchID, f, start)
+	}
+	hd := w.Header()
+	name := `attachment; filename="batch-` + batchID + exportSuffix(f) + "." + format + `"`
+	if format == "xlsx" {
+		sw, err := NewSheetWriter("Results")
+		if err != nil {
+			h.backendError(w, c, "export", err)
+			return
+		}
+		defer sw.Close()
+		if err := write(func() RecordWriter { return sw }); err != nil {
+			h.batchError(w, c, "export", err)
+			return
+		}
+		hd.Set("X-Request-Id", c.id)
+		hd.Set("Cache-Control", "no-store")
+		hd.Set("Content-Type", XLSXContentType)
+		hd.Set("Content-Disposition", name)
+		w.WriteHeader(http.StatusOK)
+		c.code = ""
+		if _, err := sw.WriteTo(w); err != nil {
+			c.errText = "xlsx export: " + err.Error()
+		}
+		return
 	}
 	var bw *bufio.Writer
 	var cw *csv.Writer
-	err = WriteList(ctx, h.queue, info, f, func() RecordWriter {
-		hd := w.Header()
+	err = write(func() RecordWriter {
 		hd.Set("X-Request-Id", c.id)
 		hd.Set("Cache-Control", "no-store")
 		hd.Set("Content-Type", "text/csv; charset=utf-8")
-		hd.Set("Content-Disposition", `attachment; filename="batch-`+batchID+exportSuffix(f)+`.csv"`)
+		hd.Set("Content-Disposition", name)
 		w.WriteHeader(http.StatusOK)
 		c.code = ""
 		bw = bufio.NewWriterSize(w, 64<<10)
@@ -403,15 +446,14 @@ func (h *Handler) exportList(w http.ResponseWriter, r *http.Request, c *call, ba
 		return cw
 	})
 	if cw == nil {
-		h.batchError(w, c, "list export", err)
-		return true
+		h.batchError(w, c, "export", err)
+		return
 	}
 	if err != nil {
-		c.errText = "list export: " + err.Error()
+		c.errText = "export: " + err.Error()
 	}
 	cw.Flush()
 	bw.Flush()
-	return true
 }
 
 // exportSuffix names a filtered export's file: its group, and whether

@@ -456,7 +456,7 @@ func (d *Dashboard) uploadList(w http.ResponseWriter, r *http.Request, a store.A
 		}
 		fname := path.Base(strings.ReplaceAll(part.FileName(), `\`, "/"))
 		if fname == "." || fname == "/" || fname == "" {
-			d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "Choose a file: a .csv file with a column of addresses, or a .txt file with one address per line.")
+			d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "Choose a file: a .csv or .xlsx file with a column of addresses, or a .txt file with one address per line.")
 			return
 		}
 		if name == "" && len(fname) <= maxListName && isText(fname) {
@@ -464,7 +464,11 @@ func (d *Dashboard) uploadList(w http.ResponseWriter, r *http.Request, a store.A
 		}
 		lower := strings.ToLower(fname)
 		opts.Text = strings.HasSuffix(lower, ".txt")
-		sp, err := lists.Read(r.Context(), part, &opts)
+		read := lists.Read
+		if strings.HasSuffix(lower, ".xlsx") {
+			read = lists.ReadXLSX // its first sheet
+		}
+		sp, err := read(r.Context(), part, &opts)
 		if err != nil {
 			d.uploadError(w, r, a, paced, err)
 			return
@@ -491,7 +495,7 @@ func (d *Dashboard) uploadList(w http.ResponseWriter, r *http.Request, a store.A
 		d.redirect(w, r, "/bulk/list/"+p.token)
 		return
 	}
-	d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "Choose a file: a .csv file with a column of addresses, or a .txt file with one address per line.")
+	d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "Choose a file: a .csv or .xlsx file with a column of addresses, or a .txt file with one address per line.")
 }
 
 // slotRefusal tells why an upload found no slot; then names what to do
@@ -535,6 +539,8 @@ func (d *Dashboard) uploadError(w http.ResponseWriter, r *http.Request, a store.
 		d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "The file has more rows than a list may have ("+d.listBounds()+"). Split it and upload the parts one after another.")
 	case errors.Is(err, lists.ErrNoRows):
 		d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "The file has no rows.")
+	case errors.Is(err, lists.ErrBadWorkbook):
+		d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "The workbook cannot be read: save it from your spreadsheet as .xlsx (not encrypted), or as CSV, and upload it again.")
 	case errors.Is(err, lists.ErrNUL):
 		d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "The file is not text: it holds a NUL byte"+lineOf(pe, err)+". Save it from your spreadsheet as CSV and upload it again.")
 	case errors.Is(err, lists.ErrBadQuote), errors.Is(err, lists.ErrLineTooLong), errors.Is(err, lists.ErrTooManyColumns):

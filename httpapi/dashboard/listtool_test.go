@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xuri/excelize/v2"
+
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/jobs/lists"
@@ -482,4 +484,28 @@ func TestBatchDelete(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestListToolXLSX uploads a workbook: its first sheet is previewed as a
+// CSV file would be.
+func TestListToolXLSX(t *testing.T) {
+	t.Parallel()
+	s := startSite(t, nil)
+	u := newUser(t, s.base)
+	u.signup("workbook@example.com")
+	book := excelize.NewFile()
+	for i, row := range [][]any{{"Name", "Email"}, {"Zoë", "zoe@good.com"}, {"Ann", "ann@good.com"}, {"Nobody", "n/a"}} {
+		book.SetSheetRow("Sheet1", fmt.Sprintf("A%d", i+1), &row)
+	}
+	var b bytes.Buffer
+	if _, err := book.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	_, p := u.preview("", "contacts.xlsx", b.String())
+	if p.code != http.StatusOK || field(t, p.body, "rows") != "3" || field(t, p.body, "unique") != "2" || !strings.Contains(p.body, "<td>Zoë</td>") {
+		t.Fatalf("preview: %d\n%s", p.code, p.body)
+	}
+	if a := u.upload("", "broken.xlsx", "not a workbook"); a.code != http.StatusUnprocessableEntity || !strings.Contains(a.body, "The workbook cannot be read") {
+		t.Fatalf("a broken workbook: %d\n%s", a.code, a.body)
+	}
 }

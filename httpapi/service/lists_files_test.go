@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -16,7 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xuri/excelize/v2"
+
 	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/webhook"
@@ -434,5 +438,74 @@ func eventually(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not after a minute", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestListXLSX uploads a workbook of 1,000 rows (a second sheet before
+// it is skipped by ?sheet=) on every backend and downloads the results
+// as .xlsx: the uploaded columns first, every row in its order, then the
+// verdicts.
+func TestListXLSX(t *testing.T) {
+	const n = 1000
+	book := excelize.NewFile()
+	book.SetSheetName("Sheet1", "Notes")
+	book.SetCellValue("Notes", "A1", "not the list")
+	if _, err := book.NewSheet("Contacts"); err != nil {
+		t.Fatal(err)
+	}
+	sw, err := book.NewStreamWriter("Contacts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw.SetRow("A1", []any{"First name", "Email", "Signed up"})
+	for i := range n {
+		email := fmt.Sprintf("user%d@example.org", i)
+		if i%100 == 99 {
+			email = "no address"
+		}
+		sw.SetRow(fmt.Sprintf("A%d", i+2), []any{fmt.Sprintf("Zoë %d", i), email, fmt.Sprintf("2026-01-%02d", i%28+1)})
+	}
+	if err := sw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var file bytes.Buffer
+	if _, err := book.WriteTo(&file); err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range listTargets() {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			s := serve(t, tg, 2*n)
+			id := s.upload("/api/v1/lists?sheet=contacts&name=contacts.xlsx", httpapi.XLSXContentType, bytes.NewReader(file.Bytes()))
+			s.wait(id)
+			code, b := s.do("GET", "/api/v1/batches/"+id+"/results?format=xlsx", "", nil)
+			if code != http.StatusOK {
+				t.Fatalf("xlsx export: %d %.300s", code, b)
+			}
+			out, err := excelize.OpenReader(bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Close()
+			rows, err := out.GetRows(out.GetSheetList()[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != n+1 || strings.Join(rows[0][:5], ",") != "First name,Email,Signed up,status,score" {
+				t.Fatalf("%d rows, header %q", len(rows), rows[0])
+			}
+			for i, r := range rows[1:] {
+				want := "LIKELY"
+				if i%100 == 99 {
+					want = "INVALID_FORMAT"
+				}
+				if r[0] != fmt.Sprintf("Zoë %d", i) || r[2] != fmt.Sprintf("2026-01-%02d", i%28+1) || r[3] != want {
+					t.Fatalf("row %d: %q", i, r)
+				}
+			}
+			if code, b := s.do("POST", "/api/v1/lists", httpapi.XLSXContentType, strings.NewReader("not a workbook")); code != http.StatusBadRequest || !strings.Contains(string(b), "invalid_list") {
+				t.Fatalf("not a workbook: %d %s", code, b)
+			}
+		})
 	}
 }

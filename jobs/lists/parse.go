@@ -136,6 +136,10 @@ func sniffDelimiter(br *bufio.Reader, maxLine int) byte {
 	return best
 }
 
+func (rr *recordReader) lineNo() int { return rr.line }
+
+func (rr *recordReader) encoding() string { return rr.dec.Encoding() }
+
 // next returns the next record, skipping blank lines; io.EOF at the end.
 // The returned slice is reused by the following call.
 func (rr *recordReader) next() ([]string, error) {
