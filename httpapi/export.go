@@ -22,6 +22,9 @@ type ExportFilter struct {
 	// duplicates, counting the other rows of the address it keeps. Rows
 	// that are not addresses are each written.
 	Dedupe bool
+	// NotAddresses keeps a list's rows that are not addresses alone (to
+	// fix and upload again).
+	NotAddresses bool
 }
 
 // DuplicatesColumn names the column a deduplicated export adds.
@@ -37,6 +40,9 @@ type RecordWriter interface {
 // without an address is to remove and INVALID_FORMAT; an address still
 // being validated is in no group yet.
 func (f ExportFilter) keepsListRow(row jobs.ListRow) bool {
+	if f.NotAddresses {
+		return row.Job == nil && row.Key == ""
+	}
 	if row.Job == nil {
 		return (f.Group == "" || f.Group == GroupRemove) &&
 			(f.Statuses == nil || containsStatus(f.Statuses, emailcheck.StatusInvalidFormat))

@@ -35,7 +35,7 @@ import (
 //	POST /bulk/list/{token}          confirm: submit the list
 //	POST /bulk/list/{token}/column   field column (a number from 1)
 //	POST /bulk/list/{token}/cancel
-//	GET  /batches/{id}/list.csv      ?group=safe|risky|remove; none: all rows; ?dedupe=true: each address once
+//	GET  /batches/{id}/list.csv      ?group=safe|risky|remove; none: all rows; ?dedupe=true: each address once; ?rows=junk: the rows without an address
 //
 // A list waits for its confirmation in the store the deployment shares
 // (a [jobs.ListDraft]: its preview and its spooled rows in chunks), so
@@ -950,10 +950,14 @@ func (d *Dashboard) listCSV(w http.ResponseWriter, r *http.Request, a store.Acco
 		return
 	}
 	dedupe := r.URL.Query().Get("dedupe") == "true"
+	junk := r.URL.Query().Get("rows") == "junk"
 	var bw *bufio.Writer
 	var cw *csv.Writer
-	err = httpapi.WriteList(ctx, d.cfg.Queue, info, httpapi.ExportFilter{Group: group, Dedupe: dedupe}, func() httpapi.RecordWriter {
+	err = httpapi.WriteList(ctx, d.cfg.Queue, info, httpapi.ExportFilter{Group: group, Dedupe: dedupe, NotAddresses: junk}, func() httpapi.RecordWriter {
 		name := string(group)
+		if junk {
+			name = "not-addresses"
+		}
 		if dedupe {
 			name = strings.TrimPrefix(name+"-unique", "-")
 		}

@@ -203,6 +203,16 @@ func TestListTool(t *testing.T) {
 		if !strings.Contains(page, "<title>customers.csv (batch 1)") || !strings.Contains(page, "?group=safe") {
 			t.Fatalf("the batch page:\n%s", page)
 		}
+		// Rows and unique addresses counted apart; statuses named, with
+		// their codes.
+		for id, want := range map[string]string{"list-rows": "11", "list-unique": "8", "list-duplicates": "2", "list-junk": "1"} {
+			if got := field(t, page, id); got != want {
+				t.Errorf("#%s %q, want %q", id, got, want)
+			}
+		}
+		if !strings.Contains(page, `Likely deliverable <code class="code">LIKELY</code> 6`) || !strings.Contains(page, `Domain does not exist <code class="code">INVALID_DOMAIN</code> 2`) {
+			t.Errorf("the counts by status:\n%s", page)
+		}
 		if list := u.do("GET", "/dashboard/batches", nil).body; !strings.Contains(list, ">customers.csv</a>") || !strings.Contains(list, "No. 1") {
 			t.Fatalf("the batches table:\n%s", list)
 		}
@@ -237,6 +247,9 @@ func TestListTool(t *testing.T) {
 		}
 		if got := len(get("")); got != 11 {
 			t.Errorf("all rows: %d", got)
+		}
+		if got := names(get("?rows=junk")); got != "Nobody" {
+			t.Errorf("the rows without an address: %s", got)
 		}
 		// Each address once: 8 addresses and the row without one; Ann's
 		// and Bob's first rows count one duplicate each.

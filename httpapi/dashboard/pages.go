@@ -745,9 +745,25 @@ type batchData struct {
 	Report   *list // the lines of the submitted list that were left out
 	// Groups are the downloads of a list batch's rows; nil for others.
 	Groups []listGroup
+	// List counts a list's rows; nil for a batch that is not a list.
+	List *jobs.ListInfo
+	// Slow counts the last jobs of an active batch, waiting on domains
+	// that answer slowly: 0 unless few are left.
+	Slow int
 }
 
 const resultsPerPage = 100
+
+// slowTail returns how many jobs an active batch still waits on when they
+// are its last few (at most 1 %, or 10), which are most often those of
+// domains that answer slowly or not at all; 0 otherwise.
+func slowTail(b jobs.Batch) int {
+	left := b.Total - b.Completed
+	if b.State == jobs.StateCompleted || left <= 0 || b.Completed == 0 || left > max(10, b.Total/100) {
+		return 0
+	}
+	return left
+}
 
 func (d *Dashboard) batch(w http.ResponseWriter, r *http.Request, a store.Account) (jobs.Batch, bool) {
 	b, err := d.cfg.Queue.Batch(r.Context(), a.ID, r.PathValue("id"))
@@ -774,6 +790,12 @@ func (d *Dashboard) batchPage(w http.ResponseWriter, r *http.Request, a store.Ac
 		return
 	}
 	data.Groups = groups
+	if groups != nil {
+		if info, err := d.cfg.Queue.List(r.Context(), a.ID, b.ID); err == nil {
+			data.List = &info
+		}
+	}
+	data.Slow = slowTail(b)
 	for _, c := range data.Counts {
 		data.Statuses = append(data.Statuses, c.Status)
 	}
@@ -817,7 +839,7 @@ func (d *Dashboard) batchProgress(w http.ResponseWriter, r *http.Request, a stor
 		// Reload the page once, for its results.
 		w.Header().Set("HX-Refresh", "true")
 	}
-	if err := d.pages["batch"].ExecuteTemplate(w, "progress", page{Prefix: d.cfg.Prefix, Data: batchData{batchRow: d.row(b)}}); err != nil {
+	if err := d.pages["batch"].ExecuteTemplate(w, "progress", page{Prefix: d.cfg.Prefix, Data: batchData{batchRow: d.row(b), Slow: slowTail(b)}}); err != nil {
 		d.cfg.Logger.ErrorContext(r.Context(), "dashboard: template", "err", err)
 	}
 }
