@@ -99,6 +99,8 @@ type listTool struct {
 	// respooling, if set, runs when a column change starts reading a
 	// pending list again (tests hold it there).
 	respooling func()
+	// sizes are the groups' sizes of completed lists.
+	sizes groupSizes
 }
 
 // listToolConfig is what the list tool takes of the dashboard's Config.
@@ -904,6 +906,9 @@ type listGroup struct {
 	Group, Label, Help, URL string
 	// UniqueURL downloads the group with each address once.
 	UniqueURL string
+	// Rows is the group's size in rows, when Sized.
+	Rows  int
+	Sized bool
 }
 
 // listGroups returns the downloads of a list batch's rows; nil for a
@@ -917,10 +922,10 @@ func (d *Dashboard) listGroups(ctx context.Context, account string, b jobs.Batch
 	}
 	u := d.path("/batches/" + b.ID + "/list.csv")
 	return []listGroup{
-		{string(httpapi.GroupSafe), "Safe to send", "Deliverable and likely addresses that are not role accounts.", u + "?group=safe", u + "?group=safe&dedupe=true"},
-		{string(httpapi.GroupRisky), "Risky", "Catch-all domains, unknown answers and role accounts (info@, sales@).", u + "?group=risky", u + "?group=risky&dedupe=true"},
-		{string(httpapi.GroupRemove), "Remove", "Undeliverable, disposable, invalid and rows without an address.", u + "?group=remove", u + "?group=remove&dedupe=true"},
-		{"", "All rows", "Every row of the file, in its order, with its verdict.", u, u + "?dedupe=true"},
+		{Group: string(httpapi.GroupSafe), Label: "Safe to send", Help: "Deliverable and likely addresses that are not role accounts.", URL: u + "?group=safe", UniqueURL: u + "?group=safe&dedupe=true"},
+		{Group: string(httpapi.GroupRisky), Label: "Risky", Help: "Catch-all domains, unknown answers and role accounts (info@, sales@).", URL: u + "?group=risky", UniqueURL: u + "?group=risky&dedupe=true"},
+		{Group: string(httpapi.GroupRemove), Label: "Remove", Help: "Undeliverable, disposable, invalid and rows without an address.", URL: u + "?group=remove", UniqueURL: u + "?group=remove&dedupe=true"},
+		{Label: "All rows", Help: "Every row of the file, in its order, with its verdict.", URL: u, UniqueURL: u + "?dedupe=true"},
 	}, nil
 }
 

@@ -205,7 +205,8 @@ func TestListTool(t *testing.T) {
 		}
 		// Rows and unique addresses counted apart; statuses named, with
 		// their codes.
-		for id, want := range map[string]string{"list-rows": "11", "list-unique": "8", "list-duplicates": "2", "list-junk": "1"} {
+		for id, want := range map[string]string{"list-rows": "11", "list-unique": "8", "list-duplicates": "2", "list-junk": "1",
+			"size-safe": "8 rows", "size-risky": "0 rows", "size-remove": "3 rows", "size-all": "11 rows"} {
 			if got := field(t, page, id); got != want {
 				t.Errorf("#%s %q, want %q", id, got, want)
 			}

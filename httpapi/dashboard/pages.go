@@ -793,6 +793,20 @@ func (d *Dashboard) batchPage(w http.ResponseWriter, r *http.Request, a store.Ac
 	if groups != nil {
 		if info, err := d.cfg.Queue.List(r.Context(), a.ID, b.ID); err == nil {
 			data.List = &info
+			sizes, err := d.lists.sizes.of(r.Context(), d.cfg.Queue, b, info)
+			if err != nil {
+				d.backendError(w, r, "batch list", err)
+				return
+			}
+			for i := range groups {
+				if sizes != nil {
+					g := httpapi.Group(groups[i].Group)
+					groups[i].Rows, groups[i].Sized = sizes[g], true
+					if g == "" {
+						groups[i].Rows = info.Rows
+					}
+				}
+			}
 		}
 	}
 	data.Slow = slowTail(b)
