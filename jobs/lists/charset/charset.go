@@ -164,8 +164,10 @@ func (r *Reader) fill() error {
 		}
 		return err
 	}
+	// The lines buffered are decoded together, each on its own when they
+	// are not all UTF-8.
 	var chunk []byte
-	switch i := bytes.IndexByte(buf, '\n'); {
+	switch i := bytes.LastIndexByte(buf, '\n'); {
 	case i >= 0:
 		chunk = buf[:i+1]
 	case err == nil:
@@ -176,15 +178,36 @@ func (r *Reader) fill() error {
 		chunk = buf // the file's last line
 	}
 	r.out = r.out[:0]
-	switch {
-	case utf8.Valid(chunk):
-		r.sawUTF8 = r.sawUTF8 || bytes.ContainsFunc(chunk, func(c rune) bool { return c >= utf8.RuneSelf })
+	if utf8.Valid(chunk) {
+		r.sawUTF8 = r.sawUTF8 || !isASCII(chunk)
 		r.out = append(r.out, chunk...)
+	} else {
+		for rest := chunk; len(rest) > 0; {
+			line := rest
+			if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+				line = rest[:i+1]
+			}
+			rest = rest[len(line):]
+			r.appendLine(line)
+		}
+	}
+	r.br.Discard(len(chunk))
+	return nil
+}
+
+// appendLine decodes one line into r.out: as it is when it is UTF-8,
+// else as Windows-1252, or with U+FFFD for what is not UTF-8 after a
+// UTF-8 byte order mark.
+func (r *Reader) appendLine(line []byte) {
+	switch {
+	case utf8.Valid(line):
+		r.sawUTF8 = r.sawUTF8 || !isASCII(line)
+		r.out = append(r.out, line...)
 	case r.bom:
-		r.out = append(r.out, bytes.ToValidUTF8(chunk, []byte("\uFFFD"))...)
+		r.out = append(r.out, bytes.ToValidUTF8(line, []byte("\uFFFD"))...)
 	default:
 		r.sawCP = true
-		for _, c := range chunk {
+		for _, c := range line {
 			if c < utf8.RuneSelf {
 				r.out = append(r.out, c)
 				continue
@@ -192,8 +215,15 @@ func (r *Reader) fill() error {
 			r.out = utf8.AppendRune(r.out, charmap.Windows1252.DecodeByte(c))
 		}
 	}
-	r.br.Discard(len(chunk))
-	return nil
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // partialRune returns how many of b's last bytes begin a UTF-8 character
