@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bufio"
 	"cmp"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -13,8 +12,8 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/httpapi/internal/resultcsv"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/lists"
 	"github.com/validmail/validmail/webhook"
 )
 
@@ -79,6 +78,9 @@ type resultView struct {
 	Email  string             `json:"email"`
 	State  jobs.State         `json:"state"`
 	Result *emailcheck.Result `json:"result"`
+	// Duplicates, in a deduplicated export, counts the address's other
+	// jobs.
+	Duplicates *int `json:"duplicates,omitempty"`
 }
 
 type resultListResponse struct {
@@ -135,6 +137,24 @@ func (h *Handler) getBatch(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	h.writeJSON(w, c, http.StatusOK, batchViewResponse{batchView: viewBatch(b), RequestID: c.id})
+}
+
+// deleteBatch serves DELETE /api/v1/batches/{batch_id}: the batch, its
+// jobs and results, and a list's rows are erased at once (204); the
+// ledger's charges and the usage counts stay.
+func (h *Handler) deleteBatch(w http.ResponseWriter, r *http.Request, c *call) {
+	err := h.queue.DeleteBatch(r.Context(), c.key.AccountID, r.PathValue("batch_id"))
+	if errors.Is(err, jobs.ErrNoDelete) {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeProblem(w, c, CodeMethodNotAllowed, "This deployment cannot delete batches; they go after the retention.")
+		return
+	}
+	if err != nil {
+		h.batchError(w, c, "delete batch", err)
+		return
+	}
+	w.Header().Set("X-Request-Id", c.id)
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // listBatches serves GET /api/v1/batches: newest first, paged.
@@ -211,16 +231,29 @@ func (h *Handler) batchResults(w http.ResponseWriter, r *http.Request, c *call) 
 			format = "jsonl"
 		}
 	}
+	f := ExportFilter{Group: group, Statuses: statuses}
+	switch d := r.URL.Query().Get("dedupe"); d {
+	case "", "false":
+	case "true":
+		f.Dedupe = true
+	default:
+		writeProblem(w, c, CodeInvalidBody, "The dedupe query parameter must be true or false.")
+		return
+	}
 	switch format {
 	case "", "json":
-	case "csv", "jsonl":
-		if format == "csv" && h.exportList(w, r, c, batchID, group, statuses) {
+		if f.Dedupe {
+			writeProblem(w, c, CodeInvalidBody, "dedupe=true applies to a whole export: add format=csv, xlsx or jsonl.")
 			return
 		}
-		h.exportResults(w, r, c, batchID, format, statuses, group)
+	case "csv", "xlsx":
+		h.exportTable(w, r, c, batchID, format, f)
+		return
+	case "jsonl":
+		h.exportResults(w, r, c, batchID, f)
 		return
 	default:
-		writeProblem(w, c, CodeInvalidBody, "The format query parameter must be json, csv or jsonl.")
+		writeProblem(w, c, CodeInvalidBody, "The format query parameter must be json, csv, xlsx or jsonl.")
 		return
 	}
 	limit, ok := pageLimit(w, r, c, DefaultResultsLimit, MaxResultsLimit)
@@ -265,10 +298,32 @@ func viewResult(j jobs.Job) resultView {
 	return v
 }
 
-// exportResults streams the batch's results.
-func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call, batchID, format string, statuses []emailcheck.Status, group Group) {
+// exportResults streams the batch's results as JSON Lines.
+func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call, batchID string, f ExportFilter) {
 	ctx := r.Context()
-	first, err := h.queue.BatchJobs(ctx, jobs.BatchJobsParams{AccountID: c.key.AccountID, BatchID: batchID, Limit: exportPage})
+	jobsAfter := func(after string) ([]jobs.Job, error) {
+		return h.queue.BatchJobs(ctx, jobs.BatchJobsParams{AccountID: c.key.AccountID, BatchID: batchID, Limit: exportPage, After: after})
+	}
+	keeps := func(j jobs.Job) bool { return keep(j, f.Statuses) && f.Group.keepsJob(j) }
+	var dd *dedupe
+	if f.Dedupe {
+		dd = newDedupe()
+		for page, err := jobsAfter(""); ; page, err = jobsAfter(page[len(page)-1].ID) {
+			if err != nil {
+				h.batchError(w, c, "batch export", err)
+				return
+			}
+			for _, j := range page {
+				if keeps(j) {
+					dd.count(lists.Key(j.Email))
+				}
+			}
+			if len(page) < exportPage {
+				break
+			}
+		}
+	}
+	first, err := jobsAfter("")
 	if err != nil {
 		h.batchError(w, c, "batch export", err)
 		return
@@ -276,36 +331,33 @@ func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call,
 	hd := w.Header()
 	hd.Set("X-Request-Id", c.id)
 	hd.Set("Cache-Control", "no-store")
-	if format == "csv" {
-		hd.Set("Content-Type", "text/csv; charset=utf-8")
-		hd.Set("Content-Disposition", `attachment; filename="batch-`+batchID+`.csv"`)
-	} else {
-		hd.Set("Content-Type", ndjsonType+"; charset=utf-8")
-	}
+	hd.Set("Content-Type", ndjsonType+"; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	c.code = ""
 	bw := bufio.NewWriterSize(w, 64<<10)
-	cw := csv.NewWriter(bw)
 	enc := json.NewEncoder(bw)
-	if format == "csv" {
-		cw.Write(resultcsv.Header())
-	}
 	page := first
 	for len(page) > 0 {
 		for _, j := range page {
-			if !keep(j, statuses) || !group.keepsJob(j) {
+			if !keeps(j) {
 				continue
 			}
-			if format == "csv" {
-				cw.Write(resultcsv.Record(j))
-			} else if err := enc.Encode(viewResult(j)); err != nil {
+			v := viewResult(j)
+			if dd != nil {
+				first, n := dd.first(lists.Key(j.Email))
+				if !first {
+					continue
+				}
+				v.Duplicates = &n
+			}
+			if err := enc.Encode(v); err != nil {
 				return
 			}
 		}
 		if len(page) < exportPage {
 			break
 		}
-		next, err := h.queue.BatchJobs(ctx, jobs.BatchJobsParams{AccountID: c.key.AccountID, BatchID: batchID, Limit: exportPage, After: page[len(page)-1].ID})
+		next, err := jobsAfter(page[len(page)-1].ID)
 		if err != nil {
 			// The status line is sent: end the stream short, and log why.
 			c.errText = "batch export: " + err.Error()
@@ -313,7 +365,6 @@ func (h *Handler) exportResults(w http.ResponseWriter, r *http.Request, c *call,
 		}
 		page = next
 	}
-	cw.Flush()
 	bw.Flush()
 }
 

@@ -15,6 +15,9 @@
 //	DELETE /api/v1/webhook               webhooks
 //	POST   /api/v1/webhook/test          webhooks   one signed webhook.test message; answers the attempt
 //	GET    /api/v1/webhook/deliveries    webhooks   ?limit=1–500 (default 50); newest first
+//	GET    /api/v1/batches[/{batch_id}[/results]]  batch   ?format=csv|jsonl, ?group=, ?status=, ?dedupe=true
+//	DELETE /api/v1/batches/{batch_id}    batch      204: the batch, its jobs, results and list rows erased
+//	POST   /api/v1/lists                 batch      a CSV or text file
 //	GET    /openapi.json                 none       the OpenAPI 3.1 document ([Handler.OpenAPI])
 //
 // The document is one generators take with their defaults: its servers

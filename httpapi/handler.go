@@ -237,6 +237,7 @@ func (h *Handler) routes() {
 	mux.HandleFunc("DELETE /api/v1/keys/{id}", h.authed(store.PermKeys, h.revokeKey))
 	mux.HandleFunc("GET /api/v1/batches", h.authedRead(store.PermBatch, h.listBatches))
 	mux.HandleFunc("GET /api/v1/batches/{batch_id}", h.authedRead(store.PermBatch, h.getBatch))
+	mux.HandleFunc("DELETE /api/v1/batches/{batch_id}", h.authed(store.PermBatch, h.deleteBatch))
 	mux.HandleFunc("GET /api/v1/batches/{batch_id}/results", h.authedRead(store.PermBatch, h.batchResults))
 	mux.HandleFunc("POST /api/v1/lists", h.authed(store.PermBatch, h.submitList))
 	mux.HandleFunc("GET /openapi.json", h.openAPI)
@@ -250,7 +251,7 @@ func (h *Handler) routes() {
 		"/api/v1/keys/{id}":                  "DELETE",
 		"/openapi.json":                      "GET, HEAD",
 		"/api/v1/batches":                    "GET, HEAD",
-		"/api/v1/batches/{batch_id}":         "GET, HEAD",
+		"/api/v1/batches/{batch_id}":         "DELETE, GET, HEAD",
 		"/api/v1/batches/{batch_id}/results": "GET, HEAD",
 	}
 	if h.hooks != nil {

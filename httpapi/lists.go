@@ -20,7 +20,7 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/httpapi/internal/resultcsv"
+	"github.com/validmail/validmail/emailcheck/resultcsv"
 	"github.com/validmail/validmail/httpapi/internal/uploads"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
@@ -116,18 +116,23 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	opts := h.listOpts
-	opts.Column = q.Get("column")
-	if tooLongName(opts.Column) || !cleanText(opts.Column) {
-		writeProblem(w, c, CodeInvalidBody, "The column query parameter must be a column's name or number.")
+	opts.Column, opts.Sheet = q.Get("column"), q.Get("sheet")
+	if tooLongName(opts.Column) || !cleanText(opts.Column) || tooLongName(opts.Sheet) || !cleanText(opts.Sheet) {
+		writeProblem(w, c, CodeInvalidBody, "The column and sheet query parameters must each be a name or a number, at most "+strconv.Itoa(maxListName)+" characters.")
 		return
 	}
+	if len(opts.Sheet) > maxListName || !cleanText(opts.Sheet) {
+		writeProblem(w, c, CodeInvalidBody, "The sheet query parameter must be a sheet's name or number.")
+		return
+	}
+	xlsx := false
 	maxBytes := opts.MaxBytes
 	if maxBytes <= 0 {
 		maxBytes = lists.DefaultMaxBytes
 	}
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil && r.Header.Get("Content-Type") != "" {
-		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain or multipart/form-data.")
+		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain, "+XLSXContentType+" or multipart/form-data.")
 		return
 	}
 	// A slot is taken before a byte of the body is read: a slow upload
@@ -162,6 +167,8 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 	case "", "text/csv", "application/csv", "text/comma-separated-values", "application/vnd.ms-excel":
 	case "text/plain":
 		opts.Text = true
+	case XLSXContentType:
+		xlsx = true
 	case "multipart/form-data":
 		part, ok := filePart(w, c, multipart.NewReader(body, params["boundary"]), paced)
 		if !ok {
@@ -172,12 +179,16 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 		if name == "" && fname != "." && fname != "/" && !tooLongName(fname) && cleanText(fname) {
 			name = fname
 		}
-		if pt, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type")); pt == "text/plain" || strings.HasSuffix(strings.ToLower(fname), ".txt") {
+		pt, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
+		switch {
+		case pt == XLSXContentType || strings.HasSuffix(strings.ToLower(fname), ".xlsx"):
+			xlsx = true
+		case pt == "text/plain" || strings.HasSuffix(strings.ToLower(fname), ".txt"):
 			opts.Text = true
 		}
 		body = part
 	default:
-		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain or multipart/form-data.")
+		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain, "+XLSXContentType+" or multipart/form-data.")
 		return
 	}
 	ctx := r.Context()
@@ -185,7 +196,11 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 	if idemKey != "" {
 		body = io.TeeReader(body, content)
 	}
-	sp, err := lists.Read(ctx, body, &opts)
+	read := lists.Read
+	if xlsx {
+		read = lists.ReadXLSX
+	}
+	sp, err := read(ctx, body, &opts)
 	if err != nil {
 		switch {
 		case paced.Err() != nil:
@@ -281,7 +296,7 @@ func (g *accountGate) done(account string) {
 func listFingerprint(content []byte, name string, opts lists.Options) string {
 	h := sha256.New()
 	h.Write(content)
-	fmt.Fprintf(h, "\x00%q\x00%q\x00%t", name, opts.Column, opts.Text)
+	fmt.Fprintf(h, "\x00%q\x00%q\x00%t\x00%q", name, opts.Column, opts.Text, opts.Sheet)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -345,7 +360,7 @@ func (h *Handler) listError(w http.ResponseWriter, c *call, err error) {
 	case errors.Is(err, lists.ErrNoRows), errors.Is(err, jobs.ErrEmptyBatch):
 		writeProblem(w, c, CodeEmptyBatch, "The list holds no address.")
 	case errors.Is(err, lists.ErrBadEncoding), errors.Is(err, lists.ErrNUL), errors.Is(err, lists.ErrBadQuote),
-		errors.Is(err, lists.ErrLineTooLong), errors.Is(err, lists.ErrTooManyColumns):
+		errors.Is(err, lists.ErrLineTooLong), errors.Is(err, lists.ErrTooManyColumns), errors.Is(err, lists.ErrBadWorkbook):
 		writeProblem(w, c, CodeInvalidList, "The list cannot be read: "+err.Error()+".")
 	case errors.Is(err, credits.ErrInsufficient):
 		h.chargeError(w, c, err)
@@ -422,39 +437,22 @@ func (g Group) keepsJob(j jobs.Job) bool {
 	return j.State == jobs.StateCompleted && j.Result != nil && GroupOf(j.Result) == g
 }
 
-// ListColumns are the columns a list's CSV export adds after the
-// uploaded ones.
-var listColumns = []string{"status", "score", "reason", "did_you_mean", "is_disposable", "is_role_based",
-	"is_free", "provider", "domain_exists", "mx_records", "alias", "canonical", "state"}
-
 // ListCSVHeader returns the header of a list's CSV export: the uploaded
-// columns (escaped as their cells are, see [ListCSVRecord]), then
-// validmail's (a name the upload already uses gets a "validmail_"
-// prefix).
-func ListCSVHeader(uploaded []string) []string {
-	taken := make(map[string]bool, len(uploaded))
-	out := make([]string, 0, len(uploaded)+len(listColumns))
-	for _, h := range uploaded {
-		taken[strings.ToLower(strings.TrimSpace(h))] = true
-		out = append(out, resultcsv.Cell(h))
-	}
-	for _, col := range listColumns {
-		if taken[col] {
-			col = "validmail_" + col
-		}
-		out = append(out, col)
-	}
-	return out
-}
+// columns (escaped as their cells are, see [ListCSVRecord]), then the
+// result's ([resultcsv.Columns]; a name the upload already uses gets a
+// "validmail_" prefix), then state.
+func ListCSVHeader(uploaded []string) []string { return resultcsv.Header(uploaded, "state") }
 
 // ListCSVRecord returns a list row's record of the CSV export: its
 // uploaded fields (as many as the header has), each escaped as
-// [resultcsv.Cell] escapes a batch export's text, so that a cell a
-// spreadsheet would run as a formula reads as text; then validmail's. A
-// row that is not an address reads INVALID_FORMAT, invalid_syntax; a row
-// whose job is still active has only its state.
+// [resultcsv.Cell] escapes text, so that a cell a spreadsheet would run as
+// a formula reads as text; then the result's and the job's state. A row
+// that is not an address reads INVALID_FORMAT, invalid_syntax; a row
+// whose job is still active has only its state. A row sharing its job
+// with an earlier row of the address in another case gets a did_you_mean
+// with its own local part.
 func ListCSVRecord(width int, row jobs.ListRow) []string {
-	out := make([]string, 0, width+len(listColumns))
+	out := make([]string, 0, width+resultcsv.Width+1)
 	for _, cell := range row.Record {
 		out = append(out, resultcsv.Cell(cell))
 	}
@@ -464,86 +462,104 @@ func ListCSVRecord(width int, row jobs.ListRow) []string {
 	j := row.Job
 	switch {
 	case j == nil:
-		return append(out, string(emailcheck.StatusInvalidFormat), "0", string(emailcheck.ReasonInvalidSyntax), "",
-			"false", "false", "false", "", "false", "false", "", "", "")
-	case j.State != jobs.StateCompleted || j.Result == nil:
-		return append(out, "", "", "", "", "", "", "", "", "", "", "", "", string(j.State))
+		return append(resultcsv.AppendNotAddress(out), "")
+	case j.State != jobs.StateCompleted:
+		return append(resultcsv.Append(out, nil), string(j.State))
 	}
-	res := j.Result
-	cf, v := res.Confidence, res.Validations
-	canonical, suggestion := "", ""
-	if cf.CanonicalEmail != nil {
-		canonical = *cf.CanonicalEmail
-	}
-	if res.DidYouMean != nil {
-		suggestion = *res.DidYouMean
-	}
-	return append(out, string(cf.Status), strconv.Itoa(cf.Score), resultcsv.Cell(string(res.Reason)), resultcsv.Cell(suggestion),
-		strconv.FormatBool(v.IsDisposable), strconv.FormatBool(cf.IsRoleBased), strconv.FormatBool(res.Provider.IsFree),
-		resultcsv.Cell(res.Provider.Name), strconv.FormatBool(v.DomainExists), strconv.FormatBool(v.MXRecords),
-		string(cf.AliasStatus), resultcsv.Cell(canonical), string(j.State))
+	return append(resultcsv.Append(out, ownSuggestion(j.Result, row.Email)), string(j.State))
 }
 
-// exportList streams a list's rows as CSV, in upload order, the uploaded
-// columns first. It returns false when the batch is not a list.
-func (h *Handler) exportList(w http.ResponseWriter, r *http.Request, c *call, batchID string, group Group, statuses []emailcheck.Status) bool {
+// BatchCSVHeader returns the header of a batch's CSV export: job_id,
+// email, the result's columns ([resultcsv.Columns]), state.
+func BatchCSVHeader() []string { return resultcsv.Header([]string{"job_id", "email"}, "state") }
+
+// BatchCSVRecord returns a job's record of a batch's CSV export.
+func BatchCSVRecord(j jobs.Job) []string {
+	rec := make([]string, 0, 3+resultcsv.Width)
+	rec = append(rec, j.ID, resultcsv.Cell(j.Email))
+	res := j.Result
+	if j.State != jobs.StateCompleted {
+		res = nil
+	}
+	return append(resultcsv.Append(rec, res), string(j.State))
+}
+
+// exportTable serves a batch's export as a table, CSV (streamed) or
+// .xlsx (written whole once read): a list's rows in upload order, the
+// uploaded columns first, else the batch's jobs.
+func (h *Handler) exportTable(w http.ResponseWriter, r *http.Request, c *call, batchID, format string, f ExportFilter) {
 	ctx := r.Context()
 	info, err := h.queue.List(ctx, c.key.AccountID, batchID)
-	if err != nil {
-		if !errors.Is(err, jobs.ErrNotFound) && !errors.Is(err, jobs.ErrNoLists) {
-			h.batchError(w, c, "list export", err)
-			return true
-		}
-		return false
+	isList := err == nil
+	if err != nil && !errors.Is(err, jobs.ErrNotFound) && !errors.Is(err, jobs.ErrNoLists) {
+		h.batchError(w, c, "export", err)
+		return
 	}
-	first, err := h.queue.ListRows(ctx, jobs.ListRowsParams{AccountID: c.key.AccountID, BatchID: batchID, After: -1, Limit: exportPage})
-	if err != nil {
-		h.batchError(w, c, "list export", err)
-		return true
+	write := func(start func() RecordWriter) error {
+		if isList {
+			return WriteList(ctx, h.queue, info, f, start)
+		}
+		return WriteBatch(ctx, h.queue, c.key.AccountID, batchID, f, start)
 	}
 	hd := w.Header()
-	hd.Set("X-Request-Id", c.id)
-	hd.Set("Cache-Control", "no-store")
-	hd.Set("Content-Type", "text/csv; charset=utf-8")
-	suffix := ""
-	if group != "" {
-		suffix = "-" + string(group)
-	}
-	hd.Set("Content-Disposition", `attachment; filename="batch-`+batchID+suffix+`.csv"`)
-	w.WriteHeader(http.StatusOK)
-	c.code = ""
-	bw := bufio.NewWriterSize(w, 64<<10)
-	cw := csv.NewWriter(bw)
-	cw.Write(ListCSVHeader(info.Header))
-	width := len(info.Header)
-	page := first
-	for len(page) > 0 {
-		for _, row := range page {
-			if keepRow(row, group, statuses) {
-				cw.Write(ListCSVRecord(width, row))
-			}
-		}
-		if len(page) < exportPage {
-			break
-		}
-		next, err := h.queue.ListRows(ctx, jobs.ListRowsParams{AccountID: c.key.AccountID, BatchID: batchID, After: page[len(page)-1].N, Limit: exportPage})
+	name := `attachment; filename="batch-` + batchID + exportSuffix(f) + "." + format + `"`
+	if format == "xlsx" {
+		sw, err := NewSheetWriter("Results")
 		if err != nil {
-			c.errText = "list export: " + err.Error()
-			break
+			h.backendError(w, c, "export", err)
+			return
 		}
-		page = next
+		defer sw.Close()
+		if err := write(func() RecordWriter { return sw }); err != nil {
+			h.batchError(w, c, "export", err)
+			return
+		}
+		hd.Set("X-Request-Id", c.id)
+		hd.Set("Cache-Control", "no-store")
+		hd.Set("Content-Type", XLSXContentType)
+		hd.Set("Content-Disposition", name)
+		w.WriteHeader(http.StatusOK)
+		c.code = ""
+		if _, err := sw.WriteTo(w); err != nil {
+			c.errText = "xlsx export: " + err.Error()
+		}
+		return
+	}
+	var bw *bufio.Writer
+	var cw *csv.Writer
+	err = write(func() RecordWriter {
+		hd.Set("X-Request-Id", c.id)
+		hd.Set("Cache-Control", "no-store")
+		hd.Set("Content-Type", "text/csv; charset=utf-8")
+		hd.Set("Content-Disposition", name)
+		w.WriteHeader(http.StatusOK)
+		c.code = ""
+		bw = bufio.NewWriterSize(w, 64<<10)
+		cw = csv.NewWriter(bw)
+		return cw
+	})
+	if cw == nil {
+		h.batchError(w, c, "export", err)
+		return
+	}
+	if err != nil {
+		c.errText = "export: " + err.Error()
 	}
 	cw.Flush()
 	bw.Flush()
-	return true
 }
 
-func keepRow(row jobs.ListRow, group Group, statuses []emailcheck.Status) bool {
-	if row.Job == nil {
-		return (group == "" || group == GroupRemove) &&
-			(statuses == nil || containsStatus(statuses, emailcheck.StatusInvalidFormat))
+// exportSuffix names a filtered export's file: its group, and whether
+// deduplicated.
+func exportSuffix(f ExportFilter) string {
+	s := ""
+	if f.Group != "" {
+		s = "-" + string(f.Group)
 	}
-	return group.keepsJob(*row.Job) && keep(*row.Job, statuses)
+	if f.Dedupe {
+		s += "-unique"
+	}
+	return s
 }
 
 func containsStatus(ss []emailcheck.Status, s emailcheck.Status) bool {

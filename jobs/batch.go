@@ -114,3 +114,35 @@ func (q *Queue) BatchJobs(ctx context.Context, p BatchJobsParams) ([]Job, error)
 	}
 	return bd.BatchJobs(ctx, p)
 }
+
+// ErrNoDelete reports a driver that cannot erase batches.
+var ErrNoDelete = errors.New("jobs: the driver cannot delete batches")
+
+// BatchDeleter is implemented by drivers that can erase a batch at once,
+// for a customer who wants their data gone before the retention.
+//
+// DeleteBatch removes the account's batch, its jobs whatever their state,
+// with their results, and, for a list, its rows, so that from its return
+// the batch, its jobs and its rows are [ErrNotFound] to every read
+// (Batch, BatchJobs, Get, List, ListRows) and its jobs are never leased
+// again; a worker holding one of its jobs then gets [ErrNotFound] or
+// [ErrLeaseLost] from Complete, Retry and Heartbeat and changes nothing.
+// Another account's batch and an unknown one are [ErrNotFound]. It keeps
+// the ledger's entries (charges stay charged), the usage counts, an
+// idempotency key's record (a replay answers the same ids, now unknown)
+// and webhook events already written. A driver may finish removing a
+// large list's rows in the background ([Driver.Cleanup]) after the
+// batch is unreadable.
+type BatchDeleter interface {
+	DeleteBatch(ctx context.Context, accountID, batchID string) error
+}
+
+// DeleteBatch erases the account's batch, its jobs, results and rows
+// (see [BatchDeleter]); [ErrNoDelete] when the driver cannot.
+func (q *Queue) DeleteBatch(ctx context.Context, accountID, batchID string) error {
+	bd, ok := q.driver.(BatchDeleter)
+	if !ok {
+		return ErrNoDelete
+	}
+	return bd.DeleteBatch(ctx, accountID, batchID)
+}

@@ -611,7 +611,7 @@ func (r *run) deferInGroups(ctx context.Context) {
 			} else {
 				err = errors.New("jobs: DeferMany returned too few results")
 			}
-			if err != nil && !errors.Is(err, ErrLeaseLost) {
+			if err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrNotFound) {
 				r.p.logger.ErrorContext(ctx, "jobs: defer", "job", d.l.ID, "err", err)
 			}
 			r.release(d.l.ID)
@@ -660,7 +660,7 @@ func (r *run) handBack(ctx context.Context, l Lease) {
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	err := r.p.q.driver.Retry(hctx, RetryParams{ID: l.ID, Token: l.Token})
-	if err != nil && !errors.Is(err, ErrLeaseLost) {
+	if err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrNotFound) {
 		r.p.logger.WarnContext(ctx, "jobs: hand back lease", "job", l.ID, "err", err)
 	}
 }
@@ -833,7 +833,7 @@ func (p *Pool) unknown(l Lease, reason emailcheck.Reason) emailcheck.Result {
 // putBack hands a job back to the queue, available at once, without
 // counting an attempt.
 func (r *run) putBack(ctx context.Context, l Lease) {
-	if err := r.p.q.driver.Retry(ctx, RetryParams{ID: l.ID, Token: l.Token}); err != nil && !errors.Is(err, ErrLeaseLost) {
+	if err := r.p.q.driver.Retry(ctx, RetryParams{ID: l.ID, Token: l.Token}); err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrNotFound) {
 		r.p.logger.ErrorContext(ctx, "jobs: put back", "job", l.ID, "err", err)
 	}
 }
@@ -842,7 +842,7 @@ func (r *run) putBack(ctx context.Context, l Lease) {
 // counting a failed one.
 func (r *run) retry(ctx, bctx context.Context, l Lease, runAt time.Time, reason string) {
 	err := r.p.q.driver.Retry(bctx, RetryParams{ID: l.ID, Token: l.Token, RunAt: runAt, Error: reason})
-	if err != nil && !errors.Is(err, ErrLeaseLost) {
+	if err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrNotFound) {
 		r.p.logger.ErrorContext(ctx, "jobs: retry", "job", l.ID, "err", err)
 	}
 }
@@ -851,8 +851,9 @@ func (r *run) retry(ctx, bctx context.Context, l Lease, runAt time.Time, reason 
 func (r *run) completed(ctx context.Context, job Job, refund int64, err error) {
 	p := r.p
 	if err != nil {
-		if errors.Is(err, ErrLeaseLost) {
-			p.logger.DebugContext(ctx, "jobs: lease lost before completion", "job", job.ID)
+		if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrNotFound) {
+			// Rescued and handed to another worker, or its batch deleted.
+			p.logger.DebugContext(ctx, "jobs: lease lost before completion", "job", job.ID, "err", err)
 		} else {
 			// The lease expires and the job is rescued and retried.
 			p.logger.ErrorContext(ctx, "jobs: complete", "job", job.ID, "err", err)

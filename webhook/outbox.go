@@ -188,8 +188,9 @@ type Endpoint struct {
 	PreviousSecrets []PreviousSecret // replaced secrets, oldest first
 	DisabledReason  string           // why it was disabled automatically; empty otherwise
 	// Events lists the event types the endpoint receives, in
-	// [EventTypes]' order; empty means all of them. Test events are
-	// always sent.
+	// [EventTypes]' order; empty means the default: all of them, but a
+	// list's addresses' validation.completed ([Endpoint.WantsListAddresses]).
+	// Test events are always sent.
 	Events    []string
 	CreatedAt time.Time
 	UpdatedAt time.Time
@@ -201,8 +202,10 @@ func (e Endpoint) Wants(eventType string) bool {
 }
 
 // NormalizeEvents returns types in [EventTypes]' order without
-// duplicates, and nil when they name every type (or none): the form
-// [Endpoints] store.
+// duplicates, and nil when they name none (the default): the form
+// [Endpoints] store. Every type named is not the default: an endpoint
+// that names validation.completed receives it for a list's addresses too
+// ([Endpoint.WantsListAddresses]).
 func NormalizeEvents(types []string) []string {
 	var out []string
 	for _, t := range EventTypes {
@@ -210,10 +213,16 @@ func NormalizeEvents(types []string) []string {
 			out = append(out, t)
 		}
 	}
-	if len(out) == len(EventTypes) {
-		return nil
-	}
 	return out
+}
+
+// WantsListAddresses reports whether the endpoint receives a
+// validation.completed event for each address of a list (a batch
+// uploaded whole, which may hold a million addresses): only when it
+// names the type. By default (no types named) a list sends its
+// batch.completed alone, other batches both.
+func (e Endpoint) WantsListAddresses() bool {
+	return len(e.Events) > 0 && slices.Contains(e.Events, TypeValidationCompleted)
 }
 
 // SigningSecrets returns the secrets that sign a message sent at now:
@@ -237,7 +246,7 @@ type PutEndpointParams struct {
 	// are kept) when the endpoint exists.
 	Secret string
 	// Events is the event types the endpoint receives, as
-	// [NormalizeEvents] returns them: nil means all.
+	// [NormalizeEvents] returns them: nil means the default.
 	Events []string
 	Now    time.Time
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/validmail/validmail/jobs/lists/charset"
 )
 
 // errNoEmailColumn is returned when a CSV input has no recognisable email
@@ -61,18 +63,22 @@ type row struct {
 
 // input reads rows from plain text or CSV.
 type input struct {
+	dec    *charset.Reader
 	lr     *lineReader
 	format format
 	parser *recordParser
 	blank  int // blank lines skipped
 }
 
-// openInput reads the first line of r to find the format and returns a
+// openInput reads r as UTF-8 text (UTF-8, UTF-16 with a byte order mark,
+// else Windows-1252 line by line: package charset), reads its first line
+// to find the format and returns a
 // reader positioned on the first row (after the header, if any). column is
 // the -column flag ("" for automatic detection). An input with no lines is
 // plain text with no rows.
 func openInput(r io.Reader, column string) (*input, error) {
-	in := &input{lr: newLineReader(r)}
+	dec := charset.NewReader(r)
+	in := &input{dec: dec, lr: newLineReader(dec)}
 	var first physLine
 	for {
 		l, err := in.lr.next()

@@ -42,6 +42,29 @@ func readAll(t *testing.T, text, column string) (format, []gotRow, int) {
 	return in.format, rows, in.blank
 }
 
+// A file as Excel saves it (Windows-1252), or in UTF-16, is read as
+// UTF-8.
+func TestInputEncodings(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, text string }{
+		{"Windows-1252", "Name,Email\r\nJos\xe9,jose@x.org\r\n"},
+		{"UTF-16LE", "\xff\xfeN\x00a\x00m\x00e\x00,\x00E\x00m\x00a\x00i\x00l\x00\n\x00J\x00o\x00s\x00\xe9\x00,\x00j\x00o\x00s\x00e\x00@\x00x\x00.\x00o\x00r\x00g\x00"},
+		{"UTF-8 with BOM", "\xef\xbb\xbfName,Email\nJos\xc3\xa9,jose@x.org\n"},
+	} {
+		in, err := openInput(strings.NewReader(c.text), "")
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		r, err := in.next()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if want := []string{"José", "jose@x.org"}; !reflect.DeepEqual(in.format.header, []string{"Name", "Email"}) || !reflect.DeepEqual(r.fields, want) || r.email != "jose@x.org" {
+			t.Errorf("%s: header %q, row %q (%q); want %q", c.name, in.format.header, r.fields, r.email, want)
+		}
+	}
+}
+
 func TestInputRows(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -23,10 +23,6 @@ const (
 // errLineTooLong marks a physical line longer than maxLineBytes.
 var errLineTooLong = errors.New("line longer than 1 MiB (truncated)")
 
-// utf8BOM is the byte order mark some tools write at the start of UTF-8
-// files.
-var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
-
 // physLine is one physical line of the input, without its line end (LF or
 // CRLF).
 type physLine struct {
@@ -36,13 +32,13 @@ type physLine struct {
 	tooLong bool  // the line was cut at maxLineBytes
 }
 
-// lineReader splits its input into physical lines, drops a leading UTF-8
-// BOM, and lets lines be pushed back to be read again.
+// lineReader splits its input (text already decoded: its byte order mark
+// is gone) into physical lines, and lets lines be pushed back to be read
+// again.
 type lineReader struct {
 	br      *bufio.Reader
 	num     int
 	offset  int64
-	started bool
 	pending []physLine // pushed back, next first
 }
 
@@ -57,13 +53,6 @@ func (lr *lineReader) next() (physLine, error) {
 		l := lr.pending[0]
 		lr.pending = lr.pending[1:]
 		return l, nil
-	}
-	if !lr.started {
-		lr.started = true
-		if b, err := lr.br.Peek(len(utf8BOM)); err == nil && bytes.Equal(b, utf8BOM) {
-			lr.br.Discard(len(utf8BOM))
-			lr.offset += int64(len(utf8BOM))
-		}
 	}
 	var (
 		buf     []byte

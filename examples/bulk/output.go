@@ -9,14 +9,8 @@ import (
 	"strconv"
 
 	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/emailcheck/resultcsv"
 )
-
-// resultColumns are the columns appended to every CSV row: those of the
-// API's export of a list (POST /api/v1/lists), less its job state.
-var resultColumns = []string{
-	"status", "score", "reason", "did_you_mean", "is_disposable", "is_role_based",
-	"is_free", "provider", "domain_exists", "mx_records", "alias", "canonical",
-}
 
 // rowWriter writes validated rows in one output format.
 type rowWriter interface {
@@ -66,7 +60,7 @@ func (w *csvWriter) header() error {
 			h = append(h, "field"+strconv.Itoa(i+1))
 		}
 	}
-	return w.cw.Write(append(h, resultColumns...))
+	return w.cw.Write(resultcsv.Header(h))
 }
 
 func (w *csvWriter) write(r row, res emailcheck.Result) error {
@@ -80,22 +74,7 @@ func (w *csvWriter) write(r row, res emailcheck.Result) error {
 			rec = append(rec, "")
 		}
 	}
-	c := res.Confidence
-	canonical := ""
-	if c.CanonicalEmail != nil {
-		canonical = *c.CanonicalEmail
-	}
-	suggestion := ""
-	if res.DidYouMean != nil {
-		suggestion = *res.DidYouMean
-	}
-	v := res.Validations
-	rec = append(rec,
-		string(c.Status), strconv.Itoa(c.Score), string(res.Reason), suggestion,
-		strconv.FormatBool(v.IsDisposable), strconv.FormatBool(c.IsRoleBased),
-		strconv.FormatBool(res.Provider.IsFree), res.Provider.Name,
-		strconv.FormatBool(v.DomainExists), strconv.FormatBool(v.MXRecords),
-		string(c.AliasStatus), canonical)
+	rec = resultcsv.Append(rec, &res)
 	if w.f.csv && len(r.fields) > w.f.width {
 		rec = append(rec, r.fields[w.f.width:]...)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/smtpprobe"
 	"github.com/validmail/validmail/httpapi/client"
+	"github.com/validmail/validmail/jobs/lists/charset"
 )
 
 // Exit codes.
@@ -36,8 +37,10 @@ Input
   Plain text, one address per line, or CSV. CSV is recognised by a header
   row with a column named email, e-mail, email_address, mail (any case,
   spaces and punctuation ignored), by a first row whose fields (separated
-  by , ; TAB or |) include one with an "@", or by -column. A UTF-8 byte
-  order mark and CRLF line ends are accepted. Spaces around an address
+  by , ; TAB or |) include one with an "@", or by -column. The file is
+  read as UTF-8, UTF-16 with a byte order mark, else line by line as
+  UTF-8 or Windows-1252 (Excel's "CSV (Comma delimited)"), and written as
+  UTF-8; CRLF line ends are accepted. Spaces around an address
   are ignored. Blank lines are skipped in both formats; a CSV row that is
   not blank is always kept, even when its email field is empty.
   A CSV row that does not parse (a stray or unclosed quote) is reported
@@ -45,11 +48,13 @@ Input
   leniently, with status INVALID_FORMAT; the run goes on.
 
 Output
-  csv:   the input fields, then the columns status, score, syntax,
-         domain_exists, mx_records, disposable, role, alias, canonical,
-         provider, then any fields beyond the header's width. Plain text
-         input gives the column "email"; CSV input without a header gives
-         field1..fieldN.
+  csv:   the input fields, then the columns status, score, reason,
+         did_you_mean, is_disposable, is_role_based, is_free, provider,
+         domain_exists, mx_records, alias, canonical (those of every CSV
+         of results, the API's and the console's too; a name the input
+         already uses gets a "validmail_" prefix), then any fields beyond
+         the header's width. Plain text input gives the column "email";
+         CSV input without a header gives field1..fieldN.
   jsonl: one object per row: {"line":N, "row":{header: field...} or
          "fields":[...], "email":..., "result":{validation result}}.
   Rows are written in input order as their results arrive.
@@ -248,6 +253,10 @@ func execute(ctx context.Context, opts options, validate validateFunc, stdin io.
 			return fail(o.err)
 		}
 		in = o.in
+		if in.dec.Encoding() == charset.UTF16 {
+			// Progress counts the text read, two bytes a character less.
+			size /= 2
+		}
 	case <-ctx.Done():
 		fmt.Fprintln(stderr, "bulk: interrupted")
 		return exitInterrupted

@@ -80,6 +80,13 @@ func (c *Client) DeleteWebhook(ctx context.Context) error {
 	return c.do(ctx, request{method: "DELETE", path: "/api/v1/webhook", repeatable: true}, nil)
 }
 
+// DeleteBatch erases a batch, its results and a list's rows at once (the
+// credits it cost stay spent). A batch already gone, or retried after a
+// lost answer, is an *Error with Code "batch_not_found".
+func (c *Client) DeleteBatch(ctx context.Context, id string) error {
+	return c.do(ctx, request{method: "DELETE", path: "/api/v1/batches/" + url.PathEscape(id), repeatable: true}, nil)
+}
+
 // WebhookTest is the outcome of a signed test event.
 type WebhookTest struct {
 	EventID    string  `json:"event_id"`

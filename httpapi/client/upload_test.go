@@ -55,8 +55,17 @@ func TestSubmitList(t *testing.T) {
 	if len(lines) != 4 || !strings.HasPrefix(lines[1], "ann@gmail.com,Ann,LIKELY,") || !strings.HasPrefix(lines[3], "bob@gmail.com,Bob,LIKELY,") {
 		t.Fatalf("safe rows:\n%s", out)
 	}
-	_, err = c.SubmitList(t.Context(), strings.NewReader("a,b\nc,d\n"), nil)
+	if err := c.DeleteBatch(t.Context(), sub.BatchID); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
 	var apiErr *client.Error
+	if _, err := c.Batch(t.Context(), sub.BatchID); !errors.As(err, &apiErr) || apiErr.Code != "batch_not_found" {
+		t.Fatalf("the batch after its deletion: %v", err)
+	}
+	if err := c.DeleteBatch(t.Context(), sub.BatchID); !errors.As(err, &apiErr) || apiErr.Code != "batch_not_found" {
+		t.Fatalf("a second delete: %v", err)
+	}
+	_, err = c.SubmitList(t.Context(), strings.NewReader("a,b\nc,d\n"), nil)
 	if !errors.As(err, &apiErr) || apiErr.Code != "no_email_column" {
 		t.Fatalf("a list without addresses: %v", err)
 	}

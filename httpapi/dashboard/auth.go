@@ -76,6 +76,7 @@ func (d *Dashboard) parseTemplates() error {
 		return fmt.Sprint(n)
 	}
 	funcs["inc"] = func(i int) int { return i + 1 }
+	funcs["statusName"] = func(s any) string { return statusName(fmt.Sprint(s)) }
 	funcs["sub"] = func(a, b int64) int64 { return a - b }
 	// Every page has the layout and the partials (*_parts.html).
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/*_parts.html")

@@ -457,6 +457,8 @@ func TestConsoleInBrowser(t *testing.T) {
 				{"/dashboard/", "overview"}, {"/dashboard/keys", "keys"}, {"/dashboard/webhook", "webhook"},
 				{"/dashboard/bulk", "bulk"}, {"/dashboard/batches", "batches"}, {"/dashboard/batches/1", "batch"},
 				{"/demo?email=jane@good.com", "demo"},
+				// A long suggestion wraps within the screen.
+				{"/demo?email=sandra.moore.of.the.marketing.team@gmial.com", "demo-suggestion"},
 			} {
 				path := page.path
 				var width int

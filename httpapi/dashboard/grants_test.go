@@ -111,7 +111,7 @@ func TestBatchPageShowsReasons(t *testing.T) {
 		}
 	}
 	csvBody := u.do("GET", batch+"/results.csv", nil).body
-	if !strings.HasSuffix(strings.SplitN(csvBody, "\n", 2)[0], ",reason,did_you_mean") || !strings.Contains(csvBody, ",no_such_domain,'=cmd@gmail.com") {
+	if !strings.HasPrefix(strings.SplitN(csvBody, "\n", 2)[0], "job_id,email,status,score,reason,did_you_mean,is_disposable,is_role_based,") || !strings.Contains(csvBody, ",no_such_domain,'=cmd@gmail.com") {
 		t.Errorf("the console's CSV lacks reasons:\n%s", csvBody)
 	}
 }

@@ -267,3 +267,24 @@ func TestMailPerAddressBounded(t *testing.T) {
 		t.Fatalf("messages to the flooded address from many networks: %d (%v), want %d", total, m.to, strangerMail.Burst)
 	}
 }
+
+// The line about slow domains shows only for the last few jobs of an
+// active batch.
+func TestSlowTail(t *testing.T) {
+	for _, c := range []struct {
+		total, completed int
+		state            jobs.State
+		want             int
+	}{
+		{4265, 4263, jobs.StateActive, 2},
+		{4265, 4000, jobs.StateActive, 0},
+		{100_000, 99_000, jobs.StateActive, 1000},
+		{5, 0, jobs.StateActive, 0},
+		{5, 4, jobs.StateActive, 1},
+		{5, 5, jobs.StateCompleted, 0},
+	} {
+		if got := slowTail(jobs.Batch{Total: c.total, Completed: c.completed, State: c.state}); got != c.want {
+			t.Errorf("%d of %d (%s): %d, want %d", c.completed, c.total, c.state, got, c.want)
+		}
+	}
+}

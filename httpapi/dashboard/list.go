@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -14,11 +13,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"golang.org/x/text/encoding"
-	"golang.org/x/text/encoding/charmap"
-	xunicode "golang.org/x/text/encoding/unicode"
-
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/jobs/lists/charset"
 )
 
 // maxList bounds the addresses one submission reads.
@@ -91,120 +87,19 @@ func (l *list) add(line int, s string) error {
 	return nil
 }
 
-// decodeText returns b as UTF-8 text, read as a spreadsheet would, and
-// the name of the encoding it was read in. With a byte order mark, the
-// encoding it names (UTF-8, UTF-16 little or big endian); UTF-16 without
-// one is recognised by the zero bytes of its ASCII characters. Otherwise
-// each line is read on its own: as UTF-8 when it is valid UTF-8, else as
-// Windows-1252 (the superset of Latin-1 that spreadsheets export), so a
-// file whose lines were pasted together from both keeps both readable.
-// Bytes that mean nothing in the encoding become U+FFFD.
-func decodeText(b []byte) (string, string) {
-	var enc encoding.Encoding
-	name := ""
-	switch {
-	case bytes.HasPrefix(b, []byte{0xEF, 0xBB, 0xBF}):
-		return strings.ToValidUTF8(string(b[3:]), "\uFFFD"), "UTF-8"
-	case bytes.HasPrefix(b, []byte{0xFF, 0xFE}):
-		enc, name = xunicode.UTF16(xunicode.LittleEndian, xunicode.ExpectBOM), "UTF-16"
-	case bytes.HasPrefix(b, []byte{0xFE, 0xFF}):
-		enc, name = xunicode.UTF16(xunicode.BigEndian, xunicode.ExpectBOM), "UTF-16"
-	default:
-		// Checked first: UTF-16 of ASCII text is valid UTF-8 too, with a
-		// NUL between the letters.
-		if order, ok := utf16WithoutBOM(b); ok {
-			enc, name = xunicode.UTF16(order, xunicode.IgnoreBOM), "UTF-16"
-			break
-		}
-		if utf8.Valid(b) {
-			return string(b), "UTF-8"
-		}
-		return decodeLines(b)
-	}
-	s, err := enc.NewDecoder().Bytes(b)
-	if err != nil {
-		// The decoders here replace what they cannot read; keep the
-		// promise of text whatever happens.
-		return strings.ToValidUTF8(string(b), "\uFFFD"), "UTF-8"
-	}
-	return string(s), name
-}
-
-// utf16WithoutBOM reports whether b looks like UTF-16 text without a byte
-// order mark, and in which byte order: at least half of its first
-// characters are visible ASCII, whose high byte is zero, and no pair reads
-// as one in the other order.
-func utf16WithoutBOM(b []byte) (xunicode.Endianness, bool) {
-	n := min(len(b), 512) &^ 1
-	if n < 4 {
-		return xunicode.LittleEndian, false
-	}
-	// Counted per byte order: pairs whose high byte is zero and whose low
-	// byte is a visible ASCII character. Lines of NULs are not text.
-	graphicLE, graphicBE := 0, 0
-	for i := 0; i < n; i += 2 {
-		if b[i+1] == 0 && b[i] > ' ' && b[i] < 0x7f {
-			graphicLE++
-		}
-		if b[i] == 0 && b[i+1] > ' ' && b[i+1] < 0x7f {
-			graphicBE++
-		}
-	}
-	pairs := n / 2
-	switch {
-	case graphicLE*2 >= pairs && graphicBE == 0:
-		return xunicode.LittleEndian, true
-	case graphicBE*2 >= pairs && graphicLE == 0:
-		return xunicode.BigEndian, true
-	}
-	return xunicode.LittleEndian, false
-}
-
-// decodeLines reads each line of b as UTF-8 when it is valid UTF-8, else
-// as Windows-1252, and names what it found: "Windows-1252", or "UTF-8 and
-// Windows-1252" when lines of both were there.
-func decodeLines(b []byte) (string, string) {
-	var out strings.Builder
-	out.Grow(len(b) + len(b)/8)
-	dec := charmap.Windows1252.NewDecoder()
-	sawUTF8 := false
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line = b[:i+1]
-		}
-		b = b[len(line):]
-		if utf8.Valid(line) {
-			sawUTF8 = sawUTF8 || bytes.ContainsFunc(line, func(r rune) bool { return r >= utf8.RuneSelf })
-			out.Write(line)
-			continue
-		}
-		s, err := dec.Bytes(line)
-		if err != nil {
-			out.WriteString(strings.ToValidUTF8(string(line), "\uFFFD"))
-			continue
-		}
-		out.Write(s)
-	}
-	if sawUTF8 {
-		return out.String(), "UTF-8 and Windows-1252"
-	}
-	return out.String(), "Windows-1252"
-}
-
 // readList reads addresses, one per line, or from the email column of a
 // CSV file (found by its header, else the first column), in the text's
-// encoding (see decodeText). Lines that cannot hold an address (control
+// encoding (see package charset). Lines that cannot hold an address (control
 // characters, text that could not be decoded, overlong lines, CSV rows
 // without an email cell) are left out and reported; a list of more than
 // maxList addresses, or a CSV file that cannot be parsed, is an error.
 func readList(rd io.Reader, isCSV bool) (list, error) {
-	b, err := io.ReadAll(rd)
+	dec := charset.NewReader(rd)
+	b, err := io.ReadAll(dec)
 	if err != nil {
 		return list{}, err
 	}
-	text, encName := decodeText(b)
-	return parseList(text, encName, isCSV)
+	return parseList(string(b), dec.Encoding(), isCSV)
 }
 
 // readPasted reads a list pasted in the form, one address per line. A

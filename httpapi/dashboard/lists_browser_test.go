@@ -109,6 +109,12 @@ func TestListToolInBrowser(t *testing.T) {
 			}
 			run(t, ctx, "downloads", chromedp.WaitVisible("#downloads", chromedp.ByID))
 			both("list batch", "list-batch")
+			var rows, unique, junk, batchURL string
+			run(t, ctx, "counts", chromedp.Text("#list-rows", &rows, chromedp.ByID), chromedp.Text("#list-unique", &unique, chromedp.ByID),
+				chromedp.Text("#list-junk", &junk, chromedp.ByID), chromedp.Location(&batchURL))
+			if rows != "11" || unique != "8" || junk != "1" {
+				t.Fatalf("the list's counts: %s rows, %s unique, %s without an address", rows, unique, junk)
+			}
 			var href string
 			var ok bool
 			run(t, ctx, "safe link", chromedp.AttributeValue(`//a[normalize-space()="Safe to send"]`, "href", &href, &ok))
@@ -137,6 +143,31 @@ func TestListToolInBrowser(t *testing.T) {
 			// The batches table names the list.
 			run(t, ctx, "batches", chromedp.Navigate(s.base+"/dashboard/batches"), chromedp.WaitVisible(`//a[normalize-space()="Spring customers"]`))
 			both("batches", "list-batches")
+
+			// Delete it from its page, after a confirmation.
+			run(t, ctx, "delete", chromedp.Navigate(batchURL), chromedp.WaitVisible("#delete-batch", chromedp.ByID),
+				chromedp.Click("#delete-batch", chromedp.ByID), chromedp.WaitVisible("#delete", chromedp.ByID))
+			both("batch delete", "list-delete")
+			var gone bool
+			run(t, ctx, "confirm delete", chromedp.Click("#delete", chromedp.ByID), chromedp.WaitVisible(`//*[contains(., "is deleted")]`),
+				chromedp.Evaluate(`![...document.querySelectorAll("main a")].some(a => a.textContent.trim() == "Spring customers")`, &gone))
+			if !gone {
+				t.Fatal("the batches still name the deleted list")
+			}
+			var code int
+			run(t, ctx, "deleted page", chromedp.Navigate(batchURL), chromedp.WaitReady("main", chromedp.ByQuery),
+				chromedp.Evaluate(`document.title`, new(string)))
+			req, _ = http.NewRequest("GET", batchURL, nil)
+			for _, c := range cookies {
+				req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+			}
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				code = resp.StatusCode
+				resp.Body.Close()
+			}
+			if code != http.StatusNotFound {
+				t.Fatalf("the deleted batch's page: %d", code)
+			}
 		})
 	}
 }

@@ -35,7 +35,7 @@ import (
 //	POST /bulk/list/{token}          confirm: submit the list
 //	POST /bulk/list/{token}/column   field column (a number from 1)
 //	POST /bulk/list/{token}/cancel
-//	GET  /batches/{id}/list.csv      ?group=safe|risky|remove; none: all rows
+//	GET  /batches/{id}/list.csv      ?group=safe|risky|remove; none: all rows; ?dedupe=true: each address once; ?rows=junk: the rows without an address
 //
 // A list waits for its confirmation in the store the deployment shares
 // (a [jobs.ListDraft]: its preview and its spooled rows in chunks), so
@@ -99,6 +99,8 @@ type listTool struct {
 	// respooling, if set, runs when a column change starts reading a
 	// pending list again (tests hold it there).
 	respooling func()
+	// sizes are the groups' sizes of completed lists.
+	sizes groupSizes
 }
 
 // listToolConfig is what the list tool takes of the dashboard's Config.
@@ -456,7 +458,7 @@ func (d *Dashboard) uploadList(w http.ResponseWriter, r *http.Request, a store.A
 		}
 		fname := path.Base(strings.ReplaceAll(part.FileName(), `\`, "/"))
 		if fname == "." || fname == "/" || fname == "" {
-			d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "Choose a file: a .csv file with a column of addresses, or a .txt file with one address per line.")
+			d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "Choose a file: a .csv or .xlsx file with a column of addresses, or a .txt file with one address per line.")
 			return
 		}
 		if name == "" && len(fname) <= maxListName && isText(fname) {
@@ -464,7 +466,11 @@ func (d *Dashboard) uploadList(w http.ResponseWriter, r *http.Request, a store.A
 		}
 		lower := strings.ToLower(fname)
 		opts.Text = strings.HasSuffix(lower, ".txt")
-		sp, err := lists.Read(r.Context(), part, &opts)
+		read := lists.Read
+		if strings.HasSuffix(lower, ".xlsx") {
+			read = lists.ReadXLSX // its first sheet
+		}
+		sp, err := read(r.Context(), part, &opts)
 		if err != nil {
 			d.uploadError(w, r, a, paced, err)
 			return
@@ -491,7 +497,7 @@ func (d *Dashboard) uploadList(w http.ResponseWriter, r *http.Request, a store.A
 		d.redirect(w, r, "/bulk/list/"+p.token)
 		return
 	}
-	d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "Choose a file: a .csv file with a column of addresses, or a .txt file with one address per line.")
+	d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "Choose a file: a .csv or .xlsx file with a column of addresses, or a .txt file with one address per line.")
 }
 
 // slotRefusal tells why an upload found no slot; then names what to do
@@ -535,8 +541,10 @@ func (d *Dashboard) uploadError(w http.ResponseWriter, r *http.Request, a store.
 		d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "The file has more rows than a list may have ("+d.listBounds()+"). Split it and upload the parts one after another.")
 	case errors.Is(err, lists.ErrNoRows):
 		d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "The file has no rows.")
-	case errors.Is(err, lists.ErrBadEncoding), errors.Is(err, lists.ErrNUL):
-		d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "The file is not UTF-8 text"+lineOf(pe, err)+". Save it from your spreadsheet as “CSV UTF-8” and upload it again.")
+	case errors.Is(err, lists.ErrBadWorkbook):
+		d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "The workbook cannot be read: save it from your spreadsheet as .xlsx (not encrypted), or as CSV, and upload it again.")
+	case errors.Is(err, lists.ErrNUL):
+		d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "The file is not text: it holds a NUL byte"+lineOf(pe, err)+". Save it from your spreadsheet as CSV and upload it again.")
 	case errors.Is(err, lists.ErrBadQuote), errors.Is(err, lists.ErrLineTooLong), errors.Is(err, lists.ErrTooManyColumns):
 		d.refuseUpload(w, r, a, http.StatusUnprocessableEntity, "The file cannot be read as CSV"+lineOf(pe, err)+": "+strings.TrimPrefix(errors.Unwrap(err).Error(), "lists: ")+".")
 	default:
@@ -602,13 +610,15 @@ type listPreviewData struct {
 	Unique      int
 	Duplicates  int
 	Invalid     int
+	Encoding    string // the file's encoding, as package charset names it
 	Cost        listCost
 }
 
 func (d *Dashboard) previewData(ctx context.Context, p *pendingList) (listPreviewData, error) {
 	pv := p.pv
 	data := listPreviewData{Token: p.token, Name: p.name, Text: p.text, Column: pv.Column + 1, HasHeader: pv.HasHeader,
-		Rows: pv.Rows, Unique: pv.Unique, Duplicates: pv.Duplicates, Invalid: pv.InvalidRows, Columns: pv.Header}
+		Rows: pv.Rows, Unique: pv.Unique, Duplicates: pv.Duplicates, Invalid: pv.InvalidRows, Columns: pv.Header,
+		Encoding: p.state.Encoding}
 	for i, h := range pv.Header {
 		data.Header = append(data.Header, previewCell{Text: h, Address: i == pv.Column})
 	}
@@ -894,6 +904,11 @@ func (d *Dashboard) cancelList(w http.ResponseWriter, r *http.Request, a store.A
 // listGroup is a download of a list's rows by what to do with them.
 type listGroup struct {
 	Group, Label, Help, URL string
+	// UniqueURL downloads the group with each address once.
+	UniqueURL string
+	// Rows is the group's size in rows, when Sized.
+	Rows  int
+	Sized bool
 }
 
 // listGroups returns the downloads of a list batch's rows; nil for a
@@ -907,15 +922,16 @@ func (d *Dashboard) listGroups(ctx context.Context, account string, b jobs.Batch
 	}
 	u := d.path("/batches/" + b.ID + "/list.csv")
 	return []listGroup{
-		{string(httpapi.GroupSafe), "Safe to send", "Deliverable and likely addresses that are not role accounts.", u + "?group=safe"},
-		{string(httpapi.GroupRisky), "Risky", "Catch-all domains, unknown answers and role accounts (info@, sales@).", u + "?group=risky"},
-		{string(httpapi.GroupRemove), "Remove", "Undeliverable, disposable, invalid and rows without an address.", u + "?group=remove"},
-		{"", "All rows", "Every row of the file, in its order, with its verdict.", u},
+		{Group: string(httpapi.GroupSafe), Label: "Safe to send", Help: "Deliverable and likely addresses that are not role accounts.", URL: u + "?group=safe", UniqueURL: u + "?group=safe&dedupe=true"},
+		{Group: string(httpapi.GroupRisky), Label: "Risky", Help: "Catch-all domains, unknown answers and role accounts (info@, sales@).", URL: u + "?group=risky", UniqueURL: u + "?group=risky&dedupe=true"},
+		{Group: string(httpapi.GroupRemove), Label: "Remove", Help: "Undeliverable, disposable, invalid and rows without an address.", URL: u + "?group=remove", UniqueURL: u + "?group=remove&dedupe=true"},
+		{Label: "All rows", Help: "Every row of the file, in its order, with its verdict.", URL: u, UniqueURL: u + "?dedupe=true"},
 	}, nil
 }
 
 // listCSV streams a list batch's rows as CSV, the uploaded columns first,
-// as the API's export of the list does; ?group= keeps one group.
+// as the API's export of the list does; ?group= keeps one group,
+// ?dedupe=true each address's first row, with its count of duplicates.
 func (d *Dashboard) listCSV(w http.ResponseWriter, r *http.Request, a store.Account) {
 	ctx := r.Context()
 	group := httpapi.Group(r.URL.Query().Get("group"))
@@ -938,53 +954,40 @@ func (d *Dashboard) listCSV(w http.ResponseWriter, r *http.Request, a store.Acco
 		d.backendError(w, r, "list export", err)
 		return
 	}
-	const page = 1000
-	rows, err := d.cfg.Queue.ListRows(ctx, jobs.ListRowsParams{AccountID: a.ID, BatchID: b.ID, After: -1, Limit: page})
-	if err != nil {
+	dedupe := r.URL.Query().Get("dedupe") == "true"
+	junk := r.URL.Query().Get("rows") == "junk"
+	var bw *bufio.Writer
+	var cw *csv.Writer
+	err = httpapi.WriteList(ctx, d.cfg.Queue, info, httpapi.ExportFilter{Group: group, Dedupe: dedupe, NotAddresses: junk}, func() httpapi.RecordWriter {
+		name := string(group)
+		if junk {
+			name = "not-addresses"
+		}
+		if dedupe {
+			name = strings.TrimPrefix(name+"-unique", "-")
+		}
+		h := w.Header()
+		h.Set("Content-Type", "text/csv; charset=utf-8")
+		h.Set("Content-Disposition", `attachment; filename="`+downloadName(batchRow{Batch: b}, name)+`"`)
+		h.Set("Cache-Control", "no-store")
+		bw = bufio.NewWriterSize(w, 64<<10)
+		cw = csv.NewWriter(bw)
+		return cw
+	})
+	if cw == nil {
 		d.backendError(w, r, "list export", err)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/csv; charset=utf-8")
-	h.Set("Content-Disposition", `attachment; filename="`+downloadName(batchRow{Batch: b}, string(group))+`"`)
-	h.Set("Cache-Control", "no-store")
-	bw := bufio.NewWriterSize(w, 64<<10)
-	cw := csv.NewWriter(bw)
-	cw.Write(httpapi.ListCSVHeader(info.Header))
-	width := len(info.Header)
-	for len(rows) > 0 {
-		for _, row := range rows {
-			if keepListRow(row, group) {
-				cw.Write(httpapi.ListCSVRecord(width, row))
-			}
-		}
-		if len(rows) < page {
-			break
-		}
-		if rows, err = d.cfg.Queue.ListRows(ctx, jobs.ListRowsParams{AccountID: a.ID, BatchID: b.ID, After: rows[len(rows)-1].N, Limit: page}); err != nil {
-			d.cfg.Logger.ErrorContext(ctx, "dashboard: list export", "err", err)
-			// The rows sent so far must not pass for the whole file:
-			// abort the response, so the download visibly fails.
-			panic(http.ErrAbortHandler)
-		}
+	if err != nil {
+		d.cfg.Logger.ErrorContext(ctx, "dashboard: list export", "err", err)
+		// The rows sent so far must not pass for the whole file: abort
+		// the response, so the download visibly fails.
+		cw.Flush()
+		bw.Flush()
+		panic(http.ErrAbortHandler)
 	}
 	cw.Flush()
 	bw.Flush()
-}
-
-// keepListRow tells whether a list's row belongs in the download of
-// group: a row without an address is to remove; an address still being
-// validated is in no group yet.
-func keepListRow(row jobs.ListRow, group httpapi.Group) bool {
-	switch {
-	case group == "":
-		return true
-	case row.Job == nil:
-		return group == httpapi.GroupRemove
-	case row.Job.State != jobs.StateCompleted || row.Job.Result == nil:
-		return false
-	}
-	return httpapi.GroupOf(row.Job.Result) == group
 }
 
 // downloadName is a download's file name: the batch's name (its letters,

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xuri/excelize/v2"
+
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/jobs/lists"
@@ -201,6 +203,17 @@ func TestListTool(t *testing.T) {
 		if !strings.Contains(page, "<title>customers.csv (batch 1)") || !strings.Contains(page, "?group=safe") {
 			t.Fatalf("the batch page:\n%s", page)
 		}
+		// Rows and unique addresses counted apart; statuses named, with
+		// their codes.
+		for id, want := range map[string]string{"list-rows": "11", "list-unique": "8", "list-duplicates": "2", "list-junk": "1",
+			"size-safe": "8 rows", "size-risky": "0 rows", "size-remove": "3 rows", "size-all": "11 rows"} {
+			if got := field(t, page, id); got != want {
+				t.Errorf("#%s %q, want %q", id, got, want)
+			}
+		}
+		if !strings.Contains(page, `Likely deliverable <code class="code">LIKELY</code> 6`) || !strings.Contains(page, `Domain does not exist <code class="code">INVALID_DOMAIN</code> 2`) {
+			t.Errorf("the counts by status:\n%s", page)
+		}
 		if list := u.do("GET", "/dashboard/batches", nil).body; !strings.Contains(list, ">customers.csv</a>") || !strings.Contains(list, "No. 1") {
 			t.Fatalf("the batches table:\n%s", list)
 		}
@@ -235,6 +248,18 @@ func TestListTool(t *testing.T) {
 		}
 		if got := len(get("")); got != 11 {
 			t.Errorf("all rows: %d", got)
+		}
+		if got := names(get("?rows=junk")); got != "Nobody" {
+			t.Errorf("the rows without an address: %s", got)
+		}
+		// Each address once: 8 addresses and the row without one; Ann's
+		// and Bob's first rows count one duplicate each.
+		if !strings.Contains(page, "list.csv?group=safe&amp;dedupe=true") {
+			t.Errorf("the batch page offers no download of each address once:\n%s", page)
+		}
+		unique := get("?dedupe=true")
+		if got := names(unique); len(unique) != 9 || got != "Ann,Bob,Cid,Dee,Eve,Fay,Gus,Hal,Nobody" || unique[0][len(unique[0])-1] != "1" || unique[2][len(unique[2])-1] != "0" {
+			t.Errorf("each address once: %q", unique)
 		}
 		if a := other.do("GET", batchURL+"/list.csv?group=safe", nil); a.code != http.StatusNotFound {
 			t.Errorf("another account's download: %d", a.code)
@@ -411,5 +436,90 @@ func TestListToolColumnConcurrent(t *testing.T) {
 	r2()
 	if p := u.do("GET", next, nil); p.code != http.StatusOK || field(t, p.body, "unique") != "2" {
 		t.Fatalf("the list read with the new column: %d\n%s", p.code, p.body)
+	}
+}
+
+// TestListToolExcelCSV uploads a file as Excel's "CSV (Comma delimited)"
+// saves it (Windows-1252): the preview reads it, says so, and shows its
+// names as they were written.
+func TestListToolExcelCSV(t *testing.T) {
+	t.Parallel()
+	s := startSite(t, nil)
+	u := newUser(t, s.base)
+	u.signup("excel@example.com")
+	_, p := u.preview("", "contacts.csv", "Name,Email\r\nJos\xe9 M\xfcller,jose@good.com\r\nZo\xeb,zoe@good.com\r\n")
+	if p.code != http.StatusOK {
+		t.Fatalf("preview: %d\n%s", p.code, p.body)
+	}
+	if got := field(t, p.body, "encoding"); got != "The file was read as Windows-1252 text." {
+		t.Errorf("#encoding %q", got)
+	}
+	if !strings.Contains(p.body, "<td>José Müller</td>") || !strings.Contains(p.body, "<td>Zoë</td>") || field(t, p.body, "unique") != "2" {
+		t.Fatalf("the preview's rows:\n%s", p.body)
+	}
+}
+
+// TestBatchDelete deletes a list from its page on every backend: a
+// confirmation first, then the batch, its page and its downloads are 404;
+// another account cannot delete it.
+func TestBatchDelete(t *testing.T) {
+	eachBackend(t, func(t *testing.T, open func() *backend.Backend, _ bool) {
+		s := startSite(t, open())
+		u := newUser(t, s.base)
+		u.signup("deleter@example.com")
+		loc, p := u.preview("", "customers.csv", customers)
+		a := u.do("POST", loc, confirmForm(t, p.body))
+		batchURL := a.hdr.Get("Location")
+		if a.code != http.StatusSeeOther || !strings.HasPrefix(batchURL, "/dashboard/batches/") {
+			t.Fatalf("confirm: %d %s", a.code, batchURL)
+		}
+		page := u.do("GET", batchURL, nil).body
+		if !strings.Contains(page, `id="delete-batch" href="`+batchURL+`/delete"`) {
+			t.Fatalf("the batch page offers no deletion:\n%s", page)
+		}
+		confirm := u.do("GET", batchURL+"/delete", nil)
+		if confirm.code != http.StatusOK || !strings.Contains(confirm.body, "11 uploaded rows") || !strings.Contains(confirm.body, `action="`+batchURL+`/delete"`) {
+			t.Fatalf("the confirmation: %d\n%s", confirm.code, confirm.body)
+		}
+		other := newUser(t, s.base)
+		other.signup("other-deleter@example.com")
+		if a := other.do("POST", batchURL+"/delete", url.Values{}); a.code != http.StatusNotFound {
+			t.Fatalf("another account's delete: %d", a.code)
+		}
+		if a := u.do("POST", batchURL+"/delete", url.Values{}); a.code != http.StatusSeeOther || a.hdr.Get("Location") != "/dashboard/batches" {
+			t.Fatalf("delete: %d %s", a.code, a.hdr.Get("Location"))
+		}
+		if list := u.do("GET", "/dashboard/batches", nil).body; !strings.Contains(list, "is deleted") || strings.Contains(list, ">customers.csv</a>") {
+			t.Fatalf("the batches after the delete:\n%s", list)
+		}
+		for _, path := range []string{"", "/list.csv", "/list.csv?group=safe&dedupe=true", "/results.csv", "/delete"} {
+			if a := u.do("GET", batchURL+path, nil); a.code != http.StatusNotFound {
+				t.Errorf("GET %s after the delete: %d", batchURL+path, a.code)
+			}
+		}
+	})
+}
+
+// TestListToolXLSX uploads a workbook: its first sheet is previewed as a
+// CSV file would be.
+func TestListToolXLSX(t *testing.T) {
+	t.Parallel()
+	s := startSite(t, nil)
+	u := newUser(t, s.base)
+	u.signup("workbook@example.com")
+	book := excelize.NewFile()
+	for i, row := range [][]any{{"Name", "Email"}, {"Zoë", "zoe@good.com"}, {"Ann", "ann@good.com"}, {"Nobody", "n/a"}} {
+		book.SetSheetRow("Sheet1", fmt.Sprintf("A%d", i+1), &row)
+	}
+	var b bytes.Buffer
+	if _, err := book.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	_, p := u.preview("", "contacts.xlsx", b.String())
+	if p.code != http.StatusOK || field(t, p.body, "rows") != "3" || field(t, p.body, "unique") != "2" || !strings.Contains(p.body, "<td>Zoë</td>") {
+		t.Fatalf("preview: %d\n%s", p.code, p.body)
+	}
+	if a := u.upload("", "broken.xlsx", "not a workbook"); a.code != http.StatusUnprocessableEntity || !strings.Contains(a.body, "The workbook cannot be read") {
+		t.Fatalf("a broken workbook: %d\n%s", a.code, a.body)
 	}
 }

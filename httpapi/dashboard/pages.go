@@ -14,8 +14,8 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/internal/buckets"
-	"github.com/validmail/validmail/httpapi/internal/resultcsv"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
@@ -485,7 +485,14 @@ func (d *Dashboard) saveWebhook(w http.ResponseWriter, r *http.Request, a store.
 		refuse("events", "Choose at least one event.")
 		return
 	}
-	p := webhook.PutEndpointParams{AccountID: a.ID, URL: url, Enabled: data.Enabled, Events: webhook.NormalizeEvents(events), Now: d.cfg.Now()}
+	// Every type checked is the default: a list sends its batch.completed
+	// alone. (The API's PUT /api/v1/webhook naming validation.completed
+	// asks for a list's addresses too.)
+	kept := webhook.NormalizeEvents(events)
+	if len(kept) == len(webhook.EventTypes) {
+		kept = nil
+	}
+	p := webhook.PutEndpointParams{AccountID: a.ID, URL: url, Enabled: data.Enabled, Events: kept, Now: d.cfg.Now()}
 	if data.Endpoint == nil {
 		p.Secret = webhook.NewSecret()
 	}
@@ -738,9 +745,25 @@ type batchData struct {
 	Report   *list // the lines of the submitted list that were left out
 	// Groups are the downloads of a list batch's rows; nil for others.
 	Groups []listGroup
+	// List counts a list's rows; nil for a batch that is not a list.
+	List *jobs.ListInfo
+	// Slow counts the last jobs of an active batch, waiting on domains
+	// that answer slowly: 0 unless few are left.
+	Slow int
 }
 
 const resultsPerPage = 100
+
+// slowTail returns how many jobs an active batch still waits on when they
+// are its last few (at most 1 %, or 10), which are most often those of
+// domains that answer slowly or not at all; 0 otherwise.
+func slowTail(b jobs.Batch) int {
+	left := b.Total - b.Completed
+	if b.State == jobs.StateCompleted || left <= 0 || b.Completed == 0 || left > max(10, b.Total/100) {
+		return 0
+	}
+	return left
+}
 
 func (d *Dashboard) batch(w http.ResponseWriter, r *http.Request, a store.Account) (jobs.Batch, bool) {
 	b, err := d.cfg.Queue.Batch(r.Context(), a.ID, r.PathValue("id"))
@@ -767,6 +790,26 @@ func (d *Dashboard) batchPage(w http.ResponseWriter, r *http.Request, a store.Ac
 		return
 	}
 	data.Groups = groups
+	if groups != nil {
+		if info, err := d.cfg.Queue.List(r.Context(), a.ID, b.ID); err == nil {
+			data.List = &info
+			sizes, err := d.lists.sizes.of(r.Context(), d.cfg.Queue, b, info)
+			if err != nil {
+				d.backendError(w, r, "batch list", err)
+				return
+			}
+			for i := range groups {
+				if sizes != nil {
+					g := httpapi.Group(groups[i].Group)
+					groups[i].Rows, groups[i].Sized = sizes[g], true
+					if g == "" {
+						groups[i].Rows = info.Rows
+					}
+				}
+			}
+		}
+	}
+	data.Slow = slowTail(b)
 	for _, c := range data.Counts {
 		data.Statuses = append(data.Statuses, c.Status)
 	}
@@ -810,7 +853,7 @@ func (d *Dashboard) batchProgress(w http.ResponseWriter, r *http.Request, a stor
 		// Reload the page once, for its results.
 		w.Header().Set("HX-Refresh", "true")
 	}
-	if err := d.pages["batch"].ExecuteTemplate(w, "progress", page{Prefix: d.cfg.Prefix, Data: batchData{batchRow: d.row(b)}}); err != nil {
+	if err := d.pages["batch"].ExecuteTemplate(w, "progress", page{Prefix: d.cfg.Prefix, Data: batchData{batchRow: d.row(b), Slow: slowTail(b)}}); err != nil {
 		d.cfg.Logger.ErrorContext(r.Context(), "dashboard: template", "err", err)
 	}
 }
@@ -826,7 +869,7 @@ func (d *Dashboard) batchCSV(w http.ResponseWriter, r *http.Request, a store.Acc
 	h.Set("Content-Disposition", `attachment; filename="batch-`+b.ID+`.csv"`)
 	h.Set("Cache-Control", "no-store")
 	cw := csv.NewWriter(w)
-	cw.Write(resultcsv.Header())
+	cw.Write(httpapi.BatchCSVHeader())
 	after := ""
 	for {
 		js, err := d.cfg.Queue.BatchJobs(r.Context(), jobs.BatchJobsParams{AccountID: a.ID, BatchID: b.ID, Limit: 200, After: after})
@@ -838,7 +881,7 @@ func (d *Dashboard) batchCSV(w http.ResponseWriter, r *http.Request, a store.Acc
 			if filter != "" && (j.Result == nil || string(j.Result.Confidence.Status) != filter) {
 				continue
 			}
-			cw.Write(resultcsv.Record(j))
+			cw.Write(httpapi.BatchCSVRecord(j))
 		}
 		if len(js) < 200 {
 			break

@@ -293,7 +293,14 @@ func (s *Service) build() error {
 	if s.disp, err = webhook.NewDispatcher(b.Outbox, b.Endpoints, client, &wcfg); err != nil {
 		return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
 	}
-	if s.events, err = jobevents.New(b.Endpoints, &jobevents.Config{Dispatcher: s.disp}); err != nil {
+	isList := func(ctx context.Context, account, batch string) (bool, error) {
+		_, err := s.queue.List(ctx, account, batch)
+		if errors.Is(err, jobs.ErrNotFound) || errors.Is(err, jobs.ErrNoLists) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	if s.events, err = jobevents.New(b.Endpoints, &jobevents.Config{Dispatcher: s.disp, IsList: isList}); err != nil {
 		return err
 	}
 

@@ -94,6 +94,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) Backend) {
 		{"RetryBackoff", testRetry},
 		{"RetriesExhaustedCompleteUnknown", testExhausted},
 		{"Cleanup", testCleanup},
+		{"DeleteBatch", testDeleteBatch},
 		{"PoolDrainsOnCancel", testPoolDrain},
 		{"NotifierWakesPool", testNotifier},
 		{"ContextCanceled", testCanceled},

@@ -31,6 +31,7 @@ func RunLists(t *testing.T, newBackend func(tb testing.TB) Backend) {
 		{"NoAddress", testListEmpty},
 		{"BatchNumbers", testBatchNumbers},
 		{"IdempotencyKey", testListIdempotency},
+		{"DeleteList", testListDelete},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

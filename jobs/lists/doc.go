@@ -3,7 +3,9 @@
 // batch of one job per unique address.
 //
 // [Read] checks the whole file within its [Options]' bounds (bytes, rows,
-// row length, columns, UTF-8, no NUL) while copying it into a temporary
+// row length, columns, no NUL), decoded to UTF-8 by [charset] (UTF-8,
+// UTF-16 with a byte order mark, else Windows-1252 line by line), while
+// copying it into a temporary
 // [Spool], so that nothing is written to the backend for a file that is
 // refused, and memory holds one row at a time. [Spool.Preview] counts what
 // the list will cost; [Submit] hands the rows to the driver's

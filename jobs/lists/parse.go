@@ -2,11 +2,11 @@ package lists
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"unicode/utf8"
+
+	"github.com/validmail/validmail/jobs/lists/charset"
 )
 
 // Errors of a list that cannot be read. Each reaches the caller inside a
@@ -22,10 +22,11 @@ var (
 	ErrLineTooLong = errors.New("lists: row too long")
 	// ErrTooManyColumns: a row of more fields than [Options.MaxColumns].
 	ErrTooManyColumns = errors.New("lists: too many columns")
-	// ErrBadEncoding: not UTF-8 (UTF-16, Latin-1 and the like).
+	// ErrBadEncoding: text that is not UTF-8. [Read] decodes whatever
+	// [charset] reads and no longer returns it; it stays for callers that
+	// match it.
 	ErrBadEncoding = errors.New("lists: not UTF-8")
-	// ErrNUL: a NUL byte (a binary file, or UTF-16 without a byte order
-	// mark).
+	// ErrNUL: a NUL byte (a binary file).
 	ErrNUL = errors.New("lists: NUL byte")
 	// ErrBadQuote: a quoted field that never ends.
 	ErrBadQuote = errors.New("lists: unterminated quoted field")
@@ -77,10 +78,11 @@ func (l *limitReader) Read(p []byte) (int, error) {
 }
 
 // recordReader reads records (CSV with a delimiter, or one field a line)
-// within the bounds of its options, without ever holding more than one
-// record.
+// of text decoded by [charset] within the bounds of its options, without
+// ever holding more than one record.
 type recordReader struct {
 	br        *bufio.Reader
+	dec       *charset.Reader
 	text      bool
 	delim     byte
 	maxLine   int
@@ -91,18 +93,13 @@ type recordReader struct {
 }
 
 func newRecordReader(r io.Reader, text bool, o Options) (*recordReader, error) {
-	br := bufio.NewReaderSize(&limitReader{r: r, left: o.MaxBytes}, 64<<10)
-	head, err := br.Peek(3)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+	// The bound counts the customer's bytes, before they are decoded.
+	dec := charset.NewReader(&limitReader{r: r, left: o.MaxBytes})
+	br := bufio.NewReaderSize(dec, 64<<10)
+	if _, err := br.Peek(1); err != nil && !errors.Is(err, io.EOF) {
 		return nil, &ParseError{Err: err}
 	}
-	switch {
-	case bytes.HasPrefix(head, []byte("\xef\xbb\xbf")):
-		br.Discard(3)
-	case bytes.HasPrefix(head, []byte("\xff\xfe")), bytes.HasPrefix(head, []byte("\xfe\xff")):
-		return nil, &ParseError{Line: 1, Err: fmt.Errorf("%w: UTF-16 (save the file as UTF-8)", ErrBadEncoding)}
-	}
-	rr := &recordReader{br: br, text: text, delim: ',', maxLine: o.MaxLineBytes, maxFields: o.MaxColumns}
+	rr := &recordReader{br: br, dec: dec, text: text, delim: ',', maxLine: o.MaxLineBytes, maxFields: o.MaxColumns}
 	if !text {
 		rr.delim = sniffDelimiter(br, o.MaxLineBytes)
 	}
@@ -139,6 +136,10 @@ func sniffDelimiter(br *bufio.Reader, maxLine int) byte {
 	return best
 }
 
+func (rr *recordReader) lineNo() int { return rr.line }
+
+func (rr *recordReader) encoding() string { return rr.dec.Encoding() }
+
 // next returns the next record, skipping blank lines; io.EOF at the end.
 // The returned slice is reused by the following call.
 func (rr *recordReader) next() ([]string, error) {
@@ -153,7 +154,14 @@ func (rr *recordReader) next() ([]string, error) {
 	}
 }
 
-func (rr *recordReader) fail(err error) error { return &ParseError{Line: rr.line, Err: err} }
+// fail names the line of a read's error; a file too large is the file's
+// fault, found ahead of the line being read.
+func (rr *recordReader) fail(err error) error {
+	if errors.Is(err, ErrTooLarge) {
+		return &ParseError{Err: ErrTooLarge}
+	}
+	return &ParseError{Line: rr.line, Err: err}
+}
 
 // read reads one record; blank reports an empty line.
 func (rr *recordReader) read() (rec []string, blank bool, err error) {
@@ -164,9 +172,6 @@ func (rr *recordReader) read() (rec []string, blank bool, err error) {
 	rr.line++
 	startLine := rr.line
 	end := func() error {
-		if !utf8.Valid(rr.field) {
-			return &ParseError{Line: startLine, Err: ErrBadEncoding}
-		}
 		if len(rr.fields) == rr.maxFields {
 			return &ParseError{Line: startLine, Err: ErrTooManyColumns}
 		}

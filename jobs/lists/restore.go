@@ -22,12 +22,13 @@ type SpoolState struct {
 	Column                       int
 	Rows, Addresses, InvalidRows int
 	Size                         int64
+	Encoding                     string `json:",omitempty"`
 }
 
 // State returns the description of the spool's rows.
 func (sp *Spool) State() SpoolState {
 	return SpoolState{Header: slices.Clone(sp.Header), HasHeader: sp.HasHeader, Column: sp.Column,
-		Rows: sp.Rows, Addresses: sp.Addresses, InvalidRows: sp.InvalidRows, Size: sp.Size}
+		Rows: sp.Rows, Addresses: sp.Addresses, InvalidRows: sp.InvalidRows, Size: sp.Size, Encoding: sp.Encoding}
 }
 
 // WriteTo writes the spool's rows, encoded as the spool keeps them, to w:
@@ -54,7 +55,7 @@ func Restore(ctx context.Context, r io.Reader, st SpoolState, o *Options) (*Spoo
 		return nil, fmt.Errorf("lists: spool: %w", err)
 	}
 	sp := &Spool{f: f, Header: slices.Clone(st.Header), HasHeader: st.HasHeader, Column: st.Column,
-		Rows: st.Rows, Addresses: st.Addresses, InvalidRows: st.InvalidRows, Size: st.Size}
+		Rows: st.Rows, Addresses: st.Addresses, InvalidRows: st.InvalidRows, Size: st.Size, Encoding: st.Encoding}
 	if os.Remove(f.Name()) != nil {
 		sp.name = f.Name()
 	}

@@ -54,6 +54,9 @@ type Options struct {
 	Syntax emailcheck.SyntaxOptions
 	// TempDir holds the spool file; empty means [os.TempDir].
 	TempDir string
+	// Sheet names the sheet of an .xlsx workbook ([ReadXLSX]) to read: a
+	// name (any case) or a number from 1; empty means the first.
+	Sheet string
 }
 
 func (o *Options) withDefaults() Options {
@@ -106,6 +109,9 @@ type Spool struct {
 	Rows, Addresses, InvalidRows int
 	// Size is the spool file's size in bytes.
 	Size int64
+	// Encoding names the encoding the file was read in (a [charset]
+	// name: "UTF-8", "UTF-16", "Windows-1252", "UTF-8 and Windows-1252").
+	Encoding string
 }
 
 // Read reads a list from r into a spool, checking it whole within the
@@ -117,6 +123,22 @@ func Read(ctx context.Context, r io.Reader, o *Options) (*Spool, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readRecords(ctx, rr, opts)
+}
+
+// records is where [readRecords] takes a list's rows from: a text file's
+// reader, or a workbook's sheet.
+type records interface {
+	// next returns the next record, io.EOF after the last.
+	next() ([]string, error)
+	// lineNo numbers the last record read (its line or row, from 1).
+	lineNo() int
+	// encoding names what the rows were read from.
+	encoding() string
+}
+
+// readRecords spools the records of rr.
+func readRecords(ctx context.Context, rr records, opts Options) (*Spool, error) {
 	first, err := rr.next()
 	if errors.Is(err, io.EOF) {
 		return nil, &ParseError{Err: ErrNoRows}
@@ -126,7 +148,7 @@ func Read(ctx context.Context, r io.Reader, o *Options) (*Spool, error) {
 	}
 	first = slices.Clone(first)
 	var second []string
-	firstLine := rr.line
+	firstLine := rr.lineNo()
 	sp := &Spool{}
 	sp.Column, sp.HasHeader = -1, false
 	if opts.Column != "" {
@@ -173,7 +195,7 @@ func Read(ctx context.Context, r io.Reader, o *Options) (*Spool, error) {
 	var buf []byte
 	add := func(rec []string) error {
 		if sp.Rows == opts.MaxRows {
-			return &ParseError{Line: rr.line, Err: fmt.Errorf("%w: more than %d", ErrTooManyRows, opts.MaxRows)}
+			return &ParseError{Line: rr.lineNo(), Err: fmt.Errorf("%w: more than %d", ErrTooManyRows, opts.MaxRows)}
 		}
 		sp.Rows++
 		valid := isAddress(cellAt(rec, sp.Column), opts.Syntax)
@@ -238,6 +260,7 @@ func Read(ctx context.Context, r io.Reader, o *Options) (*Spool, error) {
 		sp.Header = append(sp.Header, "column_"+strconv.Itoa(i+1))
 	}
 	sp.Size, _ = f.Seek(0, io.SeekCurrent)
+	sp.Encoding = rr.encoding()
 	ok = true
 	return sp, nil
 }

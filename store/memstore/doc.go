@@ -15,6 +15,9 @@
 // [Store.PutListDraft] drops the account's other draft and its network's
 // oldest in one step, and [Store.TakeListDraft] removes a draft once.
 //
+// [Store.DeleteBatch] ([jobs.BatchDeleter]) removes a batch, its jobs and
+// its list's rows under the same lock.
+//
 // Multi-part changes check everything before their first write, under the
 // lock (checkLocked for credits, heldLocked for leases: the compare-and-set
 // on a job's state and lease token), so a refused change writes nothing;

@@ -341,8 +341,8 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) (int, er
 		if p.Limit > 0 && count >= p.Limit {
 			break
 		}
-		j := s.jobs[n]
-		if j.state != running || !j.expires.Before(t) {
+		j, ok := s.jobs[n]
+		if !ok || j.state != running || !j.expires.Before(t) {
 			continue
 		}
 		j.Errors++
@@ -397,7 +397,11 @@ func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) 
 	// done is in completion order, so the jobs old enough to remove are a
 	// prefix of it.
 	for len(s.done) > 0 && (p.Limit <= 0 || count < p.Limit) {
-		j := s.jobs[s.done[0]]
+		j, ok := s.jobs[s.done[0]]
+		if !ok { // its batch was deleted
+			s.done = s.done[1:]
+			continue
+		}
 		if !j.CompletedAt.Before(p.CompletedBefore) {
 			break
 		}
@@ -557,4 +561,35 @@ func (s *Store) DeferMany(ctx context.Context, ps []jobs.RetryParams) []error {
 		errs[i] = s.Retry(ctx, p)
 	}
 	return errs
+}
+
+var _ jobs.BatchDeleter = (*Store)(nil)
+
+// DeleteBatch implements [jobs.BatchDeleter]: the batch's counters, jobs
+// and list rows go under the lock. The heaps and the completion order
+// may still name its jobs' ids; their readers skip ids with no job.
+func (s *Store) DeleteBatch(ctx context.Context, accountID, batchID string) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.tallyLocked(accountID, batchID)
+	if b == nil {
+		return jobs.ErrNotFound
+	}
+	first, _ := strconv.ParseUint(batchID, 10, 64)
+	for id := first; id < first+uint64(b.total); id++ {
+		if j, ok := s.jobs[id]; ok && j.BatchID == batchID {
+			delete(s.jobs, id)
+			delete(s.running, id)
+		}
+	}
+	delete(s.tallies, first)
+	delete(s.lists, first)
+	s.groups[accountID] = slices.DeleteFunc(s.groups[accountID], func(f uint64) bool { return f == first })
+	if len(s.groups[accountID]) == 0 {
+		delete(s.groups, accountID)
+	}
+	return nil
 }

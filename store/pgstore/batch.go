@@ -118,3 +118,44 @@ func (s *Store) BatchJobs(ctx context.Context, p jobs.BatchJobsParams) ([]jobs.J
 	}
 	return out, nil
 }
+
+var _ jobs.BatchDeleter = (*Store)(nil)
+
+// DeleteBatch implements [jobs.BatchDeleter]: one transaction removes the
+// batch's jobs, then its row (the order completions lock them in, so
+// that a completion of one of its jobs waits, then finds nothing), then
+// its list and rows.
+func (s *Store) DeleteBatch(ctx context.Context, accountID, batchID string) error {
+	n, ok := parseID(batchID)
+	if !ok {
+		return jobs.ErrNotFound
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fail(ctx, "delete batch", err)
+	}
+	defer rollback(tx)
+	// A batch's jobs have ids from its own on.
+	if _, err := tx.Exec(ctx, s.sql(`DELETE FROM {schema}.jobs WHERE account = $1 AND batch_id = $2 AND id >= $2`), accountID, n); err != nil {
+		return fail(ctx, "delete batch: jobs", err)
+	}
+	first, last := dayBounds(n, n)
+	tag, err := tx.Exec(ctx, s.sqlIDs(`DELETE FROM {schema}.batches
+		WHERE id = $1 AND id BETWEEN {first} AND {last} AND account = $2`, first, last), n, accountID)
+	if err != nil {
+		return fail(ctx, "delete batch", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return jobs.ErrNotFound
+	}
+	if _, err := tx.Exec(ctx, s.sql(`DELETE FROM {schema}.list_rows WHERE batch_id = $1`), n); err != nil {
+		return fail(ctx, "delete batch: list rows", err)
+	}
+	if _, err := tx.Exec(ctx, s.sql(`DELETE FROM {schema}.lists WHERE batch_id = $1 AND account = $2`), n, accountID); err != nil {
+		return fail(ctx, "delete batch: list", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fail(ctx, "delete batch", err)
+	}
+	return nil
+}

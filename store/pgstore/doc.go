@@ -61,6 +61,9 @@
 //     per connection, touch those days' partitions alone; a lease looks
 //     first from the day of the oldest unfinished job to today, and at
 //     the whole table only for what that range lacks.
+//   - Deletion: [Store.DeleteBatch] removes a batch's jobs, its row, its
+//     list and rows in one transaction, jobs first (the order completions
+//     lock them in).
 //   - Wake-up: a statement trigger on the jobs table sends NOTIFY, and
 //     [Store.Subscribe] LISTENs on a dedicated connection taken from the
 //     pool, reconnecting when it fails.

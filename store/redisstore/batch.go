@@ -187,3 +187,62 @@ func (s *Store) BatchJobs(ctx context.Context, p jobs.BatchJobsParams) ([]jobs.J
 	}
 	return s.batchJobs(ctx, p.AccountID, p.BatchID, after, p.Limit)
 }
+
+var _ jobs.BatchDeleter = (*Store)(nil)
+
+// scriptBatchDelete removes a batch's record, so that it reads as gone at
+// once, and the jobs of a batch that is not a list; a list is marked
+// being removed ("x"), its jobs and rows then dropped a bounded number a
+// script ([Store.dropList], resumed by Cleanup). Ids of removed jobs left
+// in the queues' sorted sets are skipped and dropped by their readers.
+// KEYS: bt:ID, batches:ACCOUNT, lst:ID, lists. ARGV: shard base, batch
+// id, account. Returns 0 for no such batch of the account, 1 for a batch
+// removed, 2 for a list whose jobs and rows remain to drop.
+var scriptBatchDelete = script(`
+expect(KEYS[2], 'zset'); expect(KEYS[4], 'zset')
+local m = redis.call('HMGET', KEYS[1], 'account', 'total')
+if m[1] ~= ARGV[3] then return 0 end
+local st = redis.call('HGET', KEYS[3], 'state')
+-- writes
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[2])
+if st == 'ok' then
+  redis.call('HSET', KEYS[3], 'state', 'x')
+  redis.call('ZADD', KEYS[4], 0, ARGV[2])
+  return 2
+end
+local first = tonumber(ARGV[2])
+for i = 0, tonumber(m[2] or '0') - 1 do
+  local key = ARGV[1] .. 'job:' .. str(first + i)
+  if redis.call('HGET', key, 'batch') == ARGV[2] then redis.call('UNLINK', key) end
+end
+return 1
+`)
+
+// DeleteBatch implements [jobs.BatchDeleter] with [scriptBatchDelete],
+// then, for a list, drops its jobs and rows.
+func (s *Store) DeleteBatch(ctx context.Context, accountID, batchID string) error {
+	if err := checkCtx(ctx, "delete batch"); err != nil {
+		return err
+	}
+	k, ok := idShard(batchID)
+	if !ok || !validID(batchID) || k != accountShard(accountID) {
+		return jobs.ErrNotFound
+	}
+	base := s.shardBase(k)
+	keys := []string{base + "bt:" + batchID, s.acctKey(accountID, "batches:"+accountID), base + "lst:" + batchID, base + "lists"}
+	n, err := s.run(ctx, scriptBatchDelete, keys, base, batchID, accountID).Int()
+	if err != nil {
+		return s.wrap(ctx, "delete batch", err)
+	}
+	switch n {
+	case 0:
+		return jobs.ErrNotFound
+	case 2:
+		// Unreadable already; what a failure leaves, Cleanup drops.
+		if err := s.dropList(ctx, base, batchID, false); err != nil {
+			s.logger.WarnContext(ctx, "redisstore: deleted list's rows left to the cleanup", "batch", batchID, "err", err)
+		}
+	}
+	return nil
+}

@@ -103,6 +103,12 @@
 //     id already in the outbox fails it whole.
 //   - Crashed workers: [Store.RescueExpired] moves expired leases back to
 //     their places in their accounts' queues and counts a failure.
+//   - Deletion: [Store.DeleteBatch] removes the batch's record (so it
+//     reads as gone at once) and a plain batch's jobs in one script; a
+//     list is marked being removed and its jobs and rows dropped 2,000
+//     keys a script, what a failure leaves finished by [Store.Cleanup].
+//     Ids of removed jobs left in the queues' sets are skipped and
+//     dropped by their readers.
 //   - Shared rate limits: [RateLimiter], one GCRA script per decision on the
 //     server's clock.
 //   - Quotas: [RateLimiter.Take], one script over a key per quota and

@@ -63,6 +63,11 @@ type Config struct {
 	// its events go out at once rather than at the dispatcher's next
 	// poll.
 	Dispatcher Notifier
+	// IsList tells whether a batch is a list (uploaded whole): by
+	// default its jobs write no validation.completed event, only its
+	// batch.completed ([webhook.Endpoint.WantsListAddresses]). Nil: no
+	// batch is a list. Its answers are remembered per batch.
+	IsList func(ctx context.Context, accountID, batchID string) (bool, error)
 }
 
 // Source builds outbox events for completed jobs. It is safe for
@@ -72,9 +77,11 @@ type Source struct {
 	ttl       time.Duration
 	now       func() time.Time
 	notifier  Notifier
+	isList    func(ctx context.Context, accountID, batchID string) (bool, error)
 
 	mu    sync.Mutex
 	cache map[string]cached // account id → endpoint state
+	lists map[string]bool   // batch id → whether a list
 }
 
 type cached struct {
@@ -100,7 +107,9 @@ func New(endpoints webhook.Endpoints, cfg *Config) (*Source, error) {
 		ttl:       cmp.Or(c.TTL, DefaultTTL),
 		now:       c.Now,
 		notifier:  c.Dispatcher,
+		isList:    c.IsList,
 		cache:     make(map[string]cached),
+		lists:     make(map[string]bool),
 	}, nil
 }
 
@@ -134,7 +143,9 @@ func (s *Source) Attach(cfg *jobs.PoolConfig) {
 //	{"type":"batch.completed","timestamp":"…","data":{"batch_id":"…","total":n,"counts":{…}}}
 //
 // Either is nil when the account has no enabled endpoint or its endpoint
-// does not receive that type (batch also for a job without a batch). An
+// does not receive that type (batch also for a job without a batch); ev
+// also for a job of a list ([Config.IsList]) unless the endpoint names
+// validation.completed ([webhook.Endpoint.WantsListAddresses]). An
 // error looking the endpoint up is returned, so the pool retries the job
 // rather than completing it without its events.
 func (s *Source) NewEvents(ctx context.Context, job jobs.Job, result emailcheck.Result) (ev, batch *webhook.Event, err error) {
@@ -143,7 +154,15 @@ func (s *Source) NewEvents(ctx context.Context, job jobs.Job, result emailcheck.
 		return nil, nil, err
 	}
 	now := s.now()
-	if ep.Wants(webhook.TypeValidationCompleted) {
+	perAddress := ep.Wants(webhook.TypeValidationCompleted)
+	if perAddress && !ep.WantsListAddresses() && job.BatchID != "" {
+		list, err := s.list(ctx, job)
+		if err != nil {
+			return nil, nil, err
+		}
+		perAddress = !list
+	}
+	if perAddress {
 		body, err := json.Marshal(result)
 		if err != nil {
 			return nil, nil, fmt.Errorf("jobevents: encoding the result of job %s: %w", job.ID, err)
@@ -159,6 +178,30 @@ func (s *Source) NewEvents(ctx context.Context, job jobs.Job, result emailcheck.
 		batch = &e
 	}
 	return ev, batch, nil
+}
+
+// list tells whether the job's batch is a list, remembering the answer.
+func (s *Source) list(ctx context.Context, job jobs.Job) (bool, error) {
+	if s.isList == nil {
+		return false, nil
+	}
+	s.mu.Lock()
+	l, ok := s.lists[job.BatchID]
+	s.mu.Unlock()
+	if ok {
+		return l, nil
+	}
+	l, err := s.isList(ctx, job.AccountID, job.BatchID)
+	if err != nil {
+		return false, fmt.Errorf("jobevents: is batch %s a list: %w", job.BatchID, err)
+	}
+	s.mu.Lock()
+	if len(s.lists) >= maxCached {
+		clear(s.lists)
+	}
+	s.lists[job.BatchID] = l
+	s.mu.Unlock()
+	return l, nil
 }
 
 // Completed wakes the Config's Dispatcher after the job's completion,

@@ -298,3 +298,56 @@ func TestAttach(t *testing.T) {
 		}
 	}
 }
+
+// TestListEvents: a list's jobs write their batch.completed alone to an
+// endpoint of the default events, and validation.completed too to one
+// that names it; the batch is asked about once.
+func TestListEvents(t *testing.T) {
+	t.Parallel()
+	w := memstore.NewBackend().Outbox.(*memstore.Webhooks)
+	asked := map[string]int{}
+	var mu sync.Mutex
+	src, err := jobevents.New(w, &jobevents.Config{TTL: -1, IsList: func(_ context.Context, _, batch string) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked[batch]++
+		return batch == "list", nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		account     string
+		events      []string
+		batch       string
+		ev, batchEv bool
+	}{
+		{"default-list", nil, "list", false, true},
+		{"default-batch", nil, "batch", true, true},
+		{"both-list", []string{webhook.TypeValidationCompleted, webhook.TypeBatchCompleted}, "list", true, true},
+		{"validations-list", []string{webhook.TypeValidationCompleted}, "list", true, false},
+		{"batches-list", []string{webhook.TypeBatchCompleted}, "list", false, true},
+	} {
+		_, _, err := w.PutEndpoint(t.Context(), webhook.PutEndpointParams{
+			AccountID: tc.account, URL: "https://hooks.example.org/x", Enabled: true,
+			Secret: webhook.NewSecret(), Events: webhook.NormalizeEvents(tc.events), Now: time.Now(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			job, res := completed(tc.account, "42", "a@example.org")
+			job.BatchID = tc.batch
+			ev, bev, err := src.NewEvents(t.Context(), job, res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (ev != nil) != tc.ev || (bev != nil) != tc.batchEv {
+				t.Fatalf("%s: events %v, %v; want %v, %v", tc.account, ev != nil, bev != nil, tc.ev, tc.batchEv)
+			}
+		}
+	}
+	if asked["list"] != 1 || asked["batch"] != 1 {
+		t.Fatalf("asked %v; want each batch once", asked)
+	}
+}
