@@ -168,7 +168,7 @@ func TestOpenAPIForGenerators(t *testing.T) {
 		types = append(types, mt)
 	}
 	sortStrings(types)
-	if got := strings.Join(types, ","); got != "application/json,application/x-ndjson,text/csv" {
+	if got := strings.Join(types, ","); got != "application/json,application/vnd.openxmlformats-officedocument.spreadsheetml.sheet,application/x-ndjson,text/csv" {
 		t.Errorf("results media types %s", got)
 	}
 }
