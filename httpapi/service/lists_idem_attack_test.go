@@ -104,8 +104,8 @@ func TestListIdempotencyKeyStrangers(t *testing.T) {
 				t.Fatalf("key SHARED: %d %v, want a new list", code, m)
 			}
 
-			// The longest key, with a hash tag's braces, colons and
-			// non-ASCII.
+			// The longest key (255 characters, as the document counts
+			// them), with a hash tag's braces, colons and non-ASCII.
 			long := "{x}:" + strings.Repeat("é", 120) + ":}{"
 			long += strings.Repeat("k", 255-len(long))
 			code, m := upload(0, keyA, long, text("email\nd@example.org\n"))
@@ -115,8 +115,8 @@ func TestListIdempotencyKeyStrangers(t *testing.T) {
 			if code, again := upload(1, keyA, long, text("email\nd@example.org\n")); code != 202 || again["batch_id"] != m["batch_id"] {
 				t.Fatalf("the longest key's repeat: %d %v, want %v", code, again, m["batch_id"])
 			}
-			if code, again := upload(1, keyA, long+"k", text("email\nd@example.org\n")); code != 400 || again["code"] != "invalid_body" {
-				t.Fatalf("a key of 256 bytes: %d %v", code, again)
+			if code, again := upload(1, keyA, strings.Repeat("k", 256), text("email\nd@example.org\n")); code != 400 || again["code"] != "invalid_body" {
+				t.Fatalf("a key of 256 characters: %d %v", code, again)
 			}
 
 			// Cut off mid-way (as over HTTP/1.1): nothing kept, the key

@@ -93,7 +93,9 @@ func TestLeaseReachesOlderPartitions(t *testing.T) {
 	// With nothing old left unfinished, leases look at today's partition
 	// first (from yesterday's within the first hour of a day, for the
 	// enqueuings that began before midnight)...
-	now := time.Now().Add(time.Hour) // past the store's next reading of the floor
+	// Past the store's next reading of the floor: two hours on, as the
+	// reading above was asked an hour on.
+	now := time.Now().Add(2 * time.Hour)
 	first, last := a.LeaseRange(ctx, now)
 	today := now.UTC().Truncate(24 * time.Hour)
 	if from := pgstore.DayOfID(first); from.Before(today.AddDate(0, 0, -1)) || first == 0 {
