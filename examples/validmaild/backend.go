@@ -8,15 +8,22 @@ import (
 
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/backend"
+	"github.com/validmail/validmail/store/pgstore"
+	"github.com/validmail/validmail/store/redisstore"
 	"github.com/validmail/validmail/store/storeurl"
 )
 
 // openBackend opens the store named by storeURL (see package storeurl),
 // reporting a malformed URL as a usage error; init initialises a new
-// Redis store (-store-init).
-func openBackend(ctx context.Context, storeURL string, workers int, init bool, logger *slog.Logger) (*backend.Backend, error) {
-	b, err := storeurl.Open(ctx, storeURL, &storeurl.Options{Workers: workers, Logger: logger, Init: init})
+// Redis store (-store-init), skipMigrate refuses a store that needs
+// migrating instead of migrating it (-skip-migrate).
+func openBackend(ctx context.Context, storeURL string, workers int, init, skipMigrate bool, logger *slog.Logger) (*backend.Backend, error) {
+	b, err := storeurl.Open(ctx, storeURL, &storeurl.Options{Workers: workers, Logger: logger, Init: init, SkipMigrate: skipMigrate})
 	switch {
+	case errors.Is(err, pgstore.ErrSchemaTooNew), errors.Is(err, redisstore.ErrLayoutTooNew):
+		return nil, fmt.Errorf("the store %s was migrated by a newer release than this one: run that release, or restore the backup taken before upgrading to it (see \"Upgrades and rollbacks\" in the operator's guide): %w", storeurl.Redact(storeURL), err)
+	case errors.Is(err, pgstore.ErrSchemaOutdated), errors.Is(err, redisstore.ErrLayoutOutdated):
+		return nil, fmt.Errorf("the store %s needs migrating and -skip-migrate is set: run validmaild migrate -store URL first: %w", storeurl.Redact(storeURL), err)
 	case errors.Is(err, storeurl.ErrBadURL):
 		return nil, fmt.Errorf("%w: -store: %w", errUsage, err)
 	case errors.Is(err, store.ErrDataLost):

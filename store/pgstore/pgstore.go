@@ -103,9 +103,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		}
 		switch latest := latestVersion(); {
 		case v > latest:
-			return nil, fmt.Errorf("%w: schema %q is at version %d, code knows %d", ErrSchemaTooNew, schema, v, latest)
+			return nil, s.tooNew(ctx, v, latest)
 		case v < latest:
-			return nil, fmt.Errorf("%w: schema %q is at version %d, code needs %d", ErrSchemaOutdated, schema, v, latest)
+			return nil, fmt.Errorf("%w: schema %q is at version %d, code needs %d: run validmaild migrate (pgstore Store.Migrate) first", ErrSchemaOutdated, schema, v, latest)
 		}
 		s.ensurePartitionsAtStart(ctx)
 		return s, nil
