@@ -203,3 +203,24 @@ func TestKeyCreateUsage(t *testing.T) {
 		}
 	}
 }
+
+// A deployment that has served nothing yet exports, at zero, every
+// series its dashboard's validation and webhook panels read.
+func TestMetricsFromStart(t *testing.T) {
+	t.Parallel()
+	in := start(t, "-metrics", "-workers", "1")
+	for _, series := range []string{
+		`validmail_validations_total{status="LIKELY"}`,
+		`validmail_validations_total{status="UNKNOWN"}`,
+		`validmail_http_requests_total{code="202",route="POST /validate/async"}`,
+		`validmail_webhook_deliveries_total{outcome="dead"}`,
+		`validmail_webhook_attempts_total{result="error"}`,
+		`validmail_credits_charged_total`,
+		`validmail_job_credits_refunded_total`,
+	} {
+		if v := metric(t, in.metricsURL(), series); v != 0 {
+			t.Errorf("%s = %v at start, want 0", series, v)
+		}
+	}
+	in.stop()
+}
