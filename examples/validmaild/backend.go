@@ -21,7 +21,7 @@ func openBackend(ctx context.Context, storeURL string, workers int, init, skipMi
 	b, err := storeurl.Open(ctx, storeURL, &storeurl.Options{Workers: workers, Logger: logger, Init: init, SkipMigrate: skipMigrate})
 	switch {
 	case errors.Is(err, pgstore.ErrSchemaTooNew), errors.Is(err, redisstore.ErrLayoutTooNew):
-		return nil, fmt.Errorf("the store %s was migrated by a newer release than this one: run that release, or restore the backup taken before upgrading to it (see \"Upgrades and rollbacks\" in the operator's guide): %w", storeurl.Redact(storeURL), err)
+		return nil, fmt.Errorf("the store %s was migrated by a newer release than this one: run that release, or restore the backup taken before upgrading to it (see \"Upgrades, rollbacks and backups\" in the operator's guide): %w", storeurl.Redact(storeURL), err)
 	case errors.Is(err, pgstore.ErrSchemaOutdated), errors.Is(err, redisstore.ErrLayoutOutdated):
 		return nil, fmt.Errorf("the store %s needs migrating and -skip-migrate is set: run validmaild migrate -store URL first: %w", storeurl.Redact(storeURL), err)
 	case errors.Is(err, storeurl.ErrBadURL):

@@ -7,12 +7,15 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/validmail/validmail/store"
 )
@@ -223,4 +226,61 @@ func TestMetricsFromStart(t *testing.T) {
 		}
 	}
 	in.stop()
+}
+
+// A rollback onto a store a newer release migrated is refused at start,
+// exit status 1, saying what to do, and the store is left as it is.
+func TestNewerStoreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fresh func(*testing.T) string
+		stamp func(t *testing.T, url string) // as a newer release would
+	}{
+		{"postgres", freshPostgres, func(t *testing.T, url string) {
+			if _, stderr, code := runBinary(t, "migrate", "-store", url); code != 0 {
+				t.Fatalf("migrate: exit %d\n%s", code, stderr)
+			}
+			u, _ := neturl.Parse(url)
+			schema := u.Query().Get("schema")
+			q := u.Query()
+			q.Del("schema")
+			u.RawQuery = q.Encode()
+			conn, err := pgx.Connect(t.Context(), u.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(context.Background())
+			if _, err := conn.Exec(t.Context(), "INSERT INTO "+schema+".schema_migrations (version, name) VALUES (9999, '9999_future.sql')"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"redis", freshRedis, func(t *testing.T, url string) {
+			c, prefix := redisTarget(t, url)
+			if err := c.Set(t.Context(), "{"+prefix+"}layout", 3, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			url := tc.fresh(t)
+			tc.stamp(t, url)
+			for _, args := range [][]string{
+				{"-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-workers", "0", "-store", url},
+				{"-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-workers", "0", "-skip-migrate", "-store", url},
+				{"migrate", "-store", url},
+				{"account", "create", "-email", "late@example.com", "-store", url},
+			} {
+				_, stderr, code := runBinary(t, args...)
+				if code != 1 {
+					t.Fatalf("%q on a newer store: exit %d, want 1\n%s", args, code, stderr)
+				}
+				for _, want := range []string{"newer release", "restore the backup"} {
+					if !strings.Contains(stderr, want) {
+						t.Errorf("%q: the refusal does not say %q:\n%s", args, want, stderr)
+					}
+				}
+			}
+		})
+	}
 }
