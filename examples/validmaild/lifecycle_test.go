@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	neturl "net/url"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -283,4 +285,102 @@ func TestNewerStoreRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An instance whose store does not answer yet waits for it, trying again,
+// and serves once it answers; with no answer within -store-wait it exits 1.
+func TestStoreWait(t *testing.T) {
+	t.Parallel()
+	url := freshRedis(t)
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := u.Host
+	// A port nothing listens on yet.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().String()
+	ln.Close()
+	u.Host = port
+	late := u.String()
+
+	_, stderr, code := runBinary(t, "-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-workers", "0", "-store", late, "-store-wait", "2s")
+	if code != 1 || !strings.Contains(stderr, "-store-wait 2s") || strings.Count(stderr, "the store does not answer yet") < 2 {
+		t.Fatalf("no store within -store-wait: exit %d, want 1 after retries:\n%s", code, stderr)
+	}
+
+	cmd := exec.Command(binary, "-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-workers", "0", "-store", late, "-store-wait", "2m")
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, envPrefix) })
+	var logs syncBuffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	waitLog := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for !strings.Contains(logs.String(), what) {
+			select {
+			case err := <-exited:
+				t.Fatalf("validmaild exited (%v) before logging %q:\n%s", err, what, logs.String())
+			case <-time.After(50 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in a minute:\n%s", what, logs.String())
+			}
+		}
+	}
+	waitLog("the store does not answer yet")
+	// The store comes up: a proxy to the real server on the awaited port.
+	proxy, err := net.Listen("tcp", port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	go func() {
+		for {
+			c, err := proxy.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer r.Close()
+				go io.Copy(r, c)
+				io.Copy(c, r)
+			}()
+		}
+	}()
+	waitLog(`"msg":"listening"`)
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/storeurl"
 )
 
@@ -19,9 +20,10 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	storeURL := fs.String("store", "", "the shared store: postgres://…, redis://… or redis+cluster://… (required)")
 	init := fs.Bool("store-init", false, "declare a new Redis store: write its marker key on an empty prefix (a new deployment's first\nmigration only); a prefix holding a previous release's data needs no flag")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
+	wait := fs.Duration("store-wait", defaultStoreWait, "how long to wait for a store that does not answer (starting beside this process)")
 	if err := parseFlags(fs, args, func(name string) string {
 		switch name {
-		case envName("store"), envName("store-init"), envName("log-level"):
+		case envName("store"), envName("store-init"), envName("log-level"), envName("store-wait"):
 			return getenv(name) // shared with the service
 		}
 		return ""
@@ -38,7 +40,9 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 	logger.Info("migrating the store", "store", storeurl.Redact(*storeURL))
-	b, err := openBackend(ctx, *storeURL, 0, *init, false, logger)
+	b, err := waitForStore(ctx, *wait, logger, func() (*backend.Backend, error) {
+		return openBackend(ctx, *storeURL, 0, *init, false, logger)
+	})
 	if err != nil {
 		return err
 	}

@@ -144,3 +144,19 @@ func TestGrafanaDashboard(t *testing.T) {
 		}
 	}
 }
+
+// The Helm chart's PrometheusRule carries a copy of the alert rules
+// (a chart reads files inside it only): the copy is the rules.
+func TestChartAlertRulesCopy(t *testing.T) {
+	ops, err := os.ReadFile("ops/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chart, err := os.ReadFile("../deploy/helm/validmail/files/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(ops) != string(chart) {
+		t.Fatal("examples/deploy/helm/validmail/files/alerts.yml differs from ops/alerts.yml: copy it")
+	}
+}

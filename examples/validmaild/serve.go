@@ -61,7 +61,9 @@ func runEnv(ctx context.Context, args []string, getenv func(string) string, stdo
 
 // serve runs the service described by cfg until ctx ends.
 func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Writer) error {
-	b, err := openBackend(ctx, cfg.Store, cfg.Workers, cfg.StoreInit, cfg.SkipMigrate, logger)
+	b, err := waitForStore(ctx, cfg.StoreWait, logger, func() (*backend.Backend, error) {
+		return openBackend(ctx, cfg.Store, cfg.Workers, cfg.StoreInit, cfg.SkipMigrate, logger)
+	})
 	if err != nil {
 		return err
 	}
