@@ -17,6 +17,11 @@ app.kubernetes.io/component: validmaild
 {{/* Every object's labels. */}}
 {{- define "validmail.labels" -}}
 {{ include "validmail.selectorLabels" . }}
+{{ include "validmail.commonLabels" . }}
+{{- end -}}
+
+{{/* The labels that name the release, not the component. */}}
+{{- define "validmail.commonLabels" -}}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
