@@ -165,7 +165,7 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 func parseServeConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	fs := newFlagSet("validmaild", stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage:\n  validmaild [flags]\n  validmaild account create|set-password|grant|show -email E -store URL …\n  validmaild key create -email E -permissions P,P… -store URL\n  validmaild migrate -store URL [-store-init]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage:\n  validmaild [flags]\n  validmaild account create|set-password|grant|show -email E -store URL …\n  validmaild key create -email E -permissions P,P… -store URL\n  validmaild migrate -store URL [-store-init]\n  validmaild healthcheck [-addr A] [-path /readyz]\n\n"+
 			"Each flag may also be set by the environment variable %s<NAME>, e.g. %s.\n\nFlags:\n", envPrefix, envName("store"))
 		fs.PrintDefaults()
 	}

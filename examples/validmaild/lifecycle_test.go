@@ -384,3 +384,26 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// validmaild healthcheck, a container's own probe: 0 while the service
+// answers 200, 1 when it answers otherwise or not at all.
+func TestHealthcheck(t *testing.T) {
+	t.Parallel()
+	in := start(t, "-workers", "0")
+	addr := strings.TrimPrefix(in.base, "http://")
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if out, stderr, code := runBinary(t, "healthcheck", "-addr", addr, "-path", path); code != 0 || !strings.HasPrefix(out, path+": ") {
+			t.Fatalf("healthcheck %s of a serving instance: exit %d, %q\n%s", path, code, out, stderr)
+		}
+	}
+	if _, stderr, code := runBinary(t, "healthcheck", "-addr", addr, "-path", "/nothing-here"); code != 1 || !strings.Contains(stderr, "404") {
+		t.Fatalf("healthcheck of a path answering 404: exit %d\n%s", code, stderr)
+	}
+	in.stop()
+	if _, stderr, code := runBinary(t, "healthcheck", "-addr", addr); code != 1 {
+		t.Fatalf("healthcheck of a stopped instance: exit %d\n%s", code, stderr)
+	}
+	if _, _, code := runBinary(t, "healthcheck", "-path", "readyz"); code != 2 {
+		t.Fatalf("healthcheck with a path not starting with /: exit %d, want 2", code)
+	}
+}

@@ -49,6 +49,8 @@ func runEnv(ctx context.Context, args []string, getenv func(string) string, stdo
 			return runKey(ctx, args[1:], getenv, stdout, stderr)
 		case "migrate":
 			return runMigrate(ctx, args[1:], getenv, stderr)
+		case "healthcheck":
+			return runHealthcheck(ctx, args[1:], getenv, stdout, stderr)
 		}
 	}
 	cfg, err := parseServeConfig(args, getenv, stderr)
