@@ -242,26 +242,9 @@ func TestNewerStoreRefused(t *testing.T) {
 			if _, stderr, code := runBinary(t, "migrate", "-store", url); code != 0 {
 				t.Fatalf("migrate: exit %d\n%s", code, stderr)
 			}
-			u, _ := neturl.Parse(url)
-			schema := u.Query().Get("schema")
-			q := u.Query()
-			q.Del("schema")
-			u.RawQuery = q.Encode()
-			conn, err := pgx.Connect(t.Context(), u.String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close(context.Background())
-			if _, err := conn.Exec(t.Context(), "INSERT INTO "+schema+".schema_migrations (version, name) VALUES (9999, '9999_future.sql')"); err != nil {
-				t.Fatal(err)
-			}
+			stampNewer(t, "postgres", url)
 		}},
-		{"redis", freshRedis, func(t *testing.T, url string) {
-			c, prefix := redisTarget(t, url)
-			if err := c.Set(t.Context(), "{"+prefix+"}layout", 3, 0).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}},
+		{"redis", freshRedis, func(t *testing.T, url string) { stampNewer(t, "redis", url) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -405,5 +388,37 @@ func TestHealthcheck(t *testing.T) {
 	}
 	if _, _, code := runBinary(t, "healthcheck", "-path", "readyz"); code != 2 {
 		t.Fatalf("healthcheck with a path not starting with /: exit %d, want 2", code)
+	}
+}
+
+// stampNewer stamps the store at url (of kind postgres or redis) as a
+// newer release would.
+func stampNewer(t *testing.T, kind, url string) {
+	t.Helper()
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch kind {
+	case "postgres":
+		schema := u.Query().Get("schema")
+		q := u.Query()
+		q.Del("schema")
+		u.RawQuery = q.Encode()
+		conn, err := pgx.Connect(t.Context(), u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(t.Context(), "INSERT INTO "+schema+".schema_migrations (version, name) VALUES (9999, '9999_future.sql')"); err != nil {
+			t.Fatal(err)
+		}
+	case "redis":
+		c, prefix := redisTarget(t, url)
+		if err := c.Set(t.Context(), "{"+prefix+"}layout", 3, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatalf("no store kind %q", kind)
 	}
 }
