@@ -290,8 +290,11 @@ func TestStoreWait(t *testing.T) {
 	u.Host = port
 	late := u.String()
 
+	// One attempt may take seconds on a loaded machine (the client dials
+	// again itself): what counts is that a failure was followed by
+	// another attempt, and the end.
 	_, stderr, code := runBinary(t, "-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-workers", "0", "-store", late, "-store-wait", "2s")
-	if code != 1 || !strings.Contains(stderr, "-store-wait 2s") || strings.Count(stderr, "the store does not answer yet") < 2 {
+	if code != 1 || !strings.Contains(stderr, "-store-wait 2s") || !strings.Contains(stderr, `"attempt":1`) {
 		t.Fatalf("no store within -store-wait: exit %d, want 1 after retries:\n%s", code, stderr)
 	}
 
