@@ -9,8 +9,6 @@ import (
 
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/backend"
-	"github.com/validmail/validmail/store/pgstore"
-	"github.com/validmail/validmail/store/redisstore"
 	"github.com/validmail/validmail/store/storeurl"
 )
 
@@ -21,9 +19,9 @@ import (
 func openBackend(ctx context.Context, storeURL string, workers int, init, skipMigrate bool, logger *slog.Logger) (*backend.Backend, error) {
 	b, err := storeurl.Open(ctx, storeURL, &storeurl.Options{Workers: workers, Logger: logger, Init: init, SkipMigrate: skipMigrate})
 	switch {
-	case errors.Is(err, pgstore.ErrSchemaTooNew), errors.Is(err, redisstore.ErrLayoutTooNew):
+	case errors.Is(err, store.ErrTooNew):
 		return nil, fmt.Errorf("the store %s was migrated by a newer release than this one: run that release, or restore the backup taken before upgrading to it (see \"Upgrades, rollbacks and backups\" in the operator's guide): %w", storeurl.Redact(storeURL), err)
-	case errors.Is(err, pgstore.ErrSchemaOutdated), errors.Is(err, redisstore.ErrLayoutOutdated):
+	case errors.Is(err, store.ErrNeedsMigration):
 		return nil, fmt.Errorf("the store %s needs migrating and -skip-migrate is set: run validmaild migrate -store URL first: %w", storeurl.Redact(storeURL), err)
 	case errors.Is(err, storeurl.ErrBadURL):
 		return nil, fmt.Errorf("%w: -store: %w", errUsage, err)
@@ -73,8 +71,7 @@ func waitForStore(ctx context.Context, wait time.Duration, logger *slog.Logger, 
 // worthWaiting reports whether a store that failed to open with err may
 // open later by itself: it did not answer, rather than answered no.
 func worthWaiting(err error) bool {
-	for _, final := range []error{errUsage, store.ErrDataLost, pgstore.ErrSchemaTooNew, pgstore.ErrSchemaOutdated,
-		redisstore.ErrLayoutTooNew, redisstore.ErrLayoutOutdated, redisstore.ErrBadData} {
+	for _, final := range []error{errUsage, store.ErrDataLost, store.ErrTooNew, store.ErrNeedsMigration} {
 		if errors.Is(err, final) {
 			return false
 		}

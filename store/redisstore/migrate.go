@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/validmail/validmail/store"
 )
 
 // LayoutVersion is the version of the key layout this code writes and
@@ -26,12 +28,13 @@ const layoutName = "layout"
 // Errors of a store's layout version.
 var (
 	// ErrLayoutTooNew reports a store stamped by a newer release than the
-	// running one (a rollback): the code refuses to touch it.
-	ErrLayoutTooNew = errors.New("redisstore: store layout is newer than this code")
+	// running one (a rollback): the code refuses to touch it. It wraps
+	// [store.ErrTooNew].
+	ErrLayoutTooNew = fmt.Errorf("redisstore: store layout is newer than this code: %w", store.ErrTooNew)
 	// ErrLayoutOutdated reports, with [Config.SkipMigrate], a store that
 	// needs its layout stamped (or a previous release's data adopted)
-	// first, by [Store.Migrate].
-	ErrLayoutOutdated = errors.New("redisstore: store layout needs migrating")
+	// first, by [Store.Migrate]. It wraps [store.ErrNeedsMigration].
+	ErrLayoutOutdated = fmt.Errorf("redisstore: store layout needs migrating: %w", store.ErrNeedsMigration)
 )
 
 // stampLayout raises the stamp to ARGV[1], never lowers it, and returns

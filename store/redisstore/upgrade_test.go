@@ -140,8 +140,8 @@ func TestLayoutTooNewRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = r.Setup(ctx)
-		if !errors.Is(err, redisstore.ErrLayoutTooNew) {
-			t.Fatalf("%+v: Setup of a newer store: %v, want ErrLayoutTooNew", cfg, err)
+		if !errors.Is(err, redisstore.ErrLayoutTooNew) || !errors.Is(err, store.ErrTooNew) {
+			t.Fatalf("%+v: Setup of a newer store: %v, want ErrLayoutTooNew and store.ErrTooNew", cfg, err)
 		}
 		if !strings.Contains(err.Error(), "layout version 3, this release knows 2") || !strings.Contains(err.Error(), "restore the backup") {
 			t.Errorf("the refusal does not say what to do: %v", err)
@@ -179,7 +179,7 @@ func TestSkipMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := skip.Setup(ctx); !errors.Is(err, redisstore.ErrLayoutOutdated) || !strings.Contains(err.Error(), "validmaild migrate") {
+	if err := skip.Setup(ctx); !errors.Is(err, redisstore.ErrLayoutOutdated) || !errors.Is(err, store.ErrNeedsMigration) || !strings.Contains(err.Error(), "validmaild migrate") {
 		t.Fatalf("SkipMigrate on the previous release's store: %v, want ErrLayoutOutdated naming validmaild migrate", err)
 	}
 	if n, err := c.Exists(ctx, "{"+prefix+"}marker", "{"+prefix+"}layout").Result(); err != nil || n != 0 {
