@@ -126,7 +126,7 @@ func TestComposeFile(t *testing.T) {
 		if s.Healthcheck.Test[1] != "/validmaild" || s.Healthcheck.Test[2] != "healthcheck" {
 			t.Errorf("%s: the healthcheck %q is not the binary's own", name, s.Healthcheck.Test)
 		}
-		if s.StopGracePeriod != "75s" || s.Ulimits.Nofile.Soft < 65536 {
+		if s.StopGracePeriod != "75s" || s.Ulimits.Nofile.Soft < 16384 {
 			t.Errorf("%s: grace %q, nofile %d", name, s.StopGracePeriod, s.Ulimits.Nofile.Soft)
 		}
 		cfg, err := parseServeConfig(nil, func(k string) string { return s.Environment[k] }, io.Discard)
