@@ -41,6 +41,13 @@ const (
 	StatusDeliverable Status = "DELIVERABLE"
 )
 
+// Statuses returns every status a validator reports, in the order of
+// precedence.
+func Statuses() []Status {
+	return []Status{StatusInvalidFormat, StatusInvalid, StatusInvalidDomain, StatusUnknown, StatusNoMXRecords,
+		StatusDisposable, StatusLikely, StatusUndeliverable, StatusCatchAll, StatusDeliverable}
+}
+
 // AliasStatus reports whether the local part uses sub-addressing.
 type AliasStatus string
 

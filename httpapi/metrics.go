@@ -47,7 +47,25 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, fmt.Errorf("httpapi: register metrics: %w", err)
 		}
 	}
+	// Every series a dashboard or an alert reads exists from the start,
+	// at zero, so that a deployment that has served none yet (or serves
+	// batches only) shows zero rather than no data.
+	for _, s := range emailcheck.Statuses() {
+		m.validations.WithLabelValues(string(s))
+	}
+	for route, code := range meteredRoutes {
+		m.requests.WithLabelValues(route, strconv.Itoa(code))
+		m.latency.WithLabelValues(route)
+	}
 	return m, nil
+}
+
+// meteredRoutes are the routes whose request count (with their usual
+// status) and latency are exported from the start.
+var meteredRoutes = map[string]int{
+	"GET /validate":        200,
+	"POST /validate/async": 202,
+	"POST /api/v1/lists":   202,
 }
 
 func (m *metrics) observe(route string, status int, d time.Duration) {

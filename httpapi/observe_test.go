@@ -57,11 +57,20 @@ func TestMetrics(t *testing.T) {
 # HELP validmail_http_requests_total HTTP requests by route pattern and status code.
 # TYPE validmail_http_requests_total counter
 validmail_http_requests_total{code="200",route="GET /validate"} 2
+validmail_http_requests_total{code="202",route="POST /api/v1/lists"} 0
 validmail_http_requests_total{code="202",route="POST /validate/async"} 1
 validmail_http_requests_total{code="401",route="GET /validate"} 1
 # HELP validmail_validations_total Single validations answered by GET /validate, by confidence status.
 # TYPE validmail_validations_total counter
+validmail_validations_total{status="CATCH_ALL"} 0
+validmail_validations_total{status="DELIVERABLE"} 0
+validmail_validations_total{status="DISPOSABLE"} 0
+validmail_validations_total{status="INVALID"} 0
+validmail_validations_total{status="INVALID_DOMAIN"} 0
+validmail_validations_total{status="INVALID_FORMAT"} 0
 validmail_validations_total{status="LIKELY"} 1
+validmail_validations_total{status="NO_MX_RECORDS"} 0
+validmail_validations_total{status="UNDELIVERABLE"} 0
 validmail_validations_total{status="UNKNOWN"} 1
 # HELP validmail_credits_charged_total Credits charged by accepted requests: single validations and batches.
 # TYPE validmail_credits_charged_total counter
@@ -78,8 +87,10 @@ validmail_credits_refunded_total 1
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("metric lint: %v %v", problems, err)
 	}
-	if n := testutil.CollectAndCount(f.reg, "validmail_http_request_duration_seconds"); n != 2 {
-		t.Fatalf("%d latency series, want 2", n)
+	// GET /validate and POST /validate/async observed, POST
+	// /api/v1/lists exported from the start.
+	if n := testutil.CollectAndCount(f.reg, "validmail_http_request_duration_seconds"); n != 3 {
+		t.Fatalf("%d latency series, want 3", n)
 	}
 }
 

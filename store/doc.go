@@ -4,7 +4,8 @@
 // account: the console's [Passwords], [SessionStore] and [Tokens], and
 // [Usage], the validations counted by month (with [UsageBuffer] in front
 // of it). It imports nothing but the standard library; the errors any
-// backend may report are here too ([ErrUnavailable], [ErrDataLost]).
+// backend may report are here too ([ErrUnavailable], [ErrDataLost], and
+// at start [ErrTooNew] and [ErrNeedsMigration]).
 //
 // A user starts with [Accounts]: [Accounts.CreateAccount], then
 // [Accounts.CreateKey], whose secret authenticates ([Accounts.Authenticate])

@@ -46,6 +46,21 @@ var (
 	ErrDataLost = errors.New("store: the backend lost its data")
 )
 
+// Errors a backend reports when it opens a store whose version (a
+// PostgreSQL schema's migrations, a Redis store's layout stamp) is not the
+// one its code serves. Backends wrap them with their own sentinels and
+// detail (pgstore.ErrSchemaTooNew, redisstore.ErrLayoutOutdated, …), so
+// that a host tells them apart whatever the backend.
+var (
+	// ErrTooNew reports a store a newer release migrated: this code
+	// would misread it, so it refuses it and changes nothing (a rollback
+	// needs the backup taken before the upgrade).
+	ErrTooNew = errors.New("store: written by a newer release")
+	// ErrNeedsMigration reports a store behind the code, opened without
+	// migrating it (a deployment that migrates in a step of its own).
+	ErrNeedsMigration = errors.New("store: needs migrating")
+)
+
 // DefaultSignupCredits is the credit grant of a new account when
 // [CreateAccountParams.SignupCredits] is zero.
 const DefaultSignupCredits = 300

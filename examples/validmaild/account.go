@@ -49,7 +49,7 @@ func runAccount(ctx context.Context, args []string, getenv func(string) string, 
 	if _, err := emailcheck.ParseAddress(*email, emailcheck.SyntaxOptions{}); err != nil {
 		return fmt.Errorf("%w: -email %q is not an email address: %v", errUsage, *email, err)
 	}
-	b, err := openBackend(ctx, *storeURL, 0, false, slog.New(slog.DiscardHandler))
+	b, err := openBackend(ctx, *storeURL, 0, false, false, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func runSetPassword(ctx context.Context, args []string, getenv func(string) stri
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	b, err := openBackend(ctx, *storeURL, 0, false, slog.New(slog.DiscardHandler))
+	b, err := openBackend(ctx, *storeURL, 0, false, false, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/backend"
@@ -13,10 +14,15 @@ import (
 
 // openBackend opens the store named by storeURL (see package storeurl),
 // reporting a malformed URL as a usage error; init initialises a new
-// Redis store (-store-init).
-func openBackend(ctx context.Context, storeURL string, workers int, init bool, logger *slog.Logger) (*backend.Backend, error) {
-	b, err := storeurl.Open(ctx, storeURL, &storeurl.Options{Workers: workers, Logger: logger, Init: init})
+// Redis store (-store-init), skipMigrate refuses a store that needs
+// migrating instead of migrating it (-skip-migrate).
+func openBackend(ctx context.Context, storeURL string, workers int, init, skipMigrate bool, logger *slog.Logger) (*backend.Backend, error) {
+	b, err := storeurl.Open(ctx, storeURL, &storeurl.Options{Workers: workers, Logger: logger, Init: init, SkipMigrate: skipMigrate})
 	switch {
+	case errors.Is(err, store.ErrTooNew):
+		return nil, fmt.Errorf("the store %s was migrated by a newer release than this one: run that release, or restore the backup taken before upgrading to it (see \"Upgrades, rollbacks and backups\" in the operator's guide): %w", storeurl.Redact(storeURL), err)
+	case errors.Is(err, store.ErrNeedsMigration):
+		return nil, fmt.Errorf("the store %s needs migrating and -skip-migrate is set: run validmaild migrate -store URL first: %w", storeurl.Redact(storeURL), err)
 	case errors.Is(err, storeurl.ErrBadURL):
 		return nil, fmt.Errorf("%w: -store: %w", errUsage, err)
 	case errors.Is(err, store.ErrDataLost):
@@ -28,3 +34,47 @@ func openBackend(ctx context.Context, storeURL string, workers int, init bool, l
 // errNotShared reports a command that needs a store other processes can
 // reach.
 var errNotShared = errors.New("this needs a shared store (-store postgres://… or redis://…): a memory store ends with the process")
+
+// waitForStore calls open until it succeeds, fails for a reason waiting
+// cannot mend (a usage error, a store that lost its data, needs
+// migrating or was migrated by a newer release), ctx ends or wait has
+// passed since the first attempt, pausing between attempts from 250 ms,
+// doubling up to 5 s, and logging each failure: a store starting beside
+// the service (compose, a pod restarted with its database) is waited
+// for instead of ending the process. wait 0 tries once.
+func waitForStore(ctx context.Context, wait time.Duration, logger *slog.Logger, open func() (*backend.Backend, error)) (*backend.Backend, error) {
+	deadline := time.Now().Add(wait)
+	pause := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		b, err := open()
+		if err == nil || !worthWaiting(err) || ctx.Err() != nil {
+			return b, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			if wait > 0 {
+				return nil, fmt.Errorf("the store did not answer within -store-wait %v: %w", wait, err)
+			}
+			return nil, err
+		}
+		pause = min(pause, left)
+		logger.Warn("the store does not answer yet; trying again", "attempt", attempt, "retry_in", pause.String(), "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 5*time.Second)
+	}
+}
+
+// worthWaiting reports whether a store that failed to open with err may
+// open later by itself: it did not answer, rather than answered no.
+func worthWaiting(err error) bool {
+	for _, final := range []error{errUsage, store.ErrDataLost, store.ErrTooNew, store.ErrNeedsMigration} {
+		if errors.Is(err, final) {
+			return false
+		}
+	}
+	return true
+}

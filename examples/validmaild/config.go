@@ -29,6 +29,9 @@ import (
 // API's default ListMaxDuration.
 const defaultListMaxDuration = 30 * time.Minute
 
+// defaultStoreWait is the default of -store-wait.
+const defaultStoreWait = time.Minute
+
 // envPrefix starts the environment variable of every flag.
 const envPrefix = "VALIDMAIL_"
 
@@ -52,7 +55,13 @@ type config struct {
 	// StoreInit declares a Redis store new (-store-init): its marker key is
 	// written when missing. Without it a Redis store without a marker is
 	// refused as one whose server lost its data.
-	StoreInit      bool
+	StoreInit bool
+	// SkipMigrate opens the store without migrating it (-skip-migrate):
+	// a store that needs migrating fails the start.
+	SkipMigrate bool
+	// StoreWait is how long the start waits for a store that does not
+	// answer (-store-wait).
+	StoreWait      time.Duration
 	DNS            []string
 	Workers        int
 	BootstrapEmail string
@@ -163,7 +172,7 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 func parseServeConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	fs := newFlagSet("validmaild", stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage:\n  validmaild [flags]\n  validmaild account create|set-password|grant|show -email E -store URL …\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage:\n  validmaild [flags]\n  validmaild account create|set-password|grant|show -email E -store URL …\n  validmaild key create -email E -permissions P,P… -store URL\n  validmaild migrate -store URL [-store-init]\n  validmaild healthcheck [-addr A] [-path /readyz]\n\n"+
 			"Each flag may also be set by the environment variable %s<NAME>, e.g. %s.\n\nFlags:\n", envPrefix, envName("store"))
 		fs.PrintDefaults()
 	}
@@ -178,6 +187,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.Addr, "addr", ":8080", "listen `address` (host:port)")
 	fs.StringVar(&c.Store, "store", "memory", "backend: memory, postgres://… (schema=NAME selects a schema), redis://… or redis+cluster://host:port,host:port/ (prefix=NAME selects a key prefix)")
 	fs.BoolVar(&c.StoreInit, "store-init", false, "initialise a new Redis store: write its marker key when there is none. Give it at a new\ndeployment's first start only; without it, a Redis store with no marker fails the start as one whose\nserver lost its data (restore the data), so that an empty store is never served as the customers' one")
+	fs.BoolVar(&c.SkipMigrate, "skip-migrate", false, "do not migrate the store at start (validmaild migrate does, as a step of its own): a PostgreSQL\nschema or Redis layout behind this release's, or a previous release's Redis store not yet adopted,\nfails the start")
+	fs.DurationVar(&c.StoreWait, "store-wait", defaultStoreWait, "how long the start waits for a store that does not answer (a database starting beside the service),\ntrying again with a growing pause; 0 tries once")
 	fs.StringVar(&dns, "dns", "", "comma-separated DNS `servers` (host:port); default those of /etc/resolv.conf")
 	fs.IntVar(&c.Workers, "workers", jobs.DefaultWorkers, "batch validations run at once by this instance; 0 runs no workers here (the API and webhook delivery still run)")
 	fs.StringVar(&c.BootstrapEmail, "bootstrap-email", "", "create an account with this `email` at start if it is missing")
@@ -274,6 +285,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	default:
 		// A zero burst becomes one second's worth of the rate.
 		c.RateLimit = ratelimit.Limit{PerSecond: rateLimit, Burst: rateBurst}
+	}
+	if c.StoreWait < 0 {
+		return c, fmt.Errorf("%w: -store-wait must not be negative", errUsage)
 	}
 	if c.Workers < 0 {
 		return c, fmt.Errorf("%w: -workers must not be negative", errUsage)

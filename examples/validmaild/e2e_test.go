@@ -76,8 +76,14 @@ type instance struct {
 // waits until it listens.
 func start(t *testing.T, args ...string) *instance {
 	t.Helper()
+	return startBinary(t, binary, args...)
+}
+
+// startBinary is start with the validmaild binary at path bin.
+func startBinary(t *testing.T, bin string, args ...string) *instance {
+	t.Helper()
 	in := &instance{t: t, exited: make(chan struct{})}
-	in.cmd = exec.Command(binary, append([]string{"-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-log-level", "debug"}, args...)...)
+	in.cmd = exec.Command(bin, append([]string{"-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-log-level", "debug"}, args...)...)
 	in.cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, envPrefix) })
 	in.cmd.Stdout = lockedWriter{&in.mu, &in.out}
 	stderr, err := in.cmd.StderrPipe()

@@ -49,7 +49,7 @@ func parseAccountFlags(fs *flag.FlagSet, args []string, getenv func(string) stri
 
 // openShared opens the shared store of an account command.
 func openShared(ctx context.Context, storeURL string) (*backend.Backend, error) {
-	b, err := openBackend(ctx, storeURL, 0, false, slog.New(slog.DiscardHandler))
+	b, err := openBackend(ctx, storeURL, 0, false, false, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
 	}

@@ -111,7 +111,7 @@ func loadAPI(t *testing.T, storeURL, dnsAddr string) (http.Handler, string) {
 // the decision and none is refused.
 func loadAPIWith(t *testing.T, storeURL, dnsAddr string, limited bool) (http.Handler, string) {
 	ctx := context.Background()
-	b, err := openBackend(ctx, storeURL, 0, false, nil)
+	b, err := openBackend(ctx, storeURL, 0, false, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

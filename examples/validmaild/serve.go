@@ -41,8 +41,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // runEnv is run with the environment read through getenv.
 func runEnv(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "account" {
-		return runAccount(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
+	if len(args) > 0 {
+		switch args[0] {
+		case "account":
+			return runAccount(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
+		case "key":
+			return runKey(ctx, args[1:], getenv, stdout, stderr)
+		case "migrate":
+			return runMigrate(ctx, args[1:], getenv, stderr)
+		case "healthcheck":
+			return runHealthcheck(ctx, args[1:], getenv, stdout, stderr)
+		}
 	}
 	cfg, err := parseServeConfig(args, getenv, stderr)
 	if err != nil {
@@ -54,7 +63,9 @@ func runEnv(ctx context.Context, args []string, getenv func(string) string, stdo
 
 // serve runs the service described by cfg until ctx ends.
 func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Writer) error {
-	b, err := openBackend(ctx, cfg.Store, cfg.Workers, cfg.StoreInit, logger)
+	b, err := waitForStore(ctx, cfg.StoreWait, logger, func() (*backend.Backend, error) {
+		return openBackend(ctx, cfg.Store, cfg.Workers, cfg.StoreInit, cfg.SkipMigrate, logger)
+	})
 	if err != nil {
 		return err
 	}

@@ -91,8 +91,14 @@ func freshPostgres(t *testing.T) string {
 }
 
 // freshRedis returns VALIDMAIL_TEST_REDIS with a key prefix of its own,
-// whose keys are deleted when the test ends.
+// initialised, whose keys are deleted when the test ends.
 func freshRedis(t *testing.T) string {
+	return initialised(t, emptyRedis(t))
+}
+
+// emptyRedis returns VALIDMAIL_TEST_REDIS with a key prefix of its own,
+// not initialised, whose keys are deleted when the test ends.
+func emptyRedis(t *testing.T) string {
 	base := os.Getenv("VALIDMAIL_TEST_REDIS")
 	if base == "" {
 		t.Skip("VALIDMAIL_TEST_REDIS is not set: skipping the Redis test")
@@ -123,7 +129,7 @@ func freshRedis(t *testing.T) string {
 			}
 		}
 	})
-	return initialised(t, withParam(base, "prefix", prefix))
+	return withParam(base, "prefix", prefix)
 }
 
 // freshRedisCluster returns VALIDMAIL_TEST_REDIS_CLUSTER (a

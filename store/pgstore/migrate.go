@@ -65,7 +65,8 @@ const lockClass = 0x766d // "vm"
 // transaction under a transaction-level advisory lock, so that processes
 // starting together apply each migration once. It creates the schema when
 // it is missing and records applied versions in its schema_migrations
-// table. Running it again changes nothing. A schema at a newer version than
+// table, and logs each migration it applies. Running it again changes
+// nothing. A schema at a newer version than
 // the code knows fails with [ErrSchemaTooNew] and is left untouched.
 func (s *Store) Migrate(ctx context.Context) error {
 	return s.migrateTo(ctx, latestVersion())
@@ -103,12 +104,14 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 	}
 	ms := migrations()
 	if latest := ms[len(ms)-1].version; current > latest {
-		return fmt.Errorf("%w: schema %q is at version %d, code knows %d", ErrSchemaTooNew, s.schema, current, latest)
+		return s.tooNew(ctx, current, latest)
 	}
+	var applied []migration
 	for _, m := range ms {
 		if m.version <= current || m.version > target {
 			continue
 		}
+		applied = append(applied, m)
 		if _, err := tx.Exec(ctx, s.sql(m.sql)); err != nil {
 			return fail(ctx, "migrate: "+m.name, err)
 		}
@@ -119,7 +122,22 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 	if err := tx.Commit(ctx); err != nil {
 		return fail(ctx, "migrate: commit", err)
 	}
+	for _, m := range applied {
+		s.logger.InfoContext(ctx, "pgstore: migration applied", "schema", s.schema, "version", m.version, "name", m.name)
+	}
+	if len(applied) > 0 {
+		s.logger.InfoContext(ctx, "pgstore: schema migrated", "schema", s.schema, "from", current, "to", applied[len(applied)-1].version)
+	} else {
+		s.logger.InfoContext(ctx, "pgstore: schema up to date", "schema", s.schema, "version", current)
+	}
 	return nil
+}
+
+// tooNew logs and returns the refusal of a schema a newer release
+// migrated: at version current, beyond latest.
+func (s *Store) tooNew(ctx context.Context, current, latest int) error {
+	s.logger.ErrorContext(ctx, "pgstore: the schema is newer than this release: a newer release migrated it, and this one would misread it; run that release again, or restore the backup taken before the upgrade", "schema", s.schema, "schema_version", current, "known_version", latest)
+	return fmt.Errorf("%w: schema %q is at version %d, code knows %d: run the release that migrated it, or restore the backup taken before upgrading to it", ErrSchemaTooNew, s.schema, current, latest)
 }
 
 // SchemaVersion returns the highest migration version applied to the

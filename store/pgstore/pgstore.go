@@ -35,11 +35,12 @@ var (
 // Errors reported by a [Store] beside the domain packages' sentinels.
 var (
 	// ErrSchemaTooNew reports a schema migrated by a newer version of this
-	// package than the running one: the code refuses to touch it.
-	ErrSchemaTooNew = errors.New("pgstore: database schema is newer than this code")
+	// package than the running one: the code refuses to touch it. It
+	// wraps [store.ErrTooNew].
+	ErrSchemaTooNew = fmt.Errorf("pgstore: database schema is newer than this code: %w", store.ErrTooNew)
 	// ErrSchemaOutdated reports, with [Config.SkipMigrate], a schema that
-	// lacks migrations this code needs.
-	ErrSchemaOutdated = errors.New("pgstore: database schema needs migrating")
+	// lacks migrations this code needs. It wraps [store.ErrNeedsMigration].
+	ErrSchemaOutdated = fmt.Errorf("pgstore: database schema needs migrating: %w", store.ErrNeedsMigration)
 )
 
 // DefaultSchema is the schema a [Store] uses when [Config.Schema] is empty.
@@ -104,9 +105,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		}
 		switch latest := latestVersion(); {
 		case v > latest:
-			return nil, fmt.Errorf("%w: schema %q is at version %d, code knows %d", ErrSchemaTooNew, schema, v, latest)
+			return nil, s.tooNew(ctx, v, latest)
 		case v < latest:
-			return nil, fmt.Errorf("%w: schema %q is at version %d, code needs %d", ErrSchemaOutdated, schema, v, latest)
+			return nil, fmt.Errorf("%w: schema %q is at version %d, code needs %d: run validmaild migrate (pgstore Store.Migrate) first", ErrSchemaOutdated, schema, v, latest)
 		}
 		s.ensurePartitionsAtStart(ctx)
 		return s, nil

@@ -75,8 +75,8 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 	if _, err := pool.Exec(ctx, `INSERT INTO "`+schema+`".schema_migrations (version, name) VALUES ($1, 'from the future')`, v+1); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Migrate(ctx); !errors.Is(err, pgstore.ErrSchemaTooNew) {
-		t.Fatalf("Migrate on a newer schema: %v, want ErrSchemaTooNew", err)
+	if err := s.Migrate(ctx); !errors.Is(err, pgstore.ErrSchemaTooNew) || !errors.Is(err, store.ErrTooNew) {
+		t.Fatalf("Migrate on a newer schema: %v, want ErrSchemaTooNew and store.ErrTooNew", err)
 	}
 	for _, skip := range []bool{false, true} {
 		if _, err := pgstore.New(ctx, pool, &pgstore.Config{Schema: schema, SkipMigrate: skip}); !errors.Is(err, pgstore.ErrSchemaTooNew) {
@@ -84,8 +84,8 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 		}
 	}
 	fresh := testSchema(t, pool)
-	if _, err := pgstore.New(ctx, pool, &pgstore.Config{Schema: fresh, SkipMigrate: true}); !errors.Is(err, pgstore.ErrSchemaOutdated) {
-		t.Fatalf("New with SkipMigrate on an empty schema: %v, want ErrSchemaOutdated", err)
+	if _, err := pgstore.New(ctx, pool, &pgstore.Config{Schema: fresh, SkipMigrate: true}); !errors.Is(err, pgstore.ErrSchemaOutdated) || !errors.Is(err, store.ErrNeedsMigration) {
+		t.Fatalf("New with SkipMigrate on an empty schema: %v, want ErrSchemaOutdated and store.ErrNeedsMigration", err)
 	}
 }
 

@@ -68,7 +68,12 @@
 //   - marker: a random value written once, when the store is initialised
 //     ([Config.Init], [Store.Init]); missing at start, or gone or replaced
 //     while the store runs, it means the server lost the store's data
-//     ([store.ErrDataLost])
+//     ([store.ErrDataLost]). A prefix holding accounts but neither marker
+//     nor layout stamp is a previous release's store, adopted at start
+//     (the marker written, logged)
+//   - layout: the key layout's version ([LayoutVersion]), raised by
+//     [Store.Setup] or [Store.Migrate], never lowered; a store stamped
+//     newer than the code is refused ([ErrLayoutTooNew])
 //   - sess:ID: a console session under the SHA-256 of its token, expiring
 //     with it; acctsess:ACCOUNT: the account's session ids, so that a
 //     password change ends them ([Sessions])

@@ -171,7 +171,7 @@ func (s *Store) KeyName(account, name string) string {
 		}
 	}
 	switch {
-	case name == "emails", name == "keyhash", name == markerName, name == "notify",
+	case name == "emails", name == "keyhash", name == markerName, name == layoutName, name == "notify",
 		strings.HasPrefix(name, "acct:"), strings.HasPrefix(name, "key:"), strings.HasPrefix(name, "keys:"):
 		return s.key(name)
 	}

@@ -93,34 +93,43 @@ func (s *Store) Persistence(ctx context.Context) (Persistence, error) {
 // Setup prepares the store for serving, once; later calls return nil at
 // once. It reads the server's persistence settings and logs a warning
 // when a restart would lose the data (or when the server will not say),
-// and reads the marker key under the prefix: from then on, a marker gone
-// or changed means the server lost the store's data, and
-// [Store.CheckHealth], [Store.Authenticate], [Store.GetAccountByEmail]
-// and [Store.CreateAccount] report [store.ErrDataLost].
+// reads the store's layout stamp, refusing one newer than
+// [LayoutVersion] with [ErrLayoutTooNew], and reads the marker key under
+// the prefix: from then on, a marker gone or changed means the server
+// lost the store's data, and [Store.CheckHealth], [Store.Authenticate],
+// [Store.GetAccountByEmail] and [Store.CreateAccount] report
+// [store.ErrDataLost].
 //
-// A missing marker is written only when [Config.Init] is set (or by
-// [Store.Init]): an empty prefix looks the same whether the deployment is
-// new or the server lost its data, and only the operator knows which.
-// Otherwise Setup returns an error wrapping [store.ErrDataLost] and
-// succeeds on a later call once the data is restored.
+// A missing marker is written, with a log line, when the prefix holds a
+// previous release's data (accounts, but neither marker nor layout
+// stamp): the store is adopted as it lies. Otherwise it is written only
+// when [Config.Init] is set (or by [Store.Init]): an empty prefix looks
+// the same whether the deployment is new or the server lost its data,
+// and only the operator knows which; and a stamped store without its
+// marker had it deleted. Setup then returns an error wrapping
+// [store.ErrDataLost] and succeeds on a later call once the data is
+// restored. A store not yet at [LayoutVersion] is stamped, unless
+// [Config.SkipMigrate] is set: then Setup fails with [ErrLayoutOutdated]
+// and [Store.Migrate] is to be run first.
 //
 // Any call that needs it runs Setup; a host calls it at start, so that
 // the warning is logged, and a lost store refused, before the first
 // request.
 func (s *Store) Setup(ctx context.Context) error {
-	return s.setup(ctx, s.init)
+	return s.setup(ctx, s.init, s.skipMigrate)
 }
 
 // Init declares the store new: it writes the marker key when there is
-// none, then runs [Store.Setup]. Call it once, at the first start of a
+// none, then runs [Store.Setup], stamping the layout whatever
+// [Config.SkipMigrate] says. Call it once, at the first start of a
 // deployment; a store whose marker is there is left as it is (and a
 // warning logged, since a host that always calls Init cannot notice a
 // loss of the server's data).
 func (s *Store) Init(ctx context.Context) error {
-	return s.setup(ctx, true)
+	return s.setup(ctx, true, false)
 }
 
-func (s *Store) setup(ctx context.Context, init bool) error {
+func (s *Store) setup(ctx context.Context, init, skipMigrate bool) error {
 	if s.markerValue() != "" {
 		return nil
 	}
@@ -133,30 +142,19 @@ func (s *Store) setup(ctx context.Context, init bool) error {
 	if err != nil {
 		return err
 	}
-	key := s.key(markerName)
-	value, err := s.rdb.Get(ctx, key).Result()
-	switch {
-	case errors.Is(err, redis.Nil) && !init:
-		if s.lostLogged.CompareAndSwap(false, true) {
-			s.logger.ErrorContext(ctx, "redisstore: NO MARKER KEY: the store under this prefix was never initialised, or the Redis server lost its data; a new deployment starts once with the store initialised (validmaild -store-init), otherwise restore the server's data", "key", key)
-		}
-		return fmt.Errorf("redisstore: %w: the marker key %s is missing: for a new deployment, initialise the store once (validmaild -store-init, storeurl Options.Init, redisstore Config.Init); otherwise the Redis server lost its data: restore it", store.ErrDataLost, key)
-	case errors.Is(err, redis.Nil):
-		value = token() + " " + time.Now().UTC().Format(time.RFC3339)
-		created, err := s.rdb.SetNX(ctx, key, value, 0).Result()
-		if err != nil {
-			return s.wrap(ctx, "setup", err)
-		}
-		if created {
-			s.logger.InfoContext(ctx, "redisstore: store initialised: marker written", "key", key)
-		} else if value, err = s.rdb.Get(ctx, key).Result(); err != nil {
-			// Another process initialised it at the same moment.
-			return s.wrap(ctx, "setup", err)
-		}
-	case err != nil:
-		return s.wrap(ctx, "setup", err)
-	case init:
-		s.logger.WarnContext(ctx, "redisstore: the store was initialised already; start without initialising it (drop -store-init), or a loss of the server's data goes unnoticed", "key", key)
+	layout, err := s.checkLayout(ctx)
+	if err != nil {
+		return err
+	}
+	value, err := s.readMarker(ctx, layout, init, skipMigrate)
+	if err != nil {
+		return err
+	}
+	if layout < LayoutVersion && skipMigrate {
+		return fmt.Errorf("%w: the store under prefix %q is at layout version %d, this release needs %d: run validmaild migrate (redisstore Store.Migrate) first", ErrLayoutOutdated, s.prefix, layout, LayoutVersion)
+	}
+	if err := s.stamp(ctx, layout); err != nil {
+		return err
 	}
 	switch {
 	case !p.Known:
@@ -170,6 +168,56 @@ func (s *Store) setup(ctx context.Context, init bool) error {
 	s.persistence.Store(&p)
 	s.marker.Store(&value)
 	return nil
+}
+
+// readMarker returns the store's marker, writing it when the store is
+// declared new (init) or holds a previous release's data (no marker, no
+// layout stamp, accounts); an error wrapping [store.ErrDataLost] when it
+// is missing otherwise.
+func (s *Store) readMarker(ctx context.Context, layout int, init, skipMigrate bool) (string, error) {
+	key := s.key(markerName)
+	value, err := s.rdb.Get(ctx, key).Result()
+	switch {
+	case err == nil:
+		if init {
+			s.logger.WarnContext(ctx, "redisstore: the store was initialised already; start without initialising it (drop -store-init), or a loss of the server's data goes unnoticed", "key", key)
+		}
+		return value, nil
+	case !errors.Is(err, redis.Nil):
+		return "", s.wrap(ctx, "setup", err)
+	}
+	adopt := false
+	if layout == 0 {
+		if adopt, err = s.hasPreviousData(ctx); err != nil {
+			return "", err
+		}
+	}
+	switch {
+	case adopt && skipMigrate:
+		return "", fmt.Errorf("%w: the store under prefix %q holds a previous release's data without a marker: run validmaild migrate (redisstore Store.Migrate) first", ErrLayoutOutdated, s.prefix)
+	case !adopt && !init:
+		if s.lostLogged.CompareAndSwap(false, true) {
+			s.logger.ErrorContext(ctx, "redisstore: NO MARKER KEY: the store under this prefix was never initialised, or the Redis server lost its data; a new deployment starts once with the store initialised (validmaild -store-init), otherwise restore the server's data", "key", key)
+		}
+		return "", fmt.Errorf("redisstore: %w: the marker key %s is missing: for a new deployment, initialise the store once (validmaild -store-init, storeurl Options.Init, redisstore Config.Init); otherwise the Redis server lost its data: restore it", store.ErrDataLost, key)
+	}
+	value = token() + " " + time.Now().UTC().Format(time.RFC3339)
+	created, err := s.rdb.SetNX(ctx, key, value, 0).Result()
+	if err != nil {
+		return "", s.wrap(ctx, "setup", err)
+	}
+	switch {
+	case !created:
+		// Another process wrote it at the same moment.
+		if value, err = s.rdb.Get(ctx, key).Result(); err != nil {
+			return "", s.wrap(ctx, "setup", err)
+		}
+	case adopt:
+		s.logger.InfoContext(ctx, "redisstore: a previous release's store adopted: its accounts are there but it had no marker; marker written", "key", key)
+	default:
+		s.logger.InfoContext(ctx, "redisstore: store initialised: marker written", "key", key)
+	}
+	return value, nil
 }
 
 // markerValue is the marker Setup wrote or read; "" before Setup.

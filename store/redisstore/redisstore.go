@@ -67,19 +67,28 @@ type Config struct {
 	// process started after the loss refuses to serve an empty store as
 	// if it were the customers' one. [Store.Init] does the same on
 	// demand.
+	//
+	// A prefix that holds a previous release's data (accounts, but no
+	// marker and no layout stamp) needs no Init: Setup adopts it.
 	Init bool
+	// SkipMigrate makes [Store.Setup] check that the store is at
+	// [LayoutVersion] instead of stamping it (or adopting a previous
+	// release's data), failing with [ErrLayoutOutdated] otherwise, for
+	// deployments that run [Store.Migrate] as a step of their own.
+	SkipMigrate bool
 }
 
 // Store is a Redis backend. It is safe for concurrent use, also from many
 // processes sharing one server and prefix. Create it with [New].
 type Store struct {
-	rdb       redis.UniversalClient
-	prefix    string
-	base      string             // "{prefix}": shard 0 and what is global
-	bases     [shardCount]string // of each shard
-	retention time.Duration
-	logger    *slog.Logger
-	init      bool // Config.Init
+	rdb         redis.UniversalClient
+	prefix      string
+	base        string             // "{prefix}": shard 0 and what is global
+	bases       [shardCount]string // of each shard
+	retention   time.Duration
+	logger      *slog.Logger
+	init        bool // Config.Init
+	skipMigrate bool // Config.SkipMigrate
 
 	setupMu     sync.Mutex                  // orders Setup
 	marker      atomic.Pointer[string]      // the marker's value, from Setup
@@ -117,13 +126,14 @@ func New(client redis.UniversalClient, cfg *Config) (*Store, error) {
 		return nil, fmt.Errorf("redisstore: retention %v is shorter than a millisecond", c.Retention)
 	}
 	return &Store{
-		rdb:       client,
-		prefix:    c.Prefix,
-		bases:     shardBases(c.Prefix),
-		base:      "{" + c.Prefix + "}",
-		retention: cmp.Or(c.Retention, jobs.DefaultRetention),
-		logger:    cmp.Or(c.Logger, slog.New(slog.DiscardHandler)),
-		init:      c.Init,
+		rdb:         client,
+		prefix:      c.Prefix,
+		bases:       shardBases(c.Prefix),
+		base:        "{" + c.Prefix + "}",
+		retention:   cmp.Or(c.Retention, jobs.DefaultRetention),
+		logger:      cmp.Or(c.Logger, slog.New(slog.DiscardHandler)),
+		init:        c.Init,
+		skipMigrate: c.SkipMigrate,
 	}, nil
 }
 

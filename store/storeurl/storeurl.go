@@ -52,8 +52,18 @@ type Options struct {
 	// marker is missing with an error wrapping
 	// [github.com/validmail/validmail/store.ErrDataLost]: the
 	// server lost its data, or the store was never initialised. Other
-	// backends ignore it.
+	// backends ignore it. A Redis prefix holding a previous release's
+	// data without a marker is adopted without it.
 	Init bool
+	// SkipMigrate opens the store without migrating it: a PostgreSQL
+	// schema or Redis layout that is not at this release's version fails
+	// the Open ([pgstore.ErrSchemaOutdated],
+	// [redisstore.ErrLayoutOutdated]), for deployments that migrate in a
+	// step of their own (validmaild migrate). Without it, Open applies
+	// the pending migrations, logging each. A store a newer release
+	// migrated is refused either way ([pgstore.ErrSchemaTooNew],
+	// [redisstore.ErrLayoutTooNew]).
+	SkipMigrate bool
 }
 
 // Open connects to the backend named by rawURL and checks that its server
@@ -209,7 +219,7 @@ func openPostgres(ctx context.Context, u *url.URL, o Options) (*backend.Backend,
 		pool.Close()
 		return nil, fmt.Errorf("postgres %s: %w", redactURL(u), err)
 	}
-	b, err := pgstore.NewBackend(ctx, pool, &pgstore.Config{Schema: schema, Logger: o.Logger})
+	b, err := pgstore.NewBackend(ctx, pool, &pgstore.Config{Schema: schema, Logger: o.Logger, SkipMigrate: o.SkipMigrate})
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -284,7 +294,7 @@ func openRedisCluster(ctx context.Context, u *url.URL, o Options) (*backend.Back
 // newRedisBackend sets up a Redis store over client and returns it as a
 // backend that closes client.
 func newRedisBackend(ctx context.Context, client redis.UniversalClient, prefix string, o Options) (*backend.Backend, error) {
-	rs, err := redisstore.New(client, &redisstore.Config{Prefix: prefix, Logger: o.Logger, Init: o.Init})
+	rs, err := redisstore.New(client, &redisstore.Config{Prefix: prefix, Logger: o.Logger, Init: o.Init, SkipMigrate: o.SkipMigrate})
 	if err == nil {
 		// Persistence read and logged, marker read (or written, with
 		// Init), before the first request.

@@ -113,6 +113,13 @@ func New(reg prometheus.Registerer, outbox webhook.Outbox, now func() time.Time)
 			return nil, fmt.Errorf("webhookmetrics: register: %w", err)
 		}
 	}
+	// Every outcome and result is exported from the start, at zero.
+	for _, o := range []webhook.Outcome{webhook.OutcomeDelivered, webhook.OutcomeRetry, webhook.OutcomeDead, webhook.OutcomeDisabled} {
+		m.deliveries.WithLabelValues(string(o))
+	}
+	for _, code := range []int{200, 300, 400, 500, 0} {
+		m.attempts.WithLabelValues(attemptResult(code))
+	}
 	return m, nil
 }
 

@@ -47,11 +47,15 @@ func TestNew(t *testing.T) {
 # HELP validmail_webhook_attempts_total Webhook HTTP attempts by result: the status class, or error when no response arrived.
 # TYPE validmail_webhook_attempts_total counter
 validmail_webhook_attempts_total{result="2xx"} 1
+validmail_webhook_attempts_total{result="3xx"} 0
+validmail_webhook_attempts_total{result="4xx"} 0
 validmail_webhook_attempts_total{result="5xx"} 1
 validmail_webhook_attempts_total{result="error"} 1
 # HELP validmail_webhook_deliveries_total Webhook deliveries by outcome after an attempt: delivered, retry, dead or disabled (410 Gone).
 # TYPE validmail_webhook_deliveries_total counter
+validmail_webhook_deliveries_total{outcome="dead"} 0
 validmail_webhook_deliveries_total{outcome="delivered"} 1
+validmail_webhook_deliveries_total{outcome="disabled"} 0
 validmail_webhook_deliveries_total{outcome="retry"} 2
 # HELP validmail_webhook_outbox_pending Webhook deliveries not yet delivered or dead, across all accounts.
 # TYPE validmail_webhook_outbox_pending gauge

@@ -7,8 +7,8 @@
 //	go run gen.go /path/to/swagger.json
 //
 // It writes one file per kind the manifests use, named as kubeconform
-// looks them up ({kind}-{group}-{version}.json, group left out for the
-// core group): every reference inlined, every object closed to properties
+// looks them up ({kind}-{group}-{version}.json, the group's first label,
+// left out for the core group): every reference inlined, every object closed to properties
 // it does not declare, and the int-or-string and quantity types accepting
 // both forms YAML gives them.
 package main
@@ -29,6 +29,9 @@ var kinds = []struct{ group, version, kind string }{
 	{"", "v1", "ServiceAccount"},
 	{"policy", "v1", "PodDisruptionBudget"},
 	{"autoscaling", "v2", "HorizontalPodAutoscaler"},
+	{"batch", "v1", "Job"},
+	{"networking.k8s.io", "v1", "NetworkPolicy"},
+	{"networking.k8s.io", "v1", "Ingress"},
 }
 
 type schema = map[string]any
@@ -66,7 +69,9 @@ func main() {
 		props["kind"] = schema{"type": "string", "enum": []string{k.kind}}
 		out["required"] = appendMissing(out["required"], "apiVersion", "kind")
 		out["$schema"] = "http://json-schema.org/schema#"
-		file := strings.ToLower(k.kind) + "-" + strings.ReplaceAll(strings.TrimSuffix(k.group+"-", "-")+"-", "--", "-")
+		// As kubeconform names them: the group's first label only.
+		group, _, _ := strings.Cut(k.group, ".")
+		file := strings.ToLower(k.kind) + "-" + group + "-"
 		if k.group == "" {
 			file = strings.ToLower(k.kind) + "-"
 		}
