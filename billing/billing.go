@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/validmail/validmail/credits"
 )
 
 // Errors of the package and of every [Store].
@@ -21,6 +23,13 @@ var (
 	// ErrInvalidPacks reports a list of packs that cannot be sold: see
 	// [CheckPacks].
 	ErrInvalidPacks = errors.New("billing: invalid credit packs")
+	// ErrSignature reports an event whose signature does not prove it
+	// came from the payment provider, or that came too long ago.
+	ErrSignature = errors.New("billing: bad event signature")
+	// ErrEvent reports a signed event whose body could not be read.
+	ErrEvent = errors.New("billing: malformed event")
+	// ErrNotPaid reports a checkout found unpaid.
+	ErrNotPaid = errors.New("billing: checkout not paid")
 	// ErrInvalidCheckout reports a checkout a store refuses to record:
 	// an empty or too long id or account, or a pack that is not one.
 	ErrInvalidCheckout = errors.New("billing: invalid checkout")
@@ -70,7 +79,10 @@ func ParsePacks(s string) ([]Pack, error) {
 		p.Currency = strings.ToLower(parts[2])
 		packs = append(packs, p)
 	}
-	return packs, CheckPacks(packs)
+	if err := CheckPacks(packs); err != nil {
+		return nil, err
+	}
+	return packs, nil
 }
 
 // CheckPacks returns an error matching [ErrInvalidPacks] unless every
@@ -167,4 +179,42 @@ type Store interface {
 	RecordCheckout(ctx context.Context, c Checkout) (Checkout, error)
 	// Checkout returns the checkout recorded with id, or [ErrNotFound].
 	Checkout(ctx context.Context, id string) (Checkout, error)
+}
+
+// OpenParams describes a checkout for a seller's Open.
+type OpenParams struct {
+	// AccountID receives the credits; required.
+	AccountID string
+	// Email, when set, fills in the buyer's address on the payment page.
+	Email string
+	// Credits names the pack; it must be one of the seller's packs.
+	Credits int64
+	// SuccessURL is where the payment page sends the buyer after paying;
+	// the text {CHECKOUT_SESSION_ID} in it becomes the checkout's id.
+	// Required.
+	SuccessURL string
+	// CancelURL is where the buyer goes back without paying. Required.
+	CancelURL string
+}
+
+// Session is an opened checkout: where the buyer pays.
+type Session struct {
+	// ID is the checkout's id (Stripe's Checkout Session id).
+	ID string
+	// URL is the payment page.
+	URL string
+	// Pack is what the session sells.
+	Pack Pack
+}
+
+// Outcome is what a seller's handling of an event or return did.
+type Outcome struct {
+	// Session is the checkout the event was about, if any.
+	Session string
+	// Granted is the grant's entry when credits were granted, or found
+	// granted before (its Replayed set); zero otherwise.
+	Granted credits.Entry
+	// Ignored says why nothing was granted: "event type", "unpaid",
+	// "unknown session"; empty when something was.
+	Ignored string
 }
