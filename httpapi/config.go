@@ -191,6 +191,17 @@ type Config struct {
 	//
 	// [*jobevents.Source]: https://pkg.go.dev/github.com/validmail/validmail/webhook/jobevents#Source
 	WebhookEvents WebhookEvents
+
+	// Seller, when set, sells credit packs: GET /api/v1/billing/packs,
+	// POST /api/v1/billing/checkout, GET /api/v1/billing/receipts/{id}
+	// (permission stats) and the payment provider's events at POST
+	// /billing/stripe/webhook. Nil: those routes are 404.
+	Seller Seller
+	// CheckoutSuccessURL and CheckoutCancelURL are where the payment page
+	// sends a buyer of a checkout opened through the API, after paying
+	// ({CHECKOUT_SESSION_ID} becomes the checkout's id) or not; both are
+	// required with Seller.
+	CheckoutSuccessURL, CheckoutCancelURL string
 }
 
 // WebhookSender sends one signed message to an endpoint, outside the

@@ -65,6 +65,10 @@ type Handler struct {
 	metrics  *metrics
 	mux      *http.ServeMux
 	hooks    *webhookRoutes // nil when webhooks are not configured
+	// seller sells credits (nil: the billing routes are 404), sending
+	// buyers back to checkoutSuccess or checkoutCancel.
+	seller                          Seller
+	checkoutSuccess, checkoutCancel string
 	// adminHash is the SHA-256 of Config.AdminToken; adminOn is false when
 	// none is configured and the operator's routes are not mounted.
 	adminHash [sha256.Size]byte
@@ -106,6 +110,8 @@ func NewHandler(v jobs.Validator, ledger *credits.Ledger, queue *jobs.Queue, acc
 		return nil, fmt.Errorf("%w: Webhooks needs WebhookOutbox and WebhookSender", ErrConfig)
 	case cfg.AdminToken != "" && (len(cfg.AdminToken) < MinAdminTokenBytes || !printableASCII(cfg.AdminToken)):
 		return nil, fmt.Errorf("%w: AdminToken must be at least %d printable ASCII characters", ErrConfig, MinAdminTokenBytes)
+	case cfg.Seller != nil && (cfg.CheckoutSuccessURL == "" || cfg.CheckoutCancelURL == ""):
+		return nil, fmt.Errorf("%w: Seller needs CheckoutSuccessURL and CheckoutCancelURL", ErrConfig)
 	case cfg.Webhooks == nil && (cfg.WebhookOutbox != nil || cfg.WebhookSender != nil || cfg.WebhookEvents != nil):
 		return nil, fmt.Errorf("%w: WebhookOutbox, WebhookSender and WebhookEvents need Webhooks", ErrConfig)
 	}
@@ -121,6 +127,10 @@ func NewHandler(v jobs.Validator, ledger *credits.Ledger, queue *jobs.Queue, acc
 		maxBody:  cfg.MaxBodyBytes,
 		maxKeys:  cfg.MaxKeysPerAccount,
 		now:      cfg.Now,
+
+		seller:          cfg.Seller,
+		checkoutSuccess: cfg.CheckoutSuccessURL,
+		checkoutCancel:  cfg.CheckoutCancelURL,
 	}
 	switch {
 	case h.maxKeys == 0:
@@ -261,6 +271,9 @@ func (h *Handler) routes() {
 	}
 	if h.adminOn {
 		h.adminRoutes(mux, allowed)
+	}
+	if h.seller != nil {
+		h.billingRoutes(mux, allowed)
 	}
 	// Any other method on a known path: 405 with Allow.
 	for path, allow := range allowed {
