@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/validmail/validmail/billing"
+	"github.com/validmail/validmail/billing/stripecheckout"
 	"github.com/validmail/validmail/emailcheck/smtpprobe"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/dashboard"
@@ -111,6 +113,10 @@ type config struct {
 	// BillingURL is where the console's "Get credits" link leads
 	// (-billing-url); empty shows no link.
 	BillingURL string
+	// Stripe, when its SecretKey is set (-stripe-secret-key), sells
+	// Packs (-credit-packs) through Stripe Checkout: -stripe-webhook-secret
+	// signs the events, -stripe-api-url is Stripe's API.
+	Stripe stripecheckout.Config
 }
 
 // envName returns the environment variable that sets the flag name.
@@ -165,6 +171,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		dns       string
 		logLevel  string
 		allow     string
+		packs     string
 		rateLimit float64
 		rateBurst int
 	)
@@ -205,6 +212,10 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.PublicURL, "public-url", "", "the console's public `origin`, e.g. https://validmail.example.com, for the links in mail; required with\n-smtp-relay")
 	fs.StringVar(&c.AdminToken, "admin-token", "", fmt.Sprintf("serve the operator's API (/api/v1/admin/accounts/{email}, …/grants) to requests with\n\"Authorization: Bearer TOKEN\": at least %d characters; prefer the environment variable, which\nother users of the machine cannot list. Empty means the operator's API is not served", httpapi.MinAdminTokenBytes))
 	fs.StringVar(&c.BillingURL, "billing-url", "", "`URL` of your own checkout, linked from the console as \"Get credits\"; empty shows no link")
+	fs.StringVar(&c.Stripe.SecretKey, "stripe-secret-key", "", "Stripe API `key` (sk_live_…, sk_test_… or a restricted key writing Checkout Sessions): sells -credit-packs\nthrough Stripe Checkout; needs -stripe-webhook-secret and -public-url. Prefer the environment variable")
+	fs.StringVar(&c.Stripe.WebhookSecret, "stripe-webhook-secret", "", "signing `secret` (whsec_…) of the Stripe webhook endpoint at PUBLIC-URL/billing/stripe/webhook")
+	fs.StringVar(&c.Stripe.APIURL, "stripe-api-url", stripecheckout.DefaultAPIURL, "Stripe's API `URL` (a stripe-mock server for tests)")
+	fs.StringVar(&packs, "credit-packs", defaultPacks, "credit packs sold with -stripe-secret-key: comma-separated `CREDITS:PRICE:CURRENCY`, the price in the\ncurrency's smallest unit (cents)")
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return c, err
 	}
@@ -280,6 +291,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 			return c, fmt.Errorf("%w: -smtp-relay needs -public-url, the console's origin such as https://validmail.example.com", errUsage)
 		}
 	}
+	if err := checkStripe(&c, packs); err != nil {
+		return c, err
+	}
 	if c.BootstrapKey != "" && c.BootstrapEmail == "" {
 		return c, fmt.Errorf("%w: -bootstrap-key needs -bootstrap-email", errUsage)
 	}
@@ -287,6 +301,35 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return c, fmt.Errorf("%w: -bootstrap-key: want %s followed by 43 letters or digits", errUsage, store.SecretPrefix)
 	}
 	return c, nil
+}
+
+// defaultPacks are the credit packs sold unless -credit-packs says
+// otherwise.
+const defaultPacks = "1000:900:usd,10000:7500:usd,100000:50000:usd"
+
+// checkStripe checks the Stripe flags and reads the packs into c.
+func checkStripe(c *config, packs string) error {
+	if c.Stripe.SecretKey == "" {
+		if c.Stripe.WebhookSecret != "" {
+			return fmt.Errorf("%w: -stripe-webhook-secret needs -stripe-secret-key", errUsage)
+		}
+		return nil
+	}
+	p, err := billing.ParsePacks(packs)
+	if err != nil || len(p) == 0 {
+		return fmt.Errorf("%w: -credit-packs %q: want CREDITS:PRICE:CURRENCY, comma-separated (%v)", errUsage, packs, err)
+	}
+	c.Stripe.Packs = p
+	if c.Stripe.WebhookSecret == "" {
+		return fmt.Errorf("%w: -stripe-secret-key needs -stripe-webhook-secret, the signing secret of the webhook endpoint", errUsage)
+	}
+	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Trim(u.Path, "/") != "" {
+		return fmt.Errorf("%w: -stripe-secret-key needs -public-url, the origin buyers return to from Stripe's page", errUsage)
+	}
+	if u, err := url.Parse(c.Stripe.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("%w: -stripe-api-url %q: want an http or https URL", errUsage, c.Stripe.APIURL)
+	}
+	return nil
 }
 
 // validNameserver reports whether s names a nameserver: an IP address, or

@@ -71,6 +71,12 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 
 		ReadinessNeedsDNS: cfg.ReadinessNeedsDNS,
 	}
+	if cfg.Stripe.SecretKey != "" {
+		sc := cfg.Stripe
+		scfg.Stripe, scfg.PublicURL = &sc, cfg.PublicURL
+		logger.Info("credit packs are sold through Stripe Checkout", "packs", len(sc.Packs), "api", sc.APIURL,
+			"webhook", strings.TrimSuffix(cfg.PublicURL, "/")+"/billing/stripe/webhook")
+	}
 	if cfg.Dashboard {
 		scfg.Dashboard = &dashboard.Config{InsecureCookies: cfg.DashboardInsecureCookies, BillingURL: cfg.BillingURL, ListWaitTTL: cfg.ListWait}
 		if cfg.Relay.Addr != "" {
