@@ -41,6 +41,9 @@ const MaxCheckoutIDBytes = 255
 // MaxPacks bounds how many packs an operator may offer.
 const MaxPacks = 20
 
+// MaxPackCredits bounds the credits of one pack.
+const MaxPackCredits = 1_000_000_000
+
 // Pack is a number of credits sold at one price.
 type Pack struct {
 	// Credits is what the pack grants: 1 to 1,000,000,000.
@@ -96,7 +99,7 @@ func CheckPacks(packs []Pack) error {
 	seen := make(map[int64]bool, len(packs))
 	for _, p := range packs {
 		switch {
-		case p.Credits < 1 || p.Credits > 1_000_000_000:
+		case p.Credits < 1 || p.Credits > MaxPackCredits:
 			return fmt.Errorf("%w: %v: credits must be 1 to 1000000000", ErrInvalidPacks, p)
 		case p.Price < 1:
 			return fmt.Errorf("%w: %v: the price must be positive", ErrInvalidPacks, p)

@@ -438,6 +438,10 @@ func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error 
 	dc.Endpoints, dc.Outbox, dc.Sender = b.Endpoints, b.Outbox, s.disp
 	dc.EndpointChanged = s.events.Forget
 	dc.Logger = s.logger
+	if s.seller != nil && dc.Seller == nil && s.cfg.PublicURL != "" {
+		dc.Seller = s.seller
+		dc.CheckoutReturnURL = strings.TrimSuffix(s.cfg.PublicURL, "/") + strings.TrimSuffix(cmp.Or(dc.Prefix, dashboard.DefaultPrefix), "/") + "/billing"
+	}
 	if dc.OpenAPI == nil {
 		dc.OpenAPI = s.api.OpenAPI()
 	}
