@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs/lists"
+	"github.com/validmail/validmail/plans"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
 )
@@ -192,6 +193,12 @@ type Config struct {
 	// [*jobevents.Source]: https://pkg.go.dev/github.com/validmail/validmail/webhook/jobevents#Source
 	WebhookEvents WebhookEvents
 
+	// Plans, when set, gives each account its plan's rate limit
+	// (plans.Plan.RatePerSecond and Burst) in place of AccountRateLimit,
+	// which stays the limit of plans that leave the rate at zero. The
+	// plan is read with the key, so a change shows within KeyCacheTTL on
+	// every instance.
+	Plans *plans.Catalog
 	// Seller, when set, sells credit packs: GET /api/v1/billing/packs,
 	// POST /api/v1/billing/checkout, GET /api/v1/billing/receipts/{id}
 	// (permission stats) and the payment provider's events at POST

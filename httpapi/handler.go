@@ -30,6 +30,7 @@ import (
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/lists"
+	"github.com/validmail/validmail/plans"
 	"github.com/validmail/validmail/store"
 )
 
@@ -69,6 +70,9 @@ type Handler struct {
 	// buyers back to checkoutSuccess or checkoutCancel.
 	seller                          Seller
 	checkoutSuccess, checkoutCancel string
+	// plans gives each account's rate limit by its plan; nil: acctLim
+	// for all.
+	plans *plans.Catalog
 	// adminHash is the SHA-256 of Config.AdminToken; adminOn is false when
 	// none is configured and the operator's routes are not mounted.
 	adminHash [sha256.Size]byte
@@ -128,6 +132,7 @@ func NewHandler(v jobs.Validator, ledger *credits.Ledger, queue *jobs.Queue, acc
 		maxKeys:  cfg.MaxKeysPerAccount,
 		now:      cfg.Now,
 
+		plans:           cfg.Plans,
 		seller:          cfg.Seller,
 		checkoutSuccess: cfg.CheckoutSuccessURL,
 		checkoutCancel:  cfg.CheckoutCancelURL,
@@ -486,7 +491,8 @@ func (h *Handler) authedRead(perm store.Permission, next func(http.ResponseWrite
 //  5. the permission perm: 403 permission_denied naming it;
 //  6. the rate limits, the key's bucket and its account's in one call
 //     ([Handler.allowed]): 429 with Retry-After; read routes use their
-//     own pair of buckets;
+//     own pair of buckets; the account's limit is its plan's
+//     ([Config.Plans]), its plan read with the key (cached as long);
 //  7. next, with the call carrying the key.
 //
 // Charging credits is next's job, after its own input checks, so that a
@@ -536,7 +542,11 @@ func (h *Handler) authedAs(perm store.Permission, read bool, next func(http.Resp
 			})
 			return
 		}
-		if !h.allowed(w, r, c, prefix, keyLimit, acctLimit) {
+		acct := acctLimit
+		if h.plans != nil {
+			acct = h.planLimit(state.plan, read)
+		}
+		if !h.allowed(w, r, c, prefix, keyLimit, acct) {
 			return
 		}
 		next(w, r, c)
@@ -563,11 +573,32 @@ func (h *Handler) authenticate(r *http.Request, secret string) (store.Key, keySt
 	if err != nil {
 		return store.Key{}, keyState{}, err
 	}
-	st := keyState{unconfirmed: a.Unconfirmed}
+	st := keyState{unconfirmed: a.Unconfirmed, plan: a.Plan}
 	if h.keys != nil {
 		h.keys.put(sum, k, st)
 	}
 	return k, st, nil
+}
+
+// planLimit returns the account rate limit of the plan named name: the
+// plan's rate, or the handler's account limit where the plan leaves it
+// at zero; ten times larger for the reads a client polls.
+func (h *Handler) planLimit(name string, read bool) ratelimit.Limit {
+	p := h.plans.For(name)
+	l := h.acctLim
+	switch {
+	case p.RatePerSecond < 0:
+		l = ratelimit.Limit{PerSecond: -1}
+	case p.RatePerSecond > 0:
+		l = ratelimit.Limit{PerSecond: p.RatePerSecond, Burst: p.Burst}
+		if l.Burst == 0 {
+			l.Burst = max(1, int(math.Ceil(p.RatePerSecond)))
+		}
+	}
+	if read {
+		return scaleLimit(l, 10)
+	}
+	return l
 }
 
 // allowed takes a token from the key's bucket and the account's (all of

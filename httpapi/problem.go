@@ -23,6 +23,7 @@ const (
 	CodeInvalidList          Code = "invalid_list"           // 400
 	CodeUnknownPack          Code = "unknown_pack"           // 400
 	CodeInvalidSignature     Code = "invalid_signature"      // 400
+	CodeUnknownPlan          Code = "unknown_plan"           // 400
 	CodeMissingAPIKey        Code = "missing_api_key"        // 401
 	CodeInvalidAPIKey        Code = "invalid_api_key"        // 401
 	CodeInsufficientCredits  Code = "insufficient_credits"   // 402
@@ -64,6 +65,7 @@ var codes = map[Code]codeInfo{
 	CodeInvalidList:          {http.StatusBadRequest, "Invalid list"},
 	CodeUnknownPack:          {http.StatusBadRequest, "Unknown credit pack"},
 	CodeInvalidSignature:     {http.StatusBadRequest, "Invalid signature"},
+	CodeUnknownPlan:          {http.StatusBadRequest, "Unknown plan"},
 	CodeMissingAPIKey:        {http.StatusUnauthorized, "Missing API key"},
 	CodeInvalidAPIKey:        {http.StatusUnauthorized, "Invalid API key"},
 	CodeInsufficientCredits:  {http.StatusPaymentRequired, "Insufficient credits"},
