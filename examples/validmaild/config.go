@@ -22,6 +22,7 @@ import (
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/plans"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
 )
@@ -117,6 +118,9 @@ type config struct {
 	// Packs (-credit-packs) through Stripe Checkout: -stripe-webhook-secret
 	// signs the events, -stripe-api-url is Stripe's API.
 	Stripe stripecheckout.Config
+	// Plans, read from the file -plans names, gives each account its
+	// plan's limits; nil: every account has the deployment's.
+	Plans *plans.Catalog
 }
 
 // envName returns the environment variable that sets the flag name.
@@ -172,6 +176,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		logLevel  string
 		allow     string
 		packs     string
+		planFile  string
 		rateLimit float64
 		rateBurst int
 	)
@@ -216,7 +221,12 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.Stripe.WebhookSecret, "stripe-webhook-secret", "", "signing `secret` (whsec_…) of the Stripe webhook endpoint at PUBLIC-URL/billing/stripe/webhook")
 	fs.StringVar(&c.Stripe.APIURL, "stripe-api-url", stripecheckout.DefaultAPIURL, "Stripe's API `URL` (a stripe-mock server for tests)")
 	fs.StringVar(&packs, "credit-packs", defaultPacks, "credit packs sold with -stripe-secret-key: comma-separated `CREDITS:PRICE:CURRENCY`, the price in the\ncurrency's smallest unit (cents)")
+	fs.StringVar(&planFile, "plans", "", "a JSON `file` of plans: each account's API rate, concurrent jobs, console allowance and SMTP probe\nbudget by its plan (validmaild account set-plan, PUT /api/v1/admin/accounts/{email}/plan)")
 	if err := parseFlags(fs, args, getenv); err != nil {
+		return c, err
+	}
+	var err error
+	if c.Plans, err = readPlans(planFile); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {

@@ -64,7 +64,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 		Checks:  &emailcheck.Config{Nameservers: cfg.DNS, AllowPrivateMX: cfg.AllowPrivateMX},
 		Logger:  logger,
 		Workers: cmp.Or(cfg.Workers, -1), // -workers 0 runs none here
-		API: httpapi.Config{RateLimit: cfg.RateLimit, ClientIP: clientIP(cfg.ClientIPHeader), AdminToken: cfg.AdminToken,
+		API: httpapi.Config{RateLimit: cfg.RateLimit, ClientIP: clientIP(cfg.ClientIPHeader), AdminToken: cfg.AdminToken, Plans: cfg.Plans,
 			MaxListUploads: cfg.ListUploads, MaxListUploadsPerNetwork: cfg.ListUploadsPerNetwork,
 			ListHealthyRate: cfg.ListHealthyRate, ListMaxDuration: cfg.ListMaxDuration},
 		WebhookClient: webhook.ClientOptions{Allow: cfg.WebhookAllow},

@@ -123,6 +123,7 @@ import (
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/lists"
+	"github.com/validmail/validmail/plans"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
 )
@@ -225,6 +226,10 @@ type Config struct {
 	// BillingURL, when set, is linked from the overview as "Get credits":
 	// the operator's own checkout, an absolute http or https URL.
 	BillingURL string
+	// Plans, when set, gives an account the console allowance of its
+	// plan (plans.Plan.ConsoleAllowance) in place of BulkLimit where
+	// the plan sets one.
+	Plans *plans.Catalog
 	// Seller, when set, sells credit packs on the console's "Buy credits"
 	// page (GET /billing), linked from the overview and from a list
 	// preview that needs more credits; it takes the place of BillingURL.

@@ -266,7 +266,7 @@ func (s *Service) build() error {
 		}
 		ec.Logger = cmp.Or(ec.Logger, s.logger)
 		if ec.Prober != nil && ec.ProbeBudget == nil {
-			budget, err := newProbeBudget(b.Limiter, cfg.ProbeLimit, s.logger)
+			budget, err := newProbeBudget(b.Limiter, cfg.ProbeLimit, s.logger, planProbes(cfg.API.Plans, b.Accounts))
 			if err != nil {
 				return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
 			}
@@ -441,6 +441,9 @@ func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error 
 	if s.seller != nil && dc.Seller == nil && s.cfg.PublicURL != "" {
 		dc.Seller = s.seller
 		dc.CheckoutReturnURL = strings.TrimSuffix(s.cfg.PublicURL, "/") + strings.TrimSuffix(cmp.Or(dc.Prefix, dashboard.DefaultPrefix), "/") + "/billing"
+	}
+	if dc.Plans == nil {
+		dc.Plans = api.Plans
 	}
 	if dc.OpenAPI == nil {
 		dc.OpenAPI = s.api.OpenAPI()
