@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/store"
 )
 
 // Errors of the package and of every [Store].
@@ -53,14 +54,24 @@ type Pack struct {
 	Price int64
 	// Currency is the ISO 4217 code, lower-case ("usd", "eur").
 	Currency string
+	// Plan, when set, is the plan the buyer's account is put on when the
+	// pack is paid (store.CheckPlan names); empty leaves the plan alone.
+	Plan string
 }
 
-// String formats the pack as the operator writes it: "1000:900:usd".
-func (p Pack) String() string { return fmt.Sprintf("%d:%d:%s", p.Credits, p.Price, p.Currency) }
+// String formats the pack as the operator writes it: "1000:900:usd", or
+// "10000:7500:usd:pro" with a plan.
+func (p Pack) String() string {
+	s := fmt.Sprintf("%d:%d:%s", p.Credits, p.Price, p.Currency)
+	if p.Plan != "" {
+		s += ":" + p.Plan
+	}
+	return s
+}
 
 // ParsePacks reads packs written as a comma-separated list of
-// CREDITS:PRICE:CURRENCY ("1000:900:usd,10000:7500:usd"), the form of the
-// service's flag, and checks them with [CheckPacks]. An empty string is
+// CREDITS:PRICE:CURRENCY[:PLAN] ("1000:900:usd,10000:7500:usd:pro"), the
+// form of the service's flag, and checks them with [CheckPacks]. An empty string is
 // no packs.
 func ParsePacks(s string) ([]Pack, error) {
 	if strings.TrimSpace(s) == "" {
@@ -70,8 +81,11 @@ func ParsePacks(s string) ([]Pack, error) {
 	for item := range strings.SplitSeq(s, ",") {
 		var p Pack
 		parts := strings.Split(strings.TrimSpace(item), ":")
-		if len(parts) != 3 {
-			return nil, fmt.Errorf("%w: %q is not CREDITS:PRICE:CURRENCY", ErrInvalidPacks, item)
+		if len(parts) != 3 && len(parts) != 4 {
+			return nil, fmt.Errorf("%w: %q is not CREDITS:PRICE:CURRENCY[:PLAN]", ErrInvalidPacks, item)
+		}
+		if len(parts) == 4 {
+			p.Plan = parts[3]
 		}
 		if _, err := fmt.Sscan(parts[0], &p.Credits); err != nil {
 			return nil, fmt.Errorf("%w: credits %q", ErrInvalidPacks, parts[0])
@@ -105,6 +119,8 @@ func CheckPacks(packs []Pack) error {
 			return fmt.Errorf("%w: %v: the price must be positive", ErrInvalidPacks, p)
 		case len(p.Currency) != 3 || strings.Trim(p.Currency, "abcdefghijklmnopqrstuvwxyz") != "":
 			return fmt.Errorf("%w: %v: the currency must be three lower-case letters", ErrInvalidPacks, p)
+		case p.Plan != "" && store.CheckPlan(p.Plan) != nil:
+			return fmt.Errorf("%w: %v: bad plan name", ErrInvalidPacks, p)
 		case seen[p.Credits]:
 			return fmt.Errorf("%w: two packs of %d credits", ErrInvalidPacks, p.Credits)
 		}

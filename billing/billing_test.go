@@ -16,7 +16,7 @@ func TestParsePacks(t *testing.T) {
 	}{
 		{"", nil, false},
 		{"1000:900:usd", []billing.Pack{{Credits: 1000, Price: 900, Currency: "usd"}}, false},
-		{"1000:900:USD, 10000:7500:eur", []billing.Pack{{1000, 900, "usd"}, {10000, 7500, "eur"}}, false},
+		{"1000:900:USD, 10000:7500:eur", []billing.Pack{{1000, 900, "usd", ""}, {10000, 7500, "eur", ""}}, false},
 		{"1000:900", nil, true},
 		{"1000:0:usd", nil, true},
 		{"0:900:usd", nil, true},
@@ -24,6 +24,9 @@ func TestParsePacks(t *testing.T) {
 		{"1000:900:dollars", nil, true},
 		{"1000:900:usd,1000:800:usd", nil, true},
 		{"1000:-5:usd", nil, true},
+		{"10000:7500:usd:pro", []billing.Pack{{10000, 7500, "usd", "pro"}}, false},
+		{"10000:7500:usd:a b", nil, true},
+		{"10000:7500:usd:pro:x", nil, true},
 	}
 	for _, tt := range tests {
 		got, err := billing.ParsePacks(tt.in)
@@ -44,7 +47,7 @@ func TestParsePacks(t *testing.T) {
 }
 
 func TestFindPackAndGrantKey(t *testing.T) {
-	packs := []billing.Pack{{1000, 900, "usd"}}
+	packs := []billing.Pack{{1000, 900, "usd", ""}}
 	if p, err := billing.FindPack(packs, 1000); err != nil || p != packs[0] {
 		t.Fatalf("FindPack(1000) = %v, %v", p, err)
 	}

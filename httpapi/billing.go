@@ -37,6 +37,7 @@ type packJSON struct {
 	Credits  int64  `json:"credits"`
 	Price    int64  `json:"price"`
 	Currency string `json:"currency"`
+	Plan     string `json:"plan,omitempty"`
 }
 
 type packsResponse struct {
@@ -76,7 +77,7 @@ func (h *Handler) billingRoutes(mux *http.ServeMux, allowed map[string]string) {
 func packsJSON(ps []billing.Pack) []packJSON {
 	out := make([]packJSON, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, packJSON{Credits: p.Credits, Price: p.Price, Currency: p.Currency})
+		out = append(out, packJSON{Credits: p.Credits, Price: p.Price, Currency: p.Currency, Plan: p.Plan})
 	}
 	return out
 }
@@ -137,7 +138,7 @@ func (h *Handler) openCheckout(w http.ResponseWriter, r *http.Request, c *call) 
 	p := s.Pack
 	h.writeJSON(w, c, http.StatusCreated, checkoutResponse{
 		SessionID: s.ID, URL: s.URL,
-		Pack:      packJSON{Credits: p.Credits, Price: p.Price, Currency: p.Currency},
+		Pack:      packJSON{Credits: p.Credits, Price: p.Price, Currency: p.Currency, Plan: p.Plan},
 		RequestID: c.id,
 	})
 }

@@ -66,7 +66,7 @@ func checkout() billing.Checkout {
 	return billing.Checkout{
 		ID:        "cs_test_" + uuid.NewString(),
 		AccountID: "acct-" + uuid.NewString(),
-		Pack:      billing.Pack{Credits: 1000, Price: 900, Currency: "usd"},
+		Pack:      billing.Pack{Credits: 1000, Price: 900, Currency: "usd", Plan: "pro"},
 	}
 }
 
@@ -162,6 +162,7 @@ func testInvalid(t *testing.T, a, _ Instance) {
 		"free":          func(c *billing.Checkout) { c.Pack.Price = 0 },
 		"long id":       func(c *billing.Checkout) { c.ID = string(make([]byte, billing.MaxCheckoutIDBytes+1)) },
 		"bad currency":  func(c *billing.Checkout) { c.Pack.Currency = "US" },
+		"bad plan":      func(c *billing.Checkout) { c.Pack.Plan = "a b" },
 		"invalid UTF-8": func(c *billing.Checkout) { c.ID = "cs_\xff" },
 	} {
 		c := checkout()

@@ -13,7 +13,9 @@
 // billing.GrantKey(session id). So a replayed or duplicated event, two
 // instances receiving it, or the return page racing the event grant once;
 // a session the service did not record grants nothing, whatever the
-// event says; nothing is read from an event's metadata.
+// event says; nothing is read from an event's metadata. A pack that names
+// a plan puts the buyer on it with that first grant (Config.Accounts),
+// never again on a replay.
 //
 // The signature of an event (its Stripe-Signature header) is checked with
 // the endpoint's signing secret and a tolerance on its timestamp

@@ -19,6 +19,7 @@ import (
 
 	"github.com/validmail/validmail/billing"
 	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/store"
 )
 
 // Defaults of [Config].
@@ -64,6 +65,9 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives what goes wrong and every grant; default discards.
 	Logger *slog.Logger
+	// Accounts puts a buyer on the plan of a pack that names one, when
+	// its payment is first granted; required when a pack has a Plan.
+	Accounts store.PlanSetter
 }
 
 // Seller opens Checkout Sessions and grants what was paid. It is safe for
@@ -71,6 +75,7 @@ type Config struct {
 type Seller struct {
 	store     billing.Store
 	ledger    *credits.Ledger
+	accounts  store.PlanSetter
 	client    *stripe.Client
 	secret    string
 	packs     []billing.Pack
@@ -99,6 +104,9 @@ func New(st billing.Store, ledger *credits.Ledger, cfg *Config) (*Seller, error)
 	if err := billing.CheckPacks(cfg.Packs); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	if cfg.Accounts == nil && slices.ContainsFunc(cfg.Packs, func(p billing.Pack) bool { return p.Plan != "" }) {
+		return nil, fmt.Errorf("%w: a pack sells a plan: Accounts is required", ErrConfig)
+	}
 	api := cmp.Or(cfg.APIURL, DefaultAPIURL)
 	if u, err := url.Parse(api); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("%w: APIURL %q is not an http(s) address", ErrConfig, api)
@@ -118,6 +126,7 @@ func New(st billing.Store, ledger *credits.Ledger, cfg *Config) (*Seller, error)
 	return &Seller{
 		store:     st,
 		ledger:    ledger,
+		accounts:  cfg.Accounts,
 		client:    stripe.NewClient(cfg.SecretKey, stripe.WithBackends(backends)),
 		secret:    cfg.WebhookSecret,
 		packs:     packs,
@@ -284,6 +293,13 @@ func (s *Seller) grant(ctx context.Context, id string) (billing.Outcome, error) 
 	}
 	if !e.Replayed {
 		s.logger.InfoContext(ctx, "stripecheckout: credits granted", "session", id, "account", rec.AccountID, "credits", rec.Pack.Credits)
+		// The plan follows the first grant only: a replay, or the buyer
+		// reloading the return page, never undoes an operator's change.
+		if p := rec.Pack.Plan; p != "" {
+			if err := s.accounts.SetPlan(ctx, rec.AccountID, p); err != nil {
+				s.logger.ErrorContext(ctx, "stripecheckout: a paid pack's plan could not be set; set it by hand", "session", id, "account", rec.AccountID, "plan", p, "err", err)
+			}
+		}
 	}
 	out.Granted = e
 	return out, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/validmail/validmail/billing/billingtest"
 	"github.com/validmail/validmail/billing/stripecheckout"
 	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
 )
 
@@ -265,5 +266,46 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	}
 	if _, err := stripecheckout.New(st, l, &good); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A pack selling a plan puts the buyer on it with its first grant; a
+// replay after an operator changed the plan leaves the change alone.
+func TestPackSellsPlan(t *testing.T) {
+	t.Parallel()
+	st := memstore.New()
+	l := credits.New(st, nil)
+	ps := []billing.Pack{{Credits: 1000, Price: 900, Currency: "usd", Plan: "pro"}}
+	if _, err := stripecheckout.New(st, l, &stripecheckout.Config{SecretKey: "sk_test_1", WebhookSecret: secret, Packs: ps}); !errors.Is(err, stripecheckout.ErrConfig) {
+		t.Fatalf("a plan pack without Accounts: %v", err)
+	}
+	seller, err := stripecheckout.New(st, l, &stripecheckout.Config{SecretKey: "sk_test_1", WebhookSecret: secret, Packs: ps, Accounts: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	a, err := st.CreateAccount(ctx, store.CreateAccountParams{Email: "plan@example.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RecordCheckout(ctx, billing.Checkout{ID: "cs_plan", AccountID: a.ID, Pack: ps[0]}); err != nil {
+		t.Fatal(err)
+	}
+	body := event("checkout.session.completed", "cs_plan", "paid")
+	plan := func() string {
+		got, err := st.GetAccount(ctx, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Plan
+	}
+	if _, err := seller.HandleEvent(ctx, body, sign(body, time.Now())); err != nil || plan() != "pro" {
+		t.Fatalf("after the paid event: plan %q, %v", plan(), err)
+	}
+	if err := st.SetPlan(ctx, a.ID, "free"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seller.HandleEvent(ctx, body, sign(body, time.Now())); err != nil || plan() != "free" {
+		t.Fatalf("a replay: plan %q, %v; want the operator's free kept", plan(), err)
 	}
 }

@@ -220,7 +220,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.Stripe.SecretKey, "stripe-secret-key", "", "Stripe API `key` (sk_live_…, sk_test_… or a restricted key writing Checkout Sessions): sells -credit-packs\nthrough Stripe Checkout; needs -stripe-webhook-secret and -public-url. Prefer the environment variable")
 	fs.StringVar(&c.Stripe.WebhookSecret, "stripe-webhook-secret", "", "signing `secret` (whsec_…) of the Stripe webhook endpoint at PUBLIC-URL/billing/stripe/webhook")
 	fs.StringVar(&c.Stripe.APIURL, "stripe-api-url", stripecheckout.DefaultAPIURL, "Stripe's API `URL` (a stripe-mock server for tests)")
-	fs.StringVar(&packs, "credit-packs", defaultPacks, "credit packs sold with -stripe-secret-key: comma-separated `CREDITS:PRICE:CURRENCY`, the price in the\ncurrency's smallest unit (cents)")
+	fs.StringVar(&packs, "credit-packs", defaultPacks, "credit packs sold with -stripe-secret-key: comma-separated `CREDITS:PRICE:CURRENCY[:PLAN]`, the price in\nthe currency's smallest unit (cents); a PLAN (of -plans) puts the buyer on it")
 	fs.StringVar(&planFile, "plans", "", "a JSON `file` of plans: each account's API rate, concurrent jobs, console allowance and SMTP probe\nbudget by its plan (validmaild account set-plan, PUT /api/v1/admin/accounts/{email}/plan)")
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return c, err
@@ -330,6 +330,14 @@ func checkStripe(c *config, packs string) error {
 		return fmt.Errorf("%w: -credit-packs %q: want CREDITS:PRICE:CURRENCY, comma-separated (%v)", errUsage, packs, err)
 	}
 	c.Stripe.Packs = p
+	for _, pk := range p {
+		if pk.Plan == "" || c.Plans == nil {
+			continue
+		}
+		if _, err := c.Plans.Get(pk.Plan); err != nil {
+			return fmt.Errorf("%w: -credit-packs: the pack of %d credits sells %v", errUsage, pk.Credits, err)
+		}
+	}
 	if c.Stripe.WebhookSecret == "" {
 		return fmt.Errorf("%w: -stripe-secret-key needs -stripe-webhook-secret, the signing secret of the webhook endpoint", errUsage)
 	}

@@ -26,6 +26,7 @@ func TestAccountSetPlan(t *testing.T) {
 		{"account", "set-plan", "-email", "a@b.c", "-plan", "p r o", "-store", "redis://127.0.0.1:1/0"},
 		{"account", "set-plan", "-email", "a@b.c", "-plan", "gold", "-plans", file, "-store", "redis://127.0.0.1:1/0"},
 		{"-plans", filepath.Join(t.TempDir(), "missing.json")},
+		{"-plans", file, "-stripe-secret-key", "sk_test_1", "-stripe-webhook-secret", "whsec_1", "-public-url", "https://vm.example.com", "-credit-packs", "10:100:usd:gold"},
 	} {
 		if err := runEnv(ctx, args, env, io.Discard, io.Discard); !errors.Is(err, errUsage) {
 			t.Errorf("run %q: err = %v, want a usage error", args, err)

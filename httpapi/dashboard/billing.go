@@ -38,6 +38,7 @@ const maxPurchasesShown = 100
 type packView struct {
 	Credits   int64
 	Price     string
+	Plan      string // the plan the pack puts the buyer on, if any
 	Suggested bool // the smallest pack covering what a list needs
 }
 
@@ -91,7 +92,7 @@ func (d *Dashboard) billingPage(w http.ResponseWriter, r *http.Request, a store.
 	}
 	suggested := false
 	for _, p := range d.cfg.Seller.Packs() {
-		pv := packView{Credits: p.Credits, Price: formatPrice(p.Price, p.Currency)}
+		pv := packView{Credits: p.Credits, Price: formatPrice(p.Price, p.Currency), Plan: p.Plan}
 		if data.Need > 0 && !suggested && p.Credits >= data.Need {
 			pv.Suggested, suggested = true, true
 		}

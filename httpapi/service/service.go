@@ -406,6 +406,9 @@ func (s *Service) setupSeller(acfg *httpapi.Config) error {
 	}
 	sc := *cfg.Stripe
 	sc.Logger = cmp.Or(sc.Logger, s.logger)
+	if ps, ok := s.backend.Accounts.(store.PlanSetter); ok && sc.Accounts == nil {
+		sc.Accounts = ps
+	}
 	seller, err := stripecheckout.New(s.backend.Billing, s.ledger, &sc)
 	if err != nil {
 		return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)

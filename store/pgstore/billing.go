@@ -19,8 +19,8 @@ func (s *Store) RecordCheckout(ctx context.Context, c billing.Checkout) (billing
 		return billing.Checkout{}, err
 	}
 	err := s.pool.QueryRow(ctx, s.sql(`
-		INSERT INTO {schema}.checkouts (id, account, credits, price, currency) VALUES ($1, $2, $3, $4, $5)
-		RETURNING created_at`), c.ID, c.AccountID, c.Pack.Credits, c.Pack.Price, c.Pack.Currency).Scan(&c.CreatedAt)
+		INSERT INTO {schema}.checkouts (id, account, credits, price, currency, plan) VALUES ($1, $2, $3, $4, $5, $6)
+		RETURNING created_at`), c.ID, c.AccountID, c.Pack.Credits, c.Pack.Price, c.Pack.Currency, c.Pack.Plan).Scan(&c.CreatedAt)
 	if isUniqueViolation(err, "checkouts_pkey") {
 		return billing.Checkout{}, fmt.Errorf("%w: %s", billing.ErrCheckoutExists, c.ID)
 	}
@@ -34,8 +34,8 @@ func (s *Store) RecordCheckout(ctx context.Context, c billing.Checkout) (billing
 func (s *Store) Checkout(ctx context.Context, id string) (billing.Checkout, error) {
 	c := billing.Checkout{ID: id}
 	err := s.pool.QueryRow(ctx, s.sql(`
-		SELECT account, credits, price, currency, created_at FROM {schema}.checkouts WHERE id = $1`), id).
-		Scan(&c.AccountID, &c.Pack.Credits, &c.Pack.Price, &c.Pack.Currency, &c.CreatedAt)
+		SELECT account, credits, price, currency, plan, created_at FROM {schema}.checkouts WHERE id = $1`), id).
+		Scan(&c.AccountID, &c.Pack.Credits, &c.Pack.Price, &c.Pack.Currency, &c.Pack.Plan, &c.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return billing.Checkout{}, billing.ErrNotFound
 	}

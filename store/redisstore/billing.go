@@ -16,7 +16,7 @@ var scriptRecordCheckout = script(`
 expect(KEYS[1], 'hash')
 if redis.call('EXISTS', KEYS[1]) == 1 then fail('EXISTS') end
 local t = str(now_us())
-redis.call('HSET', KEYS[1], 'account', ARGV[1], 'credits', ARGV[2], 'price', ARGV[3], 'currency', ARGV[4], 'created', t)
+redis.call('HSET', KEYS[1], 'account', ARGV[1], 'credits', ARGV[2], 'price', ARGV[3], 'currency', ARGV[4], 'plan', ARGV[5], 'created', t)
 return t
 `)
 
@@ -33,7 +33,7 @@ func (s *Store) RecordCheckout(ctx context.Context, c billing.Checkout) (billing
 		return billing.Checkout{}, err
 	}
 	t, err := s.run(ctx, scriptRecordCheckout, []string{s.key("checkout:" + c.ID)}, c.AccountID,
-		strconv.FormatInt(c.Pack.Credits, 10), strconv.FormatInt(c.Pack.Price, 10), c.Pack.Currency).Text()
+		strconv.FormatInt(c.Pack.Credits, 10), strconv.FormatInt(c.Pack.Price, 10), c.Pack.Currency, c.Pack.Plan).Text()
 	if err != nil {
 		if code, _ := code(err); code == "EXISTS" {
 			return billing.Checkout{}, fmt.Errorf("%w: %s", billing.ErrCheckoutExists, c.ID)
@@ -61,7 +61,7 @@ func (s *Store) Checkout(ctx context.Context, id string) (billing.Checkout, erro
 	if len(m) == 0 {
 		return billing.Checkout{}, billing.ErrNotFound
 	}
-	c := billing.Checkout{ID: id, AccountID: m["account"], Pack: billing.Pack{Currency: m["currency"]}}
+	c := billing.Checkout{ID: id, AccountID: m["account"], Pack: billing.Pack{Currency: m["currency"], Plan: m["plan"]}}
 	c.Pack.Credits, err = strconv.ParseInt(m["credits"], 10, 64)
 	if err == nil {
 		c.Pack.Price, err = strconv.ParseInt(m["price"], 10, 64)

@@ -9,5 +9,6 @@ CREATE TABLE {schema}.checkouts (
     credits    bigint NOT NULL CHECK (credits > 0),
     price      bigint NOT NULL CHECK (price > 0),
     currency   text NOT NULL,
+    plan       text NOT NULL DEFAULT '',
     created_at timestamptz NOT NULL DEFAULT now()
 );
