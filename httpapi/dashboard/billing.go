@@ -39,7 +39,7 @@ type packView struct {
 	Credits   int64
 	Price     string
 	Plan      string // the plan the pack puts the buyer on, if any
-	Suggested bool // the smallest pack covering what a list needs
+	Suggested bool   // the smallest pack covering what a list needs
 }
 
 type purchaseView struct {
