@@ -3,8 +3,10 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"time"
 
+	"github.com/validmail/validmail/billing"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/store"
 )
@@ -109,6 +111,9 @@ type historyEntry struct {
 	Reason    string `json:"reason"`
 	Reference string `json:"reference"`
 	CreatedAt string `json:"created_at"`
+	// ReceiptURL, on a purchase's grant, is the API path answering its
+	// receipt.
+	ReceiptURL string `json:"receipt_url,omitempty"`
 }
 
 type historyResponse struct {
@@ -141,7 +146,11 @@ func (h *Handler) creditHistory(w http.ResponseWriter, r *http.Request, c *call)
 	}
 	resp := historyResponse{Entries: make([]historyEntry, 0, len(page.Entries)), RequestID: c.id}
 	for _, e := range page.Entries {
-		resp.Entries = append(resp.Entries, historyEntry{ID: e.ID, Delta: e.Delta, Reason: string(e.Reason), Reference: e.Reference, CreatedAt: formatTime(e.Time)})
+		he := historyEntry{ID: e.ID, Delta: e.Delta, Reason: string(e.Reason), Reference: e.Reference, CreatedAt: formatTime(e.Time)}
+		if id, ok := billing.CheckoutOfGrant(e.IdempotencyKey); ok && h.seller != nil && e.Reason == credits.ReasonGrant {
+			he.ReceiptURL = "/api/v1/billing/receipts/" + url.PathEscape(id)
+		}
+		resp.Entries = append(resp.Entries, he)
 	}
 	if page.More && len(page.Entries) > 0 {
 		next := encodeCursor(idPosition(page.Entries[len(page.Entries)-1].ID))

@@ -64,6 +64,56 @@ func (h *Handler) adminRoutes(mux *http.ServeMux, allowed map[string]string) {
 	mux.HandleFunc("POST /api/v1/admin/accounts/{email}/grants", h.admin(h.adminGrant))
 	allowed["/api/v1/admin/accounts/{email}"] = "GET, HEAD"
 	allowed["/api/v1/admin/accounts/{email}/grants"] = "POST"
+	if _, ok := h.accounts.(store.PlanSetter); ok {
+		mux.HandleFunc("PUT /api/v1/admin/accounts/{email}/plan", h.admin(h.adminSetPlan))
+		allowed["/api/v1/admin/accounts/{email}/plan"] = "PUT"
+	}
+}
+
+type planRequest struct {
+	Plan *string `json:"plan"`
+}
+
+// adminSetPlan serves PUT /api/v1/admin/accounts/{email}/plan: body
+// {"plan": "pro"}, a plan of Config.Plans (any well-formed name without
+// them). 200 with the account as GET shows it; every instance applies
+// the plan once it reads the account's key again (KeyCacheTTL).
+func (h *Handler) adminSetPlan(w http.ResponseWriter, r *http.Request, c *call) {
+	body, ok := readBodyLimit(w, r, c, maxAdminBody)
+	if !ok {
+		return
+	}
+	var req planRequest
+	if !decodeStrict(w, c, body, &req) {
+		return
+	}
+	if req.Plan == nil || store.CheckPlan(*req.Plan) != nil {
+		writeProblem(w, c, CodeInvalidBody, "plan must be a plan's name: letters, digits, '-', '_' or '.', at most 64.")
+		return
+	}
+	if h.plans != nil {
+		if _, err := h.plans.Get(*req.Plan); err != nil {
+			writeProblem(w, c, CodeUnknownPlan, "No plan is named "+*req.Plan+"; the plans are "+strings.Join(h.plans.Names(), ", ")+".")
+			return
+		}
+	}
+	a, ok := h.adminAccount(w, r, c)
+	if !ok {
+		return
+	}
+	err := h.accounts.(store.PlanSetter).SetPlan(r.Context(), a.ID, *req.Plan)
+	if errors.Is(err, store.ErrNotFound) {
+		writeProblem(w, c, CodeNotFound, "No account has this email.")
+		return
+	}
+	if err != nil {
+		h.backendError(w, c, "set plan", err)
+		return
+	}
+	if h.logger != nil {
+		h.logger.InfoContext(r.Context(), "httpapi: plan set by an operator", "request_id", c.id, "account_id", a.ID, "plan", *req.Plan)
+	}
+	h.adminShowAccount(w, r, c)
 }
 
 // admin wraps next with the operator token's check: a bearer token

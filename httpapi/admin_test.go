@@ -12,6 +12,7 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi"
+	"github.com/validmail/validmail/plans"
 )
 
 const adminToken = "op_0123456789abcdefghijklmnopqrstuvwxyz"
@@ -266,5 +267,43 @@ func TestAdminGrantTwoInstances(t *testing.T) {
 	hist, _ := f.ledger.History(context.Background(), f.acct.ID)
 	if len(hist) != 2 {
 		t.Fatalf("%d entries", len(hist))
+	}
+}
+
+// TestAdminSetPlan puts an account on a plan through the operator's API:
+// the account shows it, its rate limit follows it, and a plan the
+// catalog does not define is refused.
+func TestAdminSetPlan(t *testing.T) {
+	t.Parallel()
+	catalog, err := plans.New("free", []plans.Plan{{Name: "tiny", RatePerSecond: 1, Burst: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := setup(t, &options{adminToken: adminToken, configure: func(c *httpapi.Config) { c.Plans = catalog; c.KeyCacheTTL = -1 }})
+	target := "/api/v1/admin/accounts/owner@good.com/plan"
+	wantProblem(t, f.do(t, adminReq("PUT", target, adminToken, `{"plan":"gold"}`)), 400, "unknown_plan")
+	wantProblem(t, f.do(t, adminReq("PUT", target, adminToken, `{"plan":"a b"}`)), 400, "invalid_body")
+	wantProblem(t, f.do(t, adminReq("PUT", "/api/v1/admin/accounts/nobody@good.com/plan", adminToken, `{"plan":"tiny"}`)), 404, "not_found")
+	for range 5 {
+		if r := f.do(t, req{method: "GET", target: "/api/v1/account", key: f.key}); r.Code != 200 {
+			t.Fatalf("on the default plan: %d %s", r.Code, r.Body)
+		}
+	}
+	r := f.do(t, adminReq("PUT", target, adminToken, `{"plan":"tiny"}`))
+	if r.Code != 200 || r.JSON(t)["plan"] != "tiny" {
+		t.Fatalf("set plan: %d %s", r.Code, r.Body)
+	}
+	if got := f.do(t, req{method: "GET", target: "/api/v1/account", key: f.key}).JSON(t)["plan"]; got != "tiny" {
+		t.Fatalf("GET /api/v1/account plan = %v", got)
+	}
+	limited := false
+	for range 5 {
+		if r := f.do(t, req{method: "GET", target: "/api/v1/account", key: f.key}); r.Code == 429 {
+			limited = true
+			break
+		}
+	}
+	if !limited {
+		t.Fatal("five requests at once on a plan of burst 2 were all allowed")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs/lists"
+	"github.com/validmail/validmail/plans"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
 )
@@ -191,6 +192,23 @@ type Config struct {
 	//
 	// [*jobevents.Source]: https://pkg.go.dev/github.com/validmail/validmail/webhook/jobevents#Source
 	WebhookEvents WebhookEvents
+
+	// Plans, when set, gives each account its plan's rate limit
+	// (plans.Plan.RatePerSecond and Burst) in place of AccountRateLimit,
+	// which stays the limit of plans that leave the rate at zero. The
+	// plan is read with the key, so a change shows within KeyCacheTTL on
+	// every instance.
+	Plans *plans.Catalog
+	// Seller, when set, sells credit packs: GET /api/v1/billing/packs,
+	// POST /api/v1/billing/checkout, GET /api/v1/billing/receipts/{id}
+	// (permission stats) and the payment provider's events at POST
+	// /billing/stripe/webhook. Nil: those routes are 404.
+	Seller Seller
+	// CheckoutSuccessURL and CheckoutCancelURL are where the payment page
+	// sends a buyer of a checkout opened through the API, after paying
+	// ({CHECKOUT_SESSION_ID} becomes the checkout's id) or not; both are
+	// required with Seller.
+	CheckoutSuccessURL, CheckoutCancelURL string
 }
 
 // WebhookSender sends one signed message to an endpoint, outside the

@@ -58,6 +58,8 @@ type options struct {
 	adminToken string
 	// configure, when set, changes the handler's configuration last.
 	configure func(*httpapi.Config)
+	// sellerURL, when set, sells credit packs through Stripe's API there.
+	sellerURL string
 }
 
 // fixture is a handler over memstore with one account and a key carrying
@@ -141,6 +143,11 @@ func setup(t testing.TB, o *options) *fixture {
 	if o.webhooks {
 		f.setupWebhooks(t, o.loopback)
 		cfg.Webhooks, cfg.WebhookOutbox, cfg.WebhookSender, cfg.WebhookEvents = f.hooks, f.hooks, f.disp, f.events
+	}
+	if o.sellerURL != "" {
+		cfg.Seller = newSeller(t, f, o.sellerURL)
+		cfg.CheckoutSuccessURL = "https://console.example/billing?session={CHECKOUT_SESSION_ID}"
+		cfg.CheckoutCancelURL = "https://console.example/billing"
 	}
 	if o.configure != nil {
 		o.configure(&cfg)

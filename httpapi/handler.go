@@ -30,6 +30,7 @@ import (
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/lists"
+	"github.com/validmail/validmail/plans"
 	"github.com/validmail/validmail/store"
 )
 
@@ -65,6 +66,13 @@ type Handler struct {
 	metrics  *metrics
 	mux      *http.ServeMux
 	hooks    *webhookRoutes // nil when webhooks are not configured
+	// seller sells credits (nil: the billing routes are 404), sending
+	// buyers back to checkoutSuccess or checkoutCancel.
+	seller                          Seller
+	checkoutSuccess, checkoutCancel string
+	// plans gives each account's rate limit by its plan; nil: acctLim
+	// for all.
+	plans *plans.Catalog
 	// adminHash is the SHA-256 of Config.AdminToken; adminOn is false when
 	// none is configured and the operator's routes are not mounted.
 	adminHash [sha256.Size]byte
@@ -109,6 +117,8 @@ func NewHandler(v jobs.Validator, ledger *credits.Ledger, queue *jobs.Queue, acc
 		return nil, fmt.Errorf("%w: Webhooks needs WebhookOutbox and WebhookSender", ErrConfig)
 	case cfg.AdminToken != "" && (len(cfg.AdminToken) < MinAdminTokenBytes || !printableASCII(cfg.AdminToken)):
 		return nil, fmt.Errorf("%w: AdminToken must be at least %d printable ASCII characters", ErrConfig, MinAdminTokenBytes)
+	case cfg.Seller != nil && (cfg.CheckoutSuccessURL == "" || cfg.CheckoutCancelURL == ""):
+		return nil, fmt.Errorf("%w: Seller needs CheckoutSuccessURL and CheckoutCancelURL", ErrConfig)
 	case cfg.Webhooks == nil && (cfg.WebhookOutbox != nil || cfg.WebhookSender != nil || cfg.WebhookEvents != nil):
 		return nil, fmt.Errorf("%w: WebhookOutbox, WebhookSender and WebhookEvents need Webhooks", ErrConfig)
 	}
@@ -124,6 +134,11 @@ func NewHandler(v jobs.Validator, ledger *credits.Ledger, queue *jobs.Queue, acc
 		maxBody:  cfg.MaxBodyBytes,
 		maxKeys:  cfg.MaxKeysPerAccount,
 		now:      cfg.Now,
+
+		plans:           cfg.Plans,
+		seller:          cfg.Seller,
+		checkoutSuccess: cfg.CheckoutSuccessURL,
+		checkoutCancel:  cfg.CheckoutCancelURL,
 	}
 	switch {
 	case h.maxKeys == 0:
@@ -266,6 +281,9 @@ func (h *Handler) routes() {
 	}
 	if h.adminOn {
 		h.adminRoutes(mux, allowed)
+	}
+	if h.seller != nil {
+		h.billingRoutes(mux, allowed)
 	}
 	// Any other method on a known path: 405 with Allow.
 	for path, allow := range allowed {
@@ -478,7 +496,8 @@ func (h *Handler) authedRead(perm store.Permission, next func(http.ResponseWrite
 //  5. the permission perm: 403 permission_denied naming it;
 //  6. the rate limits, the key's bucket and its account's in one call
 //     ([Handler.allowed]): 429 with Retry-After; read routes use their
-//     own pair of buckets;
+//     own pair of buckets; the account's limit is its plan's
+//     ([Config.Plans]), its plan read with the key (cached as long);
 //  7. next, with the call carrying the key.
 //
 // Charging credits is next's job, after its own input checks, so that a
@@ -528,7 +547,11 @@ func (h *Handler) authedAs(perm store.Permission, read bool, next func(http.Resp
 			})
 			return
 		}
-		if !h.allowed(w, r, c, prefix, keyLimit, acctLimit) {
+		acct := acctLimit
+		if h.plans != nil {
+			acct = h.planLimit(state.plan, read)
+		}
+		if !h.allowed(w, r, c, prefix, keyLimit, acct) {
 			return
 		}
 		next(w, r, c)
@@ -555,11 +578,32 @@ func (h *Handler) authenticate(r *http.Request, secret string) (store.Key, keySt
 	if err != nil {
 		return store.Key{}, keyState{}, err
 	}
-	st := keyState{unconfirmed: a.Unconfirmed}
+	st := keyState{unconfirmed: a.Unconfirmed, plan: a.Plan}
 	if h.keys != nil {
 		h.keys.put(sum, k, st)
 	}
 	return k, st, nil
+}
+
+// planLimit returns the account rate limit of the plan named name: the
+// plan's rate, or the handler's account limit where the plan leaves it
+// at zero; ten times larger for the reads a client polls.
+func (h *Handler) planLimit(name string, read bool) ratelimit.Limit {
+	p := h.plans.For(name)
+	l := h.acctLim
+	switch {
+	case p.RatePerSecond < 0:
+		l = ratelimit.Limit{PerSecond: -1}
+	case p.RatePerSecond > 0:
+		l = ratelimit.Limit{PerSecond: p.RatePerSecond, Burst: p.Burst}
+		if l.Burst == 0 {
+			l.Burst = max(1, int(math.Ceil(p.RatePerSecond)))
+		}
+	}
+	if read {
+		return scaleLimit(l, 10)
+	}
+	return l
 }
 
 // allowed takes a token from the key's bucket and the account's (all of

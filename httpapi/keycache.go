@@ -38,6 +38,7 @@ type cachedKey struct {
 // now, whether its email is still unconfirmed (no route serves it then).
 type keyState struct {
 	unconfirmed bool
+	plan        string // the account's plan, for its rate limit
 }
 
 func newKeyCache(ttl time.Duration, now func() time.Time) *keyCache {

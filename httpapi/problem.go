@@ -21,6 +21,9 @@ const (
 	CodeNoEmailColumn        Code = "no_email_column"        // 400
 	CodeTooManyRows          Code = "too_many_rows"          // 400
 	CodeInvalidList          Code = "invalid_list"           // 400
+	CodeUnknownPack          Code = "unknown_pack"           // 400
+	CodeInvalidSignature     Code = "invalid_signature"      // 400
+	CodeUnknownPlan          Code = "unknown_plan"           // 400
 	CodeMissingAPIKey        Code = "missing_api_key"        // 401
 	CodeInvalidAPIKey        Code = "invalid_api_key"        // 401
 	CodeInsufficientCredits  Code = "insufficient_credits"   // 402
@@ -60,6 +63,9 @@ var codes = map[Code]codeInfo{
 	CodeNoEmailColumn:        {http.StatusBadRequest, "No address column"},
 	CodeTooManyRows:          {http.StatusBadRequest, "Too many rows"},
 	CodeInvalidList:          {http.StatusBadRequest, "Invalid list"},
+	CodeUnknownPack:          {http.StatusBadRequest, "Unknown credit pack"},
+	CodeInvalidSignature:     {http.StatusBadRequest, "Invalid signature"},
+	CodeUnknownPlan:          {http.StatusBadRequest, "Unknown plan"},
 	CodeMissingAPIKey:        {http.StatusUnauthorized, "Missing API key"},
 	CodeInvalidAPIKey:        {http.StatusUnauthorized, "Invalid API key"},
 	CodeInsufficientCredits:  {http.StatusPaymentRequired, "Insufficient credits"},

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -229,4 +230,32 @@ type Accounts interface {
 	// records its use in LastUsedAt (at most once a minute per key is
 	// enough). An unknown, malformed or revoked secret: [ErrInvalidKey].
 	Authenticate(ctx context.Context, secret string) (Key, error)
+}
+
+// MaxPlanBytes bounds a plan's name.
+const MaxPlanBytes = 64
+
+// ErrInvalidPlan reports a plan name that is empty, longer than
+// [MaxPlanBytes], or not made of letters, digits, '-', '_' and '.'.
+var ErrInvalidPlan = errors.New("store: invalid plan name")
+
+// CheckPlan returns nil for a plan name a backend stores, else an error
+// matching [ErrInvalidPlan].
+func CheckPlan(name string) error {
+	if name == "" || len(name) > MaxPlanBytes || strings.TrimFunc(name, func(r rune) bool {
+		return r == '-' || r == '_' || r == '.' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
+	}) != "" {
+		return fmt.Errorf("%w: %q", ErrInvalidPlan, name)
+	}
+	return nil
+}
+
+// PlanSetter is implemented by an [Accounts] backend that can change an
+// account's plan: every backend here. The plan is read back by
+// [Accounts.GetAccount] in every process sharing the backend.
+type PlanSetter interface {
+	// SetPlan makes plan the account's plan. An unknown account:
+	// [ErrNotFound]; a name failing [CheckPlan]: [ErrInvalidPlan],
+	// before the backend is asked.
+	SetPlan(ctx context.Context, accountID, plan string) error
 }

@@ -25,11 +25,13 @@ func runAccount(ctx context.Context, args []string, getenv func(string) string, 
 			return runGrant(ctx, args[1:], getenv, stdout, stderr)
 		case "show":
 			return runShow(ctx, args[1:], getenv, stdout, stderr)
+		case "set-plan":
+			return runSetPlan(ctx, args[1:], getenv, stdout, stderr)
 		}
 	}
 	if len(args) == 0 || args[0] != "create" {
 		fmt.Fprintln(stderr, accountUsage)
-		return fmt.Errorf("%w: want \"account create\", \"set-password\", \"grant\" or \"show\"", errUsage)
+		return fmt.Errorf("%w: want \"account create\", \"set-password\", \"grant\", \"show\" or \"set-plan\"", errUsage)
 	}
 	fs := newFlagSet("validmaild account create", stderr)
 	email := fs.String("email", "", "the new account's `email` (required)")

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/validmail/validmail/billing"
+	"github.com/validmail/validmail/billing/stripecheckout"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/smtpprobe"
 	"github.com/validmail/validmail/httpapi"
@@ -21,6 +23,7 @@ import (
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/plans"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
 )
@@ -127,6 +130,13 @@ type config struct {
 	// (-disposable-list-interval); empty means none.
 	DisposableList         string
 	DisposableListInterval time.Duration
+	// Stripe, when its SecretKey is set (-stripe-secret-key), sells
+	// Packs (-credit-packs) through Stripe Checkout: -stripe-webhook-secret
+	// signs the events, -stripe-api-url is Stripe's API.
+	Stripe stripecheckout.Config
+	// Plans, read from the file -plans names, gives each account its
+	// plan's limits; nil: every account has the deployment's.
+	Plans *plans.Catalog
 }
 
 // envName returns the environment variable that sets the flag name.
@@ -181,6 +191,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		dns       string
 		logLevel  string
 		allow     string
+		packs     string
+		planFile  string
 		rateLimit float64
 		rateBurst int
 	)
@@ -225,7 +237,16 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.DisposableList, "disposable-list", "", "a `file or URL` (http:// or https://) of your own disposable domains, one a line, merged with the\nembedded lists and reloaded when it changes; a list that is malformed, empty, larger than 16 MiB or less\nthan half the one in use is refused and the one in use kept. Empty means the embedded lists only")
 	fs.DurationVar(&c.DisposableListInterval, "disposable-list-interval", emailcheck.DefaultFeedInterval, "how often -disposable-list is checked for a change (a URL with a conditional request)")
 	fs.StringVar(&c.BillingURL, "billing-url", "", "`URL` of your own checkout, linked from the console as \"Get credits\"; empty shows no link")
+	fs.StringVar(&c.Stripe.SecretKey, "stripe-secret-key", "", "Stripe API `key` (sk_live_…, sk_test_… or a restricted key writing Checkout Sessions): sells -credit-packs\nthrough Stripe Checkout; needs -stripe-webhook-secret and -public-url. Prefer the environment variable")
+	fs.StringVar(&c.Stripe.WebhookSecret, "stripe-webhook-secret", "", "signing `secret` (whsec_…) of the Stripe webhook endpoint at PUBLIC-URL/billing/stripe/webhook")
+	fs.StringVar(&c.Stripe.APIURL, "stripe-api-url", stripecheckout.DefaultAPIURL, "Stripe's API `URL` (a stripe-mock server for tests)")
+	fs.StringVar(&packs, "credit-packs", defaultPacks, "credit packs sold with -stripe-secret-key: comma-separated `CREDITS:PRICE:CURRENCY[:PLAN]`, the price in\nthe currency's smallest unit (cents); a PLAN (of -plans) puts the buyer on it")
+	fs.StringVar(&planFile, "plans", "", "a JSON `file` of plans: each account's API rate, concurrent jobs, console allowance and SMTP probe\nbudget by its plan (validmaild account set-plan, PUT /api/v1/admin/accounts/{email}/plan)")
 	if err := parseFlags(fs, args, getenv); err != nil {
+		return c, err
+	}
+	var err error
+	if c.Plans, err = readPlans(planFile); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
@@ -303,6 +324,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 			return c, fmt.Errorf("%w: -smtp-relay needs -public-url, the console's origin such as https://validmail.example.com", errUsage)
 		}
 	}
+	if err := checkStripe(&c, packs); err != nil {
+		return c, err
+	}
 	if c.BootstrapKey != "" && c.BootstrapEmail == "" {
 		return c, fmt.Errorf("%w: -bootstrap-key needs -bootstrap-email", errUsage)
 	}
@@ -310,6 +334,43 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return c, fmt.Errorf("%w: -bootstrap-key: want %s followed by 43 letters or digits", errUsage, store.SecretPrefix)
 	}
 	return c, nil
+}
+
+// defaultPacks are the credit packs sold unless -credit-packs says
+// otherwise.
+const defaultPacks = "1000:900:usd,10000:7500:usd,100000:50000:usd"
+
+// checkStripe checks the Stripe flags and reads the packs into c.
+func checkStripe(c *config, packs string) error {
+	if c.Stripe.SecretKey == "" {
+		if c.Stripe.WebhookSecret != "" {
+			return fmt.Errorf("%w: -stripe-webhook-secret needs -stripe-secret-key", errUsage)
+		}
+		return nil
+	}
+	p, err := billing.ParsePacks(packs)
+	if err != nil || len(p) == 0 {
+		return fmt.Errorf("%w: -credit-packs %q: want CREDITS:PRICE:CURRENCY, comma-separated (%v)", errUsage, packs, err)
+	}
+	c.Stripe.Packs = p
+	for _, pk := range p {
+		if pk.Plan == "" || c.Plans == nil {
+			continue
+		}
+		if _, err := c.Plans.Get(pk.Plan); err != nil {
+			return fmt.Errorf("%w: -credit-packs: the pack of %d credits sells %v", errUsage, pk.Credits, err)
+		}
+	}
+	if c.Stripe.WebhookSecret == "" {
+		return fmt.Errorf("%w: -stripe-secret-key needs -stripe-webhook-secret, the signing secret of the webhook endpoint", errUsage)
+	}
+	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Trim(u.Path, "/") != "" {
+		return fmt.Errorf("%w: -stripe-secret-key needs -public-url, the origin buyers return to from Stripe's page", errUsage)
+	}
+	if u, err := url.Parse(c.Stripe.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("%w: -stripe-api-url %q: want an http or https URL", errUsage, c.Stripe.APIURL)
+	}
+	return nil
 }
 
 // validNameserver reports whether s names a nameserver: an IP address, or

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/validmail/validmail/billing"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 )
@@ -102,6 +103,21 @@ func TestParseServeConfig(t *testing.T) {
 		{"list wait from env", nil, map[string]string{"VALIDMAIL_LIST_WAIT": "2m"}, func(c config) bool { return c.ListWait == 2*time.Minute }, false},
 		{"no list uploads", []string{"-list-uploads", "0"}, nil, nil, true},
 		{"no list wait", []string{"-list-wait", "0s"}, nil, nil, true},
+		{"no Stripe by default", nil, nil, func(c config) bool { return c.Stripe.SecretKey == "" && c.Stripe.Packs == nil }, false},
+		{"Stripe", []string{"-stripe-secret-key", "sk_test_1", "-stripe-webhook-secret", "whsec_1", "-public-url", "https://vm.example.com",
+			"-stripe-api-url", "http://127.0.0.1:12111", "-credit-packs", "500:500:eur,5000:4000:eur"}, nil, func(c config) bool {
+			return c.Stripe.SecretKey == "sk_test_1" && c.Stripe.WebhookSecret == "whsec_1" && c.Stripe.APIURL == "http://127.0.0.1:12111" &&
+				len(c.Stripe.Packs) == 2 && c.Stripe.Packs[1] == billing.Pack{Credits: 5000, Price: 4000, Currency: "eur"}
+		}, false},
+		{"Stripe from env, default packs", nil, map[string]string{"VALIDMAIL_STRIPE_SECRET_KEY": "sk_test_1", "VALIDMAIL_STRIPE_WEBHOOK_SECRET": "whsec_1",
+			"VALIDMAIL_PUBLIC_URL": "https://vm.example.com"}, func(c config) bool {
+			return c.Stripe.APIURL == "https://api.stripe.com" && len(c.Stripe.Packs) == 3
+		}, false},
+		{"Stripe without a webhook secret", []string{"-stripe-secret-key", "sk_test_1", "-public-url", "https://vm.example.com"}, nil, nil, true},
+		{"Stripe without a public URL", []string{"-stripe-secret-key", "sk_test_1", "-stripe-webhook-secret", "whsec_1"}, nil, nil, true},
+		{"Stripe with bad packs", []string{"-stripe-secret-key", "sk_test_1", "-stripe-webhook-secret", "whsec_1", "-public-url", "https://vm.example.com", "-credit-packs", "10:0:usd"}, nil, nil, true},
+		{"Stripe with a bad API URL", []string{"-stripe-secret-key", "sk_test_1", "-stripe-webhook-secret", "whsec_1", "-public-url", "https://vm.example.com", "-stripe-api-url", "stripe"}, nil, nil, true},
+		{"webhook secret without a key", []string{"-stripe-webhook-secret", "whsec_1"}, nil, nil, true},
 		{"stray argument", []string{"serve"}, nil, nil, true},
 		{"unknown flag", []string{"-port", "1"}, nil, nil, true},
 	} {

@@ -18,7 +18,8 @@ import (
 const accountUsage = `Usage: validmaild account create -email E -store URL
        validmaild account set-password -email E -store URL < password
        validmaild account grant -email E -credits N -reason R [-key K] -store URL
-       validmaild account show -email E -store URL`
+       validmaild account show -email E -store URL
+       validmaild account set-plan -email E -plan P [-plans FILE] -store URL`
 
 // ledgerEntry is a ledger entry as the account commands print it.
 type ledgerEntry struct {

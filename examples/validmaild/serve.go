@@ -75,12 +75,18 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 		Checks:  &emailcheck.Config{Nameservers: cfg.DNS, AllowPrivateMX: cfg.AllowPrivateMX},
 		Logger:  logger,
 		Workers: cmp.Or(cfg.Workers, -1), // -workers 0 runs none here
-		API: httpapi.Config{RateLimit: cfg.RateLimit, ClientIP: clientIP(cfg.ClientIPHeader), AdminToken: cfg.AdminToken,
+		API: httpapi.Config{RateLimit: cfg.RateLimit, ClientIP: clientIP(cfg.ClientIPHeader), AdminToken: cfg.AdminToken, Plans: cfg.Plans,
 			MaxListUploads: cfg.ListUploads, MaxListUploadsPerNetwork: cfg.ListUploadsPerNetwork,
 			ListHealthyRate: cfg.ListHealthyRate, ListMaxDuration: cfg.ListMaxDuration},
 		WebhookClient: webhook.ClientOptions{Allow: cfg.WebhookAllow},
 
 		ReadinessNeedsDNS: cfg.ReadinessNeedsDNS,
+	}
+	if cfg.Stripe.SecretKey != "" {
+		sc := cfg.Stripe
+		scfg.Stripe, scfg.PublicURL = &sc, cfg.PublicURL
+		logger.Info("credit packs are sold through Stripe Checkout", "packs", len(sc.Packs), "api", sc.APIURL,
+			"webhook", strings.TrimSuffix(cfg.PublicURL, "/")+"/billing/stripe/webhook")
 	}
 	if cfg.Dashboard {
 		scfg.Dashboard = &dashboard.Config{InsecureCookies: cfg.DashboardInsecureCookies, BillingURL: cfg.BillingURL, ListWaitTTL: cfg.ListWait}

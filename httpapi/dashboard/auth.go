@@ -43,6 +43,8 @@ type page struct {
 	// Links in the footer: the demo, and the API reference page or, on
 	// a console without one, the raw OpenAPI document.
 	DemoPath, OpenAPIPath, ReferencePath string
+	// Billing shows the "Buy credits" entry: the console sells credits.
+	Billing bool
 }
 
 func (d *Dashboard) parseTemplates() error {
@@ -123,6 +125,7 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, n
 func (d *Dashboard) renderPage(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
 	t := d.pages[name]
 	p.Prefix, p.DemoPath, p.OpenAPIPath = d.cfg.Prefix, d.cfg.DemoPath, d.cfg.OpenAPIPath
+	p.Billing = d.cfg.Seller != nil
 	if d.reference != nil {
 		p.ReferencePath = d.path("/reference")
 	}

@@ -37,6 +37,10 @@
 //	GET       /batches, /batches/{id}, /batches/{id}/results.csv, /batches/{id}/list.csv
 //	GET, POST /batches/{id}/delete  (a confirmation, then the batch's erasure)
 //	GET       /reference       the API reference, to anyone ([Config.OpenAPI])
+//	GET       /billing         with [Config.Seller]: the packs, purchases and receipts; ?need=N
+//	                           suggests a pack, ?checkout=ID (back from paying) grants a paid one
+//	POST      /billing/checkout field credits: opens a checkout, then a link to its payment page
+//	GET       /billing/receipts/{id} a redirect to a purchase's receipt
 //
 // and [Dashboard.Demo] serves GET /demo?email= (HTML, or for Accept:
 // application/json the answer of GET /validate: the result with its
@@ -120,6 +124,7 @@ import (
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/lists"
+	"github.com/validmail/validmail/plans"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
 )
@@ -222,6 +227,19 @@ type Config struct {
 	// BillingURL, when set, is linked from the overview as "Get credits":
 	// the operator's own checkout, an absolute http or https URL.
 	BillingURL string
+	// Plans, when set, gives an account the console allowance of its
+	// plan (plans.Plan.ConsoleAllowance) in place of BulkLimit where
+	// the plan sets one.
+	Plans *plans.Catalog
+	// Seller, when set, sells credit packs on the console's "Buy credits"
+	// page (GET /billing), linked from the overview and from a list
+	// preview that needs more credits; it takes the place of BillingURL.
+	// A billing/stripecheckout.Seller is one.
+	Seller Seller
+	// CheckoutReturnURL is the absolute address of the "Buy credits" page
+	// (https://validmail.example.com/dashboard/billing) that buyers come
+	// back to from the payment page; required with Seller.
+	CheckoutReturnURL string
 	// InsecureCookies drops the Secure attribute and the __Host- prefix
 	// of the session cookie, for plain-HTTP development on loopback only.
 	InsecureCookies bool
@@ -373,6 +391,11 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 	cfg.Prefix = strings.TrimSuffix(cmp.Or(cfg.Prefix, DefaultPrefix), "/")
 	if !strings.HasPrefix(cfg.Prefix, "/") {
 		return nil, fmt.Errorf("dashboard: %w: Prefix %q must start with /", httpapi.ErrConfig, cfg.Prefix)
+	}
+	if cfg.Seller != nil {
+		if u, err := url.Parse(cfg.CheckoutReturnURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
+			return nil, fmt.Errorf("dashboard: %w: a Seller needs CheckoutReturnURL, the absolute address of the billing page (got %q)", httpapi.ErrConfig, cfg.CheckoutReturnURL)
+		}
 	}
 	if cfg.BillingURL != "" {
 		if u, err := url.Parse(cfg.BillingURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

@@ -182,8 +182,22 @@ func (d *Dashboard) demoLimit() ratelimit.Limit {
 // that concurrent submissions cannot overshoot; a refused one is 429 and
 // submits nothing, and one whose enqueue fails gives its n back
 // ([Dashboard.refundBulk]). The bulk page reads what is left by taking 0.
-func (d *Dashboard) bulkQuota() ratelimit.Quota {
-	return ratelimit.Quota{Limit: d.cfg.BulkLimit, Window: d.cfg.BulkWindow}
+// With [Config.Plans], the limit is the account's plan's console
+// allowance where the plan sets one (its plan read from Accounts; a
+// failed read keeps BulkLimit).
+func (d *Dashboard) bulkQuota(ctx context.Context, account string) ratelimit.Quota {
+	q := ratelimit.Quota{Limit: d.cfg.BulkLimit, Window: d.cfg.BulkWindow}
+	if d.cfg.Plans == nil {
+		return q
+	}
+	a, err := d.cfg.Accounts.GetAccount(ctx, account)
+	if err != nil {
+		return q
+	}
+	if n := d.cfg.Plans.For(a.Plan).ConsoleAllowance; n > 0 {
+		q.Limit = n
+	}
+	return q
 }
 
 // bulkKey names an account's bulk quota.
@@ -193,7 +207,7 @@ func bulkKey(account string) string { return "bulk:" + account }
 // when their submission failed.
 func (d *Dashboard) refundBulk(ctx context.Context, account string, n int, window int64) {
 	ctx = context.WithoutCancel(ctx)
-	if err := d.limits.quotas.Refund(ctx, bulkKey(account), n, d.bulkQuota(), window); err != nil {
+	if err := d.limits.quotas.Refund(ctx, bulkKey(account), n, d.bulkQuota(ctx, account), window); err != nil {
 		d.cfg.Logger.WarnContext(ctx, "dashboard: bulk quota not given back", "err", err)
 	}
 }

@@ -577,7 +577,8 @@ type listCost struct {
 // cost reads the account's free allowance and balance for a list of
 // unique addresses.
 func (d *Dashboard) cost(ctx context.Context, account string, unique int) (listCost, error) {
-	dec, err := d.limits.quotas.Take(ctx, bulkKey(account), 0, d.bulkQuota())
+	quota := d.bulkQuota(ctx, account)
+	dec, err := d.limits.quotas.Take(ctx, bulkKey(account), 0, quota)
 	if err != nil {
 		return listCost{}, err
 	}
@@ -585,7 +586,7 @@ func (d *Dashboard) cost(ctx context.Context, account string, unique int) (listC
 	if err != nil {
 		return listCost{}, err
 	}
-	c := listCost{Free: min(dec.Remaining, unique), Balance: bal, Remaining: dec.Remaining, Limit: d.cfg.BulkLimit, Window: humanWait(d.cfg.BulkWindow)}
+	c := listCost{Free: min(dec.Remaining, unique), Balance: bal, Remaining: dec.Remaining, Limit: quota.Limit, Window: humanWait(d.cfg.BulkWindow)}
 	c.Credits = int64(unique - c.Free)
 	c.Short = max(c.Credits-bal, 0)
 	return c, nil
@@ -716,7 +717,7 @@ func (d *Dashboard) confirmList(w http.ResponseWriter, r *http.Request, a store.
 	// more than its preview said.
 	free, window := 0, int64(0)
 	if c.Free > 0 {
-		dec, err := d.limits.quotas.Take(ctx, bulkKey(a.ID), c.Free, d.bulkQuota())
+		dec, err := d.limits.quotas.Take(ctx, bulkKey(a.ID), c.Free, d.bulkQuota(ctx, a.ID))
 		if err != nil {
 			d.restoreList(ctx, p)
 			d.backendError(w, r, "list allowance", err)

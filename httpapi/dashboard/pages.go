@@ -615,8 +615,9 @@ type bulkData struct {
 // bulkData is the bulk page's data: the quota and what the account has
 // left of it now.
 func (d *Dashboard) bulkData(r *http.Request, a store.Account) (bulkData, error) {
-	dec, err := d.limits.quotas.Take(r.Context(), bulkKey(a.ID), 0, d.bulkQuota())
-	return bulkData{Limit: d.cfg.BulkLimit, Window: humanWait(d.cfg.BulkWindow), Remaining: dec.Remaining}, err
+	quota := d.bulkQuota(r.Context(), a.ID)
+	dec, err := d.limits.quotas.Take(r.Context(), bulkKey(a.ID), 0, quota)
+	return bulkData{Limit: quota.Limit, Window: humanWait(d.cfg.BulkWindow), Remaining: dec.Remaining}, err
 }
 
 func (d *Dashboard) bulkPage(w http.ResponseWriter, r *http.Request, a store.Account) {
@@ -678,7 +679,7 @@ func (d *Dashboard) submitBulk(w http.ResponseWriter, r *http.Request, a store.A
 		refuse(http.StatusUnprocessableEntity, "emails", "Paste at least one address, one per line, or choose a file.")
 		return
 	}
-	dec, err := d.limits.quotas.Take(ctx, bulkKey(a.ID), len(emails), d.bulkQuota())
+	dec, err := d.limits.quotas.Take(ctx, bulkKey(a.ID), len(emails), d.bulkQuota(ctx, a.ID))
 	if err != nil {
 		d.backendError(w, r, "bulk", err)
 		return

@@ -67,7 +67,7 @@ func (d *Dashboard) routeTable() []Route {
 	conf := func(method, path string, h func(http.ResponseWriter, *http.Request, store.Account)) Route {
 		return Route{Method: method, Path: path, Access: Confirmed, account: h}
 	}
-	return []Route{
+	routes := []Route{
 		pub("GET", "/signup", d.signupPage),
 		pub("POST", "/signup", d.signup),
 		pub("GET", "/login", d.loginPage),
@@ -113,6 +113,14 @@ func (d *Dashboard) routeTable() []Route {
 		conf("GET", "/batches/{id}/delete", d.deleteBatchPage),
 		conf("POST", "/batches/{id}/delete", d.deleteBatch),
 	}
+	if d.cfg.Seller != nil {
+		routes = append(routes,
+			conf("GET", "/billing", d.billingPage),
+			conf("POST", "/billing/checkout", d.openCheckout),
+			conf("GET", "/billing/receipts/{id}", d.receipt),
+		)
+	}
+	return routes
 }
 
 // Routes returns the console's route table: every route (but the static

@@ -20,6 +20,8 @@ import (
 	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/httpapi/service"
+	"github.com/validmail/validmail/plans"
+	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/store/storeurl"
@@ -170,5 +172,51 @@ func TestProbeLimitChecked(t *testing.T) {
 	})
 	if !errors.Is(err, httpapi.ErrConfig) {
 		t.Fatalf("a probe limit without a burst: %v, want ErrConfig", err)
+	}
+}
+
+// An account's plan sets its probe budget: an account on a plan of 5
+// probes gets 5, one on the default plan the service's 2.
+func TestProbeBudgetByPlan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := memstore.NewBackend()
+	catalog, err := plans.New("free", []plans.Plan{{Name: "prober", ProbeBudget: 5, ProbeRatePerSecond: 0.001}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dns := dnstest.Start(t, dnstest.Zone{"shop.io": {MX: []dnstest.MX{{Pref: 10, Host: "mx.shop.io", Addrs: []string{"192.0.2.25"}}}}}, nil)
+	p := &countingProber{}
+	svc, err := service.New(b, &service.Config{
+		Checks:     &emailcheck.Config{Nameservers: []string{dns.Addr()}, AllowPrivateMX: true, Prober: p},
+		Workers:    -1,
+		ProbeLimit: ratelimit.Limit{PerSecond: 0.001, Burst: 2},
+		API:        httpapi.Config{Plans: catalog},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	probed := map[string]int{}
+	for _, email := range []string{"plan@example.org", "default@example.org"} {
+		a, key, err := service.Bootstrap(ctx, b.Accounts, service.BootstrapParams{Email: email, Credits: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if email == "plan@example.org" {
+			if err := b.Accounts.(store.PlanSetter).SetPlan(ctx, a.ID, "prober"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 8 {
+			req := httptest.NewRequest("GET", "/validate?email=user"+string(rune('a'+i))+"@shop.io", nil)
+			req.Header.Set("x-api-key", key)
+			if smtpOf(t, svc, req).Checked {
+				probed[email]++
+			}
+		}
+	}
+	if probed["plan@example.org"] != 5 || probed["default@example.org"] != 2 {
+		t.Fatalf("probed %v; want 5 on the plan, 2 on the default", probed)
 	}
 }

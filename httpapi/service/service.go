@@ -51,6 +51,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/validmail/validmail/billing/stripecheckout"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi"
@@ -167,6 +168,19 @@ type Config struct {
 	// tokens.
 	Dashboard *dashboard.Config
 
+	// Stripe, when set, sells its Packs through Stripe Checkout
+	// (billing/stripecheckout) over the backend's Billing and the
+	// service's ledger: the API's billing routes, Stripe's events at
+	// POST /billing/stripe/webhook and the console's "Buy credits" page.
+	// Buyers return to the console's billing page under PublicURL unless
+	// API.CheckoutSuccessURL and CheckoutCancelURL say otherwise. Its
+	// Logger defaults to the service's.
+	Stripe *stripecheckout.Config
+	// PublicURL is the service's public origin (https://validmail.example.com),
+	// where buyers are sent back to from Stripe's page; required with
+	// Stripe unless the API's return addresses are set.
+	PublicURL string
+
 	// UsageFlushInterval is how often the validations counted by account,
 	// month and status (the backend's Usage) are written, while
 	// [Service.Serve] or [Service.Run] runs: counted in memory between
@@ -194,6 +208,7 @@ type Service struct {
 	ownsV     io.Closer // the validator New built, closed with the service
 
 	ledger *credits.Ledger
+	seller *stripecheckout.Seller // nil unless Config.Stripe
 	queue  *jobs.Queue
 	pool   *jobs.Pool // nil when Workers < 0
 	disp   *webhook.Dispatcher
@@ -251,7 +266,7 @@ func (s *Service) build() error {
 		}
 		ec.Logger = cmp.Or(ec.Logger, s.logger)
 		if ec.Prober != nil && ec.ProbeBudget == nil {
-			budget, err := newProbeBudget(b.Limiter, cfg.ProbeLimit, s.logger)
+			budget, err := newProbeBudget(b.Limiter, cfg.ProbeLimit, s.logger, planProbes(cfg.API.Plans, b.Accounts))
 			if err != nil {
 				return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
 			}
@@ -337,6 +352,9 @@ func (s *Service) build() error {
 	}
 
 	acfg := cfg.API
+	if err := s.setupSeller(&acfg); err != nil {
+		return err
+	}
 	acfg.Usage = s.usage
 	acfg.Logger = s.logger
 	acfg.Registerer = cfg.Registerer
@@ -383,6 +401,42 @@ func (s *Service) build() error {
 	return nil
 }
 
+// setupSeller builds the Stripe seller when configured and hands it to
+// the API, with the return addresses of the console's billing page.
+func (s *Service) setupSeller(acfg *httpapi.Config) error {
+	cfg := s.cfg
+	if cfg.Stripe == nil {
+		return nil
+	}
+	if s.backend.Billing == nil {
+		return fmt.Errorf("service: %w: selling credits needs a backend that records checkouts", httpapi.ErrConfig)
+	}
+	sc := *cfg.Stripe
+	sc.Logger = cmp.Or(sc.Logger, s.logger)
+	if ps, ok := s.backend.Accounts.(store.PlanSetter); ok && sc.Accounts == nil {
+		sc.Accounts = ps
+	}
+	seller, err := stripecheckout.New(s.backend.Billing, s.ledger, &sc)
+	if err != nil {
+		return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
+	}
+	s.seller = seller
+	acfg.Seller = seller
+	if acfg.CheckoutSuccessURL == "" || acfg.CheckoutCancelURL == "" {
+		origin := strings.TrimSuffix(cfg.PublicURL, "/")
+		if origin == "" {
+			return fmt.Errorf("service: %w: Stripe needs PublicURL, or the API's CheckoutSuccessURL and CheckoutCancelURL", httpapi.ErrConfig)
+		}
+		page := origin + dashboard.DefaultPrefix + "/billing"
+		if cfg.Dashboard != nil && cfg.Dashboard.Prefix != "" {
+			page = origin + strings.TrimSuffix(cfg.Dashboard.Prefix, "/") + "/billing"
+		}
+		acfg.CheckoutSuccessURL = cmp.Or(acfg.CheckoutSuccessURL, page+"?checkout={CHECKOUT_SESSION_ID}")
+		acfg.CheckoutCancelURL = cmp.Or(acfg.CheckoutCancelURL, page+"?canceled=1")
+	}
+	return nil
+}
+
 // mountDashboard builds the console over the service's parts and serves
 // it, the demo, and a redirect from /.
 func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error {
@@ -394,6 +448,13 @@ func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error 
 	dc.Endpoints, dc.Outbox, dc.Sender = b.Endpoints, b.Outbox, s.disp
 	dc.EndpointChanged = s.events.Forget
 	dc.Logger = s.logger
+	if s.seller != nil && dc.Seller == nil && s.cfg.PublicURL != "" {
+		dc.Seller = s.seller
+		dc.CheckoutReturnURL = strings.TrimSuffix(s.cfg.PublicURL, "/") + strings.TrimSuffix(cmp.Or(dc.Prefix, dashboard.DefaultPrefix), "/") + "/billing"
+	}
+	if dc.Plans == nil {
+		dc.Plans = api.Plans
+	}
 	if dc.OpenAPI == nil {
 		dc.OpenAPI = s.api.OpenAPI()
 	}

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/validmail/validmail/billing"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
@@ -76,6 +77,9 @@ type Backend struct {
 	// answering (a Redis server that lost its data, persistence off);
 	// nil means nothing more.
 	Health HealthChecker
+	// Billing records the checkouts the service opens to sell credits;
+	// nil means the backend keeps none (the service then sells nothing).
+	Billing billing.Store
 
 	mu      sync.Mutex
 	closers []func() error

@@ -214,3 +214,21 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (store.Key, err
 	k.LastUsedAt = now()
 	return copyKey(k), nil
 }
+
+// SetPlan implements [store.PlanSetter].
+func (s *Store) SetPlan(ctx context.Context, id, plan string) error {
+	if err := store.CheckPlan(plan); err != nil {
+		return err
+	}
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.accounts[id]
+	if !ok {
+		return store.ErrNotFound
+	}
+	a.Plan = plan
+	return nil
+}

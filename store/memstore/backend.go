@@ -8,7 +8,7 @@ import (
 func NewBackend() *backend.Backend { return New().Backend() }
 
 // Backend returns the store as a [backend.Backend]: the Store itself as
-// accounts, credits, passwords, tokens and job queue, its [Webhooks] as outbox and
+// accounts, credits, checkouts, passwords, tokens and job queue, its [Webhooks] as outbox and
 // endpoints, and a new [Sessions]. The backend is not shared and has no rate limiter; closing it
 // does nothing.
 func (s *Store) Backend() *backend.Backend {
@@ -24,5 +24,6 @@ func (s *Store) Backend() *backend.Backend {
 		Sessions:  NewSessions(),
 		Tokens:    s,
 		Usage:     s,
+		Billing:   s,
 	}
 }

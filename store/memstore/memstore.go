@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/validmail/validmail/billing"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
@@ -16,6 +17,7 @@ import (
 
 var (
 	_ store.Accounts      = (*Store)(nil)
+	_ store.PlanSetter    = (*Store)(nil)
 	_ credits.Store       = (*Store)(nil)
 	_ credits.PageStore   = (*Store)(nil)
 	_ credits.TotalsStore = (*Store)(nil)
@@ -23,6 +25,7 @@ var (
 	_ jobs.ChargingDriver = (*Store)(nil)
 	_ jobs.Notifier       = (*Store)(nil)
 	_ jobs.BatchDriver    = (*Store)(nil)
+	_ billing.Store       = (*Store)(nil)
 )
 
 // Store is an in-memory backend. It is safe for concurrent use. The zero
@@ -67,6 +70,9 @@ type Store struct {
 	deliveries map[string]*webhook.Delivery // event id → delivery
 	pending    map[string]*webhook.Delivery // the unfinished subset of deliveries
 	endpoints  map[string]webhook.Endpoint  // account id → endpoint
+
+	// billing (see billing.go)
+	checkouts map[string]billing.Checkout // checkout id → checkout
 }
 
 // batch is a charged batch remembered under its idempotency key until
@@ -146,6 +152,7 @@ func New() *Store {
 		deliveries:    make(map[string]*webhook.Delivery),
 		pending:       make(map[string]*webhook.Delivery),
 		endpoints:     make(map[string]webhook.Endpoint),
+		checkouts:     make(map[string]billing.Checkout),
 	}
 }
 

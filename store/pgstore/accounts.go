@@ -289,3 +289,21 @@ func validID(id string) bool {
 	u, err := uuid.Parse(id)
 	return err == nil && u.String() == id
 }
+
+// SetPlan implements [store.PlanSetter]: one update of the account's row.
+func (s *Store) SetPlan(ctx context.Context, id, plan string) error {
+	if err := store.CheckPlan(plan); err != nil {
+		return err
+	}
+	if !validID(id) {
+		return store.ErrNotFound
+	}
+	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.accounts SET plan = $2 WHERE id = $1`), id, plan)
+	if err != nil {
+		return fail(ctx, "set plan", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}

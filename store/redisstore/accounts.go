@@ -293,3 +293,32 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (store.Key, err
 	}
 	return keyFromHash(m)
 }
+
+// scriptSetPlan sets an existing account's plan, failing NOTFOUND.
+var scriptSetPlan = script(`
+expect(KEYS[1], 'hash')
+if redis.call('EXISTS', KEYS[1]) == 0 then fail('NOTFOUND') end
+redis.call('HSET', KEYS[1], 'plan', ARGV[1])
+return 1
+`)
+
+// SetPlan implements [store.PlanSetter]: the plan field of the account's
+// hash, set only while the hash exists.
+func (s *Store) SetPlan(ctx context.Context, id, plan string) error {
+	if err := store.CheckPlan(plan); err != nil {
+		return err
+	}
+	if err := checkCtx(ctx, "set plan"); err != nil {
+		return err
+	}
+	if err := s.checkMarker(ctx); err != nil {
+		return err
+	}
+	if err := s.run(ctx, scriptSetPlan, []string{s.key("acct:" + id)}, plan).Err(); err != nil {
+		if c, _ := code(err); c == "NOTFOUND" {
+			return store.ErrNotFound
+		}
+		return s.wrap(ctx, "set plan", err)
+	}
+	return nil
+}

@@ -37,6 +37,7 @@ func (s *Store) Backend() *backend.Backend {
 		Sessions:  &Sessions{s: s},
 		Tokens:    s,
 		Usage:     s,
+		Billing:   s,
 		Health:    s,
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 var (
 	_ store.Accounts      = (*Store)(nil)
+	_ store.PlanSetter    = (*Store)(nil)
 	_ credits.Store       = (*Store)(nil)
 	_ credits.PageStore   = (*Store)(nil)
 	_ credits.TotalsStore = (*Store)(nil)

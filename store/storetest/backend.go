@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/validmail/validmail/billing/billingtest"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/credits/creditstest"
 	"github.com/validmail/validmail/httpapi/ratelimit"
@@ -32,7 +33,7 @@ type Harness struct {
 }
 
 // RunBackend runs every conformance suite against backends from h:
-// Credits, Jobs, Webhooks, Accounts and RateLimits (ratelimittest, on the
+// Credits, Jobs, Webhooks, Billing, Accounts and RateLimits (ratelimittest, on the
 // backend's Limiter), and Crash when h.Durable is set.
 // Inside a child process of a crash test it runs that child's work and
 // nothing else.
@@ -73,6 +74,7 @@ func RunBackend(t *testing.T, h Harness) {
 	t.Run("Webhooks", func(t *testing.T) {
 		webhooktest.Run(t, func(tb testing.TB) webhooktest.Backend { return Webhooks(tb, h.New(tb)) })
 	})
+	t.Run("Billing", func(t *testing.T) { runBilling(t, h) })
 	t.Run("Accounts", func(t *testing.T) { Run(t, h.New) })
 	t.Run("RateLimits", func(t *testing.T) { runLimiter(t, h) })
 	if h.Durable != nil {
@@ -82,6 +84,26 @@ func RunBackend(t *testing.T, h Harness) {
 			t.Run("Webhooks", func(t *testing.T) { webhooktest.RunCrash(t, webhooksCrash) })
 		})
 	}
+}
+
+// runBilling runs billingtest on the backend's Billing, with two
+// instances over one namespace when the backend is durable, else with
+// the one backend twice. A backend without Billing skips it.
+func runBilling(t *testing.T, h Harness) {
+	if h.New(t).Billing == nil {
+		t.Skip("the backend records no checkouts")
+	}
+	billingtest.Run(t, billingtest.Harness{New: func(t *testing.T) (billingtest.Instance, billingtest.Instance) {
+		instance := func(b *backend.Backend) billingtest.Instance {
+			return billingtest.Instance{Billing: b.Billing, Credits: b.Credits}
+		}
+		if d := h.Durable; d != nil {
+			ns := d.NewNamespace(t)
+			return instance(d.Open(t, ns)), instance(d.Open(t, ns))
+		}
+		b := h.New(t)
+		return instance(b), instance(b)
+	}})
 }
 
 // runLimiter runs ratelimittest on the backend's Limiter, with two

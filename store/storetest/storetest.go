@@ -72,6 +72,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *backend.Backend) {
 		{"Tokens", testTokens},
 		{"Confirm", testConfirm},
 		{"Usage", testUsage},
+		{"SetPlan", testSetPlan},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -452,5 +453,46 @@ func testCanceled(t *testing.T, b *backend.Backend) {
 	}
 	if _, err := b.Accounts.GetAccountByEmail(context.Background(), e); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a canceled CreateAccount created the account: %v", err)
+	}
+}
+
+// testSetPlan changes an account's plan, seen by every later read; an
+// unknown account or a bad name changes nothing.
+func testSetPlan(t *testing.T, b *backend.Backend) {
+	ps, ok := b.Accounts.(store.PlanSetter)
+	if !ok {
+		t.Skip("the backend's Accounts cannot change plans")
+	}
+	ctx := context.Background()
+	a := mustAccount(t, b, store.CreateAccountParams{})
+	other := mustAccount(t, b, store.CreateAccountParams{})
+	if a.Plan != store.DefaultPlan {
+		t.Fatalf("a new account's plan is %q, want %q", a.Plan, store.DefaultPlan)
+	}
+	if err := ps.SetPlan(ctx, a.ID, "pro-2026"); err != nil {
+		t.Fatal(err)
+	}
+	for _, get := range []func() (store.Account, error){
+		func() (store.Account, error) { return b.Accounts.GetAccount(ctx, a.ID) },
+		func() (store.Account, error) { return b.Accounts.GetAccountByEmail(ctx, a.Email) },
+	} {
+		got, err := get()
+		if err != nil || got.Plan != "pro-2026" || got.Email != a.Email || !got.CreatedAt.Equal(a.CreatedAt) {
+			t.Fatalf("after SetPlan: %+v, %v", got, err)
+		}
+	}
+	if got, err := b.Accounts.GetAccount(ctx, other.ID); err != nil || got.Plan != store.DefaultPlan {
+		t.Fatalf("another account's plan: %+v, %v", got, err)
+	}
+	if err := ps.SetPlan(ctx, uuid.NewString(), "pro"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("SetPlan of an unknown account: %v", err)
+	}
+	for _, bad := range []string{"", "has space", "x/y", strings.Repeat("p", store.MaxPlanBytes+1)} {
+		if err := ps.SetPlan(ctx, a.ID, bad); !errors.Is(err, store.ErrInvalidPlan) {
+			t.Errorf("SetPlan(%q): %v", bad, err)
+		}
+	}
+	if got, _ := b.Accounts.GetAccount(ctx, a.ID); got.Plan != "pro-2026" {
+		t.Fatalf("bad names changed the plan to %q", got.Plan)
 	}
 }
