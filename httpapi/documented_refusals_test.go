@@ -11,15 +11,17 @@ import (
 )
 
 // documentedOperations returns every operation of the served document but
-// the operator's and the document's own, as method and a target with its
-// path parameters filled in.
+// the operator's, the document's own and the billing routes (served only
+// when a deployment sells credits, and checked by the billing tests), as
+// method and a target with its path parameters filled in.
 func documentedOperations(t *testing.T, f *fixture) [][2]string {
 	t.Helper()
 	d := readDoc(t, f.h.OpenAPI())
 	fill := strings.NewReplacer("{job_id}", "1", "{batch_id}", "1", "{id}", "6f1c2a9e-3b7d-4c2e-9a51-0d2f8e4b7c13")
 	var ops [][2]string
 	for path, item := range d.Paths {
-		if strings.HasPrefix(path, "/api/v1/admin/") || path == "/openapi.json" {
+		if strings.HasPrefix(path, "/api/v1/admin/") || path == "/openapi.json" ||
+			strings.HasPrefix(path, "/api/v1/billing/") || strings.HasPrefix(path, "/billing/") {
 			continue
 		}
 		for method := range item {
