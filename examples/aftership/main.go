@@ -19,6 +19,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"hash/crc32"
 	"net"
 	"os"
 	"runtime/pprof"
@@ -69,8 +70,9 @@ func run(n int, latency time.Duration, rounds, readBuf, pending int) error {
 			}
 			// Most domains at one of a few providers' hosts, one in five
 			// at a host of its own, as in emailcheck's benchmarks.
-			host := fmt.Sprintf("mx%d.provider.net", len(name)%8)
-			if len(name)%5 == 0 {
+			spread := crc32.ChecksumIEEE([]byte(name))
+			host := fmt.Sprintf("mx%d.provider.net", spread%8)
+			if spread%5 == 0 {
 				host = "mx." + name
 			}
 			return dnstest.Domain{MX: []dnstest.MX{{Pref: 10, Host: host}}}, true
