@@ -424,6 +424,13 @@ func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.M
 				break
 			}
 			if a := atts[newest]; a.pending && !a.expired {
+				// An answer already received, or a query still in the
+				// server's queue: waiting costs less than a
+				// retransmission would.
+				if wait := a.rto / 2; !a.marked && (len(results) > 0 || a.ns.queued(a.sent)) && time.Since(a.sent)+wait < r.timeout {
+					rtoTimer.Reset(wait)
+					break
+				}
 				a.expired = true
 				a.holding = false
 				if a.marked {
