@@ -47,7 +47,7 @@
 // nameserver when several answer about as fast, while the earlier
 // attempts' answers are still taken, so a lost answer costs about one
 // RTO. A query whose RTO passes while the server is still answering the
-// queries sent before it, and none sent a round trip after it, is waiting
+// queries sent before it, and none sent half a round trip after it, is waiting
 // in the server's queue (a loaded machine, a burst), not lost: it waits on
 // until it is answered, passed over, or has waited [Config.QueryTimeout], rather
 // than lengthen the queue with a retransmission. A window bounds the

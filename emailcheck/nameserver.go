@@ -232,14 +232,14 @@ func (ns *nameserver) answered(sent time.Time, retry bool) {
 // queued reports, for a query sent at sent whose RTO has just passed,
 // whether the server is still working through the queries sent before
 // it: it answered some since this one was sent, and none sent noticeably
-// later (by more than the smoothed round trip: answers computed side by
-// side overtake each other, the more so on a loaded machine). Such a query is
+// later (by more than half the smoothed round trip: answers computed side
+// by side overtake each other a little, the more so on a loaded machine). Such a query is
 // waiting its turn in a queue, on a loaded server or behind a burst, not
 // lost: sending it again would only lengthen the queue.
 func (ns *nameserver) queued(sent time.Time) bool {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	return ns.lastAnswer.After(sent) && !ns.answeredSent.After(sent.Add(ns.srtt))
+	return ns.lastAnswer.After(sent) && !ns.answeredSent.After(sent.Add(ns.srtt/2))
 }
 
 // later returns the later of two times.
