@@ -47,10 +47,11 @@
 // nameserver when several answer about as fast, while the earlier
 // attempts' answers are still taken, so a lost answer costs about one
 // RTO. A query whose RTO passes while the server is still answering the
-// queries sent before it, and none sent half a round trip after it, is waiting
-// in the server's queue (a loaded machine, a burst), not lost: it waits on
-// until it is answered, passed over, or has waited [Config.QueryTimeout], rather
-// than lengthen the queue with a retransmission. A window bounds the
+// queries sent before it, and none sent half a round trip after it, is
+// waiting in the server's queue (a loaded machine, a burst), not lost: it
+// waits on until it is answered, passed over, or has waited
+// [Config.QueryTimeout], rather than lengthen the queue with a
+// retransmission. A window bounds the
 // queries in flight to each server: it starts at 64, doubles every round
 // trip while the answers come (slow start) until a query goes
 // unanswered, then grows by one per round trip, and halves when the

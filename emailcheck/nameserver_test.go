@@ -355,7 +355,7 @@ func TestWindowGrowth(t *testing.T) {
 }
 
 // A query whose RTO passed is queued while the server answers queries
-// sent before it and none sent a round trip or more after it; it is not
+// sent before it and none sent half a round trip or more after it; it is not
 // when the server answered nothing since it was sent (it may be down), nor
 // once a query sent well after it was answered (it was passed over).
 func TestQueued(t *testing.T) {
