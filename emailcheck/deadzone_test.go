@@ -86,8 +86,9 @@ func TestDeadZonesStallNoOne(t *testing.T) {
 			}
 			// Only the dead names timed out: the server's RTO was never
 			// backed off to the ceiling. On a loaded machine the answers
-			// themselves take long, and the RTO follows them.
-			if st.RTO >= emailcheck.DefaultQueryTimeout/2 && st.RTO >= 3*st.SRTT {
+			// themselves take long and vary, and the RTO (SRTT plus four
+			// times the variation) follows them.
+			if st.RTO >= emailcheck.DefaultQueryTimeout || st.RTO >= emailcheck.DefaultQueryTimeout/2 && st.RTO >= 5*st.SRTT {
 				t.Errorf("RTO %v after dead names' timeouts; want it from the answers (SRTT %v)", st.RTO, st.SRTT)
 			}
 			dead.Wait()
