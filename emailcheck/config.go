@@ -34,10 +34,10 @@ type Config struct {
 	Retries int
 	// MaxInFlight bounds the DNS queries in flight at once to each
 	// nameserver: the most its window grows to. The window starts at 64,
-	// grows by one query per answer (by one per round trip past the
-	// first loss) and halves when an answer goes missing, so that a
-	// burst of lookups never floods a resolver; queries beyond it wait
-	// their turn. Default 1024.
+	// grows by one query per answer, doubling every round trip, until a
+	// query goes unanswered (then by one per round trip), and halves when
+	// an answer goes missing, so that a burst of lookups never floods a
+	// resolver; queries beyond it wait their turn. Default 1024.
 	MaxInFlight int
 
 	// CanaryZones are the zones under which [Validator.PingNameservers]

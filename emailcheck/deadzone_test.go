@@ -85,8 +85,10 @@ func TestDeadZonesStallNoOne(t *testing.T) {
 				t.Errorf("live lookups took %v beside dead ones, %v alone", took, base)
 			}
 			// Only the dead names timed out: the server's RTO was never
-			// backed off to the ceiling.
-			if st.RTO >= emailcheck.DefaultQueryTimeout/2 {
+			// backed off to the ceiling. On a loaded machine the answers
+			// themselves take long and vary, and the RTO (SRTT plus four
+			// times the variation) follows them.
+			if st.RTO >= emailcheck.DefaultQueryTimeout || st.RTO >= emailcheck.DefaultQueryTimeout/2 && st.RTO >= 5*st.SRTT {
 				t.Errorf("RTO %v after dead names' timeouts; want it from the answers (SRTT %v)", st.RTO, st.SRTT)
 			}
 			dead.Wait()

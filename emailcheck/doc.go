@@ -46,14 +46,21 @@
 // unanswered after it is sent again ([Config.Retries]), to the next
 // nameserver when several answer about as fast, while the earlier
 // attempts' answers are still taken, so a lost answer costs about one
-// RTO. A window bounds the queries in flight to each server: it starts at
-// 64, grows with answers, and halves when the server drops a query (a
-// question answered to a retransmission after its first attempt timed
-// out; a name that is never answered, such as a domain whose own servers
-// are dead, shrinks nothing), so that a burst of thousands of lookups
-// never overflows a resolver's queue, and no one's dead domains slow the
-// others' lookups.
-// Queries beyond the window wait their turn, retries first. A nameserver
+// RTO. A query whose RTO passes while the server is still answering the
+// queries sent before it, and none sent half a round trip after it, is
+// waiting in the server's queue (a loaded machine, a burst), not lost: it
+// waits on until it is answered, passed over, or has waited
+// [Config.QueryTimeout], rather than lengthen the queue with a
+// retransmission. A window bounds the
+// queries in flight to each server: it starts at 64, doubles every round
+// trip while the answers come (slow start) until a query goes
+// unanswered, then grows by one per round trip, and halves when the
+// server drops a query (a question answered to a retransmission after its
+// first attempt timed out; a name that is never answered, such as a
+// domain whose own servers are dead, shrinks nothing), so that a burst of
+// thousands of lookups never overflows a resolver's queue, and no one's
+// dead domains slow the others' lookups. Queries beyond the window wait
+// their turn, first attempts before retries. A nameserver
 // whose port refuses (ICMP port or host unreachable: it restarts, or is
 // not there yet) is an outage, not a failure of the names asked: the
 // queries wait for it, trying again after 20 ms, doubling to 500 ms, for

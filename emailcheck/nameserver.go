@@ -21,13 +21,10 @@ const (
 	initialRTO = 400 * time.Millisecond
 	// initialWindow is how many queries a nameserver is sent at once
 	// before any answer came back: a burst that a modest resolver's
-	// receive buffer holds. Each answer lets one more go, so the window
-	// doubles every round trip until answers go missing.
+	// receive buffer holds. Each answer in time lets two more go (slow
+	// start), so the window doubles every round trip until an answer goes
+	// missing.
 	initialWindow = 64
-	// limitedSlowStart is the window past which it grows by at most half
-	// as much every round trip, rather than doubling (RFC 3742's
-	// max_ssthresh).
-	limitedSlowStart = 100
 	// minWindow is the least a window shrinks to.
 	minWindow = 2
 	// rttBand is how much slower than the fastest a nameserver may be and
@@ -68,6 +65,8 @@ type nameserver struct {
 	inFlight int           // queries holding a place in the window
 	retries  int           // of which retransmissions
 	waiters  []*waiter     // first attempts, then retries, oldest first
+	// lastAnswer is when the server's latest answer in time came.
+	lastAnswer time.Time
 	// answeredSent is when the latest-sent query answered so far was
 	// sent: a query sent before it and unanswered was passed over by the
 	// server for its name's sake, not lost with the server's other work.
@@ -204,31 +203,43 @@ func (ns *nameserver) currentRTO() time.Duration {
 }
 
 // answered records the answer to a query sent at sent, in time, and
-// gives its place in the window back. Below the threshold the window
-// grows by one place per answer while small, and by at most
-// limitedSlowStart/2 places per window's worth of answers once larger
-// (limited slow start, RFC 3742): a loss is seen only an RTO after it, and
-// doubling meanwhile would flood the server. Past the threshold, it grows
-// by one place per window's worth of answers. The answers to queries sent
-// before the last halving grow nothing: they were sent under the window
-// that proved too large. retry says whether a retransmission held the
-// place.
+// gives its place in the window back. Below the threshold (slow start)
+// the window grows by one place per answer, so that it doubles every
+// round trip while the server keeps up: a healthy resolver sees a burst
+// as fast as it answers, and the first loss halves the window back to
+// half of what it was when the lost query was sent ([nameserver.lost]).
+// Past the threshold, it grows by one place per window's worth of
+// answers. The answers to queries sent before the last halving grow
+// nothing: they were sent under the window that proved too large. retry
+// says whether a retransmission held the place.
 func (ns *nameserver) answered(sent time.Time, retry bool) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	ns.sampleLocked(time.Since(sent))
 	ns.answeredSent = later(ns.answeredSent, sent)
+	ns.lastAnswer = time.Now()
 	switch {
 	case sent.Before(ns.cut):
-	case ns.cwnd >= ns.ssthresh:
-		ns.cwnd += 1 / ns.cwnd
-	case ns.cwnd <= limitedSlowStart:
+	case ns.cwnd < ns.ssthresh:
 		ns.cwnd++
 	default:
-		ns.cwnd += limitedSlowStart / (2 * ns.cwnd)
+		ns.cwnd += 1 / ns.cwnd
 	}
 	ns.cwnd = min(ns.cwnd, ns.maxWin)
 	ns.releaseLocked(retry)
+}
+
+// queued reports, for a query sent at sent whose RTO has just passed,
+// whether the server is still working through the queries sent before
+// it: it answered some since this one was sent, and none sent noticeably
+// later (by more than half the smoothed round trip: answers computed side
+// by side overtake each other a little, the more so on a loaded machine). Such a query is
+// waiting its turn in a queue, on a loaded server or behind a burst, not
+// lost: sending it again would only lengthen the queue.
+func (ns *nameserver) queued(sent time.Time) bool {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	return ns.lastAnswer.After(sent) && !ns.answeredSent.After(sent.Add(ns.srtt/2))
 }
 
 // later returns the later of two times.
@@ -262,7 +273,10 @@ func (ns *nameserver) sampleLocked(rtt time.Duration) {
 // it meanwhile: then the loss is the name's (a recursive resolver still
 // waiting on the name's own dead servers) and says nothing of this
 // server, so neither its RTO nor its window changes; the query's own
-// retransmissions back off. Otherwise the server may have stopped
+// retransmissions back off; only the window's doubling ends (slow start
+// gives way to growth by one place per round trip), since a dropped query
+// looks the same until its question is answered to a retransmission, and
+// a window doubling meanwhile would flood a server that drops. Otherwise the server may have stopped
 // answering altogether, and its RTO doubles (once for the queries sent
 // under the same RTO). A timeout never shrinks the window: the window
 // halves when the question is answered after all, to a later attempt
@@ -271,6 +285,9 @@ func (ns *nameserver) timedOut(sent time.Time, retry bool) (namesLoss bool) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	namesLoss = ns.answeredSent.After(sent)
+	if namesLoss {
+		ns.ssthresh = min(ns.ssthresh, max(ns.cwnd, minWindow))
+	}
 	if !namesLoss && !sent.Before(ns.backoff) {
 		ns.rto = min(2*ns.rto, ns.maxRTO)
 		ns.backoff = time.Now()

@@ -292,10 +292,12 @@ func TestPingRetransmits(t *testing.T) {
 	}
 }
 
-// Past limitedSlowStart the window grows by at most half of it per
-// window's worth of answers; after a halving, answers to the queries sent
-// before it grow nothing.
-func TestWindowGrowthLimited(t *testing.T) {
+// Below the threshold the window grows by one place per answer, doubling
+// every round trip (slow start); a timeout of a query the server passed
+// over ends the doubling without shrinking the window; past it, the window
+// grows by one place per window's worth of answers; after a halving,
+// answers to the queries sent before it grow nothing.
+func TestWindowGrowth(t *testing.T) {
 	ctx := context.Background()
 	ns := newNameserver("127.0.0.1:53", 2*time.Second, 4096)
 	ns.cwnd = 400
@@ -305,8 +307,33 @@ func TestWindowGrowthLimited(t *testing.T) {
 		}
 		ns.answered(time.Now(), false)
 	}
-	if got := ns.limit(); got < 440 || got > 460 {
-		t.Fatalf("window 400 after 400 answers: %d; want about %d", got, 400+limitedSlowStart/2)
+	if got := ns.limit(); got != 800 {
+		t.Fatalf("window 400 after 400 answers in slow start: %d; want 800", got)
+	}
+
+	passedOver := time.Now()
+	if err := ns.acquire(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.acquire(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	ns.answered(time.Now(), false) // sent after the one that times out
+	win := ns.limit()
+	if !ns.timedOut(passedOver, false) {
+		t.Fatal("a query passed over by the server: not the name's loss")
+	}
+	if got := ns.limit(); got != win {
+		t.Fatalf("window after a timeout: %d; want %d", got, win)
+	}
+	for range win {
+		if err := ns.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		ns.answered(time.Now(), false)
+	}
+	if got := ns.limit(); got < win || got > win+1 {
+		t.Fatalf("window %d after as many answers past slow start: %d; want %d at most", win, got, win+1)
 	}
 
 	before := time.Now()
@@ -316,7 +343,7 @@ func TestWindowGrowthLimited(t *testing.T) {
 		}
 	}
 	ns.answered(time.Now(), false) // sent later than the lost one
-	win := ns.limit()
+	win = ns.limit()
 	ns.timedOut(before, false)
 	if ns.lost(before, win) == 0 {
 		t.Fatal("no halving")
@@ -324,5 +351,39 @@ func TestWindowGrowthLimited(t *testing.T) {
 	ns.answered(before, false)
 	if got := ns.limit(); got != win/2 {
 		t.Fatalf("window after an answer sent before the halving: %d; want %d", got, win/2)
+	}
+}
+
+// A query whose RTO passed is queued while the server answers queries
+// sent before it and none sent half a round trip or more after it; it is not
+// when the server answered nothing since it was sent (it may be down), nor
+// once a query sent well after it was answered (it was passed over).
+func TestQueued(t *testing.T) {
+	ctx := context.Background()
+	ns := newNameserver("127.0.0.1:53", 2*time.Second, 1024)
+	sent := time.Now().Add(-100 * time.Millisecond)
+	earlier := sent.Add(-time.Millisecond)
+	ns.sample(sent.Add(-time.Second), 20*time.Millisecond)
+	if ns.queued(sent) {
+		t.Fatal("queued before the server answered anything since")
+	}
+	for _, at := range []time.Time{earlier, sent.Add(10 * time.Millisecond)} {
+		if err := ns.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		ns.answered(at, false)
+		if !ns.queued(sent) {
+			t.Fatalf("not queued after the answer to a query sent %v after it", at.Sub(sent))
+		}
+	}
+	if err := ns.acquire(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	ns.answered(sent.Add(80*time.Millisecond), false)
+	ns.mu.Lock()
+	ns.srtt = 20 * time.Millisecond // whatever this machine's delays made it
+	ns.mu.Unlock()
+	if ns.queued(sent) {
+		t.Fatalf("queued after the answer to a query sent 80ms after it (smoothed round trip %v)", ns.stats().SRTT)
 	}
 }

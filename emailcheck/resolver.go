@@ -213,261 +213,340 @@ type attempt struct {
 // first attempts wait for a place in the window as retransmissions do
 // ([zoneMemory]).
 func (r *resolver) query(ctx context.Context, name string, qtype uint16) (*dns.Msg, error) {
-	m := new(dns.Msg)
-	m.SetQuestion(name, qtype)
-	m.RecursionDesired = true
-	m.SetEdns0(ednsBufferSize, false)
-
-	seq := r.rotation()
-	tries := make([]int, len(seq))
-	maxAttempts := 1 + r.retries
-	results := make(chan udpResult, maxAttempts+maxRefusals) // room for every attempt's one result
-	atts := make([]*attempt, 0, maxAttempts)
-	defer func() {
-		for _, a := range atts {
-			r.settle(a)
+	q := r.newQueryRun(name, qtype)
+	defer q.finish()
+	for {
+		again, err := q.sendNext(ctx)
+		if err != nil {
+			return nil, err
 		}
-	}()
-	rtoTimer := time.NewTimer(time.Hour)
-	defer rtoTimer.Stop()
-	endTimer := time.NewTimer(time.Hour)
-	defer endTimer.Stop()
-
-	zone := r.zones.key(name, qtype)
-	var lead chan struct{}       // closed when this query ends, while it leads its zone
-	var zoneWait <-chan struct{} // closed when the query leading the zone ends
-	silent := false              // every attempt timed out while the servers answered others
-	defer func() {
-		if zone != "" && (lead != nil || silent) {
-			r.zones.end(zone, lead, silent)
+		if again {
+			continue
 		}
-	}()
-	limit := maxAttempts // lowered to the attempts sent once the zone is marked silent
+		// Once every attempt is sent, the query ends when the last one
+		// waiting has waited QueryTimeout.
+		var end time.Time
+		for _, a := range q.atts {
+			if a.pending {
+				end = a.sent.Add(r.timeout)
+			}
+		}
+		if end.IsZero() && q.zoneWait == nil && q.pause == nil {
+			if q.send && len(q.atts) < q.limit {
+				continue
+			}
+			break
+		}
+		newest := len(q.atts) - 1
+		if len(q.atts) == q.limit && !end.IsZero() {
+			q.endTimer.Reset(time.Until(end))
+		} else {
+			// The newest attempt's RTO, at most QueryTimeout, comes first.
+			q.endTimer.Stop()
+		}
+		select {
+		case res := <-q.results:
+			if resp, done, err := q.received(ctx, res, newest); done {
+				return resp, err
+			}
+		case <-q.rtoTimer.C:
+			q.rtoPassed(newest)
+		case <-q.zoneWait:
+			// The question leading the zone ended: ask the zone again.
+			q.zoneWait = nil
+		case <-q.pause:
+			// Time to see whether the server listens again.
+			q.pause = nil
+			q.send, q.failover = true, true
+		case <-q.endTimer.C:
+			return nil, q.expired(ctx)
+		case <-ctx.Done():
+			return nil, r.failure(ctx, fmt.Errorf("%w: %s %s: %w", errNoAnswer, name, dns.TypeToString[qtype], ctx.Err()), q.answered)
+		}
+	}
+	if q.lastErr == nil {
+		q.lastErr = errNoAnswer
+	}
+	return nil, r.failure(ctx, q.lastErr, q.answered)
+}
 
-	var lastErr error
-	answered := false             // a server answered, whatever it said
-	send, failover := true, false // send an attempt; to a server not asked yet
-	var backoff time.Duration     // the least RTO of the next attempt
+// queryRun is the state of one [resolver.query]: its attempts, the timers
+// pacing them, its standing in its zone, and what the servers said.
+type queryRun struct {
+	r     *resolver
+	name  string
+	qtype uint16
+	m     *dns.Msg
+
+	seq     []*nameserver // the servers in the order this query prefers them
+	tries   []int         // attempts sent to each of seq
+	results chan udpResult
+	atts    []*attempt
+
+	rtoTimer, endTimer *time.Timer
+
+	zone     string
+	lead     chan struct{}   // closed when this query ends, while it leads its zone
+	zoneWait <-chan struct{} // closed when the query leading the zone ends
+	silent   bool            // every attempt timed out while the servers answered others
+	limit    int             // lowered to the attempts sent once the zone is marked silent
+
+	lastErr        error
+	answered       bool          // a server answered, whatever it said
+	send, failover bool          // send an attempt; to a server not asked yet
+	backoff        time.Duration // the least RTO of the next attempt
+
 	// A server whose port refuses (it restarts, or is not there yet) is
 	// an outage, not this name's failure: the query waits for it, trying
 	// again after a wait doubling from refusalFirstWait, for
 	// refusalPatience times QueryTimeout, and the refused attempts use
 	// none of its attempts up.
-	pauseTimer := time.NewTimer(time.Hour)
-	defer pauseTimer.Stop()
-	var pause <-chan time.Time // while waiting after a refusal
-	var refusals int
-	var refusalWait time.Duration
-	var firstRefusal time.Time
-	refused := func(ns *nameserver, err error) bool {
-		if !isRefusal(err) || refusals == maxRefusals {
-			return false
-		}
-		// A server refusing for longer than the patience is down, not
-		// restarting: the query fails at once, as the canary tells.
-		if !ns.refusing(refusalPatience * r.timeout) {
-			return false
-		}
-		if refusals == 0 {
-			firstRefusal = time.Now()
-		} else if time.Since(firstRefusal) >= refusalPatience*r.timeout {
-			return false
-		}
-		refusals++
-		limit++
-		refusalWait = min(max(2*refusalWait, refusalFirstWait), refusalMaxWait)
-		pauseTimer.Reset(refusalWait)
-		pause, send = pauseTimer.C, false
-		return true
+	pauseTimer   *time.Timer
+	pause        <-chan time.Time // while waiting after a refusal
+	refusals     int
+	refusalWait  time.Duration
+	firstRefusal time.Time
+}
+
+func (r *resolver) newQueryRun(name string, qtype uint16) *queryRun {
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	m.RecursionDesired = true
+	m.SetEdns0(ednsBufferSize, false)
+	seq := r.rotation()
+	maxAttempts := 1 + r.retries
+	return &queryRun{
+		r:          r,
+		name:       name,
+		qtype:      qtype,
+		m:          m,
+		seq:        seq,
+		tries:      make([]int, len(seq)),
+		results:    make(chan udpResult, maxAttempts+maxRefusals), // room for every attempt's one result
+		atts:       make([]*attempt, 0, maxAttempts),
+		rtoTimer:   time.NewTimer(time.Hour),
+		endTimer:   time.NewTimer(time.Hour),
+		pauseTimer: time.NewTimer(time.Hour),
+		zone:       r.zones.key(name, qtype),
+		limit:      maxAttempts,
+		send:       true,
 	}
-	for {
-		// While another question under the zone leads it, the query
-		// waits for its outcome before sending; once the zone is marked
-		// silent, it sends its first attempt (and failovers after a
-		// failure) but nothing after a timeout.
-		resend := len(atts) > 0 && !failover // after a timeout
-		if send && zoneWait == nil && len(atts) < limit && lead == nil {
-			w, marked := r.zones.gate(zone)
-			if marked && resend {
-				limit, send = len(atts), false
-			}
-			zoneWait = w
+}
+
+// finish ends the query: it stops its timers, hands its zone on, and
+// settles its attempts.
+func (q *queryRun) finish() {
+	q.pauseTimer.Stop()
+	if q.zone != "" && (q.lead != nil || q.silent) {
+		q.r.zones.end(q.zone, q.lead, q.silent)
+	}
+	q.endTimer.Stop()
+	q.rtoTimer.Stop()
+	for _, a := range q.atts {
+		q.r.settle(a)
+	}
+}
+
+// refused tells whether a failed send or read to ns is a refusal the
+// query waits out, and if so arms the wait.
+func (q *queryRun) refused(ns *nameserver, err error) bool {
+	if !isRefusal(err) || q.refusals == maxRefusals {
+		return false
+	}
+	// A server refusing for longer than the patience is down, not
+	// restarting: the query fails at once, as the canary tells.
+	if !ns.refusing(refusalPatience * q.r.timeout) {
+		return false
+	}
+	if q.refusals == 0 {
+		q.firstRefusal = time.Now()
+	} else if time.Since(q.firstRefusal) >= refusalPatience*q.r.timeout {
+		return false
+	}
+	q.refusals++
+	q.limit++
+	q.refusalWait = min(max(2*q.refusalWait, refusalFirstWait), refusalMaxWait)
+	q.pauseTimer.Reset(q.refusalWait)
+	q.pause, q.send = q.pauseTimer.C, false
+	return true
+}
+
+// sendNext sends the next attempt when one is due and its zone lets it:
+// while another question under the zone leads it, the query waits for its
+// outcome before sending; once the zone is marked silent, it sends its
+// first attempt (and failovers after a failure) but nothing after a
+// timeout. again says the query should look at what is due once more
+// before waiting.
+func (q *queryRun) sendNext(ctx context.Context) (again bool, err error) {
+	r := q.r
+	resend := len(q.atts) > 0 && !q.failover // after a timeout
+	if q.send && q.zoneWait == nil && len(q.atts) < q.limit && q.lead == nil {
+		w, marked := r.zones.gate(q.zone)
+		if marked && resend {
+			q.limit, q.send = len(q.atts), false
 		}
-		if send && zoneWait == nil && len(atts) < limit {
-			send = false
-			i := pick(seq, tries, failover)
-			ns := seq[i]
-			// A first attempt under a marked zone waits as a retry does.
-			marked := r.zones.marked(zone)
-			retry := len(atts) > 0 || marked
-			if err := ns.acquire(ctx, retry); err != nil {
-				return nil, r.failure(ctx, fmt.Errorf("%w: %s %s: waiting for %s: %w", errNoAnswer, name, dns.TypeToString[qtype], ns.addr, err), answered)
+		q.zoneWait = w
+	}
+	if !q.send || q.zoneWait != nil || len(q.atts) >= q.limit {
+		return false, nil
+	}
+	q.send = false
+	i := pick(q.seq, q.tries, q.failover)
+	ns := q.seq[i]
+	// A first attempt under a marked zone waits as a retry does.
+	marked := r.zones.marked(q.zone)
+	retry := len(q.atts) > 0 || marked
+	if err := ns.acquire(ctx, retry); err != nil {
+		return false, r.failure(ctx, fmt.Errorf("%w: %s %s: waiting for %s: %w", errNoAnswer, q.name, dns.TypeToString[q.qtype], ns.addr, err), q.answered)
+	}
+	if q.lead == nil {
+		// The wait for a place may have been long: ask the zone again.
+		w, marked := r.zones.gate(q.zone)
+		if w != nil || marked && (resend || !retry) {
+			ns.release(retry)
+			switch {
+			case w != nil:
+				q.zoneWait, q.send = w, true
+			case resend:
+				q.limit = len(q.atts)
+			default:
+				q.send = true // again, as a retry does
 			}
-			if lead == nil {
-				// The wait for a place may have been long: ask the
-				// zone again.
-				w, marked := r.zones.gate(zone)
-				if w != nil || marked && (resend || !retry) {
-					ns.release(retry)
-					switch {
-					case w != nil:
-						zoneWait, send = w, true
-					case resend:
-						limit = len(atts)
-					default:
-						send = true // again, as a retry does
-					}
-					continue
-				}
-			}
-			tries[i]++
-			a := &attempt{ns: ns, holding: true, retry: retry, marked: marked, sent: time.Now()}
-			a.rto, a.window = ns.pace()
-			a.rto = min(max(a.rto, backoff), r.timeout)
-			atts = append(atts, a)
-			call, err := ns.udp.send(m, len(atts)-1, results)
-			if err != nil {
-				a.holding = false
-				ns.release(retry)
-				r.counters.observeQuery(nil, err, 0)
-				lastErr = fmt.Errorf("%w: %s: %w", errNoAnswer, ns.addr, err)
-				if !refused(ns, err) {
-					send, failover = true, true
-				}
-				continue
-			}
-			a.call, a.pending = call, true
-			rtoTimer.Reset(a.rto)
-		}
-		// Once every attempt is sent, the query ends when the last one
-		// waiting has waited QueryTimeout.
-		var end time.Time
-		for _, a := range atts {
-			if a.pending {
-				end = a.sent.Add(r.timeout)
-			}
-		}
-		if end.IsZero() && zoneWait == nil && pause == nil {
-			if send && len(atts) < limit {
-				continue
-			}
-			break
-		}
-		newest := len(atts) - 1
-		if len(atts) == limit && !end.IsZero() {
-			endTimer.Reset(time.Until(end))
-		} else {
-			// The newest attempt's RTO, at most QueryTimeout, comes first.
-			endTimer.Stop()
-		}
-		select {
-		case res := <-results:
-			a := atts[res.tag]
-			a.pending = false
-			if res.err != nil {
-				// The socket failed (the port is unreachable): the server
-				// is not there to answer.
-				if a.holding {
-					a.holding = false
-					a.ns.release(a.retry)
-				}
-				r.counters.observeQuery(nil, res.err, 0)
-				lastErr = fmt.Errorf("%w: %s: %w", errNoAnswer, a.ns.addr, res.err)
-				if res.tag == newest && !refused(a.ns, res.err) {
-					send, failover = true, true
-				}
-				continue
-			}
-			rtt := time.Since(a.sent)
-			a.ns.heard()
-			if a.holding {
-				a.holding = false
-				a.ns.answered(a.sent, a.retry)
-			} else {
-				a.ns.late(rtt, a.cut)
-			}
-			resp, err := r.answer(ctx, m, a.ns, res.wire)
-			r.counters.observeQuery(resp, err, rtt)
-			if err != nil {
-				lastErr = err
-				if res.tag == newest {
-					send, failover = true, true
-				}
-				continue
-			}
-			answered = true
-			r.zones.answered(zone)
-			lead = nil // answered ends the lead too
-			// The question was answerable: the earlier attempts that
-			// timed out unanswered were dropped.
-			for _, b := range atts[:res.tag] {
-				if b.expired && b.pending && b.cut == 0 {
-					b.cut = b.ns.lost(b.sent, b.window)
-				}
-			}
-			switch resp.Rcode {
-			case dns.RcodeSuccess, dns.RcodeNameError:
-				return resp, nil
-			}
-			lastErr = fmt.Errorf("%w: %s from %s for %s %s", errNoAnswer,
-				dns.RcodeToString[resp.Rcode], a.ns.addr, name, dns.TypeToString[qtype])
-			if len(r.servers) == 1 {
-				// Asking the same server again rarely changes its mind;
-				// timeouts are retried, failures answered are not.
-				return nil, lastErr
-			}
-			if res.tag == newest {
-				send, failover = true, true
-			}
-		case <-rtoTimer.C:
-			if newest < 0 {
-				break
-			}
-			if a := atts[newest]; a.pending && !a.expired {
-				a.expired = true
-				a.holding = false
-				if a.marked {
-					// Expected of the zone: no sign of the server's.
-					a.ns.release(a.retry)
-				} else {
-					a.ns.timedOut(a.sent, a.retry)
-				}
-				backoff = 2 * a.rto
-				if lead == nil && len(atts) < limit {
-					lead = r.zones.suspect(zone)
-				}
-				send, failover = true, false
-			}
-		case <-zoneWait:
-			// The question leading the zone ended: ask the zone again.
-			zoneWait = nil
-		case <-pause:
-			// Time to see whether the server listens again.
-			pause = nil
-			send, failover = true, true
-		case <-endTimer.C:
-			// Every attempt waiting has waited QueryTimeout.
-			for _, a := range atts {
-				a.expired = a.expired || a.pending
-			}
-			// The zone is silent when the servers answered a question
-			// sent after this one's first attempt, and no attempt of it
-			// failed otherwise.
-			if !answered && lastErr == nil && len(atts) > 0 {
-				for _, ns := range r.servers {
-					silent = silent || ns.answeredAfter(atts[0].sent)
-				}
-			}
-			lastErr = fmt.Errorf("%w: %s %s: %w", errNoAnswer, name, dns.TypeToString[qtype], errUDPTimeout)
-			return nil, r.failure(ctx, lastErr, answered)
-		case <-ctx.Done():
-			return nil, r.failure(ctx, fmt.Errorf("%w: %s %s: %w", errNoAnswer, name, dns.TypeToString[qtype], ctx.Err()), answered)
+			return true, nil
 		}
 	}
-	if lastErr == nil {
-		lastErr = errNoAnswer
+	q.tries[i]++
+	a := &attempt{ns: ns, holding: true, retry: retry, marked: marked, sent: time.Now()}
+	a.rto, a.window = ns.pace()
+	a.rto = min(max(a.rto, q.backoff), r.timeout)
+	q.atts = append(q.atts, a)
+	call, err := ns.udp.send(q.m, len(q.atts)-1, q.results)
+	if err != nil {
+		a.holding = false
+		ns.release(retry)
+		r.counters.observeQuery(nil, err, 0)
+		q.lastErr = fmt.Errorf("%w: %s: %w", errNoAnswer, ns.addr, err)
+		if !q.refused(ns, err) {
+			q.send, q.failover = true, true
+		}
+		return true, nil
 	}
-	return nil, r.failure(ctx, lastErr, answered)
+	a.call, a.pending = call, true
+	q.rtoTimer.Reset(a.rto)
+	return false, nil
+}
+
+// received handles the result of an attempt, newest being the index of
+// the latest: done says the query ends with resp and err.
+func (q *queryRun) received(ctx context.Context, res udpResult, newest int) (resp *dns.Msg, done bool, err error) {
+	r := q.r
+	a := q.atts[res.tag]
+	a.pending = false
+	if res.err != nil {
+		// The socket failed (the port is unreachable): the server is not
+		// there to answer.
+		if a.holding {
+			a.holding = false
+			a.ns.release(a.retry)
+		}
+		r.counters.observeQuery(nil, res.err, 0)
+		q.lastErr = fmt.Errorf("%w: %s: %w", errNoAnswer, a.ns.addr, res.err)
+		if res.tag == newest && !q.refused(a.ns, res.err) {
+			q.send, q.failover = true, true
+		}
+		return nil, false, nil
+	}
+	rtt := time.Since(a.sent)
+	a.ns.heard()
+	if a.holding {
+		a.holding = false
+		a.ns.answered(a.sent, a.retry)
+	} else {
+		a.ns.late(rtt, a.cut)
+	}
+	resp, err = r.answer(ctx, q.m, a.ns, res.wire)
+	r.counters.observeQuery(resp, err, rtt)
+	if err != nil {
+		q.lastErr = err
+		if res.tag == newest {
+			q.send, q.failover = true, true
+		}
+		return nil, false, nil
+	}
+	q.answered = true
+	r.zones.answered(q.zone)
+	q.lead = nil // answered ends the lead too
+	// The question was answerable: the earlier attempts that timed out
+	// unanswered were dropped.
+	for _, b := range q.atts[:res.tag] {
+		if b.expired && b.pending && b.cut == 0 {
+			b.cut = b.ns.lost(b.sent, b.window)
+		}
+	}
+	switch resp.Rcode {
+	case dns.RcodeSuccess, dns.RcodeNameError:
+		return resp, true, nil
+	}
+	q.lastErr = fmt.Errorf("%w: %s from %s for %s %s", errNoAnswer,
+		dns.RcodeToString[resp.Rcode], a.ns.addr, q.name, dns.TypeToString[q.qtype])
+	if len(r.servers) == 1 {
+		// Asking the same server again rarely changes its mind; timeouts
+		// are retried, failures answered are not.
+		return nil, true, q.lastErr
+	}
+	if res.tag == newest {
+		q.send, q.failover = true, true
+	}
+	return nil, false, nil
+}
+
+// rtoPassed handles the end of the newest attempt's RTO: unless its
+// answer is in or it is still in the server's queue, it timed out, and the
+// next attempt is due.
+func (q *queryRun) rtoPassed(newest int) {
+	if newest < 0 {
+		return
+	}
+	a := q.atts[newest]
+	if !a.pending || a.expired {
+		return
+	}
+	// An answer already received, or a query still in the server's
+	// queue: waiting costs less than a retransmission would.
+	if wait := a.rto / 2; !a.marked && (len(q.results) > 0 || a.ns.queued(a.sent)) && time.Since(a.sent)+wait < q.r.timeout {
+		q.rtoTimer.Reset(wait)
+		return
+	}
+	a.expired = true
+	a.holding = false
+	if a.marked {
+		// Expected of the zone: no sign of the server's.
+		a.ns.release(a.retry)
+	} else {
+		a.ns.timedOut(a.sent, a.retry)
+	}
+	q.backoff = 2 * a.rto
+	if q.lead == nil && len(q.atts) < q.limit {
+		q.lead = q.r.zones.suspect(q.zone)
+	}
+	q.send, q.failover = true, false
+}
+
+// expired ends a query every attempt of which has waited QueryTimeout,
+// and returns its error.
+func (q *queryRun) expired(ctx context.Context) error {
+	for _, a := range q.atts {
+		a.expired = a.expired || a.pending
+	}
+	// The zone is silent when the servers answered a question sent after
+	// this one's first attempt, and no attempt of it failed otherwise.
+	if !q.answered && q.lastErr == nil && len(q.atts) > 0 {
+		for _, ns := range q.r.servers {
+			q.silent = q.silent || ns.answeredAfter(q.atts[0].sent)
+		}
+	}
+	q.lastErr = fmt.Errorf("%w: %s %s: %w", errNoAnswer, q.name, dns.TypeToString[q.qtype], errUDPTimeout)
+	return q.r.failure(ctx, q.lastErr, q.answered)
 }
 
 // Waiting for a server whose port refuses: at most maxRefusals attempts
