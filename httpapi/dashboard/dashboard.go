@@ -35,6 +35,7 @@
 //	POST      /bulk/list       a list of any size: multipart name, file (see listtool.go)
 //	GET, POST /bulk/list/{token}, POST /bulk/list/{token}/column, /bulk/list/{token}/cancel
 //	GET       /batches, /batches/{id}, /batches/{id}/results.csv, /batches/{id}/list.csv
+//	GET       /batches/{id}/results.xlsx, /batches/{id}/list.xlsx (the same rows as an .xlsx workbook)
 //	GET, POST /batches/{id}/delete  (a confirmation, then the batch's erasure)
 //	GET       /reference       the API reference, to anyone ([Config.OpenAPI])
 //	GET       /billing         with [Config.Seller]: the packs, purchases and receipts; ?need=N

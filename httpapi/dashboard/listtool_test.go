@@ -264,6 +264,37 @@ func TestListTool(t *testing.T) {
 		if a := other.do("GET", batchURL+"/list.csv?group=safe", nil); a.code != http.StatusNotFound {
 			t.Errorf("another account's download: %d", a.code)
 		}
+		// The same downloads as .xlsx workbooks: the list's and the
+		// results'.
+		if !strings.Contains(page, "list.xlsx?group=safe") || !strings.Contains(page, `id="results-xlsx"`) {
+			t.Errorf("the batch page offers no .xlsx downloads:\n%s", page)
+		}
+		sheet := func(path string) [][]string {
+			t.Helper()
+			a := u.do("GET", batchURL+path, nil)
+			if a.code != http.StatusOK || !strings.Contains(a.hdr.Get("Content-Disposition"), ".xlsx") {
+				t.Fatalf("%s: %d %q", path, a.code, a.hdr.Get("Content-Disposition"))
+			}
+			wb, err := excelize.OpenReader(strings.NewReader(a.body))
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			defer wb.Close()
+			rows, err := wb.GetRows(wb.GetSheetName(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rows
+		}
+		if rows := sheet("/list.xlsx?group=safe"); len(rows) != 9 || strings.Join(rows[0][:4], ",") != "name,Mail,city,status" || names(rows[1:]) != "Ann,Bob,Cid,Dee,Eve,Fay,Ann again,Bob again" {
+			t.Errorf("safe to send as .xlsx: %q", rows)
+		}
+		if rows := sheet("/results.xlsx"); len(rows) != 9 || rows[0][1] != "email" {
+			t.Errorf("the results as .xlsx: %q", rows)
+		}
+		if a := other.do("GET", batchURL+"/list.xlsx", nil); a.code != http.StatusNotFound {
+			t.Errorf("another account's .xlsx download: %d", a.code)
+		}
 	})
 }
 

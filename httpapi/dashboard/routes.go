@@ -110,6 +110,8 @@ func (d *Dashboard) routeTable() []Route {
 		conf("GET", "/batches/{id}/progress", d.batchProgress),
 		conf("GET", "/batches/{id}/results.csv", d.batchCSV),
 		conf("GET", "/batches/{id}/list.csv", d.listCSV),
+		conf("GET", "/batches/{id}/results.xlsx", d.batchXLSX),
+		conf("GET", "/batches/{id}/list.xlsx", d.listXLSX),
 		conf("GET", "/batches/{id}/delete", d.deleteBatchPage),
 		conf("POST", "/batches/{id}/delete", d.deleteBatch),
 	}
