@@ -88,6 +88,7 @@ func (d *Dashboard) routeTable() []Route {
 		in("POST", "/confirm/resend", d.resendConfirmation),
 
 		conf("POST", "/account/password", d.changePassword),
+		conf("POST", "/account/notices", d.saveNotices),
 		conf("GET", "/keys", d.keysPage),
 		conf("POST", "/keys", d.createKey),
 		conf("GET", "/keys/{id}/revoke", d.revokePage),
