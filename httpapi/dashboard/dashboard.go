@@ -345,6 +345,12 @@ type Config struct {
 	ListMaxDuration          time.Duration
 	ListHealthyRate          int64
 	ListEvictAfter           time.Duration
+	// ListCountRows is the most rows of a list whose groups' sizes
+	// (safe, risky, remove) its batch page counts while it answers,
+	// reading the rows once per instance; a larger list's are counted in
+	// the background, one list at a time per instance, the page saying so
+	// until they are known. Default 100,000.
+	ListCountRows int
 	// ListWaitTTL is how long an uploaded list waits for its
 	// confirmation. Default [DefaultListWaitTTL] (10 minutes).
 	ListWaitTTL time.Duration
@@ -488,6 +494,10 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 			pace: uploads.Pace{Window: cfg.ListReadWindow, MinBytes: cfg.ListReadMinBytes, MaxDuration: cfg.ListMaxDuration},
 			ttl:  cfg.ListWaitTTL, waitingPerNetwork: cfg.MaxWaitingListsPerNetwork, now: cfg.Now}),
 	}
+	if cfg.ListCountRows < 0 {
+		return nil, fmt.Errorf("dashboard: %w: ListCountRows must not be negative", httpapi.ErrConfig)
+	}
+	d.lists.sizes.syncRows = cfg.ListCountRows
 	if err := d.parseTemplates(); err != nil {
 		return nil, err
 	}

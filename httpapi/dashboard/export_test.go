@@ -16,3 +16,4 @@ func TakeListSlot(d *Dashboard, account string) (release func()) {
 
 // ListUploadsHeld counts the upload slots d's uploads hold.
 func ListUploadsHeld(d *Dashboard) int { return d.lists.slots.Held() }
+

@@ -554,3 +554,48 @@ func TestListToolXLSX(t *testing.T) {
 		t.Fatalf("a broken workbook: %d\n%s", a.code, a.body)
 	}
 }
+
+// TestListToolLargeListSizes: the groups of a list beyond ListCountRows
+// are counted in the background: the batch page says so at first, then
+// shows each group's rows, as for a small list.
+func TestListToolLargeListSizes(t *testing.T) {
+	s := startSite(t, nil, func(dc *dashboard.Config, _ string) { dc.BulkLimit = 20; dc.ListCountRows = 5 })
+	u := newUser(t, s.base)
+	u.signup("large-lister@example.com")
+	loc, p := u.preview("", "customers.csv", customers)
+	a := u.do("POST", loc, confirmForm(t, p.body))
+	batchURL := a.hdr.Get("Location")
+	if a.code != http.StatusSeeOther {
+		t.Fatalf("confirm: %d\n%s", a.code, a.body)
+	}
+	var page string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		page = u.do("GET", batchURL, nil).body
+		if strings.Contains(page, `<span id="state">completed</span>`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the list is not validated after 30 s:\n%s", page)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(page, `id="sizes-counting"`) || strings.Contains(page, `id="size-safe"`) {
+		t.Fatalf("the first view of a large list's page:\n%s", page)
+	}
+	for !strings.Contains(page, `id="size-safe"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the groups are not counted after 30 s:\n%s", page)
+		}
+		time.Sleep(20 * time.Millisecond)
+		page = u.do("GET", batchURL, nil).body
+	}
+	for id, want := range map[string]string{"size-safe": "8 rows", "size-risky": "0 rows", "size-remove": "3 rows", "size-all": "11 rows"} {
+		if got := field(t, page, id); got != want {
+			t.Errorf("#%s %q, want %q", id, got, want)
+		}
+	}
+	if strings.Contains(page, `id="sizes-counting"`) {
+		t.Errorf("the page still says the groups are being counted")
+	}
+}

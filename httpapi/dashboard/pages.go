@@ -748,6 +748,8 @@ type batchData struct {
 	Groups []listGroup
 	// List counts a list's rows; nil for a batch that is not a list.
 	List *jobs.ListInfo
+	// Counting tells that a large list's groups are being counted.
+	Counting bool
 	// Slow counts the last jobs of an active batch, waiting on domains
 	// that answer slowly: 0 unless few are left.
 	Slow int
@@ -794,7 +796,8 @@ func (d *Dashboard) batchPage(w http.ResponseWriter, r *http.Request, a store.Ac
 	if groups != nil {
 		if info, err := d.cfg.Queue.List(r.Context(), a.ID, b.ID); err == nil {
 			data.List = &info
-			sizes, err := d.lists.sizes.of(r.Context(), d.cfg.Queue, b, info)
+			sizes, counting, err := d.lists.sizes.of(r.Context(), d.cfg.Queue, b, info, d.cfg.Logger)
+			data.Counting = counting
 			if err != nil {
 				d.backendError(w, r, "batch list", err)
 				return
