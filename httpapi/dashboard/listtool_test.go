@@ -599,3 +599,62 @@ func TestListToolLargeListSizes(t *testing.T) {
 		t.Errorf("the page still says the groups are being counted")
 	}
 }
+
+// TestBatchPagePager pages a batch of 150 addresses 100 at a time: the
+// first page says so and links the next, which holds the other 50 and
+// no further link; the status filter keeps to its pages.
+func TestBatchPagePager(t *testing.T) {
+	s := startSite(t, nil)
+	u := newUser(t, s.base)
+	u.signup("pager@example.com")
+	var list strings.Builder
+	for i := range 150 {
+		fmt.Fprintf(&list, "p%03d@good.com\n", i)
+	}
+	a := u.do("POST", "/dashboard/bulk", url.Values{"emails": {list.String()}})
+	batchURL := strings.TrimPrefix(a.hdr.Get("Location"), s.base)
+	if a.code != http.StatusSeeOther {
+		t.Fatalf("bulk: %d %s", a.code, a.body)
+	}
+	var page string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		page = u.do("GET", batchURL, nil).body
+		if strings.Contains(page, `<span id="state">completed</span>`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not validated after 30 s:\n%s", page)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	next := regexp.MustCompile(`<a href="([^"]*\?after=[0-9]+)">Next results</a>`)
+	m := next.FindStringSubmatch(page)
+	if m == nil || strings.Count(page, "@good.com</td>") != 100 || !strings.Contains(page, "150 in all, 100 a page") {
+		t.Fatalf("the first page:\n%s", page)
+	}
+	second := u.do("GET", strings.ReplaceAll(m[1], "&amp;", "&"), nil).body
+	if strings.Count(second, "@good.com</td>") != 50 || next.MatchString(second) || !strings.Contains(second, "p149@good.com") || strings.Contains(second, "p000@good.com") {
+		t.Fatalf("the second page:\n%s", second)
+	}
+	// A batch of exactly a page's results has no next page.
+	list.Reset()
+	for i := range 100 {
+		fmt.Fprintf(&list, "q%03d@good.com\n", i)
+	}
+	a = u.do("POST", "/dashboard/bulk", url.Values{"emails": {list.String()}})
+	exact := strings.TrimPrefix(a.hdr.Get("Location"), s.base)
+	for {
+		page = u.do("GET", exact, nil).body
+		if strings.Contains(page, `<span id="state">completed</span>`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not validated after 30 s:\n%s", page)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if strings.Count(page, "@good.com</td>") != 100 || next.MatchString(page) || !strings.Contains(page, "100 in all, all shown") {
+		t.Fatalf("a batch of exactly 100:\n%s", page)
+	}
+}

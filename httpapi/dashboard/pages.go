@@ -817,9 +817,13 @@ func (d *Dashboard) batchPage(w http.ResponseWriter, r *http.Request, a store.Ac
 	for _, c := range data.Counts {
 		data.Statuses = append(data.Statuses, c.Status)
 	}
+	// A page holds resultsPerPage results; the next kept result, if
+	// any, says there is a next page (read one past, so that a batch of
+	// exactly a page's results gets no empty next page, and one more
+	// still gets its link).
 	after := r.URL.Query().Get("after")
-	for len(data.Results) < resultsPerPage {
-		js, err := d.cfg.Queue.BatchJobs(r.Context(), jobs.BatchJobsParams{AccountID: a.ID, BatchID: b.ID, Limit: resultsPerPage, After: after})
+	for !data.More {
+		js, err := d.cfg.Queue.BatchJobs(r.Context(), jobs.BatchJobsParams{AccountID: a.ID, BatchID: b.ID, Limit: resultsPerPage + 1, After: after})
 		if err != nil {
 			d.backendError(w, r, "batch results", err)
 			return
@@ -839,7 +843,7 @@ func (d *Dashboard) batchPage(w http.ResponseWriter, r *http.Request, a store.Ac
 			}
 			data.Results = append(data.Results, rr)
 		}
-		if len(js) < resultsPerPage || data.More {
+		if len(js) <= resultsPerPage {
 			break
 		}
 	}
