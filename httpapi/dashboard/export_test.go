@@ -16,4 +16,3 @@ func TakeListSlot(d *Dashboard, account string) (release func()) {
 
 // ListUploadsHeld counts the upload slots d's uploads hold.
 func ListUploadsHeld(d *Dashboard) int { return d.lists.slots.Held() }
-
