@@ -240,6 +240,18 @@ func (h *Handler) batchResults(w http.ResponseWriter, r *http.Request, c *call) 
 		writeProblem(w, c, CodeInvalidBody, "The dedupe query parameter must be true or false.")
 		return
 	}
+	switch rows := r.URL.Query().Get("rows"); rows {
+	case "":
+	case "junk":
+		if format != "csv" && format != "xlsx" || group != "" || statuses != nil {
+			writeProblem(w, c, CodeInvalidBody, "rows=junk exports a list's rows that are not addresses: add format=csv or xlsx, without status or group.")
+			return
+		}
+		f.NotAddresses = true
+	default:
+		writeProblem(w, c, CodeInvalidBody, "The rows query parameter must be junk.")
+		return
+	}
 	switch format {
 	case "", "json":
 		if f.Dedupe {

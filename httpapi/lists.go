@@ -495,6 +495,17 @@ func (h *Handler) exportTable(w http.ResponseWriter, r *http.Request, c *call, b
 		h.batchError(w, c, "export", err)
 		return
 	}
+	if f.NotAddresses && !isList {
+		// Only a list has rows that are not addresses: a batch of
+		// addresses is answered 404 if it is not the caller's, else
+		// refused.
+		if _, err := h.queue.Batch(ctx, c.key.AccountID, batchID); err != nil {
+			h.batchError(w, c, "export", err)
+			return
+		}
+		writeProblem(w, c, CodeInvalidBody, "rows=junk applies to a list (POST /api/v1/lists): this batch's addresses were given one by one.")
+		return
+	}
 	write := func(start func() RecordWriter) error {
 		if isList {
 			return WriteList(ctx, h.queue, info, f, start)
@@ -553,6 +564,9 @@ func (h *Handler) exportTable(w http.ResponseWriter, r *http.Request, c *call, b
 // deduplicated.
 func exportSuffix(f ExportFilter) string {
 	s := ""
+	if f.NotAddresses {
+		s = "-not-addresses"
+	}
 	if f.Group != "" {
 		s = "-" + string(f.Group)
 	}

@@ -1,9 +1,11 @@
 // Package store is the account side of validmail's storage: the
 // [Accounts] interface a backend implements (accounts, API keys and their
 // [Permission]s), and beside it the interfaces of the data kept per
-// account: the console's [Passwords], [SessionStore] and [Tokens], and
-// [Usage], the validations counted by month (with [UsageBuffer] in front
-// of it). It imports nothing but the standard library; the errors any
+// account: the console's [Passwords], [SessionStore] and [Tokens],
+// [Notices] (an account's choice of a mail when a batch finishes, and the
+// durable notices of finished batches that the instances claim and mail
+// once), and [Usage], the validations counted by month (with
+// [UsageBuffer] in front of it). It imports nothing but the standard library; the errors any
 // backend may report are here too ([ErrUnavailable], [ErrDataLost], and
 // at start [ErrTooNew] and [ErrNeedsMigration]).
 //

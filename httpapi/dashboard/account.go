@@ -442,7 +442,7 @@ func (d *Dashboard) passwordProblem(password string) string {
 }
 
 func (d *Dashboard) accountPage(w http.ResponseWriter, r *http.Request, a store.Account) {
-	d.render(w, r, http.StatusOK, "account", page{Title: "Account", Nav: "account", Email: a.Email, Data: a})
+	d.render(w, r, http.StatusOK, "account", page{Title: "Account", Nav: "account", Email: a.Email, Data: d.accountView(r.Context(), a)})
 }
 
 // changePassword replaces the password of the signed-in account, after
@@ -450,7 +450,7 @@ func (d *Dashboard) accountPage(w http.ResponseWriter, r *http.Request, a store.
 func (d *Dashboard) changePassword(w http.ResponseWriter, r *http.Request, a store.Account) {
 	ctx := r.Context()
 	refuse := func(status int, field, msg string) {
-		d.render(w, r, status, "account", page{Title: "Account", Nav: "account", Email: a.Email, Error: msg, Field: field, Data: a})
+		d.render(w, r, status, "account", page{Title: "Account", Nav: "account", Email: a.Email, Error: msg, Field: field, Data: d.accountView(ctx, a)})
 	}
 	current, password := r.PostFormValue("current"), r.PostFormValue("password")
 	if ok, wait := d.allowKey(ctx, "password-check:"+a.ID, passwordCheckLimit); !ok {

@@ -100,6 +100,23 @@ func TestAccountsInBrowser(t *testing.T) {
 			}))
 			run(t, ctx, "account page", chromedp.Navigate(s.base+"/dashboard/account"), chromedp.WaitVisible("#current", chromedp.ByID))
 			check("account")
+			// The mail when a batch finishes: off, then turned on.
+			var on bool
+			run(t, ctx, "finish mail off at first", chromedp.WaitVisible("#finish-mail", chromedp.ByID), chromedp.Evaluate(`document.getElementById("finish-mail").checked`, &on))
+			if on {
+				t.Fatal("the finish mail is on before it was chosen")
+			}
+			run(t, ctx, "turn the finish mail on",
+				chromedp.Click("#finish-mail", chromedp.ByID),
+				chromedp.Click(`#notices button`, chromedp.ByQuery),
+				chromedp.WaitVisible(`//*[contains(., "when a batch or list finishes.")]`),
+				chromedp.WaitVisible("#finish-mail", chromedp.ByID),
+				chromedp.Evaluate(`document.getElementById("finish-mail").checked`, &on),
+			)
+			if !on {
+				t.Fatal("the finish mail is off after turning it on")
+			}
+			check("finish-mail")
 
 			// Forgot the password: the mailed link sets a new one.
 			run(t, ctx, "forgot",

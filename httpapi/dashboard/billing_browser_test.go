@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -152,6 +153,7 @@ func TestBuyCreditsInBrowser(t *testing.T) {
 			if js {
 				axeCheck(t, ctx, "billing")
 			}
+			view(t, ctx, js, "billing")
 			run(t, ctx, "open the checkout", chromedp.Click("li.suggested button", chromedp.ByQuery))
 			if !js {
 				// Without JavaScript the buyer follows the link.
@@ -171,6 +173,7 @@ func TestBuyCreditsInBrowser(t *testing.T) {
 			if js {
 				axeCheck(t, ctx, "billing after paying")
 			}
+			view(t, ctx, js, "billing-paid")
 			// Reloading the return page grants nothing more.
 			run(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible("#outcome", chromedp.ByID), chromedp.Text("#balance", &balance, chromedp.ByID))
 			if balance != "1,300" {
@@ -200,4 +203,21 @@ func TestBuyCreditsInBrowser(t *testing.T) {
 			}
 		})
 	}
+}
+
+// view checks a page fits 1280 px and 320 px without scrolling sideways,
+// and saves its screenshots at both widths (with JavaScript) when
+// -update is set.
+func view(t *testing.T, ctx context.Context, js bool, name string) {
+	t.Helper()
+	noSideways(t, ctx, name, 1280)
+	if js {
+		shoot(t, ctx, name)
+	}
+	atWidth(t, ctx, 320, func() {
+		noSideways(t, ctx, name, 320)
+		if js {
+			shoot(t, ctx, "narrow-"+name)
+		}
+	})
 }

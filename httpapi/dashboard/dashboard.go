@@ -25,6 +25,7 @@
 //	GET, POST /reset           fields token, password, keep (the link in the reset mail)
 //	GET       /account
 //	POST      /account/password fields current, password
+//	POST      /account/notices  field finish_mail (on, or absent): a mail when a batch finishes ([Config.Notices])
 //	GET       /                overview
 //	GET, POST /keys            fields name, permissions (one value each)
 //	GET, POST /keys/{id}/revoke
@@ -35,6 +36,7 @@
 //	POST      /bulk/list       a list of any size: multipart name, file (see listtool.go)
 //	GET, POST /bulk/list/{token}, POST /bulk/list/{token}/column, /bulk/list/{token}/cancel
 //	GET       /batches, /batches/{id}, /batches/{id}/results.csv, /batches/{id}/list.csv
+//	GET       /batches/{id}/results.xlsx, /batches/{id}/list.xlsx (the same rows as an .xlsx workbook)
 //	GET, POST /batches/{id}/delete  (a confirmation, then the batch's erasure)
 //	GET       /reference       the API reference, to anyone ([Config.OpenAPI])
 //	GET       /billing         with [Config.Seller]: the packs, purchases and receipts; ?need=N
@@ -204,6 +206,17 @@ type Config struct {
 	// and creates accounts confirmed, their credits granted at once, as
 	// no address can be proven without mail.
 	Mailer mail.Mailer
+	// Notices, when set, offers on the account page a mail when a batch
+	// or list finishes (off until the account turns it on), sent once per
+	// batch by the instances together ([Dashboard.BatchProgress],
+	// [Dashboard.RunNotices]): the backend's Notices. NoticeInterval is
+	// how often an instance looks for notices to mail, NoticeLease how
+	// long one instance holds a notice it claimed before another may;
+	// defaults [DefaultNoticeInterval], [DefaultNoticeLease].
+	Notices        store.Notices
+	NoticeInterval time.Duration
+	NoticeLease    time.Duration
+
 	// BaseURL is the console's public origin for the links in mail, such
 	// as "https://validmail.example.com"; required with a Mailer, so that
 	// no request's Host header chooses where a link points. Without a
@@ -332,6 +345,12 @@ type Config struct {
 	ListMaxDuration          time.Duration
 	ListHealthyRate          int64
 	ListEvictAfter           time.Duration
+	// ListCountRows is the most rows of a list whose groups' sizes
+	// (safe, risky, remove) its batch page counts while it answers,
+	// reading the rows once per instance; a larger list's are counted in
+	// the background, one list at a time per instance, the page saying so
+	// until they are known. Default 100,000.
+	ListCountRows int
 	// ListWaitTTL is how long an uploaded list waits for its
 	// confirmation. Default [DefaultListWaitTTL] (10 minutes).
 	ListWaitTTL time.Duration
@@ -370,6 +389,9 @@ type Dashboard struct {
 	reference *reference
 	// lists bounds the list uploads and says how their lists wait.
 	lists *listTool
+	// notices remembers the batches whose finish notice this instance
+	// added.
+	notices notices
 }
 
 // New returns the console over its storage st, the ledger that grants
@@ -450,6 +472,11 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 		cfg.ClientIP = remoteIP
 	}
 	cfg.HashConcurrency = cmp.Or(cfg.HashConcurrency, 2)
+	cfg.NoticeInterval = cmp.Or(cfg.NoticeInterval, DefaultNoticeInterval)
+	cfg.NoticeLease = cmp.Or(cfg.NoticeLease, DefaultNoticeLease)
+	if cfg.NoticeInterval < 0 || cfg.NoticeLease < time.Second {
+		return nil, fmt.Errorf("dashboard: %w: NoticeInterval must be positive, NoticeLease at least a second", httpapi.ErrConfig)
+	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -467,6 +494,10 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 			pace: uploads.Pace{Window: cfg.ListReadWindow, MinBytes: cfg.ListReadMinBytes, MaxDuration: cfg.ListMaxDuration},
 			ttl:  cfg.ListWaitTTL, waitingPerNetwork: cfg.MaxWaitingListsPerNetwork, now: cfg.Now}),
 	}
+	if cfg.ListCountRows < 0 {
+		return nil, fmt.Errorf("dashboard: %w: ListCountRows must not be negative", httpapi.ErrConfig)
+	}
+	d.lists.sizes.syncRows = cfg.ListCountRows
 	if err := d.parseTemplates(); err != nil {
 		return nil, err
 	}

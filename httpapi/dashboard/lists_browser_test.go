@@ -115,6 +115,15 @@ func TestListToolInBrowser(t *testing.T) {
 			if rows != "11" || unique != "8" || junk != "1" {
 				t.Fatalf("the list's counts: %s rows, %s unique, %s without an address", rows, unique, junk)
 			}
+			// Each group's size beside its downloads, the .xlsx one
+			// included.
+			var safe, remove, xlsx string
+			var hasXLSX bool
+			run(t, ctx, "group sizes", chromedp.Text("#size-safe", &safe, chromedp.ByID), chromedp.Text("#size-remove", &remove, chromedp.ByID),
+				chromedp.AttributeValue(`li.g-safe a.xlsx`, "href", &xlsx, &hasXLSX, chromedp.ByQuery))
+			if safe != "8 rows" || remove != "3 rows" || !hasXLSX || !strings.Contains(xlsx, "/list.xlsx?group=safe") {
+				t.Fatalf("the groups: safe %q, remove %q, .xlsx link %q", safe, remove, xlsx)
+			}
 			var href string
 			var ok bool
 			run(t, ctx, "safe link", chromedp.AttributeValue(`//a[normalize-space()="Safe to send"]`, "href", &href, &ok))

@@ -36,6 +36,7 @@ import (
 //	POST /bulk/list/{token}/column   field column (a number from 1)
 //	POST /bulk/list/{token}/cancel
 //	GET  /batches/{id}/list.csv      ?group=safe|risky|remove; none: all rows; ?dedupe=true: each address once; ?rows=junk: the rows without an address
+//	GET  /batches/{id}/list.xlsx     the same, as an .xlsx workbook (one sheet, "Results")
 //
 // A list waits for its confirmation in the store the deployment shares
 // (a [jobs.ListDraft]: its preview and its spooled rows in chunks), so
@@ -907,6 +908,8 @@ type listGroup struct {
 	Group, Label, Help, URL string
 	// UniqueURL downloads the group with each address once.
 	UniqueURL string
+	// XLSXURL downloads the group as an .xlsx workbook.
+	XLSXURL string
 	// Rows is the group's size in rows, when Sized.
 	Rows  int
 	Sized bool
@@ -922,18 +925,30 @@ func (d *Dashboard) listGroups(ctx context.Context, account string, b jobs.Batch
 		return nil, err
 	}
 	u := d.path("/batches/" + b.ID + "/list.csv")
+	x := d.path("/batches/" + b.ID + "/list.xlsx")
 	return []listGroup{
-		{Group: string(httpapi.GroupSafe), Label: "Safe to send", Help: "Deliverable and likely addresses that are not role accounts.", URL: u + "?group=safe", UniqueURL: u + "?group=safe&dedupe=true"},
-		{Group: string(httpapi.GroupRisky), Label: "Risky", Help: "Catch-all domains, unknown answers and role accounts (info@, sales@).", URL: u + "?group=risky", UniqueURL: u + "?group=risky&dedupe=true"},
-		{Group: string(httpapi.GroupRemove), Label: "Remove", Help: "Undeliverable, disposable, invalid and rows without an address.", URL: u + "?group=remove", UniqueURL: u + "?group=remove&dedupe=true"},
-		{Label: "All rows", Help: "Every row of the file, in its order, with its verdict.", URL: u, UniqueURL: u + "?dedupe=true"},
+		{Group: string(httpapi.GroupSafe), Label: "Safe to send", Help: "Deliverable and likely addresses that are not role accounts.", URL: u + "?group=safe", UniqueURL: u + "?group=safe&dedupe=true", XLSXURL: x + "?group=safe"},
+		{Group: string(httpapi.GroupRisky), Label: "Risky", Help: "Catch-all domains, unknown answers and role accounts (info@, sales@).", URL: u + "?group=risky", UniqueURL: u + "?group=risky&dedupe=true", XLSXURL: x + "?group=risky"},
+		{Group: string(httpapi.GroupRemove), Label: "Remove", Help: "Undeliverable, disposable, invalid and rows without an address.", URL: u + "?group=remove", UniqueURL: u + "?group=remove&dedupe=true", XLSXURL: x + "?group=remove"},
+		{Label: "All rows", Help: "Every row of the file, in its order, with its verdict.", URL: u, UniqueURL: u + "?dedupe=true", XLSXURL: x},
 	}, nil
 }
 
 // listCSV streams a list batch's rows as CSV, the uploaded columns first,
 // as the API's export of the list does; ?group= keeps one group,
-// ?dedupe=true each address's first row, with its count of duplicates.
+// ?dedupe=true each address's first row, with its count of duplicates,
+// ?rows=junk the rows without an address alone.
 func (d *Dashboard) listCSV(w http.ResponseWriter, r *http.Request, a store.Account) {
+	d.listExport(w, r, a, "csv")
+}
+
+// listXLSX is [Dashboard.listCSV] as an .xlsx workbook of one sheet.
+func (d *Dashboard) listXLSX(w http.ResponseWriter, r *http.Request, a store.Account) {
+	d.listExport(w, r, a, "xlsx")
+}
+
+// listExport writes a list batch's rows in format, csv or xlsx.
+func (d *Dashboard) listExport(w http.ResponseWriter, r *http.Request, a store.Account, format string) {
 	ctx := r.Context()
 	group := httpapi.Group(r.URL.Query().Get("group"))
 	switch group {
@@ -957,19 +972,27 @@ func (d *Dashboard) listCSV(w http.ResponseWriter, r *http.Request, a store.Acco
 	}
 	dedupe := r.URL.Query().Get("dedupe") == "true"
 	junk := r.URL.Query().Get("rows") == "junk"
+	name := string(group)
+	if junk {
+		name = "not-addresses"
+	}
+	if dedupe {
+		name = strings.TrimPrefix(name+"-unique", "-")
+	}
+	filter := httpapi.ExportFilter{Group: group, Dedupe: dedupe, NotAddresses: junk}
+	file := downloadName(batchRow{Batch: b}, name)
+	if format == "xlsx" {
+		d.writeXLSX(w, r, strings.TrimSuffix(file, ".csv")+".xlsx", func(start func() httpapi.RecordWriter) error {
+			return httpapi.WriteList(ctx, d.cfg.Queue, info, filter, start)
+		})
+		return
+	}
 	var bw *bufio.Writer
 	var cw *csv.Writer
-	err = httpapi.WriteList(ctx, d.cfg.Queue, info, httpapi.ExportFilter{Group: group, Dedupe: dedupe, NotAddresses: junk}, func() httpapi.RecordWriter {
-		name := string(group)
-		if junk {
-			name = "not-addresses"
-		}
-		if dedupe {
-			name = strings.TrimPrefix(name+"-unique", "-")
-		}
+	err = httpapi.WriteList(ctx, d.cfg.Queue, info, filter, func() httpapi.RecordWriter {
 		h := w.Header()
 		h.Set("Content-Type", "text/csv; charset=utf-8")
-		h.Set("Content-Disposition", `attachment; filename="`+downloadName(batchRow{Batch: b}, name)+`"`)
+		h.Set("Content-Disposition", `attachment; filename="`+file+`"`)
 		h.Set("Cache-Control", "no-store")
 		bw = bufio.NewWriterSize(w, 64<<10)
 		cw = csv.NewWriter(bw)

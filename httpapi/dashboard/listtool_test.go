@@ -264,6 +264,37 @@ func TestListTool(t *testing.T) {
 		if a := other.do("GET", batchURL+"/list.csv?group=safe", nil); a.code != http.StatusNotFound {
 			t.Errorf("another account's download: %d", a.code)
 		}
+		// The same downloads as .xlsx workbooks: the list's and the
+		// results'.
+		if !strings.Contains(page, "list.xlsx?group=safe") || !strings.Contains(page, `id="results-xlsx"`) {
+			t.Errorf("the batch page offers no .xlsx downloads:\n%s", page)
+		}
+		sheet := func(path string) [][]string {
+			t.Helper()
+			a := u.do("GET", batchURL+path, nil)
+			if a.code != http.StatusOK || !strings.Contains(a.hdr.Get("Content-Disposition"), ".xlsx") {
+				t.Fatalf("%s: %d %q", path, a.code, a.hdr.Get("Content-Disposition"))
+			}
+			wb, err := excelize.OpenReader(strings.NewReader(a.body))
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			defer wb.Close()
+			rows, err := wb.GetRows(wb.GetSheetName(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rows
+		}
+		if rows := sheet("/list.xlsx?group=safe"); len(rows) != 9 || strings.Join(rows[0][:4], ",") != "name,Mail,city,status" || names(rows[1:]) != "Ann,Bob,Cid,Dee,Eve,Fay,Ann again,Bob again" {
+			t.Errorf("safe to send as .xlsx: %q", rows)
+		}
+		if rows := sheet("/results.xlsx"); len(rows) != 9 || rows[0][1] != "email" {
+			t.Errorf("the results as .xlsx: %q", rows)
+		}
+		if a := other.do("GET", batchURL+"/list.xlsx", nil); a.code != http.StatusNotFound {
+			t.Errorf("another account's .xlsx download: %d", a.code)
+		}
 	})
 }
 
@@ -521,5 +552,109 @@ func TestListToolXLSX(t *testing.T) {
 	}
 	if a := u.upload("", "broken.xlsx", "not a workbook"); a.code != http.StatusUnprocessableEntity || !strings.Contains(a.body, "The workbook cannot be read") {
 		t.Fatalf("a broken workbook: %d\n%s", a.code, a.body)
+	}
+}
+
+// TestListToolLargeListSizes: the groups of a list beyond ListCountRows
+// are counted in the background: the batch page says so at first, then
+// shows each group's rows, as for a small list.
+func TestListToolLargeListSizes(t *testing.T) {
+	s := startSite(t, nil, func(dc *dashboard.Config, _ string) { dc.BulkLimit = 20; dc.ListCountRows = 5 })
+	u := newUser(t, s.base)
+	u.signup("large-lister@example.com")
+	loc, p := u.preview("", "customers.csv", customers)
+	a := u.do("POST", loc, confirmForm(t, p.body))
+	batchURL := a.hdr.Get("Location")
+	if a.code != http.StatusSeeOther {
+		t.Fatalf("confirm: %d\n%s", a.code, a.body)
+	}
+	var page string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		page = u.do("GET", batchURL, nil).body
+		if strings.Contains(page, `<span id="state">completed</span>`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the list is not validated after 30 s:\n%s", page)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(page, `id="sizes-counting"`) || strings.Contains(page, `id="size-safe"`) {
+		t.Fatalf("the first view of a large list's page:\n%s", page)
+	}
+	for !strings.Contains(page, `id="size-safe"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the groups are not counted after 30 s:\n%s", page)
+		}
+		time.Sleep(20 * time.Millisecond)
+		page = u.do("GET", batchURL, nil).body
+	}
+	for id, want := range map[string]string{"size-safe": "8 rows", "size-risky": "0 rows", "size-remove": "3 rows", "size-all": "11 rows"} {
+		if got := field(t, page, id); got != want {
+			t.Errorf("#%s %q, want %q", id, got, want)
+		}
+	}
+	if strings.Contains(page, `id="sizes-counting"`) {
+		t.Errorf("the page still says the groups are being counted")
+	}
+}
+
+// TestBatchPagePager pages a batch of 150 addresses 100 at a time: the
+// first page says so and links the next, which holds the other 50 and
+// no further link; the status filter keeps to its pages.
+func TestBatchPagePager(t *testing.T) {
+	s := startSite(t, nil)
+	u := newUser(t, s.base)
+	u.signup("pager@example.com")
+	var list strings.Builder
+	for i := range 150 {
+		fmt.Fprintf(&list, "p%03d@good.com\n", i)
+	}
+	a := u.do("POST", "/dashboard/bulk", url.Values{"emails": {list.String()}})
+	batchURL := strings.TrimPrefix(a.hdr.Get("Location"), s.base)
+	if a.code != http.StatusSeeOther {
+		t.Fatalf("bulk: %d %s", a.code, a.body)
+	}
+	var page string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		page = u.do("GET", batchURL, nil).body
+		if strings.Contains(page, `<span id="state">completed</span>`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not validated after 30 s:\n%s", page)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	next := regexp.MustCompile(`<a href="([^"]*\?after=[0-9]+)">Next results</a>`)
+	m := next.FindStringSubmatch(page)
+	if m == nil || strings.Count(page, "@good.com</td>") != 100 || !strings.Contains(page, "150 in all, 100 a page") {
+		t.Fatalf("the first page:\n%s", page)
+	}
+	second := u.do("GET", strings.ReplaceAll(m[1], "&amp;", "&"), nil).body
+	if strings.Count(second, "@good.com</td>") != 50 || next.MatchString(second) || !strings.Contains(second, "p149@good.com") || strings.Contains(second, "p000@good.com") {
+		t.Fatalf("the second page:\n%s", second)
+	}
+	// A batch of exactly a page's results has no next page.
+	list.Reset()
+	for i := range 100 {
+		fmt.Fprintf(&list, "q%03d@good.com\n", i)
+	}
+	a = u.do("POST", "/dashboard/bulk", url.Values{"emails": {list.String()}})
+	exact := strings.TrimPrefix(a.hdr.Get("Location"), s.base)
+	for {
+		page = u.do("GET", exact, nil).body
+		if strings.Contains(page, `<span id="state">completed</span>`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not validated after 30 s:\n%s", page)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if strings.Count(page, "@good.com</td>") != 100 || next.MatchString(page) || !strings.Contains(page, "100 in all, all shown") {
+		t.Fatalf("a batch of exactly 100:\n%s", page)
 	}
 }

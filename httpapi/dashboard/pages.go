@@ -748,6 +748,8 @@ type batchData struct {
 	Groups []listGroup
 	// List counts a list's rows; nil for a batch that is not a list.
 	List *jobs.ListInfo
+	// Counting tells that a large list's groups are being counted.
+	Counting bool
 	// Slow counts the last jobs of an active batch, waiting on domains
 	// that answer slowly: 0 unless few are left.
 	Slow int
@@ -794,7 +796,8 @@ func (d *Dashboard) batchPage(w http.ResponseWriter, r *http.Request, a store.Ac
 	if groups != nil {
 		if info, err := d.cfg.Queue.List(r.Context(), a.ID, b.ID); err == nil {
 			data.List = &info
-			sizes, err := d.lists.sizes.of(r.Context(), d.cfg.Queue, b, info)
+			sizes, counting, err := d.lists.sizes.of(r.Context(), d.cfg.Queue, b, info, d.cfg.Logger)
+			data.Counting = counting
 			if err != nil {
 				d.backendError(w, r, "batch list", err)
 				return
@@ -814,9 +817,13 @@ func (d *Dashboard) batchPage(w http.ResponseWriter, r *http.Request, a store.Ac
 	for _, c := range data.Counts {
 		data.Statuses = append(data.Statuses, c.Status)
 	}
+	// A page holds resultsPerPage results; the next kept result, if
+	// any, says there is a next page (read one past, so that a batch of
+	// exactly a page's results gets no empty next page, and one more
+	// still gets its link).
 	after := r.URL.Query().Get("after")
-	for len(data.Results) < resultsPerPage {
-		js, err := d.cfg.Queue.BatchJobs(r.Context(), jobs.BatchJobsParams{AccountID: a.ID, BatchID: b.ID, Limit: resultsPerPage, After: after})
+	for !data.More {
+		js, err := d.cfg.Queue.BatchJobs(r.Context(), jobs.BatchJobsParams{AccountID: a.ID, BatchID: b.ID, Limit: resultsPerPage + 1, After: after})
 		if err != nil {
 			d.backendError(w, r, "batch results", err)
 			return
@@ -836,7 +843,7 @@ func (d *Dashboard) batchPage(w http.ResponseWriter, r *http.Request, a store.Ac
 			}
 			data.Results = append(data.Results, rr)
 		}
-		if len(js) < resultsPerPage || data.More {
+		if len(js) <= resultsPerPage {
 			break
 		}
 	}
@@ -890,4 +897,44 @@ func (d *Dashboard) batchCSV(w http.ResponseWriter, r *http.Request, a store.Acc
 		after = js[len(js)-1].ID
 	}
 	cw.Flush()
+}
+
+// batchXLSX is [Dashboard.batchCSV] as an .xlsx workbook of one sheet,
+// the columns of the API's batch export.
+func (d *Dashboard) batchXLSX(w http.ResponseWriter, r *http.Request, a store.Account) {
+	b, ok := d.batch(w, r, a)
+	if !ok {
+		return
+	}
+	var f httpapi.ExportFilter
+	if s := r.URL.Query().Get("status"); s != "" {
+		f.Statuses = []emailcheck.Status{emailcheck.Status(s)}
+	}
+	d.writeXLSX(w, r, "batch-"+b.ID+".xlsx", func(start func() httpapi.RecordWriter) error {
+		return httpapi.WriteBatch(r.Context(), d.cfg.Queue, a.ID, b.ID, f, start)
+	})
+}
+
+// writeXLSX sends the records write gives as an .xlsx workbook named
+// file. The workbook is made whole before its first byte is sent (its
+// rows spill to a temporary file past a few thousand), so that a store
+// failure is a page saying so rather than a truncated file.
+func (d *Dashboard) writeXLSX(w http.ResponseWriter, r *http.Request, file string, write func(start func() httpapi.RecordWriter) error) {
+	sw, err := httpapi.NewSheetWriter("Results")
+	if err != nil {
+		d.backendError(w, r, "xlsx export", err)
+		return
+	}
+	defer sw.Close()
+	if err := write(func() httpapi.RecordWriter { return sw }); err != nil {
+		d.backendError(w, r, "xlsx export", err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", httpapi.XLSXContentType)
+	h.Set("Content-Disposition", `attachment; filename="`+file+`"`)
+	h.Set("Cache-Control", "no-store")
+	if _, err := sw.WriteTo(w); err != nil {
+		d.cfg.Logger.ErrorContext(r.Context(), "dashboard: xlsx export", "err", err)
+	}
 }

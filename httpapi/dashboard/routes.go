@@ -88,6 +88,7 @@ func (d *Dashboard) routeTable() []Route {
 		in("POST", "/confirm/resend", d.resendConfirmation),
 
 		conf("POST", "/account/password", d.changePassword),
+		conf("POST", "/account/notices", d.saveNotices),
 		conf("GET", "/keys", d.keysPage),
 		conf("POST", "/keys", d.createKey),
 		conf("GET", "/keys/{id}/revoke", d.revokePage),
@@ -110,6 +111,8 @@ func (d *Dashboard) routeTable() []Route {
 		conf("GET", "/batches/{id}/progress", d.batchProgress),
 		conf("GET", "/batches/{id}/results.csv", d.batchCSV),
 		conf("GET", "/batches/{id}/list.csv", d.listCSV),
+		conf("GET", "/batches/{id}/results.xlsx", d.batchXLSX),
+		conf("GET", "/batches/{id}/list.xlsx", d.listXLSX),
 		conf("GET", "/batches/{id}/delete", d.deleteBatchPage),
 		conf("POST", "/batches/{id}/delete", d.deleteBatch),
 	}

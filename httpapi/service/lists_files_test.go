@@ -509,3 +509,61 @@ func TestListXLSX(t *testing.T) {
 		})
 	}
 }
+
+// TestListJunkRows downloads a list's rows that are not addresses through
+// the API, as CSV and as .xlsx, on every backend: the uploaded columns
+// and the verdict INVALID_FORMAT, the addresses left out; a batch of
+// addresses has none to give (400), and the parameter is checked.
+func TestListJunkRows(t *testing.T) {
+	const list = "name,email\r\nAnn,ann@example.org\r\nNobody,not an address\r\nBob,bob@example.org\r\nBlank,\r\n"
+	for _, tg := range listTargets() {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			s := serve(t, tg, 100)
+			id := s.upload("/api/v1/lists", "text/csv", strings.NewReader(list))
+			s.wait(id)
+			code, b := s.do("GET", "/api/v1/batches/"+id+"/results?format=csv&rows=junk", "", nil)
+			recs := csvOf(t, b)
+			status := slices.Index(recs[0], "status")
+			if code != http.StatusOK || len(recs) != 3 || strings.Join(recs[0][:2], ",") != "name,email" || status < 0 {
+				t.Fatalf("the rows without an address: %d %q", code, recs)
+			}
+			for _, r := range recs[1:] {
+				if r[0] != "Nobody" && r[0] != "Blank" || r[status] != string(emailcheck.StatusInvalidFormat) {
+					t.Errorf("row %q", r)
+				}
+			}
+			code, b = s.do("GET", "/api/v1/batches/"+id+"/results?format=xlsx&rows=junk", "", nil)
+			if code != http.StatusOK {
+				t.Fatalf("the rows without an address as .xlsx: %d %s", code, b)
+			}
+			wb, err := excelize.OpenReader(bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer wb.Close()
+			rows, err := wb.GetRows(wb.GetSheetName(0))
+			if err != nil || len(rows) != 3 || rows[1][0] != "Nobody" || rows[2][0] != "Blank" {
+				t.Fatalf("the .xlsx rows: %q, %v", rows, err)
+			}
+			for _, q := range []string{"?rows=junk", "?format=jsonl&rows=junk", "?format=csv&rows=junk&group=remove", "?format=csv&rows=junk&status=LIKELY", "?format=csv&rows=all"} {
+				if code, b := s.do("GET", "/api/v1/batches/"+id+"/results"+q, "", nil); code != http.StatusBadRequest || !strings.Contains(string(b), "invalid_body") {
+					t.Errorf("%s: %d %s", q, code, b)
+				}
+			}
+			code, b = s.do("POST", "/validate/async", "application/json", strings.NewReader(`{"emails":["ann@example.org"]}`))
+			var bt struct {
+				BatchID string `json:"batch_id"`
+			}
+			if json.Unmarshal(b, &bt); code != http.StatusAccepted {
+				t.Fatalf("POST /validate/async: %d %s", code, b)
+			}
+			if code, b := s.do("GET", "/api/v1/batches/"+bt.BatchID+"/results?format=csv&rows=junk", "", nil); code != http.StatusBadRequest {
+				t.Errorf("a batch's rows without an address: %d %s", code, b)
+			}
+			if code, b := s.do("GET", "/api/v1/batches/999999/results?format=csv&rows=junk", "", nil); code != http.StatusNotFound {
+				t.Errorf("an unknown batch's rows without an address: %d %s", code, b)
+			}
+		})
+	}
+}

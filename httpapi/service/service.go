@@ -161,8 +161,10 @@ type Config struct {
 	// Dashboard, when set, serves the customer's console at its Prefix
 	// (default /dashboard/), the public demo at /demo, and redirects / to
 	// the console. Its domain objects (accounts, passwords, sessions,
-	// tokens, ledger, queue, validator, webhook parts) and Logger are set
-	// by the service from the backend; ClientIP, Limiter (the backend's
+	// tokens, ledger, queue, validator, webhook parts, the finish mail's
+	// notices) and Logger are set by the service from the backend, and
+	// every instance's workers add the notices of finished batches and
+	// its Run mails them ([dashboard.Dashboard.RunNotices]); ClientIP, Limiter (the backend's
 	// shared one) and WebhookTestLimit default to the API's; the host sets
 	// Mailer and BaseURL. The backend must keep passwords, sessions and
 	// tokens.
@@ -338,6 +340,9 @@ func (s *Service) build() error {
 					s.logger.WarnContext(ctx, "usage count", "job", j.ID, "err", err)
 				}
 			}
+			if s.dash != nil {
+				s.dash.BatchProgress(ctx, j)
+			}
 			if hostHook != nil {
 				hostHook(ctx, j)
 			}
@@ -448,6 +453,9 @@ func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error 
 	dc.Endpoints, dc.Outbox, dc.Sender = b.Endpoints, b.Outbox, s.disp
 	dc.EndpointChanged = s.events.Forget
 	dc.Logger = s.logger
+	if dc.Notices == nil {
+		dc.Notices = b.Notices
+	}
 	if s.seller != nil && dc.Seller == nil && s.cfg.PublicURL != "" {
 		dc.Seller = s.seller
 		dc.CheckoutReturnURL = strings.TrimSuffix(s.cfg.PublicURL, "/") + strings.TrimSuffix(cmp.Or(dc.Prefix, dashboard.DefaultPrefix), "/") + "/billing"
@@ -671,6 +679,18 @@ func (s *Service) run(ctx context.Context, srv *http.Server, ln net.Listener) (r
 	} else {
 		close(usageDone)
 	}
+	// The mail of finished batches, on the dispatcher's schedule: it
+	// stops with it, and a notice it holds then is claimed again by
+	// another instance once its lease ends.
+	noticesDone := make(chan struct{})
+	if s.dash != nil {
+		go func() {
+			defer close(noticesDone)
+			s.dash.RunNotices(dispCtx)
+		}()
+	} else {
+		close(noticesDone)
+	}
 	serveErr := make(chan error, 1)
 	if srv != nil {
 		go func() { serveErr <- srv.Serve(ln) }()
@@ -718,6 +738,7 @@ func (s *Service) run(ctx context.Context, srv *http.Server, ln net.Listener) (r
 		s.logger.Warn("webhook dispatcher still delivering at the deadline; its leases will expire and be retried")
 		runErr = errors.Join(runErr, errors.New("service: webhook dispatcher did not stop in time"))
 	}
+	<-noticesDone
 	// 3. The usage counts of the last requests and jobs are written.
 	stopUsage()
 	<-usageDone

@@ -137,7 +137,9 @@ type records interface {
 	encoding() string
 }
 
-// readRecords spools the records of rr.
+// readRecords spools the records of rr: it finds the address column in
+// the first rows, writes every row to a new spool file, then names the
+// columns.
 func readRecords(ctx context.Context, rr records, opts Options) (*Spool, error) {
 	first, err := rr.next()
 	if errors.Is(err, io.EOF) {
@@ -147,32 +149,77 @@ func readRecords(ctx context.Context, rr records, opts Options) (*Spool, error) 
 		return nil, err
 	}
 	first = slices.Clone(first)
-	var second []string
-	firstLine := rr.lineNo()
 	sp := &Spool{}
-	sp.Column, sp.HasHeader = -1, false
+	second, err := sp.findColumn(rr, first, opts)
+	if err != nil {
+		return nil, err
+	}
+	w, err := newSpoolWriter(sp, rr, opts)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			sp.Close()
+		}
+	}()
+	if err := w.writeRows(ctx, first, second); err != nil {
+		return nil, err
+	}
+	if sp.Rows == 0 {
+		return nil, &ParseError{Err: ErrNoRows}
+	}
+	if err := w.bw.Flush(); err != nil {
+		return nil, fmt.Errorf("lists: spool: %w", err)
+	}
+	sp.nameColumns(w.width)
+	sp.Size, _ = sp.f.Seek(0, io.SeekCurrent)
+	sp.Encoding = rr.encoding()
+	ok = true
+	return sp, nil
+}
+
+// findColumn sets the spool's address column and whether first is a
+// header: the column opts names, else one found in first or, after a
+// header of unknown names, in the next record, which it then returns
+// (nil when it read none).
+func (sp *Spool) findColumn(rr records, first []string, opts Options) (second []string, err error) {
 	if opts.Column != "" {
 		sp.Column, sp.HasHeader, err = namedColumn(first, opts)
-		if err != nil {
+		return nil, err
+	}
+	firstLine := rr.lineNo()
+	sp.Column, sp.HasHeader = detectColumn(first, opts)
+	if sp.Column < 0 && !opts.Text {
+		// A header of unknown names: the second row tells the column.
+		second, err = rr.next()
+		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, err
 		}
-	} else {
-		sp.Column, sp.HasHeader = detectColumn(first, opts)
-		if sp.Column < 0 && !opts.Text {
-			// A header of unknown names: the second row tells the column.
-			second, err = rr.next()
-			if err != nil && !errors.Is(err, io.EOF) {
-				return nil, err
-			}
-			second = slices.Clone(second)
-			if c, _ := detectColumn(second, opts); c >= 0 && len(second) > 0 {
-				sp.Column, sp.HasHeader = c, true
-			}
-		}
-		if sp.Column < 0 {
-			return nil, &ParseError{Line: firstLine, Err: ErrNoColumn}
+		second = slices.Clone(second)
+		if c, _ := detectColumn(second, opts); c >= 0 && len(second) > 0 {
+			sp.Column, sp.HasHeader = c, true
 		}
 	}
+	if sp.Column < 0 {
+		return nil, &ParseError{Line: firstLine, Err: ErrNoColumn}
+	}
+	return second, nil
+}
+
+// spoolWriter writes a list's rows to its spool file, counting them.
+type spoolWriter struct {
+	sp    *Spool
+	rr    records
+	opts  Options
+	bw    *bufio.Writer
+	buf   []byte
+	width int // the most fields of a record so far
+}
+
+// newSpoolWriter creates the spool's file, unlinked at once.
+func newSpoolWriter(sp *Spool, rr records, opts Options) (*spoolWriter, error) {
 	f, err := os.CreateTemp(opts.TempDir, "validmail-list-*")
 	if err != nil {
 		return nil, fmt.Errorf("lists: spool: %w", err)
@@ -185,67 +232,67 @@ func readRecords(ctx context.Context, rr records, opts Options) (*Spool, error) 
 	if os.Remove(f.Name()) != nil {
 		sp.name = f.Name()
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			sp.Close()
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 64<<10)
-	var buf []byte
-	add := func(rec []string) error {
-		if sp.Rows == opts.MaxRows {
-			return &ParseError{Line: rr.lineNo(), Err: fmt.Errorf("%w: more than %d", ErrTooManyRows, opts.MaxRows)}
-		}
-		sp.Rows++
-		valid := isAddress(cellAt(rec, sp.Column), opts.Syntax)
-		if valid {
-			sp.Addresses++
-		} else {
-			sp.InvalidRows++
-		}
-		buf = encodeRow(buf[:0], valid, rec)
-		_, err := bw.Write(buf)
+	return &spoolWriter{sp: sp, rr: rr, opts: opts, bw: bufio.NewWriterSize(f, 64<<10)}, nil
+}
+
+// writeRows writes first (unless it is the header), second (when the
+// column search read it) and every record left in the reader.
+func (w *spoolWriter) writeRows(ctx context.Context, first, second []string) error {
+	if w.sp.HasHeader {
+		w.sp.Header = first
+	} else if err := w.add(first); err != nil {
 		return err
 	}
-	if sp.HasHeader {
-		sp.Header = first
-	} else if err := add(first); err != nil {
-		return nil, err
-	}
+	w.width = len(first)
 	if second != nil {
-		if err := add(second); err != nil {
-			return nil, err
+		if err := w.add(second); err != nil {
+			return err
 		}
-	}
-	width := len(first)
-	if second != nil {
-		width = max(width, len(second))
 	}
 	for i := 0; ; i++ {
 		if i%4096 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
-		rec, err := rr.next()
+		rec, err := w.rr.next()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		width = max(width, len(rec))
-		if err := add(rec); err != nil {
-			return nil, err
+		if err := w.add(rec); err != nil {
+			return err
 		}
 	}
-	if sp.Rows == 0 {
-		return nil, &ParseError{Err: ErrNoRows}
+}
+
+// add writes one data row, refusing one past opts.MaxRows.
+func (w *spoolWriter) add(rec []string) error {
+	sp := w.sp
+	if sp.Rows == w.opts.MaxRows {
+		return &ParseError{Line: w.rr.lineNo(), Err: fmt.Errorf("%w: more than %d", ErrTooManyRows, w.opts.MaxRows)}
 	}
-	if err := bw.Flush(); err != nil {
-		return nil, fmt.Errorf("lists: spool: %w", err)
+	w.width = max(w.width, len(rec))
+	sp.Rows++
+	valid := isAddress(cellAt(rec, sp.Column), w.opts.Syntax)
+	if valid {
+		sp.Addresses++
+	} else {
+		sp.InvalidRows++
 	}
+	w.buf = encodeRow(w.buf[:0], valid, rec)
+	_, err := w.bw.Write(w.buf)
+	return err
+}
+
+// nameColumns completes the header: "email" (one column) or "column_N"
+// names for a file without one, and "column_N" for rows longer than the
+// header or an address column past it, so that every row's fields have a
+// name and the results' columns stay aligned.
+func (sp *Spool) nameColumns(width int) {
+	n := max(width, sp.Column+1)
 	if sp.Header == nil {
-		sp.Header = make([]string, max(width, sp.Column+1))
+		sp.Header = make([]string, n)
 		for i := range sp.Header {
 			sp.Header[i] = "column_" + strconv.Itoa(i+1)
 		}
@@ -253,16 +300,9 @@ func readRecords(ctx context.Context, rr records, opts Options) (*Spool, error) 
 			sp.Header[0] = "email"
 		}
 	}
-	// Rows longer than the header, or an address column past it, get
-	// columns named after their place, so that every row's fields have a
-	// name and the results' columns stay aligned.
-	for i := len(sp.Header); i < max(width, sp.Column+1); i++ {
+	for i := len(sp.Header); i < n; i++ {
 		sp.Header = append(sp.Header, "column_"+strconv.Itoa(i+1))
 	}
-	sp.Size, _ = f.Seek(0, io.SeekCurrent)
-	sp.Encoding = rr.encoding()
-	ok = true
-	return sp, nil
 }
 
 // namedColumn finds the column opts.Column names in the first record.

@@ -81,6 +81,10 @@ type Backend struct {
 	// Billing records the checkouts the service opens to sell credits;
 	// nil means the backend keeps none (the service then sells nothing).
 	Billing billing.Store
+	// Notices keeps each account's choice of a mail when a batch
+	// finishes, and the notices to mail; nil means the backend keeps
+	// none (the console then offers no such mail).
+	Notices store.Notices
 
 	mu      sync.Mutex
 	closers []func() error

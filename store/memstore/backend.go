@@ -25,5 +25,6 @@ func (s *Store) Backend() *backend.Backend {
 		Tokens:    s,
 		Usage:     s,
 		Billing:   s,
+		Notices:   s,
 	}
 }

@@ -39,6 +39,7 @@ func (s *Store) Backend() *backend.Backend {
 		Tokens:    s,
 		Usage:     s,
 		Billing:   s,
+		Notices:   s,
 	}
 }
 

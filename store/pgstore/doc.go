@@ -29,6 +29,11 @@
 //     SHA-256, used once by a DELETE ... RETURNING ([Store.TakeToken]); an
 //     unconfirmed account holds its signup grant in a column that
 //     [Store.ConfirmAccount] clears in the transaction writing the grant.
+//   - Finish notices (migration 022): an account's choice is a column of
+//     its row; a batch's notice a row of batch_notices keyed by the batch,
+//     claimed by one UPDATE over the due rows taken FOR UPDATE SKIP LOCKED
+//     ([Store.ClaimNotices]), settled by a compare-and-set on its claim's
+//     token ([Store.DoneNotice], [Store.DelayNotice]).
 //   - Jobs: ids come from a bigserial. A batch is one INSERT over unnest
 //     ([Store.Enqueue]); leasing is UPDATE ... WHERE id IN (SELECT ... FOR
 //     UPDATE SKIP LOCKED) ([Store.Lease], [Store.RescueExpired]); lease

@@ -82,6 +82,12 @@
 //   - tok:HASH: a mailed single-use token under its SHA-256 (purpose,
 //     account, expiry), expiring with it; an account's "held" field is the
 //     signup grant its email's confirmation will write
+//   - notice:BATCH: a batch's finish notice (account, claim token,
+//     attempts, done), expiring store.NoticeKeep after it is done;
+//     notices: the pending ones' batch ids by due time (a claim's lease's
+//     end while claimed); an account's "finishmail" field is its choice
+//     ([Store.ClaimNotices]: the due ids read, then each claimed by a
+//     script that checks it is still due)
 //
 // API key secrets, session tokens and mailed tokens are never stored:
 // only their SHA-256 hash (and a key's display prefix) are.

@@ -33,7 +33,7 @@ type Harness struct {
 }
 
 // RunBackend runs every conformance suite against backends from h:
-// Credits, Jobs, Webhooks, Billing, Accounts and RateLimits (ratelimittest, on the
+// Credits, Jobs, Webhooks, Billing, Notices, Accounts and RateLimits (ratelimittest, on the
 // backend's Limiter), and Crash when h.Durable is set.
 // Inside a child process of a crash test it runs that child's work and
 // nothing else.
@@ -75,6 +75,7 @@ func RunBackend(t *testing.T, h Harness) {
 		webhooktest.Run(t, func(tb testing.TB) webhooktest.Backend { return Webhooks(tb, h.New(tb)) })
 	})
 	t.Run("Billing", func(t *testing.T) { runBilling(t, h) })
+	t.Run("Notices", func(t *testing.T) { runNotices(t, h) })
 	t.Run("Accounts", func(t *testing.T) { Run(t, h.New) })
 	t.Run("RateLimits", func(t *testing.T) { runLimiter(t, h) })
 	if h.Durable != nil {
