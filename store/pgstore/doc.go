@@ -29,7 +29,7 @@
 //     SHA-256, used once by a DELETE ... RETURNING ([Store.TakeToken]); an
 //     unconfirmed account holds its signup grant in a column that
 //     [Store.ConfirmAccount] clears in the transaction writing the grant.
-//   - Finish notices (migration 022): an account's choice is a column of
+//   - Finish notices (migration 029): an account's choice is a column of
 //     its row; a batch's notice a row of batch_notices keyed by the batch,
 //     claimed by one UPDATE over the due rows taken FOR UPDATE SKIP LOCKED
 //     ([Store.ClaimNotices]), settled by a compare-and-set on its claim's
