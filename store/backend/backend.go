@@ -80,6 +80,13 @@ type Backend struct {
 	// Billing records the checkouts the service opens to sell credits;
 	// nil means the backend keeps none (the service then sells nothing).
 	Billing billing.Store
+	// Team keeps the members each account's owner invited and their
+	// invitations; nil means the backend keeps none (the console then
+	// has no team page, and only owners sign in).
+	Team store.Team
+	// Audit keeps each account's audit log; nil means the backend keeps
+	// none.
+	Audit store.AuditLog
 
 	mu      sync.Mutex
 	closers []func() error

@@ -25,5 +25,7 @@ func (s *Store) Backend() *backend.Backend {
 		Tokens:    s,
 		Usage:     s,
 		Billing:   s,
+		Team:      s,
+		Audit:     s,
 	}
 }

@@ -42,6 +42,7 @@ type Store struct {
 	passwords     map[string]string         // account id → password hash
 	usage         map[string]map[string]int // "account month" → status → count
 	console       consoleState              // confirmations and mailed tokens
+	team          teamState                 // members, invitations, audit logs
 
 	// credits
 	balances map[string]int64

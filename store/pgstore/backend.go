@@ -39,6 +39,8 @@ func (s *Store) Backend() *backend.Backend {
 		Tokens:    s,
 		Usage:     s,
 		Billing:   s,
+		Team:      s,
+		Audit:     s,
 	}
 }
 

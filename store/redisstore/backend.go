@@ -38,6 +38,8 @@ func (s *Store) Backend() *backend.Backend {
 		Tokens:    s,
 		Usage:     s,
 		Billing:   s,
+		Team:      s,
+		Audit:     s,
 		Health:    s,
 	}
 }
