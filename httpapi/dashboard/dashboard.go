@@ -339,6 +339,15 @@ type Config struct {
 	// waiting for their confirmation: a new one drops the network's
 	// oldest. Default [DefaultMaxWaitingListsPerNetwork].
 	MaxWaitingListsPerNetwork int
+	// Team, when set, lets an account's owner invite admins and members
+	// by mail, each signing in with a password of their own (GET /team,
+	// GET /join); without it only owners sign in. The backend's Team
+	// (store/backend) is one.
+	Team store.Team
+	// Audit, when set, records who created or revoked keys, changed the
+	// webhook, bought credits and changed the team, shown to owners and
+	// admins on GET /audit. The backend's Audit is one.
+	Audit store.AuditLog
 	// Logger receives the dashboard's records. Default: discard.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.

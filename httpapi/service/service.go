@@ -452,6 +452,12 @@ func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error 
 		dc.Seller = s.seller
 		dc.CheckoutReturnURL = strings.TrimSuffix(s.cfg.PublicURL, "/") + strings.TrimSuffix(cmp.Or(dc.Prefix, dashboard.DefaultPrefix), "/") + "/billing"
 	}
+	if dc.Team == nil {
+		dc.Team = b.Team
+	}
+	if dc.Audit == nil {
+		dc.Audit = b.Audit
+	}
 	if dc.Plans == nil {
 		dc.Plans = api.Plans
 	}
