@@ -149,14 +149,24 @@ func TestTeamRoles(t *testing.T) {
 			if a := member.do("GET", "/dashboard/batches", nil); a.code != http.StatusOK {
 				t.Errorf("member GET /batches: %d", a.code)
 			}
-			if a := admin.do("POST", "/dashboard/keys", url.Values{"name": {"admin's key"}, "permissions": {"validate"}}); a.code != http.StatusCreated {
-				t.Errorf("admin creates a key: %d", a.code)
+			secret := admin.createKey("admin's key", "validate", "keys")
+			// A key made through the API is recorded with the key that made it.
+			req, _ := http.NewRequest("POST", s.base+"/api/v1/keys", strings.NewReader(`{"name":"made by a key","permissions":["validate"]}`))
+			req.Header.Set("x-api-key", secret)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("POST /api/v1/keys: %d", resp.StatusCode)
 			}
 			if a := admin.do("GET", "/dashboard/team", nil); a.code != http.StatusForbidden {
 				t.Errorf("admin GET /team: %d, want 403", a.code)
 			}
 			log := admin.do("GET", "/dashboard/audit", nil)
-			for _, want := range []string{"admin " + adminEmail, "key.created", "admin&#39;s key", "member.invited", memberEmail + " as member", "owner " + ownerEmail, "member.joined"} {
+			for _, want := range []string{"key " + store.DisplayPrefix(secret), "made by a key", "admin " + adminEmail, "key.created", "admin&#39;s key", "member.invited", memberEmail + " as member", "owner " + ownerEmail, "member.joined"} {
 				if !strings.Contains(log.body, want) {
 					t.Errorf("the audit log lacks %q:\n%s", want, log.body)
 				}

@@ -356,6 +356,9 @@ func (s *Service) build() error {
 		return err
 	}
 	acfg.Usage = s.usage
+	if acfg.Audit == nil {
+		acfg.Audit = b.Audit
+	}
 	acfg.Logger = s.logger
 	acfg.Registerer = cfg.Registerer
 	acfg.Webhooks = b.Endpoints
