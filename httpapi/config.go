@@ -60,6 +60,11 @@ type Config struct {
 	// Usage, when set, counts GET /validate results by account, month and
 	// status, and GET /api/v1/account reports the month's counts.
 	Usage store.Usage
+	// Audit, when set, records in the account's audit log the keys
+	// created and revoked and the webhook changes made through the API,
+	// each by "key PREFIX" (the calling key's prefix). The backend's Audit
+	// (store/backend) is one.
+	Audit store.AuditLog
 
 	// Logger receives one access record per request (request id, account,
 	// route, status, duration; never the API key) at debug level, at error

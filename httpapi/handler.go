@@ -49,6 +49,7 @@ type Handler struct {
 	accounts store.Accounts
 	usage    store.Usage
 	logger   *slog.Logger
+	audit    store.AuditLog
 	limiter  ratelimit.Limiter
 	keys     *keyCache // nil: every request asks accounts
 	buffers  sync.Pool // *bytes.Buffer for writeJSON
@@ -128,6 +129,7 @@ func NewHandler(v jobs.Validator, ledger *credits.Ledger, queue *jobs.Queue, acc
 		queue:    queue,
 		accounts: accounts,
 		usage:    cfg.Usage,
+		audit:    cfg.Audit,
 		logger:   cfg.Logger,
 		limiter:  cfg.RateLimiter,
 		limit:    cfg.RateLimit,

@@ -125,6 +125,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, c *call) {
 		h.backendError(w, c, "create key", err)
 		return
 	}
+	h.addAudit(r.Context(), c, "key.created", auditKey(k))
 	h.writeJSON(w, c, http.StatusCreated, createdKeyResponse{keyView: viewKey(k), Key: secret, RequestID: c.id})
 }
 
@@ -197,6 +198,7 @@ func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, c *call) {
 		h.backendError(w, c, "revoke key", err)
 		return
 	}
+	h.addAudit(ctx, c, "key.revoked", id)
 	if h.keys != nil {
 		h.keys.forget(id)
 	}

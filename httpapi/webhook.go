@@ -269,6 +269,11 @@ func (h *Handler) putWebhook(w http.ResponseWriter, r *http.Request, c *call) {
 		h.backendError(w, c, "put webhook", err)
 		return
 	}
+	if created {
+		h.addAudit(ctx, c, "webhook.created", ep.URL)
+	} else {
+		h.addAudit(ctx, c, "webhook.changed", ep.URL)
+	}
 	defer h.hooks.forget(account)
 	resp := webhookResponse{RequestID: c.id}
 	status := http.StatusOK
@@ -293,6 +298,7 @@ func (h *Handler) putWebhook(w http.ResponseWriter, r *http.Request, c *call) {
 			h.backendError(w, c, "rotate webhook secret", err)
 			return
 		}
+		h.addAudit(ctx, c, "webhook.secret_rotated", ep.URL)
 		resp.Secret = ep.Secret
 	}
 	resp.webhookView = viewWebhook(ep, h.now())
@@ -317,6 +323,7 @@ func (h *Handler) deleteWebhook(w http.ResponseWriter, r *http.Request, c *call)
 		h.backendError(w, c, "delete webhook", err)
 		return
 	}
+	h.addAudit(ctx, c, "webhook.deleted", ep.URL)
 	h.hooks.forget(account)
 	h.writeJSON(w, c, http.StatusOK, webhookResponse{webhookView: viewWebhook(ep, h.now()), RequestID: c.id})
 }

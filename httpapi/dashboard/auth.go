@@ -45,6 +45,11 @@ type page struct {
 	DemoPath, OpenAPIPath, ReferencePath string
 	// Billing shows the "Buy credits" entry: the console sells credits.
 	Billing bool
+	// Role is the signed-in person's role in the account's team (owner,
+	// admin, member), which chooses the navigation's entries; Team and
+	// Audit say whether the console keeps teams and an audit log.
+	Role        string
+	Team, Audit bool
 }
 
 func (d *Dashboard) parseTemplates() error {
@@ -108,6 +113,11 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, n
 	if a, ok := r.Context().Value(accountKey{}).(store.Account); ok {
 		p.Unconfirmed = a.Unconfirmed
 	}
+	v := viewerOf(r.Context())
+	p.Role = string(v.Role)
+	if v.Member.ID != "" {
+		p.Email = v.Member.Email
+	}
 	if p.Email == "" {
 		if id := d.sessions.GetString(r.Context(), sessAccount); id != "" {
 			if a, err := d.cfg.Accounts.GetAccount(r.Context(), id); err == nil {
@@ -126,6 +136,7 @@ func (d *Dashboard) renderPage(w http.ResponseWriter, r *http.Request, status in
 	t := d.pages[name]
 	p.Prefix, p.DemoPath, p.OpenAPIPath = d.cfg.Prefix, d.cfg.DemoPath, d.cfg.OpenAPIPath
 	p.Billing = d.cfg.Seller != nil
+	p.Team, p.Audit = d.cfg.Team != nil, d.cfg.Audit != nil
 	if d.reference != nil {
 		p.ReferencePath = d.path("/reference")
 	}
@@ -195,7 +206,22 @@ func (d *Dashboard) authed(h func(w http.ResponseWriter, r *http.Request, a stor
 			d.backendError(w, r, "get account", err)
 			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), accountKey{}, a)), a)
+		v, ok, err := d.signedInMember(r.Context(), a)
+		if err != nil {
+			d.backendError(w, r, "get member", err)
+			return
+		}
+		if !ok {
+			// A removed member: signed out.
+			if err := d.sessions.Destroy(r.Context()); err != nil {
+				d.backendError(w, r, "sign out", err)
+				return
+			}
+			http.Redirect(w, r, d.path("/login"), http.StatusSeeOther)
+			return
+		}
+		ctx := context.WithValue(context.WithValue(r.Context(), accountKey{}, a), viewerKey{}, v)
+		h(w, r.WithContext(ctx), a)
 	}
 }
 
@@ -341,7 +367,12 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		id = uuid.NewString()
 	}
 	hash := ""
-	if err == nil || errors.Is(err, store.ErrNotFound) {
+	var member store.Member
+	if errors.Is(err, store.ErrNotFound) && d.cfg.Team != nil {
+		// A member signs in with their own email and password.
+		member, a, hash, err = d.memberLogin(ctx, email)
+	}
+	if hash == "" && (err == nil || errors.Is(err, store.ErrNotFound)) {
 		hash, err = d.cfg.Passwords.PasswordHash(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
 			err = nil
@@ -365,7 +396,9 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		d.cfg.Logger.ErrorContext(ctx, "dashboard: a stored password hash cannot be read", "account_id", a.ID, "err", err)
 	}
 	if verdict == signinByMail {
-		d.signinByMail(w, r, form, a, ok && a.ID != "")
+		// The mailed link signs in the account's owner: a member waits
+		// for the window instead.
+		d.signinByMail(w, r, form, a, ok && a.ID != "" && member.ID == "")
 		return
 	}
 	if !ok || a.ID == "" {
@@ -378,6 +411,15 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.sessions.Put(ctx, sessAccount, a.ID)
+	if member.ID != "" {
+		d.sessions.Put(ctx, sessMember, member.ID)
+		as := a
+		as.Email = member.Email
+		d.rememberDevice(w, r, as)
+		d.rememberNetwork(ctx, r, as)
+		http.Redirect(w, r, cmpOr(form.Next, d.path("/")), http.StatusSeeOther)
+		return
+	}
 	d.rememberDevice(w, r, a)
 	d.rememberNetwork(ctx, r, a)
 	if !a.Unconfirmed {
@@ -398,11 +440,12 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 // welcome creates the account's first key and shows it, once.
 func (d *Dashboard) welcome(w http.ResponseWriter, r *http.Request, a store.Account) {
 	ctx := r.Context()
-	_, secret, err := d.cfg.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: a.ID, Name: "First key"})
+	k, secret, err := d.cfg.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: a.ID, Name: "First key"})
 	if err != nil {
 		d.backendError(w, r, "create key", err)
 		return
 	}
+	d.audit(ctx, a, "key.created", keyDetail(k))
 	bal, _ := d.cfg.Ledger.Balance(ctx, a.ID)
 	w.Header().Set("Cache-Control", "no-store")
 	base := "https://" + r.Host

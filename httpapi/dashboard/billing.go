@@ -172,6 +172,7 @@ func (d *Dashboard) openCheckout(w http.ResponseWriter, r *http.Request, a store
 		d.fail(w, r, http.StatusServiceUnavailable, "The payment page could not be opened just now. Nothing was charged; try again in a moment.")
 		return
 	}
+	d.audit(r.Context(), a, "credits.checkout_created", fmt.Sprintf("%d credits for %s", s.Pack.Credits, formatPrice(s.Pack.Price, s.Pack.Currency)))
 	// A page with the link, followed at once by the script: the console's
 	// CSP keeps forms to its own origin, links go anywhere.
 	w.Header().Set("Cache-Control", "no-store")

@@ -43,6 +43,11 @@
 //	                           suggests a pack, ?checkout=ID (back from paying) grants a paid one
 //	POST      /billing/checkout field credits: opens a checkout, then a link to its payment page
 //	GET       /billing/receipts/{id} a redirect to a purchase's receipt
+//	GET       /team            with [Config.Team]: the owner's team, an invitation form
+//	POST      /team/invite     fields email, role (admin or member): mails a single-use link (72 h)
+//	POST      /team/{id}/remove
+//	GET, POST /join            fields token (the mailed invitation), password
+//	GET       /audit           with [Config.Audit]: the account's audit log, newest first; ?page=N
 //
 // and [Dashboard.Demo] serves GET /demo?email= (HTML, or for Accept:
 // application/json the answer of GET /validate: the result with its
@@ -103,6 +108,17 @@
 // their SHA-256 ([store.Tokens], [store.SessionStore]); a session is
 // written only at sign-in, never for an anonymous request. Without a
 // Mailer, mail goes to the log and accounts start confirmed.
+//
+// Teams (team.go): an account's login is its owner, who invites admins
+// and members by mail ([Config.Team]); each signs in with an email and
+// password of their own, in sessions of their own, under the sign-in
+// limits of that email. Every route needs a role ([RouteRole]): keys and
+// the webhook need an admin, billing, the team and the account's password
+// the owner; a role below gets 403 and its navigation leaves the entry
+// out. A removed member's session ends at its next request. The changes
+// to keys, the webhook, purchases and the team are written to the
+// account's audit log ([Config.Audit]), its newest
+// [store.MaxAuditEntries] kept.
 package dashboard
 
 import (
@@ -358,6 +374,15 @@ type Config struct {
 	// waiting for their confirmation: a new one drops the network's
 	// oldest. Default [DefaultMaxWaitingListsPerNetwork].
 	MaxWaitingListsPerNetwork int
+	// Team, when set, lets an account's owner invite admins and members
+	// by mail, each signing in with a password of their own (GET /team,
+	// GET /join); without it only owners sign in. The backend's Team
+	// (store/backend) is one.
+	Team store.Team
+	// Audit, when set, records who created or revoked keys, changed the
+	// webhook, bought credits and changed the team, shown to owners and
+	// admins on GET /audit. The backend's Audit is one.
+	Audit store.AuditLog
 	// Logger receives the dashboard's records. Default: discard.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.

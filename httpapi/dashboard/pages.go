@@ -251,7 +251,7 @@ func (d *Dashboard) createKey(w http.ResponseWriter, r *http.Request, a store.Ac
 		refuse(http.StatusUnprocessableEntity, "permissions", "Choose at least one permission.")
 		return
 	}
-	_, secret, err := d.cfg.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: a.ID, Name: name, Permissions: perms, MaxActive: d.cfg.MaxKeys})
+	k, secret, err := d.cfg.Accounts.CreateKey(ctx, store.CreateKeyParams{AccountID: a.ID, Name: name, Permissions: perms, MaxActive: d.cfg.MaxKeys})
 	if errors.Is(err, store.ErrKeyLimit) {
 		// The page shows the keys as they are now, and counts them.
 		fresh, err := d.keysData(r, a)
@@ -274,6 +274,7 @@ func (d *Dashboard) createKey(w http.ResponseWriter, r *http.Request, a store.Ac
 		d.backendError(w, r, "create key", err)
 		return
 	}
+	d.audit(ctx, a, "key.created", keyDetail(k))
 	if data, err = d.keysData(r, a); err != nil {
 		d.backendError(w, r, "list keys", err)
 		return
@@ -310,7 +311,10 @@ func (d *Dashboard) revokePage(w http.ResponseWriter, r *http.Request, a store.A
 }
 
 func (d *Dashboard) revokeKey(w http.ResponseWriter, r *http.Request, a store.Account) {
-	err := d.cfg.Accounts.RevokeKey(r.Context(), a.ID, r.PathValue("id"))
+	k, err := d.findKey(r, a)
+	if err == nil {
+		err = d.cfg.Accounts.RevokeKey(r.Context(), a.ID, k.ID)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		d.fail(w, r, http.StatusNotFound, "There is no such key.")
 		return
@@ -318,6 +322,9 @@ func (d *Dashboard) revokeKey(w http.ResponseWriter, r *http.Request, a store.Ac
 	if err != nil {
 		d.backendError(w, r, "revoke key", err)
 		return
+	}
+	if !k.Revoked() {
+		d.audit(r.Context(), a, "key.revoked", keyDetail(k))
 	}
 	d.flash(r.Context(), "The key is revoked: requests carrying it are refused from now on.")
 	d.redirect(w, r, "/keys")
@@ -451,6 +458,7 @@ func (d *Dashboard) deleteWebhook(w http.ResponseWriter, r *http.Request, a stor
 		d.backendError(w, r, "delete webhook", err)
 		return
 	}
+	d.audit(r.Context(), a, "webhook.deleted", "")
 	d.endpointChanged(a.ID)
 	d.flash(r.Context(), "The webhook is deleted: no more events are sent. Its signing secret is gone; saving a URL again creates a new one.")
 	d.redirect(w, r, "/webhook")
@@ -501,6 +509,7 @@ func (d *Dashboard) saveWebhook(w http.ResponseWriter, r *http.Request, a store.
 		d.backendError(w, r, "save webhook", err)
 		return
 	}
+	d.audit(ctx, a, map[bool]string{true: "webhook.created", false: "webhook.changed"}[created], url)
 	d.endpointChanged(a.ID)
 	if !created {
 		d.flash(ctx, "The webhook is saved.")
@@ -539,6 +548,7 @@ func (d *Dashboard) rotateWebhook(w http.ResponseWriter, r *http.Request, a stor
 		d.backendError(w, r, "rotate secret", err)
 		return
 	}
+	d.audit(r.Context(), a, "webhook.secret_rotated", ep.URL)
 	data, err := d.webhookData(r, a)
 	if err != nil {
 		d.backendError(w, r, "webhook", err)

@@ -123,7 +123,7 @@ func (d *Dashboard) routeTable() []Route {
 			conf("GET", "/billing/receipts/{id}", d.receipt),
 		)
 	}
-	return routes
+	return append(routes, d.teamRoutes(pub, conf)...)
 }
 
 // Routes returns the console's route table: every route (but the static
@@ -143,9 +143,9 @@ func (d *Dashboard) routes(mux *http.ServeMux) {
 		case Public:
 			h = rt.public
 		case SignedIn:
-			h = d.authed(rt.account)
+			h = d.authed(d.roleAllowed(rt.Path, rt.account))
 		default:
-			h = d.authed(d.confirmed(rt.account))
+			h = d.authed(d.confirmed(d.roleAllowed(rt.Path, rt.account)))
 		}
 		mux.HandleFunc(rt.Method+" "+p+rt.Path, h)
 	}

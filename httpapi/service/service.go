@@ -361,6 +361,9 @@ func (s *Service) build() error {
 		return err
 	}
 	acfg.Usage = s.usage
+	if acfg.Audit == nil {
+		acfg.Audit = b.Audit
+	}
 	acfg.Logger = s.logger
 	acfg.Registerer = cfg.Registerer
 	acfg.Webhooks = b.Endpoints
@@ -459,6 +462,12 @@ func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error 
 	if s.seller != nil && dc.Seller == nil && s.cfg.PublicURL != "" {
 		dc.Seller = s.seller
 		dc.CheckoutReturnURL = strings.TrimSuffix(s.cfg.PublicURL, "/") + strings.TrimSuffix(cmp.Or(dc.Prefix, dashboard.DefaultPrefix), "/") + "/billing"
+	}
+	if dc.Team == nil {
+		dc.Team = b.Team
+	}
+	if dc.Audit == nil {
+		dc.Audit = b.Audit
 	}
 	if dc.Plans == nil {
 		dc.Plans = api.Plans

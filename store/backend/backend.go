@@ -85,6 +85,13 @@ type Backend struct {
 	// finishes, and the notices to mail; nil means the backend keeps
 	// none (the console then offers no such mail).
 	Notices store.Notices
+	// Team keeps the members each account's owner invited and their
+	// invitations; nil means the backend keeps none (the console then
+	// has no team page, and only owners sign in).
+	Team store.Team
+	// Audit keeps each account's audit log; nil means the backend keeps
+	// none.
+	Audit store.AuditLog
 
 	mu      sync.Mutex
 	closers []func() error

@@ -26,5 +26,7 @@ func (s *Store) Backend() *backend.Backend {
 		Usage:     s,
 		Billing:   s,
 		Notices:   s,
+		Team:      s,
+		Audit:     s,
 	}
 }

@@ -43,6 +43,7 @@ type Store struct {
 	usage         map[string]map[string]int // "account month" → status → count
 	console       consoleState              // confirmations and mailed tokens
 	notices       noticeState               // finish mail choices and batch notices
+	team          teamState                 // members, invitations, audit logs
 
 	// credits
 	balances map[string]int64

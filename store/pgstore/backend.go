@@ -40,6 +40,8 @@ func (s *Store) Backend() *backend.Backend {
 		Usage:     s,
 		Billing:   s,
 		Notices:   s,
+		Team:      s,
+		Audit:     s,
 	}
 }
 

@@ -39,6 +39,8 @@ func (s *Store) Backend() *backend.Backend {
 		Usage:     s,
 		Billing:   s,
 		Notices:   s,
+		Team:      s,
+		Audit:     s,
 		Health:    s,
 	}
 }

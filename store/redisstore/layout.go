@@ -172,7 +172,8 @@ func (s *Store) KeyName(account, name string) string {
 	}
 	switch {
 	case name == "emails", name == "keyhash", name == markerName, name == layoutName, name == "notify", name == "notices",
-		strings.HasPrefix(name, "notice:"), strings.HasPrefix(name, "acct:"), strings.HasPrefix(name, "key:"), strings.HasPrefix(name, "keys:"):
+		name == "members", strings.HasPrefix(name, "team:"), strings.HasPrefix(name, "inv:"), strings.HasPrefix(name, "notice:"),
+		strings.HasPrefix(name, "acct:"), strings.HasPrefix(name, "key:"), strings.HasPrefix(name, "keys:"):
 		return s.key(name)
 	}
 	return s.acctKey(account, name)

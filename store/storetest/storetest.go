@@ -73,6 +73,8 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *backend.Backend) {
 		{"Confirm", testConfirm},
 		{"Usage", testUsage},
 		{"SetPlan", testSetPlan},
+		{"Team", testTeam},
+		{"Audit", testAudit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
