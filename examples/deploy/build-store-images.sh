@@ -26,7 +26,7 @@ engine="${CONTAINER_ENGINE:-podman}"
 build_args=()
 [ "$engine" = podman ] && build_args+=(--runtime runc)
 
-exists() { [ "${REBUILD:-0}" != 1 ] && "$engine" image exists "$1" 2>/dev/null; }
+exists() { [ "${REBUILD:-0}" != 1 ] && "$engine" image inspect "$1" >/dev/null 2>&1; }
 
 # copy_binaries ROOTFS FILE...: each file at its own path under ROOTFS,
 # with every shared library ldd lists for it and the dynamic loader.
