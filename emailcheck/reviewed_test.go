@@ -2,9 +2,7 @@ package emailcheck
 
 import (
 	"bufio"
-	"maps"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -24,9 +22,7 @@ func TestReviewedCorpus(t *testing.T) {
 	if len(typos) < 100 || len(real) < 100 {
 		t.Fatalf("corpus too small: %d typos, %d real domains", len(typos), len(real))
 	}
-	type tally struct{ n, right, wrong int }
-	var all, withMX tally
-	kinds := map[string]*tally{}
+	tally := newCorpusTally()
 	var missed []string
 	for _, r := range typos {
 		if len(r) != 4 {
@@ -37,22 +33,7 @@ func TestReviewedCorpus(t *testing.T) {
 		if i := strings.IndexAny(kind, "(,;"); i > 0 {
 			kind = strings.TrimSpace(kind[:i])
 		}
-		if kinds[kind] == nil {
-			kinds[kind] = &tally{}
-		}
-		for _, tl := range []*tally{&all, kinds[kind], &withMX} {
-			if tl == &withMX && r[2] == "-" {
-				continue
-			}
-			tl.n++
-			switch got {
-			case r[1]:
-				tl.right++
-			case "":
-			default:
-				tl.wrong++
-			}
-		}
+		tally.add(kind, r[2], r[1], got)
 		switch got {
 		case r[1]:
 		case "":
@@ -71,14 +52,11 @@ func TestReviewedCorpus(t *testing.T) {
 			t.Errorf("%s (mx %s): suggested %s, want none", r[0], r[1], got)
 		}
 	}
-	precision := float64(all.right) / float64(max(1, all.right+all.wrong+falsePos))
-	recall := func(tl tally) float64 { return float64(tl.right) / float64(max(1, tl.n)) }
+	all := tally.all
+	precision := all.precision(falsePos)
 	t.Logf("reviewed corpus: %d typos, %d real domains: %d right, %d wrong, %d false alarms; precision %.3f, recall %.3f",
-		all.n, len(real), all.right, all.wrong, falsePos, precision, recall(all))
-	t.Logf("typos that receive mail: %d, recall %.3f", withMX.n, recall(withMX))
-	for _, k := range slices.Sorted(maps.Keys(kinds)) {
-		t.Logf("  %-45s %3d typos, recall %.3f", k, kinds[k].n, recall(*kinds[k]))
-	}
+		all.n, len(real), all.right, all.wrong, falsePos, precision, all.recall())
+	tally.logGroups(t, 45)
 	for _, m := range missed {
 		t.Logf("  missed: %s", m)
 	}

@@ -68,9 +68,7 @@ func TestSuggestCorpus(t *testing.T) {
 	if len(typos) < 400 || len(real) < 300 {
 		t.Fatalf("corpus too small: %d typos, %d real domains", len(typos), len(real))
 	}
-	type tally struct{ n, right, wrong int }
-	var all, withMX tally
-	bySource := map[string]*tally{}
+	tally := newCorpusTally()
 	for _, r := range typos {
 		if len(r) != 4 {
 			t.Fatalf("typo row %q: %d fields, want 4", r, len(r))
@@ -80,22 +78,7 @@ func TestSuggestCorpus(t *testing.T) {
 		if i := strings.IndexAny(class, ":,"); i > 0 {
 			class = class[:i]
 		}
-		if bySource[class] == nil {
-			bySource[class] = &tally{}
-		}
-		for _, tl := range []*tally{&all, bySource[class], &withMX} {
-			if tl == &withMX && r[2] == "-" {
-				continue
-			}
-			tl.n++
-			switch got {
-			case r[1]:
-				tl.right++
-			case "":
-			default:
-				tl.wrong++
-			}
-		}
+		tally.add(class, r[2], r[1], got)
 		switch {
 		case got == r[1]:
 		case got == "" && strings.HasPrefix(r[3], expectedMiss):
@@ -112,23 +95,75 @@ func TestSuggestCorpus(t *testing.T) {
 			t.Errorf("%s (%s, mx %s): suggested %s, want none", r[0], r[2], r[1], got)
 		}
 	}
-	precision := func(tl tally, fp int) float64 { return float64(tl.right) / float64(max(1, tl.right+tl.wrong+fp)) }
-	recall := func(tl tally) float64 { return float64(tl.right) / float64(max(1, tl.n)) }
+	all, withMX := tally.all, tally.withMX
 	t.Logf("typo corpus: %d typos, %d real domains: %d right, %d wrong, %d false positives; precision %.3f, recall %.3f",
-		all.n, len(real), all.right, all.wrong, falsePos, precision(all, falsePos), recall(all))
-	t.Logf("typos that receive mail: %d, recall %.3f", withMX.n, recall(withMX))
-	for _, name := range slices.Sorted(maps.Keys(bySource)) {
-		tl := bySource[name]
-		t.Logf("  %-40s %3d typos, recall %.3f", name, tl.n, recall(*tl))
-	}
-	if p := precision(all, falsePos); p < 0.98 {
+		all.n, len(real), all.right, all.wrong, falsePos, all.precision(falsePos), all.recall())
+	tally.logGroups(t, 40)
+	if p := all.precision(falsePos); p < 0.98 {
 		t.Errorf("precision %.3f, want at least 0.98", p)
 	}
-	if r := recall(all); r < 0.9 {
+	if r := all.recall(); r < 0.9 {
 		t.Errorf("recall %.3f, want at least 0.9", r)
 	}
-	if r := recall(withMX); r < 0.8 {
+	if r := withMX.recall(); r < 0.8 {
 		t.Errorf("recall on typos that receive mail %.3f, want at least 0.8", r)
+	}
+}
+
+// corpusTally counts the suggestions made for a corpus of typos: over
+// all of them, over those whose domain receives mail, and by group.
+type corpusTally struct {
+	all, withMX tallyCount
+	groups      map[string]*tallyCount
+}
+
+// tallyCount counts typos, and the right and wrong suggestions among
+// them (the rest got none).
+type tallyCount struct{ n, right, wrong int }
+
+func newCorpusTally() *corpusTally {
+	return &corpusTally{groups: map[string]*tallyCount{}}
+}
+
+// add counts the suggestion got for a typo of group whose right one is
+// want; mx "-" marks a typo whose domain receives no mail.
+func (ct *corpusTally) add(group, mx, want, got string) {
+	if ct.groups[group] == nil {
+		ct.groups[group] = &tallyCount{}
+	}
+	counts := []*tallyCount{&ct.all, ct.groups[group]}
+	if mx != "-" {
+		counts = append(counts, &ct.withMX)
+	}
+	for _, tc := range counts {
+		tc.n++
+		switch got {
+		case want:
+			tc.right++
+		case "":
+		default:
+			tc.wrong++
+		}
+	}
+}
+
+// recall is the share of the typos that got the right suggestion.
+func (tc tallyCount) recall() float64 { return float64(tc.right) / float64(max(1, tc.n)) }
+
+// precision is the share of right suggestions among all made, falsePos
+// of them to real domains.
+func (tc tallyCount) precision(falsePos int) float64 {
+	return float64(tc.right) / float64(max(1, tc.right+tc.wrong+falsePos))
+}
+
+// logGroups logs the recall on typos that receive mail and by group,
+// the group names padded to width.
+func (ct *corpusTally) logGroups(t *testing.T, width int) {
+	t.Helper()
+	t.Logf("typos that receive mail: %d, recall %.3f", ct.withMX.n, ct.withMX.recall())
+	for _, name := range slices.Sorted(maps.Keys(ct.groups)) {
+		tc := ct.groups[name]
+		t.Logf("  %-*s %3d typos, recall %.3f", width, name, tc.n, tc.recall())
 	}
 }
 

@@ -2,25 +2,21 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/stripe/stripe-go/v85/webhook"
-
 	"github.com/validmail/validmail/billing"
 	"github.com/validmail/validmail/billing/billingtest"
 	"github.com/validmail/validmail/billing/stripecheckout"
+	"github.com/validmail/validmail/billing/stripecheckout/stripetest"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/store"
 )
 
 const stripeSecret = "whsec_httpapi_test"
-
-var testPacks = []billing.Pack{{Credits: 1000, Price: 900, Currency: "usd"}, {Credits: 10000, Price: 7500, Currency: "usd"}}
 
 // setupBilling is setup with a Stripe seller over the fixture's store,
 // calling apiURL.
@@ -30,15 +26,11 @@ func setupBilling(t *testing.T, apiURL string) *fixture {
 }
 
 func stripeEvent(typ, session, status string) string {
-	b, _ := json.Marshal(map[string]any{
-		"id": "evt_" + session, "object": "event", "api_version": "2025-01-27.acacia", "type": typ,
-		"data": map[string]any{"object": map[string]any{"id": session, "object": "checkout.session", "payment_status": status}},
-	})
-	return string(b)
+	return string(stripetest.CheckoutEvent(typ, session, status, nil))
 }
 
 func stripeSign(body string, secret string, at time.Time) string {
-	return webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: []byte(body), Secret: secret, Timestamp: at}).Header
+	return stripetest.Sign([]byte(body), secret, at)
 }
 
 func postEvent(t *testing.T, f *fixture, body, sig string) *response {
@@ -63,7 +55,7 @@ func TestBillingCheckoutThroughStripeMock(t *testing.T) {
 		t.Fatalf("checkout answered %s", r.Body)
 	}
 	rec, err := f.st.Checkout(context.Background(), id)
-	if err != nil || rec.AccountID != f.acct.ID || rec.Pack != testPacks[1] {
+	if err != nil || rec.AccountID != f.acct.ID || rec.Pack != stripetest.Packs()[1] {
 		t.Fatalf("recorded %+v, %v", rec, err)
 	}
 	wantProblem(t, f.do(t, req{method: "POST", target: "/api/v1/billing/checkout", key: f.key, body: `{"credits": 5}`}), 400, "unknown_pack")
@@ -77,7 +69,7 @@ func TestBillingWebhook(t *testing.T) {
 	t.Parallel()
 	f := setupBilling(t, "http://127.0.0.1:1") // never called
 	ctx := context.Background()
-	if _, err := f.st.RecordCheckout(ctx, billing.Checkout{ID: "cs_test_paid", AccountID: f.acct.ID, Pack: testPacks[0]}); err != nil {
+	if _, err := f.st.RecordCheckout(ctx, billing.Checkout{ID: "cs_test_paid", AccountID: f.acct.ID, Pack: stripetest.Packs()[0]}); err != nil {
 		t.Fatal(err)
 	}
 	before := f.balance(t, f.acct.ID)
@@ -148,7 +140,7 @@ func TestBillingRoutesNeedASeller(t *testing.T) {
 func newSeller(t testing.TB, f *fixture, apiURL string) *stripecheckout.Seller {
 	t.Helper()
 	s, err := stripecheckout.New(f.st, f.ledger, &stripecheckout.Config{
-		SecretKey: "sk_test_123", WebhookSecret: stripeSecret, APIURL: apiURL, Packs: testPacks,
+		SecretKey: "sk_test_123", WebhookSecret: stripeSecret, APIURL: apiURL, Packs: stripetest.Packs(),
 	})
 	if err != nil {
 		t.Fatal(err)

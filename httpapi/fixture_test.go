@@ -156,7 +156,7 @@ func setup(t testing.TB, o *options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.api, err = apicheck.New(f.h.OpenAPI(), &apicheck.Options{Count: &checkedResponses}); err != nil {
+	if f.api, err = apiSuite.New(f.h.OpenAPI()); err != nil {
 		t.Fatal(err)
 	}
 	f.checked = f.api.Handler(t, f.h)

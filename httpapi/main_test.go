@@ -1,18 +1,14 @@
 package httpapi_test
 
 import (
-	"fmt"
 	"os"
-	"sync/atomic"
 	"testing"
+
+	"github.com/validmail/validmail/httpapi/internal/apicheck"
 )
 
-// checkedResponses counts the responses the tests checked against the
-// OpenAPI document.
-var checkedResponses atomic.Int64
+// apiSuite checks the tests' responses against the OpenAPI document and
+// counts them.
+var apiSuite = apicheck.NewSuite("httpapi", apicheck.Options{})
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	fmt.Printf("apicheck: httpapi: %d responses checked against the OpenAPI document\n", checkedResponses.Load())
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(apiSuite.Run(m)) }

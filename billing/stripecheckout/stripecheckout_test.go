@@ -11,19 +11,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stripe/stripe-go/v85/webhook"
-
 	"github.com/validmail/validmail/billing"
 	"github.com/validmail/validmail/billing/billingtest"
 	"github.com/validmail/validmail/billing/stripecheckout"
+	"github.com/validmail/validmail/billing/stripecheckout/stripetest"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
 )
 
 const secret = "whsec_test_secret"
-
-var packs = []billing.Pack{{Credits: 1000, Price: 900, Currency: "usd"}, {Credits: 10000, Price: 7500, Currency: "usd"}}
 
 type fixture struct {
 	store  *memstore.Store
@@ -36,7 +33,7 @@ func setup(t *testing.T, apiURL string) fixture {
 	st := memstore.New()
 	l := credits.New(st, nil)
 	s, err := stripecheckout.New(st, l, &stripecheckout.Config{
-		SecretKey: "sk_test_123", WebhookSecret: secret, APIURL: apiURL, Packs: packs,
+		SecretKey: "sk_test_123", WebhookSecret: secret, APIURL: apiURL, Packs: stripetest.Packs(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -46,25 +43,20 @@ func setup(t *testing.T, apiURL string) fixture {
 
 // event returns a checkout.session event's body.
 func event(typ, session, paymentStatus string) []byte {
-	b, _ := json.Marshal(map[string]any{
-		"id": "evt_" + session, "object": "event", "api_version": "2020-08-27", "type": typ,
-		"data": map[string]any{"object": map[string]any{
-			"id": session, "object": "checkout.session", "payment_status": paymentStatus,
-			// What an attacker with a session of their own could not
-			// make the service trust: the grant follows the record.
-			"client_reference_id": "someone-else", "metadata": map[string]string{"credits": "999999"},
-		}},
+	return stripetest.CheckoutEvent(typ, session, paymentStatus, map[string]any{
+		// What an attacker with a session of their own could not make
+		// the service trust: the grant follows the record.
+		"client_reference_id": "someone-else", "metadata": map[string]string{"credits": "999999"},
 	})
-	return b
 }
 
 func sign(payload []byte, at time.Time) string {
-	return webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: payload, Secret: secret, Timestamp: at}).Header
+	return stripetest.Sign(payload, secret, at)
 }
 
 func (f fixture) record(t *testing.T, id, account string, credits int64) {
 	t.Helper()
-	p, err := billing.FindPack(packs, credits)
+	p, err := billing.FindPack(stripetest.Packs(), credits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +97,7 @@ func TestHandleEvent(t *testing.T) {
 		{"bad signature", event("checkout.session.completed", "cs_unpaid", "paid"), "t=1,v1=00", billing.ErrSignature, ""},
 		{"no signature", event("checkout.session.completed", "cs_unpaid", "paid"), "-", billing.ErrSignature, ""},
 		{"other secret", event("checkout.session.completed", "cs_unpaid", "paid"),
-			webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: event("checkout.session.completed", "cs_unpaid", "paid"), Secret: "whsec_other"}).Header, billing.ErrSignature, ""},
+			stripetest.Sign(event("checkout.session.completed", "cs_unpaid", "paid"), "whsec_other", now), billing.ErrSignature, ""},
 		{"too old", event("checkout.session.completed", "cs_unpaid", "paid"), sign(event("checkout.session.completed", "cs_unpaid", "paid"), now.Add(-10*time.Minute)), billing.ErrSignature, ""},
 		{"ahead", event("checkout.session.completed", "cs_unpaid", "paid"), sign(event("checkout.session.completed", "cs_unpaid", "paid"), now.Add(10*time.Minute)), billing.ErrSignature, ""},
 		{"not JSON", []byte("{"), "", billing.ErrEvent, ""},
@@ -179,11 +171,11 @@ func TestOpenAgainstStripeMock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(s.ID, "cs_") || !strings.HasPrefix(s.URL, "https://") || s.Pack != packs[1] {
+	if !strings.HasPrefix(s.ID, "cs_") || !strings.HasPrefix(s.URL, "https://") || s.Pack != stripetest.Packs()[1] {
 		t.Fatalf("Open = %+v", s)
 	}
 	rec, err := f.store.Checkout(t.Context(), s.ID)
-	if err != nil || rec.AccountID != "acct-buyer" || rec.Pack != packs[1] {
+	if err != nil || rec.AccountID != "acct-buyer" || rec.Pack != stripetest.Packs()[1] {
 		t.Fatalf("recorded %+v, %v", rec, err)
 	}
 	// stripe-mock's sessions are never paid.
@@ -250,7 +242,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	t.Parallel()
 	st := memstore.New()
 	l := credits.New(st, nil)
-	good := stripecheckout.Config{SecretKey: "sk_test_1", WebhookSecret: "whsec_1", Packs: packs}
+	good := stripecheckout.Config{SecretKey: "sk_test_1", WebhookSecret: "whsec_1", Packs: stripetest.Packs()}
 	for name, mutate := range map[string]func(*stripecheckout.Config){
 		"no key":      func(c *stripecheckout.Config) { c.SecretKey = "" },
 		"no secret":   func(c *stripecheckout.Config) { c.WebhookSecret = "" },

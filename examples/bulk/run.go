@@ -234,32 +234,17 @@ func execute(ctx context.Context, opts options, validate validateFunc, stdin io.
 	if opts.out != "" && opts.file != "" && opts.file != "-" && sameFile(opts.file, opts.out) {
 		return fail(fmt.Errorf("-o %s would overwrite the input", opts.out))
 	}
-
-	// Reading the first line may block on a terminal or a pipe: do it
-	// where an interrupt can still end the run.
-	type opened struct {
-		in  *input
-		err error
-	}
-	openCh := make(chan opened, 1)
-	go func() {
-		in, err := openInput(src, opts.column)
-		openCh <- opened{in, err}
-	}()
-	var in *input
-	select {
-	case o := <-openCh:
-		if o.err != nil {
-			return fail(o.err)
-		}
-		in = o.in
-		if in.dec.Encoding() == charset.UTF16 {
-			// Progress counts the text read, two bytes a character less.
-			size /= 2
-		}
-	case <-ctx.Done():
+	in, err := awaitInput(ctx, src, opts.column)
+	if in == nil && err == nil {
 		fmt.Fprintln(stderr, "bulk: interrupted")
 		return exitInterrupted
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if in.dec.Encoding() == charset.UTF16 {
+		// Progress counts the text read, two bytes a character less.
+		size /= 2
 	}
 
 	out := stdout
@@ -289,16 +274,65 @@ func execute(ctx context.Context, opts options, validate validateFunc, stdin io.
 	items := make(chan item, 256)
 	go readRows(ctx, in, items)
 
+	var fifo rowQueue
+	emails := rowEmails(ctx, items, &fifo, st, opts.dedupe)
+	writeErr := writeResults(ctx, validate(ctx, emails), &fifo, rw, rep, st, opts.only)
+	interrupted := ctx.Err() != nil
+	readErr := fifo.err()
+	cancel()
+	if err := rw.flush(); err != nil && writeErr == nil {
+		writeErr = err
+	}
+	rep.finish()
+	if !opts.quiet {
+		writeSummary(stderr, st.snapshot(time.Now()), interrupted)
+	}
+	switch {
+	case interrupted:
+		fmt.Fprintln(stderr, "bulk: interrupted")
+		return exitInterrupted
+	case readErr != nil:
+		return fail(fmt.Errorf("reading input: %w", readErr))
+	case writeErr != nil:
+		return fail(fmt.Errorf("writing output: %w", writeErr))
+	}
+	return exitOK
+}
+
+// awaitInput opens the input on src. Reading the first line may block on
+// a terminal or a pipe: it is read where an interrupt can still end the
+// run, which returns neither an input nor an error.
+func awaitInput(ctx context.Context, src io.Reader, column string) (*input, error) {
+	type opened struct {
+		in  *input
+		err error
+	}
+	openCh := make(chan opened, 1)
+	go func() {
+		in, err := openInput(src, column)
+		openCh <- opened{in, err}
+	}()
+	select {
+	case o := <-openCh:
+		return o.in, o.err
+	case <-ctx.Done():
+		return nil, nil
+	}
+}
+
+// rowEmails yields the address of each row from items, in order, queueing
+// the row in fifo for its result: a malformed row as the empty address
+// (validated as INVALID_FORMAT), a repeated one left out and counted when
+// dedupe is set. A read error ends it, kept in fifo.
+func rowEmails(ctx context.Context, items <-chan item, fifo *rowQueue, st *stats, dedupe bool) iter.Seq[string] {
 	var (
-		fifo    rowQueue
-		readErr error
-		seen    map[uint64]struct{}
-		seed    = maphash.MakeSeed()
+		seen map[uint64]struct{}
+		seed = maphash.MakeSeed()
 	)
-	if opts.dedupe {
+	if dedupe {
 		seen = make(map[uint64]struct{})
 	}
-	emails := func(yield func(string) bool) {
+	return func(yield func(string) bool) {
 		for {
 			var it item
 			var ok bool
@@ -332,57 +366,41 @@ func execute(ctx context.Context, opts options, validate validateFunc, stdin io.
 			}
 		}
 	}
+}
 
-	var writeErr error
+// writeResults writes each result beside the row fifo holds for it (those
+// whose status only keeps), counts it, and flushes the output at least
+// every half second. It returns the error that ended the validation or
+// the writing; a validation error after ctx's end is the interrupt's.
+func writeResults(ctx context.Context, results iter.Seq2[emailcheck.Result, error], fifo *rowQueue, rw rowWriter, rep *reporter, st *stats, only map[emailcheck.Status]bool) error {
 	lastFlush := time.Now()
-	for res, err := range validate(ctx, emails) {
+	for res, err := range results {
 		if err != nil {
 			if ctx.Err() == nil {
-				writeErr = err
+				return err
 			}
-			break
+			return nil
 		}
 		r := fifo.pop()
 		if r.err != nil {
 			res.Email = r.email
 			rep.warn("line %s: %v", lineRange(r), r.err)
 		}
-		keep := opts.only == nil || opts.only[res.Confidence.Status]
+		keep := only == nil || only[res.Confidence.Status]
 		st.add(r, res, keep)
 		if keep {
 			if err := rw.write(r, res); err != nil {
-				writeErr = err
-				break
+				return err
 			}
 		}
 		if now := time.Now(); now.Sub(lastFlush) > 500*time.Millisecond {
 			lastFlush = now
 			if err := rw.flush(); err != nil {
-				writeErr = err
-				break
+				return err
 			}
 		}
 	}
-	interrupted := ctx.Err() != nil
-	readErr = fifo.err()
-	cancel()
-	if err := rw.flush(); err != nil && writeErr == nil {
-		writeErr = err
-	}
-	rep.finish()
-	if !opts.quiet {
-		writeSummary(stderr, st.snapshot(time.Now()), interrupted)
-	}
-	switch {
-	case interrupted:
-		fmt.Fprintln(stderr, "bulk: interrupted")
-		return exitInterrupted
-	case readErr != nil:
-		return fail(fmt.Errorf("reading input: %w", readErr))
-	case writeErr != nil:
-		return fail(fmt.Errorf("writing output: %w", writeErr))
-	}
-	return exitOK
+	return nil
 }
 
 // readRows sends the rows of in until its end, a read error or ctx's end.

@@ -187,26 +187,51 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		fs.PrintDefaults()
 	}
 	var (
-		c         config
-		dns       string
-		logLevel  string
-		allow     string
-		packs     string
-		planFile  string
-		rateLimit float64
-		rateBurst int
+		c config
+		f serveFlags
 	)
+	defineServeFlags(fs, &c, &f)
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return c, err
+	}
+	var err error
+	if c.Plans, err = readPlans(f.planFile); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return c, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if err := f.apply(&c); err != nil {
+		return c, err
+	}
+	if err := checkServeConfig(&c, &f); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// serveFlags holds the flags that are read into config only once parsed
+// and checked.
+type serveFlags struct {
+	dns, logLevel, allow, packs, planFile string
+	rateLimit                             float64
+	rateBurst                             int
+}
+
+// defineServeFlags defines the service's flags on fs, writing into c and f.
+func defineServeFlags(fs *flag.FlagSet, c *config, f *serveFlags) {
 	fs.StringVar(&c.Addr, "addr", ":8080", "listen `address` (host:port)")
 	fs.StringVar(&c.Store, "store", "memory", "backend: memory, postgres://… (schema=NAME selects a schema), redis://… or redis+cluster://host:port,host:port/ (prefix=NAME selects a key prefix)")
 	fs.BoolVar(&c.StoreInit, "store-init", false, "initialise a new Redis store: write its marker key when there is none. Give it at a new\ndeployment's first start only; without it, a Redis store with no marker fails the start as one whose\nserver lost its data (restore the data), so that an empty store is never served as the customers' one")
 	fs.BoolVar(&c.SkipMigrate, "skip-migrate", false, "do not migrate the store at start (validmaild migrate does, as a step of its own): a PostgreSQL\nschema or Redis layout behind this release's, or a previous release's Redis store not yet adopted,\nfails the start")
 	fs.DurationVar(&c.StoreWait, "store-wait", defaultStoreWait, "how long the start waits for a store that does not answer (a database starting beside the service),\ntrying again with a growing pause; 0 tries once")
-	fs.StringVar(&dns, "dns", "", "comma-separated DNS `servers` (host:port); default those of /etc/resolv.conf")
+	fs.StringVar(&f.dns, "dns", "", "comma-separated DNS `servers` (host:port); default those of /etc/resolv.conf")
 	fs.IntVar(&c.Workers, "workers", jobs.DefaultWorkers, "batch validations run at once by this instance; 0 runs no workers here (the API and webhook delivery still run)")
 	fs.StringVar(&c.BootstrapEmail, "bootstrap-email", "", "create an account with this `email` at start if it is missing")
 	fs.StringVar(&c.BootstrapKey, "bootstrap-key", "", "create this API `key` (every permission) for -bootstrap-email if it is missing")
 	fs.Int64Var(&c.BootstrapCredits, "bootstrap-credits", 0, fmt.Sprintf("`credits` granted to the -bootstrap-email (or demo) account when this process creates it; 0 means %d", store.DefaultSignupCredits))
-	fs.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.BoolVar(&c.ReadinessNeedsDNS, "ready-needs-dns", false, "fail /readyz while no nameserver answers or the nameservers deny names that exist. By default the DNS's\nstate is a dns: line of /readyz's body and a metric: every instance shares the resolver, so failing readiness\nfor it would take every instance out of the load balancer at once")
 	fs.BoolVar(&c.AllowPrivateMX, "allow-private-mx", false, "accept MX hosts whose addresses are all private or loopback, for intranets and tests (the SMTP probe\nmay then dial them); by default such a domain is NO_MX_RECORDS")
 	fs.BoolVar(&c.SMTPProbe, "smtp-probe", false, "ask each LIKELY address's mail server over SMTP whether the mailbox exists (needs -smtp-helo and\n-smtp-from, and outbound port 25; read \"Mailbox verification over SMTP\" in the operator's guide, examples/validmaild/README.md, first)")
@@ -217,9 +242,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.BoolVar(&c.Metrics, "metrics", false, "serve Prometheus metrics at /metrics on -metrics-addr (webhook delivery metrics included)")
 	fs.StringVar(&c.ClientIPHeader, "client-ip-header", "", "`header` a trusted reverse proxy sets to the client's address (for example X-Forwarded-For, whose last\nvalue is used), for the limits per client address (failed authentications, sign-in, sign-up, demo); empty means the peer's address.\nSet it only behind a proxy that overwrites the header, or clients choose their own address")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9090", "listen `address` of /metrics, apart from the API's: keep it off the public network")
-	fs.StringVar(&allow, "webhook-allow", "", "comma-separated `list` of CIDR prefixes, IP addresses or host names that webhook deliveries may\nreach besides public addresses, e.g. 127.0.0.1 or 10.0.0.0/8 for receivers on a private network;\nempty means public addresses only")
-	fs.Float64Var(&rateLimit, "rate-limit", 0, fmt.Sprintf("steady `rate` of requests per second allowed per API key; 0 means %d, a negative value turns\nrate limiting off. Instances on one Redis store share each key's limit", httpapi.DefaultRatePerSecond))
-	fs.IntVar(&rateBurst, "rate-burst", 0, fmt.Sprintf("`requests` one API key may make at once; 0 means %d with the default rate, else one second's\nworth of -rate-limit", httpapi.DefaultRateBurst))
+	fs.StringVar(&f.allow, "webhook-allow", "", "comma-separated `list` of CIDR prefixes, IP addresses or host names that webhook deliveries may\nreach besides public addresses, e.g. 127.0.0.1 or 10.0.0.0/8 for receivers on a private network;\nempty means public addresses only")
+	fs.Float64Var(&f.rateLimit, "rate-limit", 0, fmt.Sprintf("steady `rate` of requests per second allowed per API key; 0 means %d, a negative value turns\nrate limiting off. Instances on one Redis store share each key's limit", httpapi.DefaultRatePerSecond))
+	fs.IntVar(&f.rateBurst, "rate-burst", 0, fmt.Sprintf("`requests` one API key may make at once; 0 means %d with the default rate, else one second's\nworth of -rate-limit", httpapi.DefaultRateBurst))
 	fs.IntVar(&c.ListUploads, "list-uploads", httpapi.DefaultMaxListUploads, fmt.Sprintf("list `uploads` read at once by this instance, by the API and by the console each (%d an account at most);\nwhen all are taken, a new upload takes the slot of the slowest one below -list-healthy-rate", httpapi.MaxListUploadsPerAccount))
 	fs.IntVar(&c.ListUploadsPerNetwork, "list-uploads-per-network", httpapi.DefaultMaxListUploadsPerNetwork, "list `uploads` one client network (IPv4 /24, IPv6 /64) may hold at once, every account's together; negative: no bound")
 	fs.Int64Var(&c.ListHealthyRate, "list-healthy-rate", httpapi.DefaultListHealthyRate>>10, "average `KiB/s` at or above which a list upload never loses its slot to a newer one")
@@ -240,100 +265,101 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.Stripe.SecretKey, "stripe-secret-key", "", "Stripe API `key` (sk_live_…, sk_test_… or a restricted key writing Checkout Sessions): sells -credit-packs\nthrough Stripe Checkout; needs -stripe-webhook-secret and -public-url. Prefer the environment variable")
 	fs.StringVar(&c.Stripe.WebhookSecret, "stripe-webhook-secret", "", "signing `secret` (whsec_…) of the Stripe webhook endpoint at PUBLIC-URL/billing/stripe/webhook")
 	fs.StringVar(&c.Stripe.APIURL, "stripe-api-url", stripecheckout.DefaultAPIURL, "Stripe's API `URL` (a stripe-mock server for tests)")
-	fs.StringVar(&packs, "credit-packs", defaultPacks, "credit packs sold with -stripe-secret-key: comma-separated `CREDITS:PRICE:CURRENCY[:PLAN]`, the price in\nthe currency's smallest unit (cents); a PLAN (of -plans) puts the buyer on it")
-	fs.StringVar(&planFile, "plans", "", "a JSON `file` of plans: each account's API rate, concurrent jobs, console allowance and SMTP probe\nbudget by its plan (validmaild account set-plan, PUT /api/v1/admin/accounts/{email}/plan)")
-	if err := parseFlags(fs, args, getenv); err != nil {
-		return c, err
+	fs.StringVar(&f.packs, "credit-packs", defaultPacks, "credit packs sold with -stripe-secret-key: comma-separated `CREDITS:PRICE:CURRENCY[:PLAN]`, the price in\nthe currency's smallest unit (cents); a PLAN (of -plans) puts the buyer on it")
+	fs.StringVar(&f.planFile, "plans", "", "a JSON `file` of plans: each account's API rate, concurrent jobs, console allowance and SMTP probe\nbudget by its plan (validmaild account set-plan, PUT /api/v1/admin/accounts/{email}/plan)")
+}
+
+// apply reads the log level, the nameservers and the webhook allow list
+// into c.
+func (f *serveFlags) apply(c *config) error {
+	if err := c.LogLevel.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("%w: -log-level %q: want debug, info, warn or error", errUsage, f.logLevel)
 	}
-	var err error
-	if c.Plans, err = readPlans(planFile); err != nil {
-		return c, err
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return c, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	}
-	if err := c.LogLevel.UnmarshalText([]byte(logLevel)); err != nil {
-		return c, fmt.Errorf("%w: -log-level %q: want debug, info, warn or error", errUsage, logLevel)
-	}
-	for s := range strings.SplitSeq(dns, ",") {
+	for s := range strings.SplitSeq(f.dns, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			if !validNameserver(s) {
-				return c, fmt.Errorf("%w: -dns %q: want host:port or an IP address", errUsage, s)
+				return fmt.Errorf("%w: -dns %q: want host:port or an IP address", errUsage, s)
 			}
 			c.DNS = append(c.DNS, s)
 		}
 	}
-	for s := range strings.SplitSeq(allow, ",") {
+	for s := range strings.SplitSeq(f.allow, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			c.WebhookAllow = append(c.WebhookAllow, s)
 		}
 	}
 	if _, err := webhook.NewClient(webhook.ClientOptions{Allow: c.WebhookAllow}); err != nil {
-		return c, fmt.Errorf("%w: -webhook-allow: %v", errUsage, err)
+		return fmt.Errorf("%w: -webhook-allow: %v", errUsage, err)
 	}
+	return nil
+}
+
+// checkServeConfig checks the parsed configuration and fills in what
+// derives from it (the rate limit, the list rate in bytes, the Stripe
+// packs).
+func checkServeConfig(c *config, f *serveFlags) error {
 	if c.SMTPProbe {
 		if _, err := smtpprobe.New(c.SMTP); err != nil {
-			return c, fmt.Errorf("%w: -smtp-probe needs -smtp-helo and -smtp-from naming a host and an address you own: %v", errUsage, err)
+			return fmt.Errorf("%w: -smtp-probe needs -smtp-helo and -smtp-from naming a host and an address you own: %v", errUsage, err)
 		}
 	}
 	if c.AdminToken != "" && (len(c.AdminToken) < httpapi.MinAdminTokenBytes || strings.ContainsFunc(c.AdminToken, func(r rune) bool { return r <= ' ' || r >= 0x7f })) {
-		return c, fmt.Errorf("%w: -admin-token must be at least %d printable ASCII characters", errUsage, httpapi.MinAdminTokenBytes)
+		return fmt.Errorf("%w: -admin-token must be at least %d printable ASCII characters", errUsage, httpapi.MinAdminTokenBytes)
 	}
 	if c.BillingURL != "" {
 		if u, err := url.Parse(c.BillingURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return c, fmt.Errorf("%w: -billing-url %q: want an http or https URL", errUsage, c.BillingURL)
+			return fmt.Errorf("%w: -billing-url %q: want an http or https URL", errUsage, c.BillingURL)
 		}
 	}
 	if c.ListUploads < 1 || c.ListHealthyRate < 1 || c.ListMaxDuration < time.Second || c.ListWait < time.Second || c.ListUploadsPerNetwork == 0 {
-		return c, fmt.Errorf("%w: -list-uploads, -list-healthy-rate, -list-max-duration, -list-wait and -list-uploads-per-network must be positive (-list-uploads-per-network may be negative: no bound)", errUsage)
+		return fmt.Errorf("%w: -list-uploads, -list-healthy-rate, -list-max-duration, -list-wait and -list-uploads-per-network must be positive (-list-uploads-per-network may be negative: no bound)", errUsage)
 	}
 	c.ListHealthyRate <<= 10
 	if c.BootstrapCredits < 0 {
-		return c, fmt.Errorf("%w: -bootstrap-credits must not be negative", errUsage)
+		return fmt.Errorf("%w: -bootstrap-credits must not be negative", errUsage)
 	}
 	switch {
-	case math.IsNaN(rateLimit) || math.IsInf(rateLimit, 0):
-		return c, fmt.Errorf("%w: -rate-limit must be a finite number", errUsage)
-	case rateBurst < 0:
-		return c, fmt.Errorf("%w: -rate-burst must not be negative", errUsage)
-	case rateLimit < 0:
+	case math.IsNaN(f.rateLimit) || math.IsInf(f.rateLimit, 0):
+		return fmt.Errorf("%w: -rate-limit must be a finite number", errUsage)
+	case f.rateBurst < 0:
+		return fmt.Errorf("%w: -rate-burst must not be negative", errUsage)
+	case f.rateLimit < 0:
 		c.RateLimit = ratelimit.Limit{PerSecond: -1}
-	case rateLimit == 0 && rateBurst == 0:
+	case f.rateLimit == 0 && f.rateBurst == 0:
 		// The API's defaults.
-	case rateLimit == 0:
-		c.RateLimit = ratelimit.Limit{PerSecond: httpapi.DefaultRatePerSecond, Burst: rateBurst}
+	case f.rateLimit == 0:
+		c.RateLimit = ratelimit.Limit{PerSecond: httpapi.DefaultRatePerSecond, Burst: f.rateBurst}
 	default:
 		// A zero burst becomes one second's worth of the rate.
-		c.RateLimit = ratelimit.Limit{PerSecond: rateLimit, Burst: rateBurst}
+		c.RateLimit = ratelimit.Limit{PerSecond: f.rateLimit, Burst: f.rateBurst}
 	}
 	if c.StoreWait < 0 {
-		return c, fmt.Errorf("%w: -store-wait must not be negative", errUsage)
+		return fmt.Errorf("%w: -store-wait must not be negative", errUsage)
 	}
 	if c.Workers < 0 {
-		return c, fmt.Errorf("%w: -workers must not be negative", errUsage)
+		return fmt.Errorf("%w: -workers must not be negative", errUsage)
 	}
 	if c.Dashboard && c.DashboardInsecureCookies && !loopbackAddr(c.Addr) {
-		return c, fmt.Errorf("%w: -dashboard-insecure-cookies is for plain HTTP on loopback: listen on 127.0.0.1 or [::1] (-addr %q)", errUsage, c.Addr)
+		return fmt.Errorf("%w: -dashboard-insecure-cookies is for plain HTTP on loopback: listen on 127.0.0.1 or [::1] (-addr %q)", errUsage, c.Addr)
 	}
 	if c.Relay.Addr != "" {
 		if _, err := mail.NewRelay(c.Relay); err != nil {
-			return c, fmt.Errorf("%w: -smtp-relay needs host:port and -mail-from an address: %v", errUsage, err)
+			return fmt.Errorf("%w: -smtp-relay needs host:port and -mail-from an address: %v", errUsage, err)
 		}
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Trim(u.Path, "/") != "" {
-			return c, fmt.Errorf("%w: -smtp-relay needs -public-url, the console's origin such as https://validmail.example.com", errUsage)
+			return fmt.Errorf("%w: -smtp-relay needs -public-url, the console's origin such as https://validmail.example.com", errUsage)
 		}
 	}
-	if err := checkStripe(&c, packs); err != nil {
-		return c, err
+	if err := checkStripe(c, f.packs); err != nil {
+		return err
 	}
 	if c.BootstrapKey != "" && c.BootstrapEmail == "" {
-		return c, fmt.Errorf("%w: -bootstrap-key needs -bootstrap-email", errUsage)
+		return fmt.Errorf("%w: -bootstrap-key needs -bootstrap-email", errUsage)
 	}
 	if c.BootstrapKey != "" && store.CheckSecret(c.BootstrapKey) != nil {
-		return c, fmt.Errorf("%w: -bootstrap-key: want %s followed by 43 letters or digits", errUsage, store.SecretPrefix)
+		return fmt.Errorf("%w: -bootstrap-key: want %s followed by 43 letters or digits", errUsage, store.SecretPrefix)
 	}
-	return c, nil
+	return nil
 }
 
 // defaultPacks are the credit packs sold unless -credit-packs says

@@ -1,46 +1,25 @@
 package service_test
 
 import (
-	"fmt"
 	"net/http"
 	"os"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/validmail/validmail/httpapi/internal/apicheck"
 	"github.com/validmail/validmail/httpapi/service"
 )
 
-// checkedResponses counts the responses the tests checked against the
-// OpenAPI document.
-var checkedResponses atomic.Int64
+// apiSuite checks the tests' API responses against the OpenAPI document
+// and counts them.
+var apiSuite = apicheck.NewSuite("httpapi/service", apicheck.Options{DocumentedOnly: true})
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	fmt.Printf("apicheck: httpapi/service: %d responses checked against the OpenAPI document\n", checkedResponses.Load())
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(apiSuite.Run(m)) }
 
-// checkers holds the checker of the API's document, loaded once for the
+// checker is the checker of the API's document, loaded once for the
 // package's tests (every service serves the same document).
-var checkers struct {
-	sync.Mutex
-	c *apicheck.Checker
-}
-
 func checker(t testing.TB, svc *service.Service) *apicheck.Checker {
 	t.Helper()
-	checkers.Lock()
-	defer checkers.Unlock()
-	if checkers.c == nil {
-		c, err := apicheck.New(svc.Handler().OpenAPI(), &apicheck.Options{Count: &checkedResponses, DocumentedOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkers.c = c
-	}
-	return checkers.c
+	return apiSuite.Shared(t, svc.Handler().OpenAPI())
 }
 
 // apiMux is svc's mux with every response of an API route checked

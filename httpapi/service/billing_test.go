@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/stripe/stripe-go/v85/webhook"
 
 	"github.com/validmail/validmail/billing"
 	"github.com/validmail/validmail/billing/billingtest"
 	"github.com/validmail/validmail/billing/stripecheckout"
+	"github.com/validmail/validmail/billing/stripecheckout/stripetest"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/store"
@@ -59,7 +59,7 @@ func sellingService(t *testing.T, b *backend.Backend, stripeURL string) *service
 		PublicURL: "https://validmail.example",
 		Stripe: &stripecheckout.Config{
 			SecretKey: "sk_test_123", WebhookSecret: billingSecret, APIURL: stripeURL,
-			Packs: []billing.Pack{{Credits: 1000, Price: 900, Currency: "usd"}, {Credits: 10000, Price: 7500, Currency: "usd"}},
+			Packs: stripetest.Packs(),
 		},
 	})
 	if err != nil {
@@ -111,15 +111,11 @@ func TestCheckoutGrantsOnceAcrossInstances(t *testing.T) {
 				t.Fatalf("checkout answered %s", rec.Body)
 			}
 			event := func(session string) string {
-				b, _ := json.Marshal(map[string]any{"id": "evt_" + session, "object": "event", "api_version": "2025-01-27.acacia",
-					"type": "checkout.session.completed",
-					"data": map[string]any{"object": map[string]any{"id": session, "object": "checkout.session", "payment_status": "paid",
-						"client_reference_id": acct.ID, "metadata": map[string]string{"account_id": acct.ID, "credits": "10000"}}}})
-				return string(b)
+				return string(stripetest.CheckoutEvent("checkout.session.completed", session, "paid", map[string]any{
+					"client_reference_id": acct.ID, "metadata": map[string]string{"account_id": acct.ID, "credits": "10000"}}))
 			}
 			sign := func(body, secret string) map[string]string {
-				return map[string]string{"Stripe-Signature": webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{
-					Payload: []byte(body), Secret: secret, Timestamp: time.Now()}).Header}
+				return map[string]string{"Stripe-Signature": stripetest.Sign([]byte(body), secret, time.Now())}
 			}
 			ledger := credits.New(b2.Credits, nil)
 			balance := func() int64 {

@@ -258,42 +258,67 @@ func New(b *backend.Backend, cfg *Config) (*Service, error) {
 }
 
 func (s *Service) build() error {
-	cfg := s.cfg
-	b := s.backend
-	s.validator = cfg.Validator
-	if s.validator == nil {
-		var ec emailcheck.Config
-		if cfg.Checks != nil {
-			ec = *cfg.Checks
-		}
-		ec.Logger = cmp.Or(ec.Logger, s.logger)
-		if ec.Prober != nil && ec.ProbeBudget == nil {
-			budget, err := newProbeBudget(b.Limiter, cfg.ProbeLimit, s.logger, planProbes(cfg.API.Plans, b.Accounts))
-			if err != nil {
-				return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
-			}
-			ec.ProbeBudget = budget
-		}
-		v, err := emailcheck.New(&ec)
-		if err != nil {
-			return fmt.Errorf("service: %w: validator: %w", httpapi.ErrConfig, err)
-		}
-		s.validator, s.ownsV = v, v
+	if err := s.buildValidator(); err != nil {
+		return err
 	}
-
+	b := s.backend
 	s.usage = b.Usage
-	if b.Usage != nil && cfg.UsageFlushInterval >= 0 {
+	if b.Usage != nil && s.cfg.UsageFlushInterval >= 0 {
 		s.buffer = store.NewUsageBuffer(b.Usage)
 		s.usage = s.buffer
 	}
-
 	s.ledger = credits.New(b.Credits, &credits.Config{Logger: s.logger})
-	q, err := jobs.NewQueue(b.Jobs, s.ledger, &jobs.Config{Retention: cfg.Retention, Logger: s.logger})
+	q, err := jobs.NewQueue(b.Jobs, s.ledger, &jobs.Config{Retention: s.cfg.Retention, Logger: s.logger})
 	if err != nil {
 		return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
 	}
 	s.queue = q
+	if err := s.buildWebhooks(); err != nil {
+		return err
+	}
+	if err := s.buildPool(); err != nil {
+		return err
+	}
+	acfg, err := s.buildAPI()
+	if err != nil {
+		return err
+	}
+	return s.buildMux(acfg)
+}
 
+// buildValidator takes the configured validator, or builds one from the
+// checks' configuration (with a probe budget kept in the store when the
+// checks probe mailboxes) and owns it.
+func (s *Service) buildValidator() error {
+	cfg := s.cfg
+	s.validator = cfg.Validator
+	if s.validator != nil {
+		return nil
+	}
+	var ec emailcheck.Config
+	if cfg.Checks != nil {
+		ec = *cfg.Checks
+	}
+	ec.Logger = cmp.Or(ec.Logger, s.logger)
+	if ec.Prober != nil && ec.ProbeBudget == nil {
+		budget, err := newProbeBudget(s.backend.Limiter, cfg.ProbeLimit, s.logger, planProbes(cfg.API.Plans, s.backend.Accounts))
+		if err != nil {
+			return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
+		}
+		ec.ProbeBudget = budget
+	}
+	v, err := emailcheck.New(&ec)
+	if err != nil {
+		return fmt.Errorf("service: %w: validator: %w", httpapi.ErrConfig, err)
+	}
+	s.validator, s.ownsV = v, v
+	return nil
+}
+
+// buildWebhooks builds the dispatcher that delivers the outbox and the
+// source of job events that fills it.
+func (s *Service) buildWebhooks() error {
+	cfg, b := s.cfg, s.backend
 	client, err := webhook.NewClient(cfg.WebhookClient)
 	if err != nil {
 		return fmt.Errorf("service: %w: webhook client: %w", httpapi.ErrConfig, err)
@@ -317,48 +342,61 @@ func (s *Service) build() error {
 		}
 		return err == nil, err
 	}
-	if s.events, err = jobevents.New(b.Endpoints, &jobevents.Config{Dispatcher: s.disp, IsList: isList}); err != nil {
-		return err
-	}
+	s.events, err = jobevents.New(b.Endpoints, &jobevents.Config{Dispatcher: s.disp, IsList: isList})
+	return err
+}
 
-	if cfg.Workers >= 0 {
-		pcfg := cfg.Pool
-		pcfg.Workers = cfg.Workers
-		pcfg.Logger = s.logger
-		if pcfg.Canary == nil {
-			// The workers tell a DNS outage from a domain of its own that
-			// does not answer by asking the nameservers the readiness
-			// question.
-			if p, ok := s.validator.(jobs.NameserverPinger); ok {
-				pcfg.Canary = p.PingNameservers
-			}
-		}
-		hostHook := cfg.Pool.OnComplete
-		pcfg.OnComplete = func(ctx context.Context, j jobs.Job) {
-			if s.usage != nil && j.Result != nil {
-				if err := s.usage.AddUsage(ctx, j.AccountID, j.CompletedAt, string(j.Result.Confidence.Status), 1); err != nil {
-					s.logger.WarnContext(ctx, "usage count", "job", j.ID, "err", err)
-				}
-			}
-			if s.dash != nil {
-				s.dash.BatchProgress(ctx, j)
-			}
-			if hostHook != nil {
-				hostHook(ctx, j)
-			}
-		}
-		// The events are in the outbox once the job completes: the source
-		// builds them and wakes the dispatcher to deliver them now rather
-		// than at its next poll.
-		s.events.Attach(&pcfg)
-		if s.pool, err = jobs.NewPool(q, s.validator, &pcfg); err != nil {
-			return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
+// buildPool builds the workers, unless this instance runs none: each
+// completed job is counted in the usage and announced to webhooks.
+func (s *Service) buildPool() error {
+	cfg := s.cfg
+	if cfg.Workers < 0 {
+		return nil
+	}
+	pcfg := cfg.Pool
+	pcfg.Workers = cfg.Workers
+	pcfg.Logger = s.logger
+	if pcfg.Canary == nil {
+		// The workers tell a DNS outage from a domain of its own that
+		// does not answer by asking the nameservers the readiness
+		// question.
+		if p, ok := s.validator.(jobs.NameserverPinger); ok {
+			pcfg.Canary = p.PingNameservers
 		}
 	}
+	hostHook := cfg.Pool.OnComplete
+	pcfg.OnComplete = func(ctx context.Context, j jobs.Job) {
+		if s.usage != nil && j.Result != nil {
+			if err := s.usage.AddUsage(ctx, j.AccountID, j.CompletedAt, string(j.Result.Confidence.Status), 1); err != nil {
+				s.logger.WarnContext(ctx, "usage count", "job", j.ID, "err", err)
+			}
+		}
+		if s.dash != nil {
+			s.dash.BatchProgress(ctx, j)
+		}
+		if hostHook != nil {
+			hostHook(ctx, j)
+		}
+	}
+	// The events are in the outbox once the job completes: the source
+	// builds them and wakes the dispatcher to deliver them now rather
+	// than at its next poll.
+	s.events.Attach(&pcfg)
+	var err error
+	if s.pool, err = jobs.NewPool(s.queue, s.validator, &pcfg); err != nil {
+		return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
+	}
+	return nil
+}
 
+// buildAPI builds the API handler on what the steps before built, and
+// registers the operational metrics; it returns the API's configuration,
+// which the console shares.
+func (s *Service) buildAPI() (httpapi.Config, error) {
+	cfg, b := s.cfg, s.backend
 	acfg := cfg.API
 	if err := s.setupSeller(&acfg); err != nil {
-		return err
+		return acfg, err
 	}
 	acfg.Usage = s.usage
 	if acfg.Audit == nil {
@@ -378,15 +416,22 @@ func (s *Service) build() error {
 			acfg.RateLimiter = ratelimit.NewMemory(acfg.Now)
 		}
 	}
-	if s.api, err = httpapi.NewHandler(s.validator, s.ledger, q, b.Accounts, &acfg); err != nil {
-		return err
+	var err error
+	if s.api, err = httpapi.NewHandler(s.validator, s.ledger, s.queue, b.Accounts, &acfg); err != nil {
+		return acfg, err
 	}
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(newOpsCollector(s.validator, b.Jobs, s.pool)); err != nil {
-			return fmt.Errorf("service: register metrics: %w", err)
+			return acfg, fmt.Errorf("service: register metrics: %w", err)
 		}
 	}
+	return acfg, nil
+}
 
+// buildMux routes the API behind the host's middleware, the console when
+// configured, the probes and the metrics.
+func (s *Service) buildMux(acfg httpapi.Config) error {
+	cfg := s.cfg
 	// Wrap from the last middleware in, so the first is outermost.
 	var h http.Handler = s.api
 	for i := len(cfg.Middleware) - 1; i >= 0; i-- {
