@@ -367,7 +367,7 @@ return first
 // KEYS: delayed, leases, accts, turn, ready (the older layout's). ARGV:
 // shard base, max, duration (µs), token base. Returns, per job, {id,
 // account, email, cost, errors, last_error, created, token, expires,
-// batch, source}, in turn order.
+// batch, source, unjudged}, in turn order.
 var scriptLease = script(`
 expect(KEYS[1], 'zset'); expect(KEYS[2], 'zset'); expect(KEYS[3], 'zset'); expect(KEYS[5], 'zset')
 local base = ARGV[1]
@@ -441,13 +441,16 @@ local out, leased = {}, {}
 for i, c in ipairs(chosen) do
   local id = c[3]
   local key = jobbase .. id
-  local f = redis.call('HMGET', key, 'state', 'account', 'email', 'cost', 'errors', 'last_error', 'created', 'batch', 'source')
+  local f = redis.call('HMGET', key, 'state', 'account', 'email', 'cost', 'errors', 'last_error', 'created', 'batch', 'source', 'unjudged')
   if f[1] == 'a' then
     local tok = ARGV[4] .. '.' .. i
     redis.call('HSET', key, 'state', 'r', 'token', tok, 'expires', str(exp))
     leased[#leased + 1] = exp
     leased[#leased + 1] = id
-    for _, v in ipairs({id, f[2] or '', f[3] or '', f[4] or '0', f[5] or '0', f[6] or '', f[7] or '', tok, str(exp), f[8] or '', f[9] or ''}) do out[#out + 1] = v end
+    -- A job the releases before the unjudged field retried carries the
+    -- count at the end of its last error only.
+    local unjudged = f[10] or (f[6] and string.match(f[6], ' %(unjudged attempt (%d+) of %d+%)$')) or '0'
+    for _, v in ipairs({id, f[2] or '', f[3] or '', f[4] or '0', f[5] or '0', f[6] or '', f[7] or '', tok, str(exp), f[8] or '', f[9] or '', unjudged}) do out[#out + 1] = v end
   end
 end
 if #leased > 0 then redis.call('ZADD', KEYS[2], unpack(leased)) end
@@ -604,7 +607,7 @@ return out
 // now (q); one deferred takes it when it comes due (scriptLease). One
 // handed back at once without an error keeps its place.
 // KEYS: job:ID, leases, delayed, accts. ARGV: id, token, run-at (µs, 0 for
-// now), error, channel, shard base.
+// now), error, channel, shard base, unjudged attempts (with an error).
 var scriptRetry = script(`
 expect(KEYS[2], 'zset'); expect(KEYS[3], 'zset'); expect(KEYS[4], 'zset')
 local id, base = ARGV[1], ARGV[6]
@@ -623,7 +626,7 @@ if ARGV[4] ~= '' and not later then
 end
 if ARGV[4] ~= '' then
   redis.call('HINCRBY', KEYS[1], 'errors', 1)
-  redis.call('HSET', KEYS[1], 'last_error', ARGV[4])
+  redis.call('HSET', KEYS[1], 'last_error', ARGV[4], 'unjudged', ARGV[7])
 end
 redis.call('HSET', KEYS[1], 'state', 'a', 'token', '', 'expires', '')
 redis.call('ZREM', KEYS[2], id)
@@ -689,7 +692,7 @@ for i, id in ipairs(ids) do
   if f[1] == 'r' and f[2] and f[2] ~= '' and tonumber(f[2]) < now then
     local key = ARGV[1] .. id
     redis.call('HINCRBY', key, 'errors', 1)
-    redis.call('HSET', key, 'last_error', 'lease expired', 'state', 'a', 'token', '', 'expires', '')
+    redis.call('HSET', key, 'last_error', 'lease expired', 'unjudged', '0', 'state', 'a', 'token', '', 'expires', '')
     redis.call('ZREM', KEYS[1], id)
     make_ready(base, id, f[3], f[4])
     n = n + 1
