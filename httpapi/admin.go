@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/credits"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 // MinAdminTokenBytes is the shortest [Config.AdminToken] accepted: an

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/credits"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 func TestValidate(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"strconv"
 
 	"github.com/validmail/validmail/billing"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 // MaxBillingEventBytes bounds the body of a payment provider's event at

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs/lists"
 	"github.com/validmail/validmail/plans"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/ratelimit"
 	"github.com/validmail/validmail/webhook"
 )
 

@@ -7,6 +7,7 @@
 //	POST   /validate/async               batch      {"emails":[…]}, 1–1,000; 1 credit each
 //	GET    /validate/status/{job_id}     batch      a job of the caller's account
 //	GET    /api/v1/account               stats
+//	GET    /api/v1/credits/history       stats      the ledger, newest first; ?limit=1–100 (default 20), ?cursor=
 //	POST   /api/v1/keys                  keys       {"name","permissions"}; a key grants only what it has
 //	GET    /api/v1/keys                  keys
 //	DELETE /api/v1/keys/{id}             keys
@@ -19,6 +20,13 @@
 //	DELETE /api/v1/batches/{batch_id}    batch      204: the batch, its jobs, results and list rows erased
 //	POST   /api/v1/lists                 batch      a CSV or text file
 //	GET    /openapi.json                 none       the OpenAPI 3.1 document ([Handler.OpenAPI])
+//
+// With a [Config].Seller, the credit packs on sale and their checkouts:
+//
+//	GET    /api/v1/billing/packs                   stats   the packs on sale
+//	POST   /api/v1/billing/checkout                stats   opens a checkout for one pack
+//	GET    /api/v1/billing/receipts/{session_id}   stats   a paid checkout's receipt
+//	POST   /billing/stripe/webhook                 none    the payment provider's signed events
 //
 // The document is one generators take with their defaults: its servers
 // entry is the origin and mount prefix it was served from (the scheme of
@@ -92,6 +100,7 @@
 //
 //	GET    /api/v1/admin/accounts/{email}          an account, its balance, credits by source
 //	POST   /api/v1/admin/accounts/{email}/grants   {"credits","reason"}; Idempotency-Key applies once
+//	PUT    /api/v1/admin/accounts/{email}/plan     the account's plan, when the accounts store can set it
 //
 // The token is compared in constant time, through its SHA-256, so neither
 // its bytes nor its length leak; failures count against the client

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 // documentedOperations returns every operation of the served document but

@@ -27,11 +27,11 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi/internal/buckets"
 	"github.com/validmail/validmail/httpapi/internal/uploads"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/lists"
 	"github.com/validmail/validmail/plans"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 //go:embed openapi.json

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/httpapi"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/ratelimit"
 	"github.com/validmail/validmail/webhook"
 )
 

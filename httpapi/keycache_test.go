@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/validmail/validmail/httpapi"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 // fakeClock is a clock tests move by hand.

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/validmail/validmail/httpapi"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 // Failed authentications count per IPv6 /64: walking the addresses of

@@ -22,9 +22,9 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/resultcsv"
 	"github.com/validmail/validmail/httpapi/internal/uploads"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/lists"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 // DefaultMaxListUploads is how many lists a handler reads at once by

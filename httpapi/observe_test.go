@@ -11,10 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 func TestAccessLog(t *testing.T) {

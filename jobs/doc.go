@@ -83,5 +83,8 @@
 // # Identifiers
 //
 // Job ids are numeric text ("1", "2", …), unique in the deployment and
-// increasing in enqueue order. Compare them as numbers, not as strings.
+// increasing in enqueue order within one account; across accounts a
+// driver may number them otherwise (the Redis driver's ids carry the
+// account's shard in their high bits, so a later job of another account
+// may have a smaller id). Compare them as numbers, not as strings.
 package jobs

@@ -53,7 +53,8 @@ const DefaultIdempotencyTTL = 24 * time.Hour
 
 // Job is one address to validate.
 type Job struct {
-	// ID is numeric text, unique and increasing.
+	// ID is numeric text, unique in the deployment and increasing within
+	// its account.
 	ID string
 	// AccountID owns the job.
 	AccountID string

@@ -38,6 +38,14 @@ type UnknownValidator interface {
 	Unknown(email string, reason emailcheck.Reason, opts ...emailcheck.CallOption) emailcheck.Result
 }
 
+// NameserverPinger is implemented by a [Validator] that can tell whether
+// its DNS resolver answers at all: *emailcheck.Validator's
+// PingNameservers, which is a [Canary]. The service uses it as the pool's
+// default canary, in its readiness check and at start-up.
+type NameserverPinger interface {
+	PingNameservers(ctx context.Context) error
+}
+
 // Pool defaults.
 const (
 	DefaultWorkers       = 8

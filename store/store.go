@@ -42,8 +42,10 @@ var (
 	// service ran, such as a Redis server that restarted without
 	// persistence: every account, key and queued job is gone, so requests
 	// are refused (503) rather than answered as if their keys never
-	// existed. An operator restores the data, or restarts the service to
-	// start again empty.
+	// existed. Restarting the service does not clear it: the backend
+	// refuses the store until an operator restores the data or, knowing
+	// that it is gone for good, initialises the store again (for Redis,
+	// redisstore's Config.Init).
 	ErrDataLost = errors.New("store: the backend lost its data")
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/validmail/validmail/billing"
 	"github.com/validmail/validmail/httpapi"
-	"github.com/validmail/validmail/httpapi/ratelimit"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 // testKey is a well-formed API key secret.

@@ -24,6 +24,7 @@ import (
 	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
 	"github.com/validmail/validmail/httpapi/service"
+	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/storeurl"
 	"github.com/validmail/validmail/webhook"
@@ -186,7 +187,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 		defer psrv.Close()
 		logger.Info("pprof listening", "addr", pln.Addr().String())
 	}
-	if p, ok := svc.Validator().(interface{ PingNameservers(context.Context) error }); ok {
+	if p, ok := svc.Validator().(jobs.NameserverPinger); ok {
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		if err := p.PingNameservers(pctx); err != nil {
 			logger.Warn("no DNS server answers: every validation will be UNKNOWN until one does", "dns", cfg.DNS, "err", err)

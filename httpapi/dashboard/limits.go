@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/validmail/validmail/httpapi/ratelimit"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 // limiters are the dashboard's view of [Config.Limiter]: its buckets, and

@@ -22,11 +22,11 @@ import (
 	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
 	"github.com/validmail/validmail/httpapi/dashboard/mail/mailtest"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
+	"github.com/validmail/validmail/store/ratelimit"
 	"github.com/validmail/validmail/store/storeurl"
 	"github.com/validmail/validmail/webhook"
 )

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 // Who may make the console mail an address, and how often. Every message

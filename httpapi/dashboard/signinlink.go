@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/httpapi/dashboard/mail"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 // While strangers keep an email's failed sign-ins at their cap from

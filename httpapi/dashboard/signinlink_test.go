@@ -11,8 +11,8 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi/dashboard"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/store/memstore"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 // TestNewBrowserSignsInByMail: 70 wrong passwords from 14 networks fill

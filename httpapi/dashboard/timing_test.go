@@ -15,8 +15,8 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/httpapi/dashboard"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 // TestNoTimingOracle: sign-up, sign-in (a wrong password) and "forgot

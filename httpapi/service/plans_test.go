@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/httpapi"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/plans"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/backend"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 // TestPlanRateAcrossInstances puts one account on a plan of 10 requests

@@ -18,12 +18,12 @@ import (
 	"github.com/validmail/validmail/emailcheck/dnstest"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/dashboard"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/plans"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
+	"github.com/validmail/validmail/store/ratelimit"
 	"github.com/validmail/validmail/store/storeurl"
 )
 

@@ -5,9 +5,9 @@ import (
 	"log/slog"
 
 	"github.com/validmail/validmail/httpapi/internal/buckets"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/plans"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 // newProbeBudget returns the validator's probe budget: one token of

@@ -16,10 +16,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/validmail/validmail/httpapi"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/pgstore"
+	"github.com/validmail/validmail/store/ratelimit"
 	"github.com/validmail/validmail/store/redisstore"
 )
 

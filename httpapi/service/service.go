@@ -56,10 +56,10 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/dashboard"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/backend"
+	"github.com/validmail/validmail/store/ratelimit"
 	"github.com/validmail/validmail/webhook"
 	"github.com/validmail/validmail/webhook/jobevents"
 	"github.com/validmail/validmail/webhook/webhookmetrics"
@@ -327,7 +327,7 @@ func (s *Service) build() error {
 			// The workers tell a DNS outage from a domain of its own that
 			// does not answer by asking the nameservers the readiness
 			// question.
-			if p, ok := s.validator.(interface{ PingNameservers(context.Context) error }); ok {
+			if p, ok := s.validator.(jobs.NameserverPinger); ok {
 				pcfg.Canary = p.PingNameservers
 			}
 		}
@@ -535,7 +535,7 @@ func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
 		notes = n
 	}
 	var dnsLines []string
-	if p, ok := s.validator.(interface{ PingNameservers(context.Context) error }); ok {
+	if p, ok := s.validator.(jobs.NameserverPinger); ok {
 		if err := p.PingNameservers(ctx); err != nil {
 			line := "dns: no nameserver answers; validations are UNKNOWN (dns_timeout) until one does"
 			if errors.Is(err, emailcheck.ErrResolverUntrusted) {

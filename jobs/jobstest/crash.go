@@ -13,7 +13,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
-	"github.com/validmail/validmail/store/storetest/crashtest"
+	"github.com/validmail/validmail/store/crashtest"
 	"github.com/validmail/validmail/webhook"
 )
 

@@ -8,8 +8,9 @@
 // The interfaces themselves live in the packages that use them
 // ([store.Accounts], [credits.Store], [jobs.Driver], [webhook.Outbox], …);
 // this package only gathers them. It imports the domain packages and the
-// rate limiter's contract (httpapi/ratelimit, which imports nothing), so
-// that the store package itself imports nothing of the project.
+// rate limiter's contract (store/ratelimit, which imports nothing of the
+// project), so that the store package itself imports nothing of the
+// project.
 package backend
 
 import (
@@ -20,9 +21,9 @@ import (
 
 	"github.com/validmail/validmail/billing"
 	"github.com/validmail/validmail/credits"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/ratelimit"
 	"github.com/validmail/validmail/webhook"
 )
 

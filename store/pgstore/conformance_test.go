@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/validmail/validmail/store/backend"
+	"github.com/validmail/validmail/store/crashtest"
 	"github.com/validmail/validmail/store/storetest"
-	"github.com/validmail/validmail/store/storetest/crashtest"
 )
 
 func TestBackend(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validmail/validmail/httpapi/ratelimit"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 // The limiters' conformance suite runs in TestBackend

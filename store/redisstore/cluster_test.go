@@ -12,9 +12,9 @@ import (
 	"github.com/validmail/validmail/jobs/jobstest"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/backend"
+	"github.com/validmail/validmail/store/crashtest"
 	"github.com/validmail/validmail/store/redisstore"
 	"github.com/validmail/validmail/store/storetest"
-	"github.com/validmail/validmail/store/storetest/crashtest"
 )
 
 // TestClusterBackend runs the conformance and crash suites on a Redis

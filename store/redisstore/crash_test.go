@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/validmail/validmail/store/backend"
+	"github.com/validmail/validmail/store/crashtest"
 	"github.com/validmail/validmail/store/redisstore"
-	"github.com/validmail/validmail/store/storetest/crashtest"
 )
 
 // durable is a key prefix shared by a test process and the worker and

@@ -22,8 +22,10 @@
 // shard, with the shard's queues and sequences, so every script touches
 // one slot while the accounts, and the work, spread over a cluster's
 // masters. Shard 0's tag is "{prefix}", which also holds what is global:
-// accounts, API keys, the email and key-hash indexes, sessions, rate
-// limits, quotas and the marker. Shard k's tag is "{prefix:sk.j}", j chosen
+// accounts, API keys, the email and key-hash indexes, sessions and the
+// marker. Rate-limit buckets and quotas go to the shard of their key's
+// group ([ratelimit.Group]), named as if it were an account: an
+// account's limits in its own shard, the others spread over the shards. Shard k's tag is "{prefix:sk.j}", j chosen
 // so that the 16 shards fall in the 16 sixteenths of the slot space. The
 // shard is read off the ids: a new account id is a version 8 UUID whose
 // last byte is its shard, a job or batch id carries its shard from bit 40

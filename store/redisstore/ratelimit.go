@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/validmail/validmail/httpapi/ratelimit"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 var _ ratelimit.MultiLimiter = (*RateLimiter)(nil)

@@ -16,8 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/validmail/validmail/httpapi"
-	"github.com/validmail/validmail/httpapi/ratelimit"
 	"github.com/validmail/validmail/httpapi/service"
+	"github.com/validmail/validmail/store/ratelimit"
 	"github.com/validmail/validmail/store/redisstore"
 )
 

@@ -2,7 +2,7 @@
 // test calls [RunBackend], the one entry point, which runs every suite
 // against it: credits (credits/creditstest), jobs (jobs/jobstest), webhooks
 // (webhook/webhooktest), accounts ([Run], in this package), the shared
-// rate limiter (httpapi/ratelimit/ratelimittest) and, for a
+// rate limiter (store/ratelimit/ratelimittest) and, for a
 // backend whose data outlives the process, the crash tests that kill a
 // worker or a dispatcher mid-batch:
 //

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validmail/validmail/store/storetest/crashtest"
+	"github.com/validmail/validmail/store/crashtest"
 	"github.com/validmail/validmail/webhook"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validmail/validmail/httpapi/ratelimit"
-	"github.com/validmail/validmail/httpapi/ratelimit/ratelimittest"
+	"github.com/validmail/validmail/store/ratelimit"
+	"github.com/validmail/validmail/store/ratelimit/ratelimittest"
 )
 
 func TestLimitCheckAndInterval(t *testing.T) {

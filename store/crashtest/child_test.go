@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validmail/validmail/store/storetest/crashtest"
+	"github.com/validmail/validmail/store/crashtest"
 )
 
 const envMode = "CHILDTEST_MODE"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/validmail/validmail/httpapi/ratelimit"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 func ExampleAllowAll() {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validmail/validmail/httpapi/ratelimit"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 // Harness opens the limiters under test.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validmail/validmail/httpapi/ratelimit"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 // RunMulti runs the suite. newLimiter returns a limiter with no buckets
