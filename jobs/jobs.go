@@ -72,6 +72,14 @@ type Job struct {
 	Errors int
 	// LastError is the message of the latest failed attempt.
 	LastError string
+	// Unjudged counts the attempts in a row, up to the latest failed
+	// one, that came back without a verdict of the DNS on the job's
+	// domain (see [PoolConfig.UnknownAttempts]); 0 when the latest
+	// failure was of another kind (a rescued lease, a validation error).
+	// [Job.Errors] counts every kind of failure together; this count is
+	// kept apart so that rescued leases and failed validations do not
+	// use up the attempts an unjudged verdict is allowed.
+	Unjudged int
 	// BatchID is the batch the job belongs to: the id of the first job of
 	// the enqueue that created it. Empty from a driver without
 	// [BatchDriver].
@@ -194,6 +202,10 @@ type RetryParams struct {
 	// Errors grows by one. An empty Error hands the job back without
 	// counting an attempt (a worker shutting down).
 	Error string
+	// Unjudged, with an Error, becomes the job's [Job.Unjudged]: the
+	// number of unjudged attempts in a row this failure ends, 0 for a
+	// failure of another kind. Without an Error the job's count is kept.
+	Unjudged int
 }
 
 // RescueParams selects expired leases to rescue.

@@ -256,22 +256,3 @@ func TestDefaultUnknownBackoff(t *testing.T) {
 		t.Fatal("the first wait does not outlast a cached failure")
 	}
 }
-
-// The attempts in a row without a DNS verdict are read back from the
-// error the latest of them recorded, and from nothing else.
-func TestUnjudgedTries(t *testing.T) {
-	for msg, want := range map[string]int{
-		"":                          0,
-		"lease expired":             0,
-		"context deadline exceeded": 0,
-		"no nameserver answered for the domain (unjudged attempt 1 of 3)":              1,
-		"the domain's nameservers answered with a failure (unjudged attempt 2 of 3)":   2,
-		"the mail servers' addresses could not be looked up (unjudged attempt 4 of 3)": 4,
-		"no nameserver answered for the domain (unjudged attempt x of 3)":              0,
-		"no nameserver answered for the domain (unjudged attempt -1 of 3)":             0,
-	} {
-		if got := unjudgedTries(msg); got != want {
-			t.Errorf("unjudgedTries(%q) = %d, want %d", msg, got, want)
-		}
-	}
-}

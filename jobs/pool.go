@@ -725,10 +725,10 @@ func (r *run) process(ctx context.Context, l Lease) (handedOff bool) {
 		if why := retryable(res, unanswered); why != "" {
 			// The DNS answers, but gave no verdict on this domain: try
 			// again later, out of the way of the other jobs.
-			tries := unjudgedTries(l.LastError) + 1
+			tries := l.Unjudged + 1
 			if tries < p.cfg.UnknownAttempts && l.Errors+1 < p.cfg.MaxAttempts+p.cfg.UnknownAttempts-1 {
-				msg := fmt.Sprintf("%s%s%d of %d)", why, unjudgedMark, tries, p.cfg.UnknownAttempts)
-				r.retry(ctx, bctx, l, time.Now().Add(p.cfg.UnknownBackoff(tries)), msg)
+				msg := fmt.Sprintf("%s (unjudged attempt %d of %d)", why, tries, p.cfg.UnknownAttempts)
+				r.retry(ctx, bctx, l, time.Now().Add(p.cfg.UnknownBackoff(tries)), msg, tries)
 				return false
 			}
 		}
@@ -736,7 +736,7 @@ func (r *run) process(ctx context.Context, l Lease) (handedOff bool) {
 	if err != nil {
 		failures := l.Errors + 1
 		if failures < p.cfg.MaxAttempts {
-			r.retry(ctx, bctx, l, time.Now().Add(p.cfg.Backoff(failures)), err.Error())
+			r.retry(ctx, bctx, l, time.Now().Add(p.cfg.Backoff(failures)), err.Error(), 0)
 			return false
 		}
 		p.logger.WarnContext(ctx, "jobs: attempts exhausted, completing as UNKNOWN", "job", l.ID, "err", err)
@@ -803,31 +803,6 @@ func retryable(res emailcheck.Result, unanswered bool) string {
 	return ""
 }
 
-// unjudgedMark introduces, in the error a retry of an unjudged verdict
-// records, the number of that attempt in the current run of such
-// attempts: "<cause> (unjudged attempt 2 of 3)".
-const unjudgedMark = " (unjudged attempt "
-
-// unjudgedTries returns how many attempts in a row, up to the job's
-// latest failure, came back unjudged (no DNS verdict), read from the
-// error the latest failure recorded ([Job.LastError]); 0 when that
-// failure was of another kind (a rescued lease, a validation error).
-// [Job.Errors] counts every kind of failure together, so the pool keeps
-// this count apart in the error message, which every driver stores:
-// rescued leases and failed validations do not use up the attempts an
-// unjudged verdict is allowed.
-func unjudgedTries(lastError string) int {
-	i := strings.LastIndex(lastError, unjudgedMark)
-	if i < 0 {
-		return 0
-	}
-	var n, of int
-	if _, err := fmt.Sscanf(lastError[i+len(unjudgedMark):], "%d of %d)", &n, &of); err != nil || n < 0 {
-		return 0
-	}
-	return n
-}
-
 // unknown is the UNKNOWN result a job completes with when its attempts
 // ran out without one of the validator's own: the validator's
 // ([UnknownValidator]) when it can tell it, else [UnknownResult].
@@ -847,9 +822,10 @@ func (r *run) putBack(ctx context.Context, l Lease) {
 }
 
 // retry hands a job back to the queue for a later attempt at runAt,
-// counting a failed one.
-func (r *run) retry(ctx, bctx context.Context, l Lease, runAt time.Time, reason string) {
-	err := r.p.q.driver.Retry(bctx, RetryParams{ID: l.ID, Token: l.Token, RunAt: runAt, Error: reason})
+// counting a failed one; unjudged is the job's count of unjudged attempts
+// in a row after it (0 for a failure of another kind).
+func (r *run) retry(ctx, bctx context.Context, l Lease, runAt time.Time, reason string, unjudged int) {
+	err := r.p.q.driver.Retry(bctx, RetryParams{ID: l.ID, Token: l.Token, RunAt: runAt, Error: reason, Unjudged: unjudged})
 	if err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrNotFound) {
 		r.p.logger.ErrorContext(ctx, "jobs: retry", "job", l.ID, "err", err)
 	}

@@ -3,6 +3,7 @@ package jobstest
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,7 +19,9 @@ import (
 //   - Enqueue1000: one plain 1,000-job batch per op (ms/batch);
 //   - EnqueueCharged1000: one charged 1,000-job batch per op;
 //   - Drain: one job per op, worked by a pool of 8 workers whose validator
-//     answers at once, as with a warm DNS cache (jobs/s).
+//     answers at once, as with a warm DNS cache (jobs/s);
+//   - DrainBusy: Drain beside two CPU-bound processes (sh), as on a
+//     machine shared with other work.
 func Bench(b *testing.B, newBackend func(tb testing.TB) Backend) {
 	batch := make([]string, 1000)
 	for i := range batch {
@@ -110,40 +113,61 @@ func Bench(b *testing.B, newBackend func(tb testing.TB) Backend) {
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/batch")
 	})
 
-	b.Run("Drain", func(b *testing.B) {
-		q := newQueue(b, newBackend(b))
-		for left := b.N; left > 0; left -= len(batch) {
-			if _, err := q.Enqueue(ctx, "bench", batch[:min(left, len(batch))]); err != nil {
-				b.Fatal(err)
+	b.Run("Drain", func(b *testing.B) { benchDrain(b, newBackend(b), batch) })
+
+	b.Run("DrainBusy", func(b *testing.B) {
+		// As Drain, beside two CPU-bound processes: a machine shared with
+		// other work, where lock waits and polling show.
+		for range 2 {
+			busy := exec.Command("sh", "-c", "while :; do :; done")
+			if err := busy.Start(); err != nil {
+				b.Skipf("no CPU-bound process beside the drain: %v", err)
 			}
+			b.Cleanup(func() {
+				busy.Process.Kill()
+				busy.Wait()
+			})
 		}
-		var done atomic.Int64
-		finished := make(chan struct{})
-		p, err := jobs.NewPool(q, instant{}, &jobs.PoolConfig{
-			Workers:         8,
-			CleanupInterval: -1,
-			OnComplete: func(context.Context, jobs.Job) {
-				if done.Add(1) == int64(b.N) {
-					close(finished)
-				}
-			},
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		runCtx, cancel := context.WithCancel(ctx)
-		stopped := make(chan error, 1)
-		b.ReportAllocs()
-		b.ResetTimer()
-		go func() { stopped <- p.Run(runCtx) }()
-		<-finished
-		b.StopTimer()
-		cancel()
-		if err := <-stopped; err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+		benchDrain(b, newBackend(b), batch)
 	})
+}
+
+// benchDrain drains b.N jobs from be with a pool of 8 workers whose
+// validator answers at once, and reports jobs/s.
+func benchDrain(b *testing.B, be Backend, batch []string) {
+	ctx := context.Background()
+	q := newQueue(b, be)
+	for left := b.N; left > 0; left -= len(batch) {
+		if _, err := q.Enqueue(ctx, "bench", batch[:min(left, len(batch))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var done atomic.Int64
+	finished := make(chan struct{})
+	p, err := jobs.NewPool(q, instant{}, &jobs.PoolConfig{
+		Workers:         8,
+		CleanupInterval: -1,
+		OnComplete: func(context.Context, jobs.Job) {
+			if done.Add(1) == int64(b.N) {
+				close(finished)
+			}
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	go func() { stopped <- p.Run(runCtx) }()
+	<-finished
+	b.StopTimer()
+	cancel()
+	if err := <-stopped; err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 }
 
 func newQueue(tb testing.TB, be Backend) *jobs.Queue {

@@ -92,6 +92,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) Backend) {
 		{"Heartbeat", testHeartbeat},
 		{"QueueStats", testQueueStats},
 		{"RetryBackoff", testRetry},
+		{"RetryUnjudged", testRetryUnjudged},
 		{"RetriesExhaustedCompleteUnknown", testExhausted},
 		{"Cleanup", testCleanup},
 		{"DeleteBatch", testDeleteBatch},

@@ -128,6 +128,56 @@ func testRetry(t *testing.T, b *bundle) {
 	}
 }
 
+// testRetryUnjudged: a job's count of unjudged attempts is what the
+// latest failed attempt's retry gave; a hand-back without an error keeps
+// it, a failure of another kind or a rescued lease clears it.
+func testRetryUnjudged(t *testing.T, b *bundle) {
+	ctx := context.Background()
+	acct := account()
+	mustEnqueue(t, b, acct, 1)
+	l := mustLease(t, b, 1, time.Minute)[0]
+	if l.Unjudged != 0 {
+		t.Fatalf("a new job has Unjudged %d", l.Unjudged)
+	}
+	for i, step := range []struct {
+		retry jobs.RetryParams
+		want  int
+	}{
+		{jobs.RetryParams{Error: "no verdict", Unjudged: 1}, 1},
+		{jobs.RetryParams{Error: "no verdict again", Unjudged: 2}, 2},
+		{jobs.RetryParams{}, 2}, // handed back: kept
+		{jobs.RetryParams{Error: "boom"}, 0},
+		{jobs.RetryParams{Error: "no verdict", Unjudged: 1}, 1},
+	} {
+		p := step.retry
+		p.ID, p.Token = l.ID, l.Token
+		if err := b.Driver.Retry(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		ls := mustLease(t, b, 1, time.Minute)
+		if len(ls) != 1 || ls[0].Unjudged != step.want || (p.Error != "" && ls[0].LastError != p.Error) {
+			t.Fatalf("step %d, after %+v: leased %+v, want Unjudged %d", i, step.retry, ls, step.want)
+		}
+		l = ls[0]
+	}
+	// A rescued lease is a failure of another kind.
+	if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token}); err != nil {
+		t.Fatal(err)
+	}
+	l = mustLease(t, b, 1, time.Millisecond)[0]
+	waitFor(t, 10*time.Second, "the expired lease rescued", func() bool {
+		n, err := b.Driver.RescueExpired(ctx, jobs.RescueParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n > 0
+	})
+	ls := mustLease(t, b, 1, time.Minute)
+	if len(ls) != 1 || ls[0].Unjudged != 0 || ls[0].LastError == "" {
+		t.Fatalf("after a rescue: %+v, want Unjudged 0", ls)
+	}
+}
+
 func testExhausted(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()

@@ -292,6 +292,7 @@ func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
 	if p.Error != "" {
 		j.Errors++
 		j.LastError = p.Error
+		j.Unjudged = p.Unjudged
 	}
 	if p.Error != "" && p.RunAt.IsZero() {
 		// A failed attempt costs the account a turn: the job waits
@@ -347,6 +348,7 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) (int, er
 		}
 		j.Errors++
 		j.LastError = "lease expired"
+		j.Unjudged = 0
 		s.makeAvailableLocked(j, n, time.Time{})
 		count++
 	}

@@ -20,6 +20,10 @@ var TotalsVersion = migrationNamed("_credit_totals.sql")
 // turn index.
 var DelayedVersion = migrationNamed("_delayed_jobs.sql")
 
+// UnjudgedVersion is the migration that gives a job's count of unjudged
+// attempts a column of its own.
+var UnjudgedVersion = migrationNamed("_job_unjudged.sql")
+
 // migrationNamed returns the version of the migration whose file name
 // ends in suffix.
 func migrationNamed(suffix string) int {

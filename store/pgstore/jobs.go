@@ -22,7 +22,7 @@ import (
 
 // jobColumns are the columns scanJob reads, in order.
 const jobColumns = `id, account, email, state, cost, errors, last_error, created_at,
-	completed_at, result, mx_hosts, token, lease_expires_at, batch_id, source`
+	completed_at, result, mx_hosts, token, lease_expires_at, batch_id, source, unjudged`
 
 // scanJob reads a row of jobColumns.
 func scanJob(row pgx.Row) (jobs.Lease, error) {
@@ -36,7 +36,7 @@ func scanJob(row pgx.Row) (jobs.Lease, error) {
 	var batch int64
 	var source *string
 	err := row.Scan(&id, &l.AccountID, &l.Email, &state, &l.Cost, &l.Errors, &l.LastError, &l.CreatedAt,
-		&completed, &result, &mx, &token, &expires, &batch, &source)
+		&completed, &result, &mx, &token, &expires, &batch, &source, &l.Unjudged)
 	if err != nil {
 		return jobs.Lease{}, err
 	}
@@ -760,13 +760,14 @@ func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
 			    delayed = $3::timestamptz IS NOT NULL,
 			    errors = errors + CASE WHEN $4::text <> '' THEN 1 ELSE 0 END,
 			    last_error = CASE WHEN $4::text <> '' THEN $4::text ELSE last_error END,
+			    unjudged = CASE WHEN $4::text <> '' THEN $5::integer ELSE unjudged END,
 			    turn = coalesce((SELECT last_turn FROM turn), turn)
 			WHERE id = $1::bigint AND id BETWEEN {first} AND {last} AND state = 'running' AND token = $2::text
 			RETURNING 1
 		)
 		SELECT EXISTS (SELECT 1 FROM back),
 		       EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1 AND id BETWEEN {first} AND {last})`, first, last),
-		id, p.Token, runAt, p.Error).Scan(&changed, &exists)
+		id, p.Token, runAt, p.Error, p.Unjudged).Scan(&changed, &exists)
 	if err != nil {
 		return fail(ctx, "retry", err)
 	}
@@ -796,7 +797,7 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) (int, er
 		)
 		UPDATE {schema}.jobs j
 		SET state = 'available', token = NULL, lease_expires_at = NULL, run_at = now(), delayed = false,
-		    errors = j.errors + 1, last_error = 'lease expired'
+		    errors = j.errors + 1, last_error = 'lease expired', unjudged = 0
 		FROM expired WHERE j.id = expired.id`), limit)
 	if err != nil {
 		return 0, fail(ctx, "rescue", err)

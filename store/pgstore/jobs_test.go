@@ -85,3 +85,47 @@ func TestDelayedMigration(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestUnjudgedMigration: jobs an earlier release handed back after
+// unjudged attempts, the count written at the end of their last error,
+// carry that count in their own field after the upgrade; other failures
+// carry none, and the error text is left as it was.
+func TestUnjudgedMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testPool(t)
+	schema := testSchema(t, pool)
+	s, err := pgstore.OpenAtVersion(ctx, pool, schema, pgstore.UnjudgedVersion-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "acct", Emails: []string{"a@example.org", "b@example.org", "c@example.org", "d@example.org"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the earlier release's pool recorded: two unjudged attempts, an
+	// unjudged attempt then a rescued lease, and a validation error.
+	lastErrors := map[string]string{
+		ids[0]: "no nameserver answered for the domain (unjudged attempt 2 of 3)",
+		ids[1]: "lease expired",
+		ids[2]: "context deadline exceeded",
+	}
+	for id, msg := range lastErrors {
+		if _, err := pool.Exec(ctx, `UPDATE "`+schema+`".jobs SET errors = 2, last_error = $1 WHERE id = $2::bigint`, msg, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 10, Duration: time.Minute})
+	if err != nil || len(ls) != len(ids) {
+		t.Fatalf("leased %d jobs, %v; want %d", len(ls), err, len(ids))
+	}
+	want := map[string]int{ids[0]: 2}
+	for _, l := range ls {
+		if l.Unjudged != want[l.ID] || l.LastError != lastErrors[l.ID] {
+			t.Errorf("job %s after the upgrade: unjudged %d, last error %q; want %d, %q", l.ID, l.Unjudged, l.LastError, want[l.ID], lastErrors[l.ID])
+		}
+	}
+}

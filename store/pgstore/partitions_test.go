@@ -288,11 +288,12 @@ func TestMigrateToPartitions(t *testing.T) {
 		after["batches"][i] = numbered.ReplaceAllString(b, "}")
 	}
 	// Jobs gained their turn (migration 017): 0 for the finished ones,
-	// 1, 2, … in id order for an account's waiting ones; and whether they
-	// wait for a later run-at (migration 019: none here).
-	turned := regexp.MustCompile(`,"turn":[0-9]+,"delayed":false}$`)
+	// 1, 2, … in id order for an account's waiting ones; whether they
+	// wait for a later run-at (migration 019: none here); and their count
+	// of unjudged attempts (migration 020: none here).
+	turned := regexp.MustCompile(`,"turn":[0-9]+,"delayed":false,"unjudged":0}$`)
 	for i, j := range after["jobs"] {
-		if strings.Contains(j, `"state":"completed"`) && !strings.HasSuffix(j, `,"turn":0,"delayed":false}`) {
+		if strings.Contains(j, `"state":"completed"`) && !strings.HasSuffix(j, `,"turn":0,"delayed":false,"unjudged":0}`) {
 			t.Errorf("completed job given a turn: %s", j)
 		}
 		after["jobs"][i] = turned.ReplaceAllString(j, "}")

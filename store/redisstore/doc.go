@@ -39,8 +39,11 @@
 //
 //   - seq:job, seq:entry: a shard's counters behind job ids and ledger
 //     entry ids (unique within the shard, so within an account)
-//   - job:ID: a hash per job; completed jobs expire after
-//     [Config.Retention]
+//   - job:ID: a hash per job, its attempts in errors, last_error and
+//     unjudged (the attempts in a row without a DNS verdict; a job the
+//     releases before that field retried carries the count at the end of
+//     last_error only, where a lease reads it); completed jobs expire
+//     after [Config.Retention]
 //   - rq:ACCOUNT (an account's ready jobs, by id; a job retried after a
 //     failure or deferred, behind the jobs waiting then), delayed (by
 //     run-at), leases (by lease expiry), done (by completion time): sorted

@@ -367,7 +367,7 @@ return first
 // KEYS: delayed, leases, accts, turn, ready (the older layout's). ARGV:
 // shard base, max, duration (µs), token base. Returns, per job, {id,
 // account, email, cost, errors, last_error, created, token, expires,
-// batch, source}, in turn order.
+// batch, source, unjudged}, in turn order.
 var scriptLease = script(`
 expect(KEYS[1], 'zset'); expect(KEYS[2], 'zset'); expect(KEYS[3], 'zset'); expect(KEYS[5], 'zset')
 local base = ARGV[1]
@@ -441,13 +441,16 @@ local out, leased = {}, {}
 for i, c in ipairs(chosen) do
   local id = c[3]
   local key = jobbase .. id
-  local f = redis.call('HMGET', key, 'state', 'account', 'email', 'cost', 'errors', 'last_error', 'created', 'batch', 'source')
+  local f = redis.call('HMGET', key, 'state', 'account', 'email', 'cost', 'errors', 'last_error', 'created', 'batch', 'source', 'unjudged')
   if f[1] == 'a' then
     local tok = ARGV[4] .. '.' .. i
     redis.call('HSET', key, 'state', 'r', 'token', tok, 'expires', str(exp))
     leased[#leased + 1] = exp
     leased[#leased + 1] = id
-    for _, v in ipairs({id, f[2] or '', f[3] or '', f[4] or '0', f[5] or '0', f[6] or '', f[7] or '', tok, str(exp), f[8] or '', f[9] or ''}) do out[#out + 1] = v end
+    -- A job the releases before the unjudged field retried carries the
+    -- count at the end of its last error only.
+    local unjudged = f[10] or (f[6] and string.match(f[6], ' %(unjudged attempt (%d+) of %d+%)$')) or '0'
+    for _, v in ipairs({id, f[2] or '', f[3] or '', f[4] or '0', f[5] or '0', f[6] or '', f[7] or '', tok, str(exp), f[8] or '', f[9] or '', unjudged}) do out[#out + 1] = v end
   end
 end
 if #leased > 0 then redis.call('ZADD', KEYS[2], unpack(leased)) end
@@ -469,20 +472,52 @@ return str(exp)
 `)
 
 // luaCompleteLib holds complete_one, the completion of one job, shared
-// by the scripts that complete one job and many.
+// by the scripts that complete one job and many, and the group's writes
+// those completions share.
 //
 // complete_one(base, id, token, result, refund, retention, status, ev,
-// bev, t) completes job id: ev is the job's event {id, type, created,
-// payload} or nil, bev the batch's {id, type, created} or nil (see
-// scriptComplete), t the completion time in µs (nil: the server's time
-// now). It makes every check before its first write and
-// returns nil, or the code of the check that failed (NOTFOUND, LEASELOST,
-// DUPLICATE) having written nothing. Wrong key types and a refund that
-// conflicts with the ledger fail the whole script.
+// bev, t, acc) completes job id: ev is the job's event {id, type,
+// created, payload} or nil, bev the batch's {id, type, created} or nil
+// (see scriptComplete), t the completion time in µs (nil: the server's
+// time now), acc the group's pending writes (new_group). It makes every
+// check before its first write and returns nil, or the code of the check
+// that failed (NOTFOUND, LEASELOST, DUPLICATE) having written nothing.
+// Wrong key types and a refund that conflicts with the ledger fail the
+// whole script. What the jobs of a group share waits in acc until
+// flush_group: the leases dropped and done entries added (one ZREM and
+// one ZADD for the group) and each batch's counters (read once, one
+// HINCRBY per batch and status); a batch's last completion writes its
+// counters at once, as its event holds the final counts.
 const luaCompleteLib = `
-local function complete_one(base, id, token, result, refund, retention, status, ev, bev, t)
+local function new_group(base)
+  return {leases = base .. 'leases', done = base .. 'done', ids = {}, at = {}, batches = {}, order = {}}
+end
+
+local function flush_batch(b)
+  if b.n > 0 then
+    redis.call('HINCRBY', b.key, 'done', b.n)
+    for st, n in pairs(b.counts) do redis.call('HINCRBY', b.key, 'c:' .. st, n) end
+    b.n, b.counts = 0, {}
+  end
+end
+
+local function flush_group(g)
+  for i = 1, #g.ids, 500 do
+    local ids, at = {}, {}
+    for j = i, math.min(i + 499, #g.ids) do
+      ids[#ids + 1] = g.ids[j]
+      at[#at + 1] = g.at[j]
+      at[#at + 1] = g.ids[j]
+    end
+    redis.call('ZREM', g.leases, unpack(ids))
+    redis.call('ZADD', g.done, unpack(at))
+  end
+  g.ids, g.at = {}, {}
+  for _, b in ipairs(g.order) do flush_batch(b) end
+end
+
+local function complete_one(base, id, token, result, refund, retention, status, ev, bev, t, g)
   local jk = base .. 'job:' .. id
-  local leases, done = base .. 'leases', base .. 'done'
   local f = redis.call('HMGET', jk, 'state', 'token', 'account', 'batch')
   if not f[1] then return 'NOTFOUND' end
   if f[1] ~= 'r' or f[2] ~= token or token == '' then return 'LEASELOST' end
@@ -496,29 +531,37 @@ local function complete_one(base, id, token, result, refund, retention, status, 
     if redis.call('EXISTS', base .. 'wh:ev:' .. ev[1]) == 1 then return 'DUPLICATE' end
     dcheck(base, ev[1], account)
   end
-  -- The batch's counters: is this its last completion?
-  local bkey, last
+  -- The batch's counters, read once a group: is this its last
+  -- completion?
+  local b, last
   if f[4] then
-    bkey = base .. 'bt:' .. f[4]
-    -- Not a hash: HMGET fails the script here, before this job's first
-    -- write.
-    local b = redis.call('HMGET', bkey, 'total', 'done')
-    if b[1] then
-      last = tonumber(b[2] or '0') + 1 == tonumber(b[1])
+    local bkey = base .. 'bt:' .. f[4]
+    b = g.batches[bkey]
+    if b == nil then
+      -- Not a hash: HMGET fails the script here, before this job's
+      -- first write.
+      local h = redis.call('HMGET', bkey, 'total', 'done')
+      b = false
+      if h[1] then
+        b = {key = bkey, total = tonumber(h[1]), seen = tonumber(h[2] or '0'), n = 0, counts = {}}
+        g.order[#g.order + 1] = b
+      end
+      g.batches[bkey] = b
+    end
+    if b then
+      last = b.seen + 1 == b.total
       if last and bev then
         if redis.call('EXISTS', base .. 'wh:ev:' .. bev[1]) == 1 then return 'DUPLICATE' end
         dcheck(base, bev[1], account)
       end
-    else
-      bkey = nil
     end
   end
   -- writes
   t = t or now_us()
   redis.call('HSET', jk, 'state', 'd', 'token', '', 'expires', '', 'result', result, 'completed', str(t))
   redis.call('PEXPIRE', jk, retention)
-  redis.call('ZREM', leases, id)
-  redis.call('ZADD', done, t, id)
+  g.ids[#g.ids + 1] = id
+  g.at[#g.at + 1] = t
   if refund ~= '0' and not replay then
     credit_write(k, account, refund, 'refund', 'job:' .. id, 'refund:job:' .. id, t)
   end
@@ -527,18 +570,19 @@ local function complete_one(base, id, token, result, refund, retention, status, 
     if created == '' then created = str(t) end
     dadd(base, ev[1], account, ev[2], id, created, ev[4])
   end
-  if bkey then
-    redis.call('HINCRBY', bkey, 'done', 1)
-    redis.call('HINCRBY', bkey, 'c:' .. status, 1)
+  if b then
+    b.seen, b.n = b.seen + 1, b.n + 1
+    b.counts[status] = (b.counts[status] or 0) + 1
     if last then
+      flush_batch(b)
       -- The batch's record lives as long as its last completed job.
-      redis.call('PEXPIRE', bkey, retention)
-      redis.call('HSET', bkey, 'completed', str(t))
+      redis.call('PEXPIRE', b.key, retention)
+      redis.call('HSET', b.key, 'completed', str(t))
       if bev then
         -- The event holds the batch's final counts as data: a zero
         -- byte, then JSON (webhook.StoreBatchCompleted); reading it back
         -- makes its bytes.
-        local h = redis.call('HGETALL', bkey)
+        local h = redis.call('HGETALL', b.key)
         local counts, total = {}, 0
         for i = 1, #h, 2 do
           if string.sub(h[i], 1, 2) == 'c:' then
@@ -575,8 +619,10 @@ local a = ARGV
 local ev, bev
 if a[8] ~= '' then ev = {a[8], a[9], a[10], a[11]} end
 if a[12] ~= '' then bev = {a[12], a[13], a[14]} end
-local code = complete_one(a[1], a[3], a[4], a[5], a[6], a[2], a[7], ev, bev)
+local g = new_group(a[1])
+local code = complete_one(a[1], a[3], a[4], a[5], a[6], a[2], a[7], ev, bev, nil, g)
 if code then fail(code) end
+flush_group(g)
 return 1
 `)
 
@@ -588,14 +634,23 @@ var scriptCompleteMany = script(luaWebhookLib + luaCompleteLib + `
 expect(KEYS[1], 'zset'); expect(KEYS[2], 'zset')
 local out = {}
 local t = now_us()
+local g = new_group(ARGV[1])
 for i = 3, #ARGV, 12 do
   local a = {}
   for j = 0, 11 do a[j + 1] = ARGV[i + j] end
   local ev, bev
   if a[6] ~= '' then ev = {a[6], a[7], a[8], a[9]} end
   if a[10] ~= '' then bev = {a[10], a[11], a[12]} end
-  out[#out + 1] = complete_one(ARGV[1], a[1], a[2], a[3], a[4], ARGV[2], a[5], ev, bev, t) or ''
+  -- A failure of the whole script still leaves the jobs before it
+  -- completed in full, their shared writes included.
+  local ok, code = pcall(complete_one, ARGV[1], a[1], a[2], a[3], a[4], ARGV[2], a[5], ev, bev, t, g)
+  if not ok then
+    flush_group(g)
+    error(code)
+  end
+  out[#out + 1] = code or ''
 end
+flush_group(g)
 return out
 `)
 
@@ -604,7 +659,7 @@ return out
 // now (q); one deferred takes it when it comes due (scriptLease). One
 // handed back at once without an error keeps its place.
 // KEYS: job:ID, leases, delayed, accts. ARGV: id, token, run-at (µs, 0 for
-// now), error, channel, shard base.
+// now), error, channel, shard base, unjudged attempts (with an error).
 var scriptRetry = script(`
 expect(KEYS[2], 'zset'); expect(KEYS[3], 'zset'); expect(KEYS[4], 'zset')
 local id, base = ARGV[1], ARGV[6]
@@ -623,7 +678,7 @@ if ARGV[4] ~= '' and not later then
 end
 if ARGV[4] ~= '' then
   redis.call('HINCRBY', KEYS[1], 'errors', 1)
-  redis.call('HSET', KEYS[1], 'last_error', ARGV[4])
+  redis.call('HSET', KEYS[1], 'last_error', ARGV[4], 'unjudged', ARGV[7])
 end
 redis.call('HSET', KEYS[1], 'state', 'a', 'token', '', 'expires', '')
 redis.call('ZREM', KEYS[2], id)
@@ -689,7 +744,7 @@ for i, id in ipairs(ids) do
   if f[1] == 'r' and f[2] and f[2] ~= '' and tonumber(f[2]) < now then
     local key = ARGV[1] .. id
     redis.call('HINCRBY', key, 'errors', 1)
-    redis.call('HSET', key, 'last_error', 'lease expired', 'state', 'a', 'token', '', 'expires', '')
+    redis.call('HSET', key, 'last_error', 'lease expired', 'unjudged', '0', 'state', 'a', 'token', '', 'expires', '')
     redis.call('ZREM', KEYS[1], id)
     make_ready(base, id, f[3], f[4])
     n = n + 1
