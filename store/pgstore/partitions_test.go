@@ -290,7 +290,7 @@ func TestMigrateToPartitions(t *testing.T) {
 	// Jobs gained their turn (migration 017): 0 for the finished ones,
 	// 1, 2, … in id order for an account's waiting ones; whether they
 	// wait for a later run-at (migration 019: none here); and their count
-	// of unjudged attempts (migration 020: none here).
+	// of unjudged attempts (migration 028: none here).
 	turned := regexp.MustCompile(`,"turn":[0-9]+,"delayed":false,"unjudged":0}$`)
 	for i, j := range after["jobs"] {
 		if strings.Contains(j, `"state":"completed"`) && !strings.HasSuffix(j, `,"turn":0,"delayed":false,"unjudged":0}`) {
