@@ -46,7 +46,8 @@ cleanup() {
       echo "-- $svc"
       LIMIT=60 run_compose logs "$svc" 2>&1 | tail -20 || true
     done
-    [ -s "$logs" ] && { echo "-- $compose_cmd up"; tail -30 "$logs"; }
+    # Its command lines carry the containers' environment: no passwords.
+    [ -s "$logs" ] && { echo "-- $compose_cmd up"; tail -30 "$logs" | sed -E 's#(://[^:/@ ]*:)[^@ ]*@#\1***@#g; s#(PASSWORD=)[^ ]*#\1***#g'; }
   fi
   # podman-compose stops the containers one after another.
   LIMIT=420 run_compose down -v -t 75 >/dev/null 2>&1 || true
