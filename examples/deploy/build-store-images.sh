@@ -15,8 +15,10 @@
 #   examples/deploy/build-store-images.sh [POSTGRES_IMAGE [REDIS_IMAGE]]
 #     # defaults localhost/validmail-postgres:local, localhost/validmail-redis:local
 #
-# An image that exists already is kept (set REBUILD=1 to build it again):
-# the binaries change only with the machine's packages. Needs the host's
+# An image that exists already is kept while it holds the same files: it
+# is labelled with a digest of this script and of the binaries and
+# libraries it copies, so an upgrade of the host's packages (or a change
+# here) builds it again; REBUILD=1 builds it again anyway. Needs the host's
 # PostgreSQL server (postgres, initdb, pg_isready; PG_BINDIR or
 # pg_config --bindir locates them) and redis-server and redis-cli.
 set -euo pipefail
@@ -26,7 +28,34 @@ engine="${CONTAINER_ENGINE:-podman}"
 build_args=()
 [ "$engine" = podman ] && build_args+=(--runtime runc)
 
-exists() { [ "${REBUILD:-0}" != 1 ] && "$engine" image inspect "$1" >/dev/null 2>&1; }
+label=org.validmail.stand-in.digest
+
+# digest FILE...: a digest of this script, the files and every shared
+# library ldd lists for them.
+digest() {
+  local f
+  {
+    sha256sum "$0"
+    for f in "$@"; do
+      sha256sum "$f"
+      ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u | xargs -r sha256sum -- 2>/dev/null
+    done
+  } | sha256sum | cut -c1-32
+}
+
+# current IMAGE DIGEST: the image exists and was built from the same files.
+current() {
+  [ "${REBUILD:-0}" != 1 ] &&
+    [ "$("$engine" image inspect --format "{{index .Config.Labels \"$label\"}}" "$1" 2>/dev/null)" = "$2" ]
+}
+
+pg_bindir() {
+  local bindir
+  bindir="${PG_BINDIR:-$(pg_config --bindir 2>/dev/null || true)}"
+  [ -x "$bindir/postgres" ] || bindir=$(dirname "$(readlink -f "$(command -v postgres)")")
+  [ -x "$bindir/postgres" ] && [ -x "$bindir/initdb" ] || { echo "no PostgreSQL server binaries (set PG_BINDIR)" >&2; return 1; }
+  echo "$bindir"
+}
 
 # copy_binaries ROOTFS FILE...: each file at its own path under ROOTFS,
 # with every shared library ldd lists for it and the dynamic loader.
@@ -53,10 +82,7 @@ base_rootfs() {
 }
 
 build_postgres() {
-  local ctx="$1" bindir share pkglib
-  bindir="${PG_BINDIR:-$(pg_config --bindir 2>/dev/null || true)}"
-  [ -x "$bindir/postgres" ] || bindir=$(dirname "$(readlink -f "$(command -v postgres)")")
-  [ -x "$bindir/postgres" ] && [ -x "$bindir/initdb" ] || { echo "no PostgreSQL server binaries (set PG_BINDIR)" >&2; return 1; }
+  local ctx="$1" bindir="$2" share pkglib
   share=$("$bindir/pg_config" --sharedir 2>/dev/null || echo "/usr/share/postgresql/$(basename "$(dirname "$bindir")")")
   pkglib=$("$bindir/pg_config" --pkglibdir 2>/dev/null || echo "$(dirname "$bindir")/lib")
   local root="$ctx/rootfs"
@@ -143,14 +169,17 @@ EOF
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-if ! exists "$pg_image"; then
+bindir=$(pg_bindir)
+pg_digest=$(digest "$bindir/postgres" "$bindir/initdb" "$bindir/pg_isready")
+if ! current "$pg_image" "$pg_digest"; then
   mkdir -p "$tmp/postgres"
-  build_postgres "$tmp/postgres"
-  "$engine" build "${build_args[@]}" -q -t "$pg_image" "$tmp/postgres" >/dev/null
+  build_postgres "$tmp/postgres" "$bindir"
+  "$engine" build "${build_args[@]}" -q --label "$label=$pg_digest" -t "$pg_image" "$tmp/postgres" >/dev/null
 fi
-if ! exists "$redis_image"; then
+redis_digest=$(digest "$(command -v redis-server)" "$(command -v redis-cli)")
+if ! current "$redis_image" "$redis_digest"; then
   mkdir -p "$tmp/redis"
   build_redis "$tmp/redis"
-  "$engine" build "${build_args[@]}" -q -t "$redis_image" "$tmp/redis" >/dev/null
+  "$engine" build "${build_args[@]}" -q --label "$label=$redis_digest" -t "$redis_image" "$tmp/redis" >/dev/null
 fi
 echo "$pg_image $redis_image"

@@ -34,7 +34,9 @@ if [ -z "${VALIDMAIL_POSTGRES_IMAGE:-}" ] || [ -z "${VALIDMAIL_REDIS_IMAGE:-}" ]
 fi
 
 cd "$here"
-run_compose() { "${compose[@]}" -p "$project" -f compose.yaml "$@"; }
+# Every compose command has a bound (seconds, LIMIT or 300): a pull that
+# hangs, an exec into a container that never answers.
+run_compose() { timeout -k 10 "${LIMIT:-300}" "${compose[@]}" -p "$project" -f compose.yaml "$@"; }
 logs=$(mktemp)
 cleanup() {
   status=$?
@@ -42,11 +44,13 @@ cleanup() {
     echo "---- compose logs ----"
     for svc in validmaild-1 validmaild-2 postgres redis; do
       echo "-- $svc"
-      run_compose logs "$svc" 2>&1 | tail -20 || true
+      LIMIT=60 run_compose logs "$svc" 2>&1 | tail -20 || true
     done
-    [ -s "$logs" ] && { echo "-- $compose_cmd up"; tail -30 "$logs"; }
+    # Its command lines carry the containers' environment: no passwords.
+    [ -s "$logs" ] && { echo "-- $compose_cmd up"; tail -30 "$logs" | sed -E 's#(://[^:/@ ]*:)[^@ ]*@#\1***@#g; s#(PASSWORD=)[^ ]*#\1***#g'; }
   fi
-  run_compose down -v -t 75 >/dev/null 2>&1 || true
+  # podman-compose stops the containers one after another.
+  LIMIT=420 run_compose down -v -t 75 >/dev/null 2>&1 || true
   # podman-compose 1.0 leaves the project's network behind.
   case "$compose_cmd" in podman-compose*) podman network rm -f "${project}_default" >/dev/null 2>&1 || true ;; esac
   rm -f "$logs"
@@ -78,7 +82,8 @@ done
 # store from the container's environment.
 created=$(run_compose exec -T validmaild-1 /validmaild account create -email ops@example.org)
 key=$(printf '%s' "$created" | sed -n 's/.*"api_key": *"\([^"]*\)".*/\1/p')
-[ -n "$key" ] || { echo "account create printed no key: $created"; exit 1; }
+# The output holds the key: say what it printed without it.
+[ -n "$key" ] || { echo "account create printed no key (${#created} bytes)"; exit 1; }
 
 # A reserved domain needs no DNS: the verdict comes from the store-backed,
 # authenticated, charged path of each instance.

@@ -76,5 +76,26 @@ func worthWaiting(err error) bool {
 			return false
 		}
 	}
-	return true
+	return !refusedBySQLServer(err)
+}
+
+// refusedBySQLServer reports whether err is PostgreSQL's answer that the
+// connection's user or database will not do: a password or pg_hba.conf
+// refusal (SQLSTATE class 28), a database that does not exist (3D), or a
+// permission denied (42, as for a read-only user asked to migrate).
+// Waiting does not mend these, and the server did answer.
+func refusedBySQLServer(err error) bool {
+	var coded interface{ SQLState() string }
+	if !errors.As(err, &coded) {
+		return false
+	}
+	state := coded.SQLState()
+	if len(state) != 5 {
+		return false
+	}
+	switch state[:2] {
+	case "28", "3D", "42":
+		return true
+	}
+	return false
 }
