@@ -100,28 +100,8 @@ func NewHandler(v jobs.Validator, ledger *credits.Ledger, queue *jobs.Queue, acc
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	switch {
-	case v == nil:
-		return nil, fmt.Errorf("%w: a Validator is required", ErrConfig)
-	case ledger == nil:
-		return nil, fmt.Errorf("%w: a Ledger is required", ErrConfig)
-	case queue == nil:
-		return nil, fmt.Errorf("%w: a Queue is required", ErrConfig)
-	case accounts == nil:
-		return nil, fmt.Errorf("%w: Accounts is required", ErrConfig)
-	case cfg.MaxBodyBytes < 0:
-		return nil, fmt.Errorf("%w: negative MaxBodyBytes", ErrConfig)
-	case cfg.RateLimit.Burst < 0, math.IsNaN(cfg.RateLimit.PerSecond), math.IsInf(cfg.RateLimit.PerSecond, 0),
-		cfg.RateLimit.PerSecond == 0 && cfg.RateLimit.Burst > 0: // a bucket that never refills
-		return nil, fmt.Errorf("%w: invalid RateLimit %+v", ErrConfig, cfg.RateLimit)
-	case cfg.Webhooks != nil && (cfg.WebhookOutbox == nil || cfg.WebhookSender == nil):
-		return nil, fmt.Errorf("%w: Webhooks needs WebhookOutbox and WebhookSender", ErrConfig)
-	case cfg.AdminToken != "" && (len(cfg.AdminToken) < MinAdminTokenBytes || !printableASCII(cfg.AdminToken)):
-		return nil, fmt.Errorf("%w: AdminToken must be at least %d printable ASCII characters", ErrConfig, MinAdminTokenBytes)
-	case cfg.Seller != nil && (cfg.CheckoutSuccessURL == "" || cfg.CheckoutCancelURL == ""):
-		return nil, fmt.Errorf("%w: Seller needs CheckoutSuccessURL and CheckoutCancelURL", ErrConfig)
-	case cfg.Webhooks == nil && (cfg.WebhookOutbox != nil || cfg.WebhookSender != nil || cfg.WebhookEvents != nil):
-		return nil, fmt.Errorf("%w: WebhookOutbox, WebhookSender and WebhookEvents need Webhooks", ErrConfig)
+	if err := checkConfig(v, ledger, queue, accounts, cfg); err != nil {
+		return nil, err
 	}
 	h := &Handler{
 		v:        v,
@@ -172,6 +152,59 @@ func NewHandler(v jobs.Validator, ledger *credits.Ledger, queue *jobs.Queue, acc
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBodyBytes
 	}
+	if err := h.setRateLimits(cfg); err != nil {
+		return nil, err
+	}
+	h.clientIP = cfg.ClientIP
+	if h.clientIP == nil {
+		h.clientIP = remoteHost
+	}
+	if cfg.Registerer != nil {
+		m, err := newMetrics(cfg.Registerer)
+		if err != nil {
+			return nil, err
+		}
+		h.metrics = m
+	}
+	h.routes()
+	return h, nil
+}
+
+// checkConfig reports, as an error wrapping [ErrConfig], the first
+// required part of [NewHandler] that is missing or the first setting of
+// cfg that is invalid or lacks its companions.
+func checkConfig(v jobs.Validator, ledger *credits.Ledger, queue *jobs.Queue, accounts store.Accounts, cfg *Config) error {
+	switch {
+	case v == nil:
+		return fmt.Errorf("%w: a Validator is required", ErrConfig)
+	case ledger == nil:
+		return fmt.Errorf("%w: a Ledger is required", ErrConfig)
+	case queue == nil:
+		return fmt.Errorf("%w: a Queue is required", ErrConfig)
+	case accounts == nil:
+		return fmt.Errorf("%w: Accounts is required", ErrConfig)
+	case cfg.MaxBodyBytes < 0:
+		return fmt.Errorf("%w: negative MaxBodyBytes", ErrConfig)
+	case cfg.RateLimit.Burst < 0, math.IsNaN(cfg.RateLimit.PerSecond), math.IsInf(cfg.RateLimit.PerSecond, 0),
+		cfg.RateLimit.PerSecond == 0 && cfg.RateLimit.Burst > 0: // a bucket that never refills
+		return fmt.Errorf("%w: invalid RateLimit %+v", ErrConfig, cfg.RateLimit)
+	case cfg.Webhooks != nil && (cfg.WebhookOutbox == nil || cfg.WebhookSender == nil):
+		return fmt.Errorf("%w: Webhooks needs WebhookOutbox and WebhookSender", ErrConfig)
+	case cfg.AdminToken != "" && (len(cfg.AdminToken) < MinAdminTokenBytes || !printableASCII(cfg.AdminToken)):
+		return fmt.Errorf("%w: AdminToken must be at least %d printable ASCII characters", ErrConfig, MinAdminTokenBytes)
+	case cfg.Seller != nil && (cfg.CheckoutSuccessURL == "" || cfg.CheckoutCancelURL == ""):
+		return fmt.Errorf("%w: Seller needs CheckoutSuccessURL and CheckoutCancelURL", ErrConfig)
+	case cfg.Webhooks == nil && (cfg.WebhookOutbox != nil || cfg.WebhookSender != nil || cfg.WebhookEvents != nil):
+		return fmt.Errorf("%w: WebhookOutbox, WebhookSender and WebhookEvents need Webhooks", ErrConfig)
+	}
+	return nil
+}
+
+// setRateLimits sets the handler's rate limiter and its limits (per
+// client, per read, per account, per authentication failure, per
+// webhook test) from cfg, each unset one at its default, and checks
+// them.
+func (h *Handler) setRateLimits(cfg *Config) error {
 	switch {
 	case h.limit == ratelimit.Limit{}:
 		h.limit = ratelimit.Limit{PerSecond: DefaultRatePerSecond, Burst: DefaultRateBurst}
@@ -205,22 +238,10 @@ func NewHandler(v jobs.Validator, ledger *credits.Ledger, queue *jobs.Queue, acc
 			l.Burst = max(1, int(math.Ceil(l.PerSecond)))
 		}
 		if l.PerSecond == 0 || (!l.Unlimited() && l.Burst < 1) {
-			return nil, fmt.Errorf("%w: invalid rate limit %+v", ErrConfig, *l)
+			return fmt.Errorf("%w: invalid rate limit %+v", ErrConfig, *l)
 		}
 	}
-	h.clientIP = cfg.ClientIP
-	if h.clientIP == nil {
-		h.clientIP = remoteHost
-	}
-	if cfg.Registerer != nil {
-		m, err := newMetrics(cfg.Registerer)
-		if err != nil {
-			return nil, err
-		}
-		h.metrics = m
-	}
-	h.routes()
-	return h, nil
+	return nil
 }
 
 // OpenAPI returns the OpenAPI 3.1 document of the API as embedded: served

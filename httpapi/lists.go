@@ -2,15 +2,18 @@ package httpapi
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/csv"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -109,24 +112,11 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 	if !ok {
 		return
 	}
-	q := r.URL.Query()
-	name := q.Get("name")
-	if tooLongName(name) || !cleanText(name) {
-		writeProblem(w, c, CodeInvalidBody, "The name query parameter must be text without control characters, at most "+strconv.Itoa(maxListName)+" characters.")
+	up, ok := h.listQuery(w, c, r.URL.Query())
+	if !ok {
 		return
 	}
-	opts := h.listOpts
-	opts.Column, opts.Sheet = q.Get("column"), q.Get("sheet")
-	if tooLongName(opts.Column) || !cleanText(opts.Column) || tooLongName(opts.Sheet) || !cleanText(opts.Sheet) {
-		writeProblem(w, c, CodeInvalidBody, "The column and sheet query parameters must each be a name or a number, at most "+strconv.Itoa(maxListName)+" characters.")
-		return
-	}
-	if len(opts.Sheet) > maxListName || !cleanText(opts.Sheet) {
-		writeProblem(w, c, CodeInvalidBody, "The sheet query parameter must be a sheet's name or number.")
-		return
-	}
-	xlsx := false
-	maxBytes := opts.MaxBytes
+	maxBytes := up.opts.MaxBytes
 	if maxBytes <= 0 {
 		maxBytes = lists.DefaultMaxBytes
 	}
@@ -135,26 +125,8 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain, "+XLSXContentType+" or multipart/form-data.")
 		return
 	}
-	// A slot is taken before a byte of the body is read: a slow upload
-	// holds it only until a faster one needs it.
-	slot, why := h.listSlots.Take(c.key.AccountID, ratelimit.ClientKey(h.clientIP(r)))
-	if why != uploads.Granted {
-		// The body is not read: the server must not wait for the rest
-		// of it (a trickle) before answering.
-		w.Header().Set("Connection", "close")
-	}
-	switch why {
-	case uploads.AccountBusy:
-		w.Header().Set("Retry-After", "5")
-		writeProblem(w, c, CodeRateLimited, "This account is uploading "+strconv.Itoa(MaxListUploadsPerAccount)+" lists already; send this one when one of them is done.")
-		return
-	case uploads.NetworkBusy:
-		w.Header().Set("Retry-After", "5")
-		writeProblem(w, c, CodeRateLimited, "Too many lists are being uploaded from your network; send this one when one of them is done.")
-		return
-	case uploads.InstanceBusy:
-		w.Header().Set("Retry-After", "5")
-		writeProblem(w, c, CodeRateLimited, "Too many lists are being uploaded; retry shortly.")
+	slot, ok := h.takeListSlot(w, r, c)
+	if !ok {
 		return
 	}
 	defer slot.Release()
@@ -162,56 +134,20 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 	// sending at the pace, and ends when its slot goes to a faster one.
 	paced := uploads.NewReader(w, r.Body, h.listPace, slot)
 	defer paced.Done()
-	var body io.Reader = http.MaxBytesReader(w, io.NopCloser(paced), maxBytes+multipartSlack)
-	switch mt {
-	case "", "text/csv", "application/csv", "text/comma-separated-values", "application/vnd.ms-excel":
-	case "text/plain":
-		opts.Text = true
-	case XLSXContentType:
-		xlsx = true
-	case "multipart/form-data":
-		part, ok := filePart(w, c, multipart.NewReader(body, params["boundary"]), paced)
-		if !ok {
-			return
-		}
-		defer part.Close()
-		fname := path.Base(strings.ReplaceAll(part.FileName(), `\`, "/"))
-		if name == "" && fname != "." && fname != "/" && !tooLongName(fname) && cleanText(fname) {
-			name = fname
-		}
-		pt, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
-		switch {
-		case pt == XLSXContentType || strings.HasSuffix(strings.ToLower(fname), ".xlsx"):
-			xlsx = true
-		case pt == "text/plain" || strings.HasSuffix(strings.ToLower(fname), ".txt"):
-			opts.Text = true
-		}
-		body = part
-	default:
-		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain, "+XLSXContentType+" or multipart/form-data.")
+	body, part, ok := up.file(w, c, http.MaxBytesReader(w, io.NopCloser(paced), maxBytes+multipartSlack), mt, params, paced)
+	if !ok {
 		return
+	}
+	if part != nil {
+		defer part.Close()
 	}
 	ctx := r.Context()
 	content := sha256.New()
 	if idemKey != "" {
 		body = io.TeeReader(body, content)
 	}
-	read := lists.Read
-	if xlsx {
-		read = lists.ReadXLSX
-	}
-	sp, err := read(ctx, body, &opts)
-	if err != nil {
-		switch {
-		case paced.Err() != nil:
-			endedUpload(w, c, paced.Err())
-		case ctx.Err() != nil:
-			// The client hung up (an HTTP/2 stream reset cancels the
-			// request as its body fails): its doing, not the service's.
-			writeProblem(w, c, CodeInvalidBody, "The request was cancelled before its body was in. Nothing was submitted.")
-		default:
-			h.listError(w, c, err)
-		}
+	sp, ok := h.readList(ctx, w, c, body, paced, &up)
+	if !ok {
 		return
 	}
 	defer sp.Close()
@@ -225,6 +161,134 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	slot.Release()
+	h.submitSpool(ctx, w, c, sp, up, idemKey, content)
+}
+
+// listUpload is what a list upload asks for: the list's name, how to
+// read it, and whether it is an XLSX workbook.
+type listUpload struct {
+	name string
+	opts lists.Options
+	xlsx bool
+}
+
+// listQuery reads the name, column and sheet query parameters of a list
+// upload over the handler's list options. It answers a problem and
+// reports false when one of them is not acceptable.
+func (h *Handler) listQuery(w http.ResponseWriter, c *call, q url.Values) (listUpload, bool) {
+	up := listUpload{name: q.Get("name"), opts: h.listOpts}
+	if tooLongName(up.name) || !cleanText(up.name) {
+		writeProblem(w, c, CodeInvalidBody, "The name query parameter must be text without control characters, at most "+strconv.Itoa(maxListName)+" characters.")
+		return listUpload{}, false
+	}
+	up.opts.Column, up.opts.Sheet = q.Get("column"), q.Get("sheet")
+	if tooLongName(up.opts.Column) || !cleanText(up.opts.Column) || tooLongName(up.opts.Sheet) || !cleanText(up.opts.Sheet) {
+		writeProblem(w, c, CodeInvalidBody, "The column and sheet query parameters must each be a name or a number, at most "+strconv.Itoa(maxListName)+" characters.")
+		return listUpload{}, false
+	}
+	if len(up.opts.Sheet) > maxListName || !cleanText(up.opts.Sheet) {
+		writeProblem(w, c, CodeInvalidBody, "The sheet query parameter must be a sheet's name or number.")
+		return listUpload{}, false
+	}
+	return up, true
+}
+
+// takeListSlot takes an upload slot for the request's account and
+// network before a byte of the body is read: a slow upload holds it
+// only until a faster one needs it. When none is free it answers 429,
+// without reading the body, and reports false.
+func (h *Handler) takeListSlot(w http.ResponseWriter, r *http.Request, c *call) (*uploads.Slot, bool) {
+	slot, why := h.listSlots.Take(c.key.AccountID, ratelimit.ClientKey(h.clientIP(r)))
+	if why != uploads.Granted {
+		// The body is not read: the server must not wait for the rest
+		// of it (a trickle) before answering.
+		w.Header().Set("Connection", "close")
+	}
+	switch why {
+	case uploads.AccountBusy:
+		w.Header().Set("Retry-After", "5")
+		writeProblem(w, c, CodeRateLimited, "This account is uploading "+strconv.Itoa(MaxListUploadsPerAccount)+" lists already; send this one when one of them is done.")
+		return nil, false
+	case uploads.NetworkBusy:
+		w.Header().Set("Retry-After", "5")
+		writeProblem(w, c, CodeRateLimited, "Too many lists are being uploaded from your network; send this one when one of them is done.")
+		return nil, false
+	case uploads.InstanceBusy:
+		w.Header().Set("Retry-After", "5")
+		writeProblem(w, c, CodeRateLimited, "Too many lists are being uploaded; retry shortly.")
+		return nil, false
+	}
+	return slot, true
+}
+
+// file returns the list's bytes within body, sent as the media type mt
+// with its params: body itself, or the "file" part of a multipart form
+// (returned too, for the caller to close), whose file name names the
+// list when the query did not. It sets how the list is read from the
+// media type (and a part's file name), and answers a problem and
+// reports false for a media type it does not take.
+func (up *listUpload) file(w http.ResponseWriter, c *call, body io.Reader, mt string, params map[string]string, paced *uploads.Reader) (io.Reader, *multipart.Part, bool) {
+	switch mt {
+	case "", "text/csv", "application/csv", "text/comma-separated-values", "application/vnd.ms-excel":
+	case "text/plain":
+		up.opts.Text = true
+	case XLSXContentType:
+		up.xlsx = true
+	case "multipart/form-data":
+		part, ok := filePart(w, c, multipart.NewReader(body, params["boundary"]), paced)
+		if !ok {
+			return nil, nil, false
+		}
+		fname := path.Base(strings.ReplaceAll(part.FileName(), `\`, "/"))
+		if up.name == "" && fname != "." && fname != "/" && !tooLongName(fname) && cleanText(fname) {
+			up.name = fname
+		}
+		pt, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
+		switch {
+		case pt == XLSXContentType || strings.HasSuffix(strings.ToLower(fname), ".xlsx"):
+			up.xlsx = true
+		case pt == "text/plain" || strings.HasSuffix(strings.ToLower(fname), ".txt"):
+			up.opts.Text = true
+		}
+		return part, part, true
+	default:
+		writeProblem(w, c, CodeUnsupportedMediaType, "Send the list as text/csv, text/plain, "+XLSXContentType+" or multipart/form-data.")
+		return nil, nil, false
+	}
+	return body, nil, true
+}
+
+// readList reads the list in body into a spool, as up says. When it
+// cannot, it answers why (an upload ended for its pace, a client that
+// hung up, or the list's own fault) and reports false.
+func (h *Handler) readList(ctx context.Context, w http.ResponseWriter, c *call, body io.Reader, paced *uploads.Reader, up *listUpload) (*lists.Spool, bool) {
+	read := lists.Read
+	if up.xlsx {
+		read = lists.ReadXLSX
+	}
+	sp, err := read(ctx, body, &up.opts)
+	if err != nil {
+		switch {
+		case paced.Err() != nil:
+			endedUpload(w, c, paced.Err())
+		case ctx.Err() != nil:
+			// The client hung up (an HTTP/2 stream reset cancels the
+			// request as its body fails): its doing, not the service's.
+			writeProblem(w, c, CodeInvalidBody, "The request was cancelled before its body was in. Nothing was submitted.")
+		default:
+			h.listError(w, c, err)
+		}
+		return nil, false
+	}
+	return sp, true
+}
+
+// submitSpool submits the list read into sp as one batch and answers
+// 202 with what it holds. It bounds the lists an account submits at
+// once, and refuses an account without a credit before its rows are
+// staged. Under an Idempotency-Key (idemKey), content holds the hash of
+// the bytes sent, which fingerprints the request.
+func (h *Handler) submitSpool(ctx context.Context, w http.ResponseWriter, c *call, sp *lists.Spool, up listUpload, idemKey string, content hash.Hash) {
 	if !h.listSubmits.take(c.key.AccountID, MaxListUploadsPerAccount) {
 		w.Header().Set("Retry-After", "5")
 		writeProblem(w, c, CodeRateLimited, "This account is submitting "+strconv.Itoa(MaxListUploadsPerAccount)+" lists already; send this one when one of them is done.")
@@ -240,10 +304,10 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, c *call) {
 			return
 		}
 	}
-	sub := lists.SubmitParams{AccountID: c.key.AccountID, Name: name}
+	sub := lists.SubmitParams{AccountID: c.key.AccountID, Name: up.name}
 	if idemKey != "" {
 		sub.IdempotencyKey = "list:" + idemKey
-		sub.Fingerprint = listFingerprint(content.Sum(nil), name, opts)
+		sub.Fingerprint = listFingerprint(content.Sum(nil), up.name, up.opts)
 	}
 	info, err := lists.Submit(ctx, h.queue, sp, sub)
 	if err != nil {

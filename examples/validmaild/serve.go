@@ -72,55 +72,10 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 	}
 	logger.Info("store opened", "store", storeurl.Redact(cfg.Store), "kind", b.Name)
 
-	scfg := service.Config{
-		Checks:  &emailcheck.Config{Nameservers: cfg.DNS, AllowPrivateMX: cfg.AllowPrivateMX},
-		Logger:  logger,
-		Workers: cmp.Or(cfg.Workers, -1), // -workers 0 runs none here
-		API: httpapi.Config{RateLimit: cfg.RateLimit, ClientIP: clientIP(cfg.ClientIPHeader), AdminToken: cfg.AdminToken, Plans: cfg.Plans,
-			MaxListUploads: cfg.ListUploads, MaxListUploadsPerNetwork: cfg.ListUploadsPerNetwork,
-			ListHealthyRate: cfg.ListHealthyRate, ListMaxDuration: cfg.ListMaxDuration},
-		WebhookClient: webhook.ClientOptions{Allow: cfg.WebhookAllow},
-
-		ReadinessNeedsDNS: cfg.ReadinessNeedsDNS,
-	}
-	if cfg.Stripe.SecretKey != "" {
-		sc := cfg.Stripe
-		scfg.Stripe, scfg.PublicURL = &sc, cfg.PublicURL
-		logger.Info("credit packs are sold through Stripe Checkout", "packs", len(sc.Packs), "api", sc.APIURL,
-			"webhook", strings.TrimSuffix(cfg.PublicURL, "/")+"/billing/stripe/webhook")
-	}
-	if cfg.Dashboard {
-		scfg.Dashboard = &dashboard.Config{InsecureCookies: cfg.DashboardInsecureCookies, BillingURL: cfg.BillingURL, ListWaitTTL: cfg.ListWait}
-		if cfg.Relay.Addr != "" {
-			relay, err := mail.NewRelay(cfg.Relay)
-			if err != nil {
-				b.Close()
-				return fmt.Errorf("%w: %w", errUsage, err)
-			}
-			scfg.Dashboard.Mailer, scfg.Dashboard.BaseURL = relay, cfg.PublicURL
-			logger.Info("console mail goes through the SMTP relay; sign-ups get their credits when they confirm their email", "relay", cfg.Relay.Addr, "from", relay.From())
-		}
-	}
-	if cfg.SMTPProbe {
-		pc := cfg.SMTP
-		pc.Logger = logger
-		pc.AllowPrivate = cfg.AllowPrivateMX
-		p, err := smtpprobe.New(pc)
-		if err != nil {
-			b.Close()
-			return fmt.Errorf("%w: %w", errUsage, err)
-		}
-		scfg.Checks.Prober = p
-		logger.Warn("SMTP mailbox probing is on", "helo", pc.HELO, "from", pc.MailFrom, "port", pc.Port)
-	}
-	var reg *prometheus.Registry
-	if cfg.Metrics {
-		reg = prometheus.NewRegistry()
-		reg.MustRegister(
-			collectors.NewGoCollector(),
-			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		)
-		scfg.Registerer = reg
+	scfg, reg, err := serviceConfig(cfg, logger)
+	if err != nil {
+		b.Close()
+		return err
 	}
 	var regOrNil prometheus.Registerer
 	if reg != nil {
@@ -152,52 +107,136 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Write
 		return err
 	}
 	if reg != nil {
-		// Metrics on an address of their own: the API's listener is
-		// public, and /metrics would tell anyone about every customer.
-		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		msrv, err := serveMetrics(cfg.MetricsAddr, reg, logger)
 		if err != nil {
 			ln.Close()
 			svc.Close()
-			return fmt.Errorf("-metrics-addr: %w", err)
+			return err
 		}
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go msrv.Serve(mln)
 		defer msrv.Close()
-		logger.Info("metrics listening", "addr", mln.Addr().String())
 	}
 	if cfg.PprofAddr != "" {
-		// Profiles on an address of their own, like the metrics: they
-		// show the process's memory and may slow it while taken.
-		pln, err := net.Listen("tcp", cfg.PprofAddr)
+		psrv, err := servePprof(cfg.PprofAddr, logger)
 		if err != nil {
 			ln.Close()
 			svc.Close()
-			return fmt.Errorf("-pprof: %w", err)
+			return err
 		}
-		mux := http.NewServeMux()
-		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
-		psrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go psrv.Serve(pln)
 		defer psrv.Close()
-		logger.Info("pprof listening", "addr", pln.Addr().String())
 	}
-	if p, ok := svc.Validator().(jobs.NameserverPinger); ok {
-		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		if err := p.PingNameservers(pctx); err != nil {
-			logger.Warn("no DNS server answers: every validation will be UNKNOWN until one does", "dns", cfg.DNS, "err", err)
-		}
-		cancel()
-	}
+	pingNameservers(ctx, svc, cfg.DNS, logger)
 	logger.Info("starting", "metrics", cfg.Metrics, "webhook_allow", cfg.WebhookAllow)
 	err = svc.Serve(ctx, ln)
 	logger.Info("stopped")
 	return err
+}
+
+// serviceConfig returns the service's configuration from cfg: its
+// checks, API, webhook client, and, when cfg asks for them, Stripe
+// Checkout, the console with its SMTP relay, the SMTP prober and a
+// metrics registry (also returned; nil without -metrics). A relay or a
+// prober that cannot be set up is an error wrapping errUsage.
+func serviceConfig(cfg config, logger *slog.Logger) (service.Config, *prometheus.Registry, error) {
+	scfg := service.Config{
+		Checks:  &emailcheck.Config{Nameservers: cfg.DNS, AllowPrivateMX: cfg.AllowPrivateMX},
+		Logger:  logger,
+		Workers: cmp.Or(cfg.Workers, -1), // -workers 0 runs none here
+		API: httpapi.Config{RateLimit: cfg.RateLimit, ClientIP: clientIP(cfg.ClientIPHeader), AdminToken: cfg.AdminToken, Plans: cfg.Plans,
+			MaxListUploads: cfg.ListUploads, MaxListUploadsPerNetwork: cfg.ListUploadsPerNetwork,
+			ListHealthyRate: cfg.ListHealthyRate, ListMaxDuration: cfg.ListMaxDuration},
+		WebhookClient: webhook.ClientOptions{Allow: cfg.WebhookAllow},
+
+		ReadinessNeedsDNS: cfg.ReadinessNeedsDNS,
+	}
+	if cfg.Stripe.SecretKey != "" {
+		sc := cfg.Stripe
+		scfg.Stripe, scfg.PublicURL = &sc, cfg.PublicURL
+		logger.Info("credit packs are sold through Stripe Checkout", "packs", len(sc.Packs), "api", sc.APIURL,
+			"webhook", strings.TrimSuffix(cfg.PublicURL, "/")+"/billing/stripe/webhook")
+	}
+	if cfg.Dashboard {
+		scfg.Dashboard = &dashboard.Config{InsecureCookies: cfg.DashboardInsecureCookies, BillingURL: cfg.BillingURL, ListWaitTTL: cfg.ListWait}
+		if cfg.Relay.Addr != "" {
+			relay, err := mail.NewRelay(cfg.Relay)
+			if err != nil {
+				return service.Config{}, nil, fmt.Errorf("%w: %w", errUsage, err)
+			}
+			scfg.Dashboard.Mailer, scfg.Dashboard.BaseURL = relay, cfg.PublicURL
+			logger.Info("console mail goes through the SMTP relay; sign-ups get their credits when they confirm their email", "relay", cfg.Relay.Addr, "from", relay.From())
+		}
+	}
+	if cfg.SMTPProbe {
+		pc := cfg.SMTP
+		pc.Logger = logger
+		pc.AllowPrivate = cfg.AllowPrivateMX
+		p, err := smtpprobe.New(pc)
+		if err != nil {
+			return service.Config{}, nil, fmt.Errorf("%w: %w", errUsage, err)
+		}
+		scfg.Checks.Prober = p
+		logger.Warn("SMTP mailbox probing is on", "helo", pc.HELO, "from", pc.MailFrom, "port", pc.Port)
+	}
+	var reg *prometheus.Registry
+	if cfg.Metrics {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(
+			collectors.NewGoCollector(),
+			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		)
+		scfg.Registerer = reg
+	}
+	return scfg, reg, nil
+}
+
+// serveMetrics serves the metrics of reg at GET /metrics on addr, in a
+// goroutine, and returns the server for the caller to close. Metrics
+// listen on an address of their own: the API's listener is public, and
+// /metrics would tell anyone about every customer.
+func serveMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (*http.Server, error) {
+	mln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-metrics-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go msrv.Serve(mln)
+	logger.Info("metrics listening", "addr", mln.Addr().String())
+	return msrv, nil
+}
+
+// servePprof serves the runtime profiles under GET /debug/pprof/ on
+// addr, in a goroutine, and returns the server for the caller to close.
+// Profiles listen on an address of their own, like the metrics: they
+// show the process's memory and may slow it while taken.
+func servePprof(addr string, logger *slog.Logger) (*http.Server, error) {
+	pln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-pprof: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	psrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go psrv.Serve(pln)
+	logger.Info("pprof listening", "addr", pln.Addr().String())
+	return psrv, nil
+}
+
+// pingNameservers warns, when the service's validator can tell, that no
+// DNS server of dns (as -dns set them) answers within three
+// seconds: every validation is UNKNOWN until one does.
+func pingNameservers(ctx context.Context, svc *service.Service, dns []string, logger *slog.Logger) {
+	if p, ok := svc.Validator().(jobs.NameserverPinger); ok {
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		if err := p.PingNameservers(pctx); err != nil {
+			logger.Warn("no DNS server answers: every validation will be UNKNOWN until one does", "dns", dns, "err", err)
+		}
+		cancel()
+	}
 }
 
 // announceAccount creates the bootstrap account and key when asked, or the

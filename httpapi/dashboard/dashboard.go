@@ -424,89 +424,10 @@ type Dashboard struct {
 // means every default). It checks c once and starts no goroutines; an
 // invalid configuration is an error wrapping [httpapi.ErrConfig].
 func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Dashboard, error) {
-	if st.Accounts == nil || st.Passwords == nil || st.Sessions == nil || st.Tokens == nil || ledger == nil || queue == nil {
-		return nil, fmt.Errorf("dashboard: %w: Accounts, Passwords, Sessions, Tokens, a Ledger and a Queue are required", httpapi.ErrConfig)
+	cfg, err := newSettings(st, ledger, queue, c)
+	if err != nil {
+		return nil, err
 	}
-	cfg := settings{Storage: st, Ledger: ledger, Queue: queue}
-	if c != nil {
-		cfg.Config = *c
-	}
-	cfg.BaseURL = strings.TrimSuffix(cfg.BaseURL, "/")
-	if cfg.Mailer != nil && !validBaseURL(cfg.BaseURL) {
-		return nil, fmt.Errorf("dashboard: %w: a Mailer needs BaseURL, the console's public origin such as https://validmail.example.com (got %q)", httpapi.ErrConfig, cfg.BaseURL)
-	}
-	cfg.Prefix = strings.TrimSuffix(cmp.Or(cfg.Prefix, DefaultPrefix), "/")
-	if !strings.HasPrefix(cfg.Prefix, "/") {
-		return nil, fmt.Errorf("dashboard: %w: Prefix %q must start with /", httpapi.ErrConfig, cfg.Prefix)
-	}
-	if cfg.Seller != nil {
-		if u, err := url.Parse(cfg.CheckoutReturnURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
-			return nil, fmt.Errorf("dashboard: %w: a Seller needs CheckoutReturnURL, the absolute address of the billing page (got %q)", httpapi.ErrConfig, cfg.CheckoutReturnURL)
-		}
-	}
-	if cfg.BillingURL != "" {
-		if u, err := url.Parse(cfg.BillingURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, fmt.Errorf("dashboard: %w: BillingURL %q must be an http or https URL", httpapi.ErrConfig, cfg.BillingURL)
-		}
-	}
-	cfg.DemoPath = linkPath(cfg.DemoPath, "/demo")
-	cfg.OpenAPIPath = linkPath(cfg.OpenAPIPath, "/openapi.json")
-	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
-	cfg.Lifetime = cmp.Or(cfg.Lifetime, DefaultLifetime)
-	if len(cfg.KeyPermissions) == 0 {
-		cfg.KeyPermissions = store.AllPermissions()
-	}
-	for _, p := range cfg.KeyPermissions {
-		if _, err := store.ParsePermission(string(p)); err != nil {
-			return nil, fmt.Errorf("dashboard: %w: KeyPermissions: %w", httpapi.ErrConfig, err)
-		}
-	}
-	cfg.MaxKeys = cmp.Or(cfg.MaxKeys, 100)
-	cfg.BulkLimit = cmp.Or(cfg.BulkLimit, DefaultBulkLimit)
-	cfg.BulkWindow = cmp.Or(cfg.BulkWindow, DefaultBulkWindow)
-	cfg.DemoRate = cmp.Or(cfg.DemoRate, DefaultDemoRate)
-	cfg.SignupsPerHour = cmp.Or(cfg.SignupsPerHour, DefaultSignupsPerHour)
-	if cfg.SignInLimit == (ratelimit.Limit{}) {
-		cfg.SignInLimit = DefaultSignInLimit
-	}
-	if err := cfg.SignInLimit.Check(); err != nil {
-		return nil, fmt.Errorf("dashboard: %w: SignInLimit: %w", httpapi.ErrConfig, err)
-	}
-	if cfg.SignInFailures == (ratelimit.Quota{}) {
-		cfg.SignInFailures = DefaultSignInFailures
-	}
-	if err := cfg.SignInFailures.Check(); err != nil {
-		return nil, fmt.Errorf("dashboard: %w: SignInFailures: %w", httpapi.ErrConfig, err)
-	}
-	if cfg.SignInFailuresPerEmail == (ratelimit.Quota{}) {
-		cfg.SignInFailuresPerEmail = DefaultSignInFailuresPerEmail
-	}
-	if err := cfg.SignInFailuresPerEmail.Check(); err != nil {
-		return nil, fmt.Errorf("dashboard: %w: SignInFailuresPerEmail: %w", httpapi.ErrConfig, err)
-	}
-	if cfg.WebhookTestLimit == (ratelimit.Limit{}) {
-		cfg.WebhookTestLimit = httpapi.DefaultWebhookTestLimit
-	}
-	if err := cfg.WebhookTestLimit.Check(); err != nil {
-		return nil, fmt.Errorf("dashboard: %w: WebhookTestLimit: %w", httpapi.ErrConfig, err)
-	}
-	if cfg.BulkLimit < 0 || cfg.BulkWindow < time.Millisecond || cfg.DemoRate < 0 || cfg.SignupsPerHour < 0 {
-		return nil, fmt.Errorf("dashboard: %w: BulkLimit, BulkWindow, DemoRate and SignupsPerHour must be positive", httpapi.ErrConfig)
-	}
-	if cfg.ClientIP == nil {
-		cfg.ClientIP = remoteIP
-	}
-	cfg.HashConcurrency = cmp.Or(cfg.HashConcurrency, 2)
-	cfg.NoticeInterval = cmp.Or(cfg.NoticeInterval, DefaultNoticeInterval)
-	cfg.NoticeLease = cmp.Or(cfg.NoticeLease, DefaultNoticeLease)
-	if cfg.NoticeInterval < 0 || cfg.NoticeLease < time.Second {
-		return nil, fmt.Errorf("dashboard: %w: NoticeInterval must be positive, NoticeLease at least a second", httpapi.ErrConfig)
-	}
-	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-
 	d := &Dashboard{
 		cfg:     cfg,
 		hasher:  newHasher(cfg.HashConcurrency),
@@ -537,25 +458,142 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 		d.mailer = mail.Log{Logger: cfg.Logger}
 		cfg.Logger.Warn("dashboard: no mailer: mail is written to this log, links included, and new accounts get their signup credits at once, unconfirmed")
 	}
+	d.sessions = d.newSessionManager()
+	d.handler = d.layers()
+	d.demo = securityHeaders(http.HandlerFunc(d.demoPage))
+	return d, nil
+}
 
-	// Sessions (scs) live in the backend under the hash of their token,
-	// each saved with the account it signed in (sessionStore). The flow:
-	// a sign-in or a sign-out renews the token (a fixation defense), a
-	// request loads its session and saves it back only if it still exists
-	// (so a session ended elsewhere, by a password change, stays ended),
-	// and a session ends IdleTimeout after its last use or Lifetime after
-	// sign-in, whichever comes first.
+// newSettings checks the required parts of the console and c (nil means
+// every default), and returns them with every unset field at its
+// default. An invalid configuration is an error wrapping
+// [httpapi.ErrConfig].
+func newSettings(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (settings, error) {
+	if st.Accounts == nil || st.Passwords == nil || st.Sessions == nil || st.Tokens == nil || ledger == nil || queue == nil {
+		return settings{}, fmt.Errorf("dashboard: %w: Accounts, Passwords, Sessions, Tokens, a Ledger and a Queue are required", httpapi.ErrConfig)
+	}
+	cfg := settings{Storage: st, Ledger: ledger, Queue: queue}
+	if c != nil {
+		cfg.Config = *c
+	}
+	if err := cfg.resolveAddresses(); err != nil {
+		return settings{}, err
+	}
+	if err := cfg.resolveLimits(); err != nil {
+		return settings{}, err
+	}
+	if cfg.ClientIP == nil {
+		cfg.ClientIP = remoteIP
+	}
+	cfg.HashConcurrency = cmp.Or(cfg.HashConcurrency, 2)
+	cfg.NoticeInterval = cmp.Or(cfg.NoticeInterval, DefaultNoticeInterval)
+	cfg.NoticeLease = cmp.Or(cfg.NoticeLease, DefaultNoticeLease)
+	if cfg.NoticeInterval < 0 || cfg.NoticeLease < time.Second {
+		return settings{}, fmt.Errorf("dashboard: %w: NoticeInterval must be positive, NoticeLease at least a second", httpapi.ErrConfig)
+	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return cfg, nil
+}
+
+// resolveAddresses checks the console's own addresses and the ones it
+// links to (BaseURL, Prefix, CheckoutReturnURL, BillingURL) and sets the
+// default paths of the demo and the OpenAPI document.
+func (cfg *settings) resolveAddresses() error {
+	cfg.BaseURL = strings.TrimSuffix(cfg.BaseURL, "/")
+	if cfg.Mailer != nil && !validBaseURL(cfg.BaseURL) {
+		return fmt.Errorf("dashboard: %w: a Mailer needs BaseURL, the console's public origin such as https://validmail.example.com (got %q)", httpapi.ErrConfig, cfg.BaseURL)
+	}
+	cfg.Prefix = strings.TrimSuffix(cmp.Or(cfg.Prefix, DefaultPrefix), "/")
+	if !strings.HasPrefix(cfg.Prefix, "/") {
+		return fmt.Errorf("dashboard: %w: Prefix %q must start with /", httpapi.ErrConfig, cfg.Prefix)
+	}
+	if cfg.Seller != nil {
+		if u, err := url.Parse(cfg.CheckoutReturnURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
+			return fmt.Errorf("dashboard: %w: a Seller needs CheckoutReturnURL, the absolute address of the billing page (got %q)", httpapi.ErrConfig, cfg.CheckoutReturnURL)
+		}
+	}
+	if cfg.BillingURL != "" {
+		if u, err := url.Parse(cfg.BillingURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fmt.Errorf("dashboard: %w: BillingURL %q must be an http or https URL", httpapi.ErrConfig, cfg.BillingURL)
+		}
+	}
+	cfg.DemoPath = linkPath(cfg.DemoPath, "/demo")
+	cfg.OpenAPIPath = linkPath(cfg.OpenAPIPath, "/openapi.json")
+	return nil
+}
+
+// resolveLimits sets the session lifetimes, the key permissions and the
+// rate limits and quotas left unset to their defaults, and checks them.
+func (cfg *settings) resolveLimits() error {
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
+	cfg.Lifetime = cmp.Or(cfg.Lifetime, DefaultLifetime)
+	if len(cfg.KeyPermissions) == 0 {
+		cfg.KeyPermissions = store.AllPermissions()
+	}
+	for _, p := range cfg.KeyPermissions {
+		if _, err := store.ParsePermission(string(p)); err != nil {
+			return fmt.Errorf("dashboard: %w: KeyPermissions: %w", httpapi.ErrConfig, err)
+		}
+	}
+	cfg.MaxKeys = cmp.Or(cfg.MaxKeys, 100)
+	cfg.BulkLimit = cmp.Or(cfg.BulkLimit, DefaultBulkLimit)
+	cfg.BulkWindow = cmp.Or(cfg.BulkWindow, DefaultBulkWindow)
+	cfg.DemoRate = cmp.Or(cfg.DemoRate, DefaultDemoRate)
+	cfg.SignupsPerHour = cmp.Or(cfg.SignupsPerHour, DefaultSignupsPerHour)
+	if cfg.SignInLimit == (ratelimit.Limit{}) {
+		cfg.SignInLimit = DefaultSignInLimit
+	}
+	if err := cfg.SignInLimit.Check(); err != nil {
+		return fmt.Errorf("dashboard: %w: SignInLimit: %w", httpapi.ErrConfig, err)
+	}
+	if cfg.SignInFailures == (ratelimit.Quota{}) {
+		cfg.SignInFailures = DefaultSignInFailures
+	}
+	if err := cfg.SignInFailures.Check(); err != nil {
+		return fmt.Errorf("dashboard: %w: SignInFailures: %w", httpapi.ErrConfig, err)
+	}
+	if cfg.SignInFailuresPerEmail == (ratelimit.Quota{}) {
+		cfg.SignInFailuresPerEmail = DefaultSignInFailuresPerEmail
+	}
+	if err := cfg.SignInFailuresPerEmail.Check(); err != nil {
+		return fmt.Errorf("dashboard: %w: SignInFailuresPerEmail: %w", httpapi.ErrConfig, err)
+	}
+	if cfg.WebhookTestLimit == (ratelimit.Limit{}) {
+		cfg.WebhookTestLimit = httpapi.DefaultWebhookTestLimit
+	}
+	if err := cfg.WebhookTestLimit.Check(); err != nil {
+		return fmt.Errorf("dashboard: %w: WebhookTestLimit: %w", httpapi.ErrConfig, err)
+	}
+	if cfg.BulkLimit < 0 || cfg.BulkWindow < time.Millisecond || cfg.DemoRate < 0 || cfg.SignupsPerHour < 0 {
+		return fmt.Errorf("dashboard: %w: BulkLimit, BulkWindow, DemoRate and SignupsPerHour must be positive", httpapi.ErrConfig)
+	}
+	return nil
+}
+
+// newSessionManager returns the console's session manager.
+//
+// Sessions (scs) live in the backend under the hash of their token,
+// each saved with the account it signed in (sessionStore). The flow:
+// a sign-in or a sign-out renews the token (a fixation defense), a
+// request loads its session and saves it back only if it still exists
+// (so a session ended elsewhere, by a password change, stays ended),
+// and a session ends IdleTimeout after its last use or Lifetime after
+// sign-in, whichever comes first.
+func (d *Dashboard) newSessionManager() *scs.SessionManager {
 	sm := scs.New()
-	sm.Store = sessionStore{s: cfg.Sessions, codec: sm.Codec}
-	sm.IdleTimeout = cfg.IdleTimeout
-	sm.Lifetime = cfg.Lifetime
+	sm.Store = sessionStore{s: d.cfg.Sessions, codec: sm.Codec}
+	sm.IdleTimeout = d.cfg.IdleTimeout
+	sm.Lifetime = d.cfg.Lifetime
 	sm.Cookie.Name = "__Host-vm_session"
 	sm.Cookie.Path = "/"
 	sm.Cookie.HttpOnly = true
 	sm.Cookie.Secure = true
 	sm.Cookie.SameSite = http.SameSiteLaxMode
 	sm.Cookie.Persist = false
-	if cfg.InsecureCookies {
+	if d.cfg.InsecureCookies {
 		sm.Cookie.Name = "vm_session"
 		sm.Cookie.Secure = false
 	}
@@ -565,28 +603,31 @@ func New(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Config) (*Das
 		d.renderPage(w, r, http.StatusServiceUnavailable, "error", page{Title: "Unavailable",
 			Error: "The session store is not answering. Try again in a moment."})
 	}
-	d.sessions = sm
+	return sm
+}
 
+// layers returns the handler of every console request: the route table
+// wrapped in the console's layers, around d.sessions.
+//
+// The layers of every console request, outermost first:
+//  1. securityHeaders: CSP, frame, referrer and opener policies;
+//  2. trackSessionLoads: a record of the session this request loads;
+//  3. sm.LoadAndSave: loads the session, saves it after the handler;
+//  4. cop: cross-origin POSTs refused with 403 (after the session is
+//     loaded, so that its refusal page knows who is signed in);
+//  5. d.bounded: the route's body limit, before any body is read;
+//  6. the mux, built from the route table (routes.go), whose private
+//     routes run d.authed (a signed-in, existing account, else a
+//     redirect to the sign-in page) and, unless the table lets an
+//     unconfirmed account in, d.confirmed.
+func (d *Dashboard) layers() http.Handler {
 	mux := http.NewServeMux()
 	d.routes(mux)
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusForbidden, "This form was sent from another site, so it was refused.")
 	}))
-	// The layers of every console request, outermost first:
-	//  1. securityHeaders: CSP, frame, referrer and opener policies;
-	//  2. trackSessionLoads: a record of the session this request loads;
-	//  3. sm.LoadAndSave: loads the session, saves it after the handler;
-	//  4. cop: cross-origin POSTs refused with 403 (after the session is
-	//     loaded, so that its refusal page knows who is signed in);
-	//  5. d.bounded: the route's body limit, before any body is read;
-	//  6. the mux, built from the route table (routes.go), whose private
-	//     routes run d.authed (a signed-in, existing account, else a
-	//     redirect to the sign-in page) and, unless the table lets an
-	//     unconfirmed account in, d.confirmed.
-	d.handler = securityHeaders(trackSessionLoads(sm.LoadAndSave(cop.Handler(d.bounded(mux)))))
-	d.demo = securityHeaders(http.HandlerFunc(d.demoPage))
-	return d, nil
+	return securityHeaders(trackSessionLoads(d.sessions.LoadAndSave(cop.Handler(d.bounded(mux)))))
 }
 
 // Handler serves the dashboard's routes, under [Config.Prefix]; mount it

@@ -56,11 +56,22 @@ func testSessions(t *testing.T, b *backend.Backend) {
 		t.Skip("backend keeps no sessions")
 	}
 	ctx := context.Background()
-	ss := b.Sessions
-	id := func() string { return store.HashSecret("tok-" + uuid.NewString()) }
 	hour := time.Now().Add(time.Hour)
 	acct := uuid.NewString()
-	s1 := id()
+	sessionLifecycle(ctx, t, b.Sessions, acct, hour)
+	sessionExpiry(ctx, t, b.Sessions, acct, hour)
+	accountSessionsEnd(ctx, t, b.Sessions, acct, hour)
+}
+
+// newSessionID returns the hash of a new session token.
+func newSessionID() string { return store.HashSecret("tok-" + uuid.NewString()) }
+
+// sessionLifecycle: a session of acct is not found before its save,
+// found after it, replaced by a save or an update, and gone after its
+// deletion (a second deletion is no error), even after an update; a
+// malformed id is not found.
+func sessionLifecycle(ctx context.Context, t *testing.T, ss store.SessionStore, acct string, hour time.Time) {
+	s1 := newSessionID()
 	if _, found, err := ss.FindSession(ctx, s1); found || err != nil {
 		t.Fatalf("unknown id: found %v, %v", found, err)
 	}
@@ -101,9 +112,12 @@ func testSessions(t *testing.T, b *backend.Backend) {
 	if _, found, err := ss.FindSession(ctx, "not a hash"); found || err != nil {
 		t.Fatalf("a malformed id: found %v, %v", found, err)
 	}
+}
 
-	// A save with an expiry past deletes; a short session ends by itself.
-	past := id()
+// sessionExpiry: a save with an expiry past deletes the session; a
+// short session ends by itself.
+func sessionExpiry(ctx context.Context, t *testing.T, ss store.SessionStore, acct string, hour time.Time) {
+	past := newSessionID()
 	if err := ss.SaveSession(ctx, store.Session{ID: past, AccountID: acct, Data: []byte("x"), Expiry: hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +127,7 @@ func testSessions(t *testing.T, b *backend.Backend) {
 	if _, found, err := ss.FindSession(ctx, past); found || err != nil {
 		t.Fatalf("saved with a past expiry: found %v, %v", found, err)
 	}
-	short := id()
+	short := newSessionID()
 	if err := ss.SaveSession(ctx, store.Session{ID: short, Data: []byte("x"), Expiry: time.Now().Add(200 * time.Millisecond)}); err != nil {
 		t.Fatal(err)
 	}
@@ -130,17 +144,22 @@ func testSessions(t *testing.T, b *backend.Backend) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
 
-	// Ending an account's sessions but one.
+// accountSessionsEnd: ending acct's sessions but one leaves that one,
+// other accounts' and anonymous ones; ending them all leaves none, and
+// an update does not bring them back; account "" ends no anonymous
+// session.
+func accountSessionsEnd(ctx context.Context, t *testing.T, ss store.SessionStore, acct string, hour time.Time) {
 	var mine []string
 	for range maxSessionsChecked {
-		s := id()
+		s := newSessionID()
 		mine = append(mine, s)
 		if err := ss.SaveSession(ctx, store.Session{ID: s, AccountID: acct, Data: []byte("m"), Expiry: hour}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	other, anon := id(), id()
+	other, anon := newSessionID(), newSessionID()
 	if err := ss.SaveSession(ctx, store.Session{ID: other, AccountID: uuid.NewString(), Data: []byte("o"), Expiry: hour}); err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,19 @@ func testTeam(t *testing.T, b *backend.Backend) {
 	other := mustAccount(t, b, store.CreateAccountParams{})
 	hour := time.Now().Add(time.Hour)
 
+	teamInviteRefusals(ctx, t, tm, a, hour)
+	mail := "Member-" + uuid.NewString() + "@Example.org"
+	m := teamAcceptOnce(ctx, t, tm, a, other, mail, hour)
+	teamAcceptRefusals(ctx, t, tm, a, other, mail, hour)
+	teamMembers(ctx, t, tm, a, other, m, hour)
+	teamRemoval(ctx, t, tm, a, other, m, mail, hour)
+	teamBound(ctx, t, b, hour)
+}
+
+// teamInviteRefusals: an invitation to an unknown account is
+// ErrNotFound, one with the owner's role or no known role
+// ErrInvalidRole.
+func teamInviteRefusals(ctx context.Context, t *testing.T, tm store.Team, a store.Account, hour time.Time) {
 	if err := tm.Invite(ctx, store.Invitation{Hash: inviteHash(), AccountID: uuid.NewString(), Email: email(), Role: store.RoleMember, Expiry: hour}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Invite to an unknown account: %v", err)
 	}
@@ -38,8 +51,12 @@ func testTeam(t *testing.T, b *backend.Backend) {
 			t.Errorf("Invite with role %q: %v", r, err)
 		}
 	}
+}
 
-	mail := "Member-" + uuid.NewString() + "@Example.org"
+// teamAcceptOnce: of four accepts at once of one invitation of mail to
+// a, one makes the member (returned), found by its account only
+// and by its email in any case.
+func teamAcceptOnce(ctx context.Context, t *testing.T, tm store.Team, a, other store.Account, mail string, hour time.Time) store.Member {
 	h := inviteHash()
 	if err := tm.Invite(ctx, store.Invitation{Hash: h, AccountID: a.ID, Email: mail, Role: store.RoleAdmin, Expiry: hour}); err != nil {
 		t.Fatal(err)
@@ -82,7 +99,13 @@ func testTeam(t *testing.T, b *backend.Backend) {
 	if _, err := tm.MemberByEmail(ctx, email()); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("MemberByEmail(unknown): %v", err)
 	}
+	return m
+}
 
+// teamAcceptRefusals: an invitation of another account's member's mail
+// is used up by its refusal (ErrEmailTaken, then ErrTokenInvalid); an
+// expired or unknown invitation is ErrTokenInvalid.
+func teamAcceptRefusals(ctx context.Context, t *testing.T, tm store.Team, a, other store.Account, mail string, hour time.Time) {
 	// The same email invited by another account: the invitation is used
 	// up, the email stays the first account's member.
 	h2 := inviteHash()
@@ -106,7 +129,11 @@ func testTeam(t *testing.T, b *backend.Backend) {
 	if _, err := tm.AcceptInvitation(ctx, inviteHash(), "x"); !errors.Is(err, store.ErrTokenInvalid) {
 		t.Errorf("unknown invitation: %v", err)
 	}
+}
 
+// teamMembers: with a second member beside m, the account's list holds
+// both, oldest first, and another account's none.
+func teamMembers(ctx context.Context, t *testing.T, tm store.Team, a, other store.Account, m store.Member, hour time.Time) {
 	// A second member; the list is oldest first and the account's only.
 	h4 := inviteHash()
 	if err := tm.Invite(ctx, store.Invitation{Hash: h4, AccountID: a.ID, Email: email(), Role: store.RoleMember, Expiry: hour}); err != nil {
@@ -123,7 +150,11 @@ func testTeam(t *testing.T, b *backend.Backend) {
 	if list, err := tm.Members(ctx, other.ID); err != nil || len(list) != 0 {
 		t.Errorf("Members of an account without any: %+v, %v", list, err)
 	}
+}
 
+// teamRemoval: only m's own account removes it, once; then it is gone
+// and its email (mail) can join another account.
+func teamRemoval(ctx context.Context, t *testing.T, tm store.Team, a, other store.Account, m store.Member, mail string, hour time.Time) {
 	// Removal frees the email.
 	if err := tm.RemoveMember(ctx, other.ID, m.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("RemoveMember by another account: %v", err)
@@ -147,7 +178,12 @@ func testTeam(t *testing.T, b *backend.Backend) {
 	if m5, err := tm.AcceptInvitation(ctx, h5, "hash-5"); err != nil || m5.AccountID != other.ID {
 		t.Errorf("accept after removal: %+v, %v", m5, err)
 	}
+}
 
+// teamBound: an account takes MaxMembers members, and the next accept is
+// ErrTeamFull.
+func teamBound(ctx context.Context, t *testing.T, b *backend.Backend, hour time.Time) {
+	tm := b.Team
 	// The bound.
 	full := mustAccount(t, b, store.CreateAccountParams{})
 	for i := range store.MaxMembers + 1 {
