@@ -312,7 +312,19 @@ func (d *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 		d.backendError(w, r, "hash password", err)
 		return
 	}
-	a, err := d.cfg.Accounts.CreateAccount(ctx, store.CreateAccountParams{Email: email, PasswordHash: hash, Unconfirmed: d.confirm})
+	// A member of a team signs in with its address already: the sign-up
+	// is answered as for an account's address.
+	member, err := d.memberExists(ctx, email)
+	if err != nil {
+		d.backendError(w, r, "look up member", err)
+		return
+	}
+	var a store.Account
+	if member {
+		err = store.ErrEmailTaken
+	} else {
+		a, err = d.cfg.Accounts.CreateAccount(ctx, store.CreateAccountParams{Email: email, PasswordHash: hash, Unconfirmed: d.confirm})
+	}
 	switch {
 	case errors.Is(err, store.ErrEmailTaken):
 		d.mailExisting(ctx, r, email)

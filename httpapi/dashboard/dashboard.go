@@ -115,7 +115,10 @@
 // limits of that email. Every route needs a role ([RouteRole]): keys and
 // the webhook need an admin, billing, the team and the account's password
 // the owner; a role below gets 403 and its navigation leaves the entry
-// out. A removed member's session ends at its next request. The changes
+// out. An address signs in as one person: sign-up answers a member's
+// address as an account's, and an invitation of an address that signs
+// in already is answered as sent but stores and mails nothing. A
+// removed member's session ends at its next request. The changes
 // to keys, the webhook, purchases and the team are written to the
 // account's audit log ([Config.Audit]), its newest
 // [store.MaxAuditEntries] kept.

@@ -81,6 +81,7 @@ var routeRoles = map[string]store.Role{
 	"/team/invite":           store.RoleOwner,
 	"/team/{id}/remove":      store.RoleOwner,
 	"/account/password":      store.RoleOwner,
+	"/account/notices":       store.RoleOwner,
 }
 
 // RouteRole returns the least role a console route (a path of the route
@@ -217,8 +218,21 @@ func (d *Dashboard) invite(w http.ResponseWriter, r *http.Request, a store.Accou
 		d.renderTeam(w, r, a, http.StatusTooManyRequests, data, "Too many invitations were sent. Try again in "+humanWait(wait)+".", "email")
 		return
 	}
+	taken, err := d.addressTaken(ctx, email)
+	if err != nil {
+		d.backendError(w, r, "look up address", err)
+		return
+	}
+	if taken || !d.mayMail(ctx, r, email, mailOther) {
+		// The same answer as a sent invitation: the inviter learns
+		// nothing of an address that signs in already, and a full mail
+		// budget of the recipient's keeps invitations out of its inbox.
+		d.audit(ctx, a, "member.invited", email+" as "+string(role))
+		http.Redirect(w, r, d.path("/team")+"?sent="+urlEscape(email), http.StatusSeeOther)
+		return
+	}
 	tok := newToken()
-	err := d.cfg.Team.Invite(ctx, store.Invitation{Hash: store.HashSecret(tok), AccountID: a.ID, Email: email, Role: role, Expiry: d.cfg.Now().Add(inviteTTL)})
+	err = d.cfg.Team.Invite(ctx, store.Invitation{Hash: store.HashSecret(tok), AccountID: a.ID, Email: email, Role: role, Expiry: d.cfg.Now().Add(inviteTTL)})
 	if err != nil {
 		d.backendError(w, r, "invite", err)
 		return
@@ -300,6 +314,19 @@ func (d *Dashboard) join(w http.ResponseWriter, r *http.Request) {
 		d.backendError(w, r, "accept invitation", err)
 		return
 	}
+	if _, err := d.cfg.Accounts.GetAccountByEmail(ctx, m.Email); err == nil {
+		// The address signed up after it was invited: it signs in as
+		// its account's owner, so it is no member.
+		if err := d.cfg.Team.RemoveMember(ctx, m.AccountID, m.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			d.backendError(w, r, "remove member", err)
+			return
+		}
+		refuse(http.StatusConflict, "", "This address has an account of its own already: sign in with it.")
+		return
+	} else if !errors.Is(err, store.ErrNotFound) {
+		d.backendError(w, r, "get account", err)
+		return
+	}
 	a, err := d.cfg.Accounts.GetAccount(ctx, m.AccountID)
 	if err != nil {
 		d.backendError(w, r, "get account", err)
@@ -369,6 +396,36 @@ func (d *Dashboard) memberLogin(ctx context.Context, email string) (store.Member
 		return store.Member{}, store.Account{}, "", err
 	}
 	return m, a, m.PasswordHash, nil
+}
+
+// addressTaken reports whether email signs in already, as an account's
+// owner or as a member of any team: a person signs in with one address
+// as one person.
+func (d *Dashboard) addressTaken(ctx context.Context, email string) (bool, error) {
+	_, err := d.cfg.Accounts.GetAccountByEmail(ctx, email)
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return false, err
+	}
+	return d.memberExists(ctx, email)
+}
+
+// memberExists reports whether email is a member of a team; false
+// without [Config.Team].
+func (d *Dashboard) memberExists(ctx context.Context, email string) (bool, error) {
+	if d.cfg.Team == nil {
+		return false, nil
+	}
+	_, err := d.cfg.Team.MemberByEmail(ctx, email)
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return false, err
 }
 
 // keyDetail names a key in the audit log: its prefix and name.
