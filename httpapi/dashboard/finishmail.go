@@ -154,13 +154,26 @@ func (d *Dashboard) SendNotices(ctx context.Context) (sent int, err error) {
 	if st == nil {
 		return 0, nil
 	}
-	claimed, err := st.ClaimNotices(ctx, d.cfg.Now(), d.cfg.NoticeLease, noticeBatch)
+	claimedAt := d.cfg.Now()
+	claimed, err := st.ClaimNotices(ctx, claimedAt, d.cfg.NoticeLease, noticeBatch)
 	if err != nil {
 		return 0, err
 	}
+	// A mail is sent only while the lease has time left for the relay to
+	// take it: a mail sent past the lease could go out twice, the other
+	// instance having claimed the notice again. The notices left once
+	// that time is up are given back, due now.
+	send := min(mailTimeout, d.cfg.NoticeLease/2)
+	stop := claimedAt.Add(d.cfg.NoticeLease - send)
 	var errs []error
 	for _, n := range claimed {
-		mailed, err := d.settleNotice(ctx, n)
+		if now := d.cfg.Now(); now.After(stop) {
+			if err := st.DelayNotice(ctx, n, now); err != nil && !errors.Is(err, store.ErrNoticeLost) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		mailed, err := d.settleNotice(ctx, n, send)
 		if mailed {
 			sent++
 		}
@@ -172,8 +185,8 @@ func (d *Dashboard) SendNotices(ctx context.Context) (sent int, err error) {
 }
 
 // settleNotice mails one claimed notice's batch if it is done, and
-// settles the notice.
-func (d *Dashboard) settleNotice(ctx context.Context, n store.Notice) (mailed bool, err error) {
+// settles the notice; the relay has send to take the mail.
+func (d *Dashboard) settleNotice(ctx context.Context, n store.Notice, send time.Duration) (mailed bool, err error) {
 	st := d.cfg.Notices
 	later := func(after time.Duration, cause error) (bool, error) {
 		if err := st.DelayNotice(ctx, n, d.cfg.Now().Add(after)); err != nil {
@@ -206,7 +219,7 @@ func (d *Dashboard) settleNotice(ctx context.Context, n store.Notice) (mailed bo
 		return later(noticeRetry, err)
 	}
 	m := d.finishMessage(ctx, a, b)
-	sctx, cancel := context.WithTimeout(ctx, mailTimeout)
+	sctx, cancel := context.WithTimeout(ctx, send)
 	err = d.mailer.Send(sctx, m)
 	cancel()
 	if err != nil {

@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
@@ -27,9 +28,14 @@ type mailbox struct {
 	mu   sync.Mutex
 	sent []mail.Message
 	fail atomic.Bool
+	// onSend, when set, runs as each mail is given to the relay.
+	onSend func()
 }
 
 func (o *mailbox) Send(_ context.Context, m mail.Message) error {
+	if o.onSend != nil {
+		o.onSend()
+	}
 	if o.fail.Load() {
 		return errors.New("the relay is down")
 	}
@@ -280,5 +286,58 @@ func TestFinishMailChoice(t *testing.T) {
 	}
 	if a := newUser(t, s.base).do("POST", "/dashboard/account/notices", url.Values{"finish_mail": {"on"}}); a.code != 401 {
 		t.Errorf("signed out: %d", a.code)
+	}
+}
+
+// TestFinishMailSlowRelay claims more notices than a slow relay can take
+// within the claim's lease: the instance gives back the notices it has no
+// time left to send, rather than sending them after another instance has
+// claimed them again, so that each batch gets one mail.
+func TestFinishMailSlowRelay(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoInstances(t, testBackend{name: "memory"})
+	acct, err := a.be.Accounts.CreateAccount(ctx, store.CreateAccountParams{Email: "slow@example.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.be.Notices.SetFinishMail(ctx, acct.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	const batches = 10
+	for i := range batches {
+		finish(t, a, b, acct.ID, fmt.Sprintf("user%d@example.org", i))
+	}
+	// Each mail takes the relay 25 seconds (within the send's timeout);
+	// once the first instance's lease has run out, the other instance
+	// looks for notices, as it does every few seconds.
+	var nested atomic.Bool
+	a.mail.onSend = func() {
+		now := a.offset.Add(int64(25 * time.Second))
+		b.offset.Store(now)
+		if time.Duration(now) > dashboard.DefaultNoticeLease && !nested.Swap(true) {
+			if _, err := b.dash.SendNotices(ctx); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	if _, err := a.dash.SendNotices(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range batches {
+		if _, err := b.dash.SendNotices(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]int{}
+	for _, m := range append(a.mail.messages(), b.mail.messages()...) {
+		seen[m.Body]++
+	}
+	if len(seen) != batches {
+		t.Errorf("%d batches mailed, want %d", len(seen), batches)
+	}
+	for body, n := range seen {
+		if n != 1 {
+			t.Errorf("%d mails of one batch:\n%s", n, body)
+		}
 	}
 }

@@ -292,8 +292,10 @@ func TestListTool(t *testing.T) {
 		if rows := sheet("/results.xlsx"); len(rows) != 9 || rows[0][1] != "email" {
 			t.Errorf("the results as .xlsx: %q", rows)
 		}
-		if a := other.do("GET", batchURL+"/list.xlsx", nil); a.code != http.StatusNotFound {
-			t.Errorf("another account's .xlsx download: %d", a.code)
+		for _, u := range []string{"/list.xlsx", "/list.xlsx?rows=junk", "/results.xlsx", "/results.xlsx?status=LIKELY"} {
+			if a := other.do("GET", batchURL+u, nil); a.code != http.StatusNotFound {
+				t.Errorf("another account's .xlsx download %s: %d", u, a.code)
+			}
 		}
 	})
 }
