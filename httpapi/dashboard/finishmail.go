@@ -18,7 +18,8 @@ import (
 
 // The mail an account may choose, on its account page, when one of its
 // batches or lists finishes (off until chosen). It goes out once per
-// batch, whatever the instances and their crashes:
+// batch whatever the instances, and survives their crashes but for two
+// narrow windows named below:
 //
 //   - a worker's completion of a batch's job adds the batch's notice to
 //     the store ([store.Notices.AddNotice]) if the account chose the mail,
@@ -33,6 +34,11 @@ import (
 //     again by another once the lease ends;
 //   - the mail is sent, then the notice marked done: only an instance
 //     dying between the relay's acceptance and that mark sends it twice.
+//
+// The notice is written after a completion is committed, not with it: an
+// instance dying between a one-job batch's only completion and its notice,
+// or a choice turned on within [choiceTTL] of a batch's last completion,
+// leaves that batch without a mail.
 //
 // The choice is read again before the mail is sent: turning it off stops
 // the notices already waiting.
