@@ -16,8 +16,8 @@
 // This package alone makes the bytes of every event: [NewEvent] for
 // validation.completed, [BatchCompletedPayload] for batch.completed (its
 // counts are known only to the completion that finishes the batch, so a
-// backend may store them, [StoreBatchCompleted], and make the bytes when
-// it reads the event back, [Event.Expand]), [NewTestEvent] for
+// backend stores them as the event's typed [Event.Batch] and makes the
+// bytes when it reads the event back, [Event.Expand]), [NewTestEvent] for
 // webhook.test. An [Event] is one type from the completion that writes it
 // to the delivery that sends it.
 //
