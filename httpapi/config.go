@@ -190,13 +190,14 @@ type Config struct {
 	// A [*webhook.Dispatcher] satisfies it, and sends with its SSRF-safe
 	// client, timeout and user agent.
 	WebhookSender WebhookSender
-	// WebhookEvents, when set, is told after each change of an account's
-	// endpoint, so that jobs completed afterwards see the change at once.
-	// A [*jobevents.Source] satisfies it. Default: none; a cache in the
-	// worker pool then notices within its TTL.
+	// EndpointChanged, when set, is told after each change of an
+	// account's endpoint, so that jobs completed afterwards see the change
+	// at once: a [*jobevents.Builder]'s Forget, as dashboard.Config's
+	// field of the same name. Default: none; a cache in the worker pool
+	// then notices within its TTL.
 	//
-	// [*jobevents.Source]: https://pkg.go.dev/github.com/validmail/validmail/webhook/jobevents#Source
-	WebhookEvents WebhookEvents
+	// [*jobevents.Builder]: https://pkg.go.dev/github.com/validmail/validmail/webhook/jobevents#Builder
+	EndpointChanged func(accountID string)
 
 	// Plans, when set, gives each account its plan's rate limit
 	// (plans.Plan.RatePerSecond and Burst) in place of AccountRateLimit,
@@ -220,9 +221,4 @@ type Config struct {
 // outbox, and reports the attempt. It may be called concurrently.
 type WebhookSender interface {
 	Send(ctx context.Context, ep webhook.Endpoint, ev webhook.Event) webhook.Attempt
-}
-
-// WebhookEvents is told when an account's webhook endpoint changes.
-type WebhookEvents interface {
-	Forget(accountID string)
 }

@@ -16,9 +16,11 @@
 //	DELETE /api/v1/webhook               webhooks
 //	POST   /api/v1/webhook/test          webhooks   one signed webhook.test message; answers the attempt
 //	GET    /api/v1/webhook/deliveries    webhooks   ?limit=1–500 (default 50); newest first
-//	GET    /api/v1/batches[/{batch_id}[/results]]  batch   ?format=csv|jsonl, ?group=, ?status=, ?dedupe=true
+//	GET    /api/v1/batches               batch      the account's batches (lists too), newest first; ?limit=, ?cursor=
+//	GET    /api/v1/batches/{batch_id}    batch      one batch: its state and counts
 //	DELETE /api/v1/batches/{batch_id}    batch      204: the batch, its jobs, results and list rows erased
-//	POST   /api/v1/lists                 batch      a CSV or text file
+//	GET    /api/v1/batches/{batch_id}/results  batch  ?limit=, ?cursor=, ?status=, ?group=; ?format=csv|xlsx|jsonl, ?dedupe=true, ?rows=junk
+//	POST   /api/v1/lists                 batch      a CSV, text or .xlsx file, submitted as one batch
 //	GET    /openapi.json                 none       the OpenAPI 3.1 document ([Handler.OpenAPI])
 //
 // With a [Config].Seller, the credit packs on sale and their checkouts:
@@ -93,7 +95,7 @@
 // by the sender's client, so that DNS cannot be used to slip past the
 // check and a deployment's allowlist applies; the test ping shows such a
 // refusal as its error. After each PUT and DELETE the handler calls
-// [Config].WebhookEvents, so completions see the change at once.
+// [Config].EndpointChanged, so completions see the change at once.
 //
 // The operator's routes exist only when [Config].AdminToken is set, and
 // take that token as "Authorization: Bearer TOKEN" (never an API key):

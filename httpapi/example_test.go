@@ -94,7 +94,7 @@ func ExampleConfig_webhooks() {
 
 	h, err := httpapi.NewHandler(v, ledger, queue, b.Accounts, &httpapi.Config{
 		Registerer: reg,
-		Webhooks:   b.Endpoints, WebhookOutbox: b.Outbox, WebhookSender: disp, WebhookEvents: events,
+		Webhooks:   b.Endpoints, WebhookOutbox: b.Outbox, WebhookSender: disp, EndpointChanged: events.Forget,
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -84,7 +84,7 @@ type fixture struct {
 	// Set with options.webhooks.
 	hooks   *memstore.Webhooks
 	disp    *webhook.Dispatcher
-	events  *jobevents.Source
+	events  *jobevents.Builder
 	whStats *webhookmetrics.Metrics
 }
 
@@ -142,7 +142,7 @@ func setup(t testing.TB, o *options) *fixture {
 	}
 	if o.webhooks {
 		f.setupWebhooks(t, o.loopback)
-		cfg.Webhooks, cfg.WebhookOutbox, cfg.WebhookSender, cfg.WebhookEvents = f.hooks, f.hooks, f.disp, f.events
+		cfg.Webhooks, cfg.WebhookOutbox, cfg.WebhookSender, cfg.EndpointChanged = f.hooks, f.hooks, f.disp, f.events.Forget
 	}
 	if o.sellerURL != "" {
 		cfg.Seller = newSeller(t, f, o.sellerURL)

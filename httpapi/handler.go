@@ -145,7 +145,7 @@ func NewHandler(v jobs.Validator, ledger *credits.Ledger, queue *jobs.Queue, acc
 			endpoints: cfg.Webhooks,
 			outbox:    cfg.WebhookOutbox,
 			sender:    cfg.WebhookSender,
-			events:    cfg.WebhookEvents,
+			changed:   cfg.EndpointChanged,
 		}
 	}
 	h.setupLists(cfg)
@@ -194,8 +194,8 @@ func checkConfig(v jobs.Validator, ledger *credits.Ledger, queue *jobs.Queue, ac
 		return fmt.Errorf("%w: AdminToken must be at least %d printable ASCII characters", ErrConfig, MinAdminTokenBytes)
 	case cfg.Seller != nil && (cfg.CheckoutSuccessURL == "" || cfg.CheckoutCancelURL == ""):
 		return fmt.Errorf("%w: Seller needs CheckoutSuccessURL and CheckoutCancelURL", ErrConfig)
-	case cfg.Webhooks == nil && (cfg.WebhookOutbox != nil || cfg.WebhookSender != nil || cfg.WebhookEvents != nil):
-		return fmt.Errorf("%w: WebhookOutbox, WebhookSender and WebhookEvents need Webhooks", ErrConfig)
+	case cfg.Webhooks == nil && (cfg.WebhookOutbox != nil || cfg.WebhookSender != nil || cfg.EndpointChanged != nil):
+		return fmt.Errorf("%w: WebhookOutbox, WebhookSender and EndpointChanged need Webhooks", ErrConfig)
 	}
 	return nil
 }

@@ -27,13 +27,13 @@ type webhookRoutes struct {
 	endpoints webhook.Endpoints
 	outbox    webhook.Outbox
 	sender    WebhookSender
-	events    WebhookEvents
+	changed   func(accountID string)
 }
 
-// forget tells the event source that the account's endpoint changed.
+// forget tells the host that the account's endpoint changed.
 func (wr *webhookRoutes) forget(accountID string) {
-	if wr.events != nil {
-		wr.events.Forget(accountID)
+	if wr.changed != nil {
+		wr.changed(accountID)
 	}
 }
 

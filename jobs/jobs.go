@@ -179,9 +179,9 @@ type CompleteParams struct {
 	// the same atomic step if and only if this completion is the last of
 	// the job's batch, due at its CreatedAt (required). Its payload is the
 	// one [webhook.BatchCompletedPayload] gives for the batch's final
-	// counts: the driver writes the bytes, or stores the counts
-	// ([webhook.StoreBatchCompleted]) and expands them when its outbox
-	// reads the event. Every completion of a batch may carry one; exactly
+	// counts: the driver stores the counts as the event's
+	// [webhook.Event.Batch] and its outbox makes the bytes
+	// ([webhook.Event.Expand]) whenever it reads the event. Every completion of a batch may carry one; exactly
 	// one of them is written.
 	BatchEvent *webhook.Event
 	// Retention is how long the completed job is kept: the queue's

@@ -16,8 +16,8 @@
 // This package alone makes the bytes of every event: [NewEvent] for
 // validation.completed, [BatchCompletedPayload] for batch.completed (its
 // counts are known only to the completion that finishes the batch, so a
-// backend may store them, [StoreBatchCompleted], and make the bytes when
-// it reads the event back, [Event.Expand]), [NewTestEvent] for
+// backend stores them as the event's typed [Event.Batch] and makes the
+// bytes when it reads the event back, [Event.Expand]), [NewTestEvent] for
 // webhook.test. An [Event] is one type from the completion that writes it
 // to the delivery that sends it.
 //
@@ -35,6 +35,36 @@
 // after which the event is dead and stays visible in the delivery log. Every attempt carries the same
 // webhook-id, so receivers can discard duplicates: delivery is at least
 // once.
+//
+// # The outbox and the job queue
+//
+// The [Outbox] is a queue of its own beside the job queue (package
+// jobs), not a kind of job on it. The two share one lease discipline,
+// and so the names [Lease], [ErrLeaseLost] and [State] (a token per
+// lease, every change a compare-and-set on it, a lease that expires
+// handed out again), but little else:
+//
+//   - Fairness: jobs are handed out in turns per account, and a slow
+//     domain steps aside; deliveries are handed out by due time and
+//     limited per endpoint (a bounded number in flight, the rest queued
+//     for a slot). On one queue an account's list of a million addresses
+//     would hold back its own webhook deliveries, or a slow receiver the
+//     account's validations.
+//   - Time: a job's retries come seconds apart and it always ends with a
+//     result; a delivery is retried for about 17 hours on its own schedule,
+//     honours Retry-After, may end dead, and keeps every attempt in a log
+//     the customer reads. The outbox takes every time from its caller, so
+//     a dispatcher (and its tests) decide what now is.
+//   - Storage: jobs carry an address, a charge and a result, and live in
+//     day partitions (PostgreSQL) or per-shard ready queues (Redis) tuned
+//     for tens of thousands a second; deliveries are one table or one
+//     index per shard, pruned apart.
+//
+// What the two would share is small (the lease columns and the crash
+// tests, already one harness, store/crashtest), and a job kind for
+// deliveries would add a column and a branch to every hot path of the
+// queue on three backends. So they stay two queues; the event is still
+// written in the same atomic step as the job it reports on.
 //
 // # Safety
 //

@@ -54,6 +54,12 @@ type Event struct {
 	JobID     string    // the job it reports on; empty for TypeTest
 	CreatedAt time.Time // when it was created; first due at this time
 	Payload   []byte    // JSON body
+	// Batch, when set, is a batch.completed event's data, stored by an
+	// [Outbox] in a field of its own instead of the bytes: a backend
+	// learns a batch's final counts only inside the atomic step that
+	// completes its last job. [Event.Expand] makes Payload from it,
+	// with [BatchCompletedPayload], whenever the event is read back.
+	Batch *BatchCompleted
 }
 
 // NewEventID returns a new random event id, "msg_" followed by 26
@@ -122,8 +128,7 @@ type BatchCompleted struct {
 // NewBatchEvent returns a batch.completed event with a new id and no
 // payload yet, for the account's job whose completion may finish its
 // batch. The backend that completes the job writes it only if the job is
-// its batch's last, with the payload [BatchCompletedPayload] gives for the
-// batch's final counts (see [StoreBatchCompleted]).
+// its batch's last, with the batch's final counts in [Event.Batch].
 func NewBatchEvent(accountID, jobID string, at time.Time) Event {
 	return Event{
 		ID:        NewEventID(),
@@ -141,7 +146,7 @@ func NewBatchEvent(accountID, jobID string, at time.Time) Event {
 //
 // with counts' keys in byte order and no spaces. The bytes depend on at
 // (to the millisecond) and b only, so every attempt to deliver the event
-// sends the same ones.
+// sends the same ones. It is the one place these bytes are made.
 func BatchCompletedPayload(at time.Time, b BatchCompleted) []byte {
 	if b.Counts == nil {
 		b.Counts = map[string]int{}
@@ -151,36 +156,41 @@ func BatchCompletedPayload(at time.Time, b BatchCompleted) []byte {
 	return payload
 }
 
-// storedData starts a payload that an [Outbox] holds as an event's data
-// rather than its bytes; no JSON text starts with it.
+// storedData starts a payload in the form earlier releases stored a
+// batch.completed event's data in; no JSON text starts with it.
 const storedData = 0
 
-// StoreBatchCompleted returns what a backend that learns a batch's final
-// counts only inside its own atomic step (a statement, a script) may store
-// as a batch.completed event's payload instead of its bytes: a zero byte,
-// then b as JSON. Such a backend may write the same form itself: a zero
-// byte, then a JSON object with batch_id (a string), total and counts (an
-// object of numbers), in any order and spacing. [Event.Expand] turns it
-// into the event's payload when the backend reads the event back.
+// StoreBatchCompleted returns b in the form earlier releases stored a
+// batch.completed event's data in, as the payload itself: a zero byte,
+// then a JSON object with batch_id (a string), total and counts (an
+// object of numbers), in any order and spacing. No backend writes it
+// any more (they store [Event.Batch]); deliveries written so remain in
+// outboxes, and [Event.Expand] reads them as the same bytes. Tests use
+// it to write such a delivery.
 func StoreBatchCompleted(b BatchCompleted) []byte {
 	data, _ := json.Marshal(b)
 	return append([]byte{storedData}, data...)
 }
 
-// Expand turns a payload stored as data ([StoreBatchCompleted]) into the
-// event's bytes, made from its type, its CreatedAt and the data; a payload
-// stored as bytes is left as it is. An [Outbox] that stores data calls it
-// on every event it returns, so the same stored event always yields the
-// same bytes. Undecodable data is an error wrapping [ErrInvalidEvent].
+// Expand makes the payload of an event read back from an [Outbox]: an
+// event with [Event.Batch] gets the bytes [BatchCompletedPayload] gives
+// for its CreatedAt and data; a payload in the earlier stored form
+// ([StoreBatchCompleted]) is decoded into Batch and made the same way;
+// any other payload is left as it is. An Outbox calls it on every event
+// it returns, so the same stored event always yields the same bytes.
+// Undecodable data is an error wrapping [ErrInvalidEvent].
 func (e *Event) Expand() error {
-	if len(e.Payload) == 0 || e.Payload[0] != storedData {
-		return nil
+	if e.Batch == nil {
+		if len(e.Payload) == 0 || e.Payload[0] != storedData {
+			return nil
+		}
+		var b BatchCompleted
+		if err := json.Unmarshal(e.Payload[1:], &b); err != nil {
+			return fmt.Errorf("%w: event %s: %v", ErrInvalidEvent, e.ID, err)
+		}
+		e.Batch = &b
 	}
-	var b BatchCompleted
-	if err := json.Unmarshal(e.Payload[1:], &b); err != nil {
-		return fmt.Errorf("%w: event %s: %v", ErrInvalidEvent, e.ID, err)
-	}
-	e.Payload = BatchCompletedPayload(e.CreatedAt, b)
+	e.Payload = BatchCompletedPayload(e.CreatedAt, *e.Batch)
 	return nil
 }
 

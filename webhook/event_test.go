@@ -113,3 +113,28 @@ func TestNewBatchEvent(t *testing.T) {
 		t.Errorf("ids %q, %q: want distinct msg_ ids", a.ID, b.ID)
 	}
 }
+
+// An event with its batch's data in Batch is read back as the bytes
+// BatchCompletedPayload gives, whatever its stored payload; reading it
+// again changes nothing. The earlier stored form is read into Batch.
+func TestExpandBatch(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2031, 2, 3, 4, 5, 6, 789999999, time.UTC)
+	data := webhook.BatchCompleted{BatchID: "5", Total: 2, Counts: map[string]int{"LIKELY": 2}}
+	want := `{"type":"batch.completed","timestamp":"2031-02-03T04:05:06.789Z","data":{"batch_id":"5","total":2,"counts":{"LIKELY":2}}}`
+	for _, payload := range [][]byte{nil, {}, []byte(`stale`)} {
+		ev := webhook.Event{ID: "msg_1", Type: webhook.TypeBatchCompleted, CreatedAt: at, Batch: &data, Payload: payload}
+		for range 2 {
+			if err := ev.Expand(); err != nil || string(ev.Payload) != want {
+				t.Fatalf("payload %q: Expand = %s, %v; want %s", payload, ev.Payload, err, want)
+			}
+		}
+	}
+	old := webhook.Event{ID: "msg_2", Type: webhook.TypeBatchCompleted, CreatedAt: at, Payload: webhook.StoreBatchCompleted(data)}
+	if err := old.Expand(); err != nil || string(old.Payload) != want {
+		t.Fatalf("earlier form: %s, %v; want %s", old.Payload, err, want)
+	}
+	if old.Batch == nil || old.Batch.BatchID != "5" || old.Batch.Total != 2 || old.Batch.Counts["LIKELY"] != 2 {
+		t.Fatalf("earlier form read into %+v", old.Batch)
+	}
+}

@@ -118,9 +118,11 @@ const DefaultListLimit = 50
 type Outbox interface {
 	// Enqueue stores a pending event, due at ev.CreatedAt. It returns
 	// ErrDuplicate if an event with the same ID exists. Payload is stored
-	// byte for byte; a payload holding data ([StoreBatchCompleted]) is
-	// returned by Lease and Deliveries as the bytes it stands for
-	// ([Event.Expand]), the same bytes every time.
+	// byte for byte, and Batch, when set, in a field of its own; an
+	// event with Batch, or with a payload in the earlier stored form
+	// ([StoreBatchCompleted]), is returned by Lease and Deliveries with
+	// Batch set and the bytes it stands for as Payload ([Event.Expand]),
+	// the same bytes every time.
 	Enqueue(ctx context.Context, ev Event) error
 
 	// Lease claims up to p.Limit pending deliveries due at or before p.Now

@@ -215,7 +215,8 @@ type Config struct {
 	Outbox    webhook.Outbox
 	Sender    httpapi.WebhookSender
 	// EndpointChanged, when set, is told after an account's endpoint
-	// changes (a *jobevents.Source's Forget).
+	// changes (a *jobevents.Builder's Forget), as httpapi.Config's
+	// field of the same name.
 	EndpointChanged func(accountID string)
 
 	// Mailer sends the console's mail: the confirmation link at sign-up

@@ -214,7 +214,7 @@ type Service struct {
 	queue  *jobs.Queue
 	pool   *jobs.Pool // nil when Workers < 0
 	disp   *webhook.Dispatcher
-	events *jobevents.Source
+	events *jobevents.Builder
 	api    *httpapi.Handler
 	dash   *dashboard.Dashboard // nil without a dashboard
 	mux    *http.ServeMux
@@ -407,7 +407,7 @@ func (s *Service) buildAPI() (httpapi.Config, error) {
 	acfg.Webhooks = b.Endpoints
 	acfg.WebhookOutbox = b.Outbox
 	acfg.WebhookSender = s.disp
-	acfg.WebhookEvents = s.events
+	acfg.EndpointChanged = s.events.Forget
 	if acfg.RateLimiter == nil {
 		// The backend's, shared by every instance; else one for this
 		// process, shared by the API and the console.

@@ -5,6 +5,7 @@ package jobstest
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -163,9 +164,13 @@ func checkBatchEvent(t *testing.T, b *bundle, acct, id string) {
 		t.Fatalf("batch %s: %d completion events, want exactly 1", id, len(mine))
 	}
 	e := mine[0]
-	want := webhook.BatchCompletedPayload(e.CreatedAt, jobs.BatchCompleted(got))
+	data := jobs.BatchCompleted(got)
+	want := webhook.BatchCompletedPayload(e.CreatedAt, data)
 	if string(e.Payload) != string(want) {
 		t.Fatalf("batch event payload\n got %s\nwant %s", e.Payload, want)
+	}
+	if e.Batch == nil || e.Batch.BatchID != data.BatchID || e.Batch.Total != data.Total || !maps.Equal(e.Batch.Counts, data.Counts) {
+		t.Fatalf("batch event data %+v, want %+v", e.Batch, data)
 	}
 }
 

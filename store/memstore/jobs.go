@@ -259,10 +259,12 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 		if b.completed == b.total {
 			b.completedAt = t
 			if e := p.BatchEvent; e != nil {
-				// The batch's final counts, under the same lock: the
-				// webhook package makes the event's bytes.
+				// The batch's final counts, under the same lock, as the
+				// event's data: the webhook package makes its bytes.
 				ev := jobEvent(j, e, e.CreatedAt)
-				ev.Payload = webhook.BatchCompletedPayload(ev.CreatedAt, jobs.BatchCompleted(b.batch(j.BatchID)))
+				data := jobs.BatchCompleted(b.batch(j.BatchID))
+				ev.Batch = &data
+				_ = ev.Expand() // an event with Batch always expands
 				s.addDeliveryLocked(ev)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -30,7 +31,18 @@ func cloneDelivery(d *webhook.Delivery) webhook.Delivery {
 	c := *d
 	c.Payload = slices.Clone(d.Payload)
 	c.Attempts = slices.Clone(d.Attempts)
+	c.Batch = cloneBatch(d.Batch)
 	return c
+}
+
+// cloneBatch returns a copy of b that shares nothing with it.
+func cloneBatch(b *webhook.BatchCompleted) *webhook.BatchCompleted {
+	if b == nil {
+		return nil
+	}
+	c := *b
+	c.Counts = maps.Clone(b.Counts)
+	return &c
 }
 
 // jobEvent is the outbox entry that completing j writes for e: e with
@@ -48,6 +60,7 @@ func jobEvent(j *job, e *webhook.Event, completed time.Time) webhook.Event {
 // addDeliveryLocked stores ev as a pending delivery due at ev.CreatedAt.
 func (s *Store) addDeliveryLocked(ev webhook.Event) {
 	ev.Payload = slices.Clone(ev.Payload)
+	ev.Batch = cloneBatch(ev.Batch)
 	d := &webhook.Delivery{Event: ev, State: webhook.StatePending, NextAttempt: ev.CreatedAt}
 	s.deliveries[ev.ID] = d
 	s.pending[ev.ID] = d
@@ -64,8 +77,10 @@ func (w *Webhooks) Enqueue(ctx context.Context, ev webhook.Event) error {
 	if _, ok := s.deliveries[ev.ID]; ok {
 		return webhook.ErrDuplicate
 	}
-	// A payload stored as data is kept as the bytes it stands for.
+	// An event holding a batch's data is kept with the bytes it stands
+	// for, made once: the same bytes on every read.
 	ev.Payload = slices.Clone(ev.Payload)
+	ev.Batch = cloneBatch(ev.Batch)
 	if err := ev.Expand(); err != nil {
 		return err
 	}

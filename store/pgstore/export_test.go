@@ -24,6 +24,10 @@ var DelayedVersion = migrationNamed("_delayed_jobs.sql")
 // attempts a column of its own.
 var UnjudgedVersion = migrationNamed("_job_unjudged.sql")
 
+// DeliveryBatchVersion is the migration that gives a batch.completed
+// delivery's data a column of its own.
+var DeliveryBatchVersion = migrationNamed("_delivery_batch.sql")
+
 // migrationNamed returns the version of the migration whose file name
 // ends in suffix.
 func migrationNamed(suffix string) int {

@@ -299,6 +299,11 @@ func TestMigrateToPartitions(t *testing.T) {
 		after["jobs"][i] = turned.ReplaceAllString(j, "}")
 	}
 	slices.Sort(after["jobs"])
+	// Deliveries gained a batch.completed event's data (migration 032:
+	// none here).
+	for i, d := range after["webhook_deliveries"] {
+		after["webhook_deliveries"][i] = strings.TrimSuffix(d, `,"batch":null}`) + "}"
+	}
 	for _, table := range []string{"jobs", "batches", "webhook_deliveries", "credit_entries", "credit_balances"} {
 		if len(before[table]) == 0 {
 			t.Errorf("%s: nothing filled before the upgrade", table)

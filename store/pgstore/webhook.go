@@ -25,9 +25,10 @@ var (
 // records ([jobs.CompleteParams.Event]) is inserted into webhook_deliveries
 // by the statement that completes the job, so it is a pending delivery
 // exactly when the job is completed; a batch's last completion inserts
-// its batch.completed event with the batch's final counts as data
-// ([webhook.StoreBatchCompleted]), which every read expands into the
-// event's bytes ([webhook.Event.Expand]).
+// its batch.completed event with the batch's final counts in the column
+// batch ([webhook.Event.Batch]), which every read turns into the event's
+// bytes ([webhook.Event.Expand]); rows an earlier release wrote with the
+// counts in the payload ([webhook.StoreBatchCompleted]) are read alike.
 //
 // Every time it stores (due times, lease expiries, attempt and finish
 // times, endpoint timestamps) is the one passed by the caller, never the
@@ -42,7 +43,7 @@ type Webhooks struct{ s *Store }
 
 // deliveryColumns are the columns scanDelivery reads, in order.
 const deliveryColumns = `event_id, account_id, type, coalesce(job_id, ''), created_at, payload, state,
-	next_attempt, finished_at, reason, attempts, lease_token, lease_expires`
+	next_attempt, finished_at, reason, attempts, lease_token, lease_expires, batch`
 
 // attempt is the JSON form of a [webhook.Attempt] in the attempts column.
 type attempt struct {
@@ -61,7 +62,7 @@ func scanDelivery(row pgx.Row) (webhook.Delivery, error) {
 	var attempts []attempt
 	var token *string
 	err := row.Scan(&d.ID, &d.AccountID, &d.Type, &d.JobID, &d.CreatedAt, &d.Payload, &state,
-		&next, &finished, &d.Reason, &attempts, &token, &expires)
+		&next, &finished, &d.Reason, &attempts, &token, &expires, &d.Batch)
 	if err != nil {
 		return webhook.Delivery{}, err
 	}
@@ -88,7 +89,8 @@ func scanDelivery(row pgx.Row) (webhook.Delivery, error) {
 		d.Lease = webhook.Lease{EventID: d.ID, Token: *token, Expires: *expires}
 	}
 	// A batch.completed event written by a completion holds the batch's
-	// final counts; the webhook package makes its bytes.
+	// final counts (in batch, or in an earlier release's payload); the
+	// webhook package makes its bytes.
 	if err := d.Expand(); err != nil {
 		return webhook.Delivery{}, fmt.Errorf("pgstore: %w", err)
 	}
@@ -106,11 +108,15 @@ func (w *Webhooks) Enqueue(ctx context.Context, ev webhook.Event) error {
 	if payload == nil {
 		payload = []byte{}
 	}
+	var batch []byte // NULL for none
+	if ev.Batch != nil {
+		batch, _ = json.Marshal(ev.Batch) // strings and ints always encode
+	}
 	tag, err := w.s.pool.Exec(ctx, w.s.sql(`
-		INSERT INTO {schema}.webhook_deliveries (event_id, account_id, type, job_id, created_at, payload, next_attempt)
-		VALUES ($1, $2, $3, $4, $5, $6, $5)
+		INSERT INTO {schema}.webhook_deliveries (event_id, account_id, type, job_id, created_at, payload, next_attempt, batch)
+		VALUES ($1, $2, $3, $4, $5, $6, $5, $7::jsonb)
 		ON CONFLICT (event_id) DO NOTHING`),
-		ev.ID, ev.AccountID, ev.Type, jobID, ev.CreatedAt, payload)
+		ev.ID, ev.AccountID, ev.Type, jobID, ev.CreatedAt, payload, batch)
 	if err != nil {
 		return fail(ctx, "webhook enqueue", err)
 	}

@@ -163,3 +163,63 @@ func TestPruneInBatches(t *testing.T) {
 		t.Errorf("%d deliveries left, want the 20 pending or young", left)
 	}
 }
+
+// TestDeliveryBatchMigration: a batch.completed delivery that an earlier
+// release's completion wrote, the batch's counts in the payload (a zero
+// byte, then the counts as jsonb prints them), is leased and listed after
+// the upgrade with the batch's data and the bytes
+// webhook.BatchCompletedPayload gives; one written after the upgrade
+// keeps its data in a column of its own and an empty payload.
+func TestDeliveryBatchMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testPool(t)
+	schema := testSchema(t, pool)
+	s, err := pgstore.OpenAtVersion(ctx, pool, schema, pgstore.DeliveryBatchVersion-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2030, 1, 2, 3, 4, 5, 123456789, time.UTC)
+	// The earlier release's completion statement wrote the counts so.
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO "`+schema+`".webhook_deliveries (event_id, account_id, type, job_id, created_at, payload, next_attempt)
+		VALUES ('msg_old', 'acct', 'batch.completed', '9', $1,
+		        '\x00'::bytea || convert_to(jsonb_build_object('batch_id', '7', 'total', 3,
+		                                                       'counts', '{"LIKELY": 2, "DISPOSABLE": 1}'::jsonb)::text, 'UTF8'),
+		        $1)`, created); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	data := webhook.BatchCompleted{BatchID: "8", Total: 1, Counts: map[string]int{"UNKNOWN": 1}}
+	ob := s.Backend().Outbox
+	if err := ob.Enqueue(ctx, webhook.Event{ID: "msg_new", AccountID: "acct", Type: webhook.TypeBatchCompleted, JobID: "8", CreatedAt: created, Batch: &data}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"msg_old": `{"type":"batch.completed","timestamp":"2030-01-02T03:04:05.123Z","data":{"batch_id":"7","total":3,"counts":{"DISPOSABLE":1,"LIKELY":2}}}`,
+		"msg_new": `{"type":"batch.completed","timestamp":"2030-01-02T03:04:05.123Z","data":{"batch_id":"8","total":1,"counts":{"UNKNOWN":1}}}`,
+	}
+	ds, err := ob.Lease(ctx, webhook.LeaseParams{Now: created.Add(time.Minute), Limit: 10, Duration: time.Minute})
+	if err != nil || len(ds) != 2 {
+		t.Fatalf("leased %d deliveries, %v; want 2", len(ds), err)
+	}
+	listed, err := ob.Deliveries(ctx, webhook.ListParams{AccountID: "acct"})
+	if err != nil || len(listed) != 2 {
+		t.Fatalf("listed %d deliveries, %v; want 2", len(listed), err)
+	}
+	for _, d := range append(ds, listed...) {
+		if string(d.Payload) != want[d.ID] || d.Batch == nil {
+			t.Errorf("%s after the upgrade: %s with batch %+v; want %s", d.ID, d.Payload, d.Batch, want[d.ID])
+		}
+	}
+	var payload []byte
+	var batch *string
+	if err := pool.QueryRow(ctx, `SELECT payload, batch::text FROM "`+schema+`".webhook_deliveries WHERE event_id = 'msg_new'`).Scan(&payload, &batch); err != nil {
+		t.Fatal(err)
+	}
+	if len(payload) != 0 || batch == nil {
+		t.Errorf("stored new delivery: payload %q, batch %v; want no payload and the data in batch", payload, batch)
+	}
+}

@@ -568,7 +568,7 @@ local function complete_one(base, id, token, result, refund, retention, status, 
   if ev then
     local created = ev[3]
     if created == '' then created = str(t) end
-    dadd(base, ev[1], account, ev[2], id, created, ev[4])
+    dadd(base, ev[1], account, ev[2], id, created, ev[4], '')
   end
   if b then
     b.seen, b.n = b.seen + 1, b.n + 1
@@ -579,9 +579,9 @@ local function complete_one(base, id, token, result, refund, retention, status, 
       redis.call('PEXPIRE', b.key, retention)
       redis.call('HSET', b.key, 'completed', str(t))
       if bev then
-        -- The event holds the batch's final counts as data: a zero
-        -- byte, then JSON (webhook.StoreBatchCompleted); reading it back
-        -- makes its bytes.
+        -- The event holds the batch's final counts as data in its
+        -- batch field (webhook.Event.Batch); reading it back makes its
+        -- bytes.
         local h = redis.call('HGETALL', b.key)
         local counts, total = {}, 0
         for i = 1, #h, 2 do
@@ -591,8 +591,8 @@ local function complete_one(base, id, token, result, refund, retention, status, 
             total = tonumber(h[i + 1])
           end
         end
-        local data = '\0' .. cjson.encode({batch_id = f[4], total = total, counts = counts})
-        dadd(base, bev[1], account, bev[2], id, bev[3], data)
+        local data = cjson.encode({batch_id = f[4], total = total, counts = counts})
+        dadd(base, bev[1], account, bev[2], id, bev[3], '', data)
       end
     end
   end
@@ -610,7 +610,7 @@ const completeWidth = 12
 // scriptComplete completes a leased job, counts it in its batch, refunds
 // and writes its events as pending webhook deliveries; the batch's event
 // only if this completion is the batch's last, holding the batch's final
-// counts (see webhook.StoreBatchCompleted).
+// counts in its batch field (see webhook.Event.Batch).
 // KEYS: job:ID, leases, done. ARGV: base, retention (ms), then one job's
 // completeWidth fields. Fails with NOTFOUND, LEASELOST or DUPLICATE.
 var scriptComplete = script(luaWebhookLib + luaCompleteLib + `

@@ -25,9 +25,11 @@ var (
 // prefix. The event a job completion records ([jobs.CompleteParams.Event])
 // is written by the completion's own script, so it is a pending delivery
 // from the instant the job is completed; a batch's last completion writes
-// its batch.completed event with the batch's final counts as data
-// ([webhook.StoreBatchCompleted]), which every read expands into the
-// event's bytes ([webhook.Event.Expand]).
+// its batch.completed event with the batch's final counts in the
+// delivery's batch field ([webhook.Event.Batch]), which every read turns
+// into the event's bytes ([webhook.Event.Expand]); deliveries an earlier
+// release wrote with the counts in the payload
+// ([webhook.StoreBatchCompleted]) are read alike.
 //
 // Every state change is one script and a compare-and-set on the lease
 // token. The times the methods take (lease and due times, attempt and
@@ -72,7 +74,11 @@ func (w *Webhooks) Enqueue(ctx context.Context, ev webhook.Event) error {
 	s := w.s
 	base := s.acctBase(ev.AccountID)
 	keys := []string{base + "wh:ev:" + ev.ID, base + "wh:due", base + "wh:acct:" + ev.AccountID}
-	err := s.run(ctx, scriptWebhookEnqueue, keys, base, ev.ID, ev.AccountID, ev.Type, ev.JobID, us(ev.CreatedAt), ev.Payload).Err()
+	var batch []byte // empty for none
+	if ev.Batch != nil {
+		batch, _ = json.Marshal(ev.Batch) // strings and ints always encode
+	}
+	err := s.run(ctx, scriptWebhookEnqueue, keys, base, ev.ID, ev.AccountID, ev.Type, ev.JobID, us(ev.CreatedAt), ev.Payload, batch).Err()
 	if err != nil {
 		return w.whErr(ctx, "webhook enqueue", err)
 	}
@@ -81,7 +87,7 @@ func (w *Webhooks) Enqueue(ctx context.Context, ev webhook.Event) error {
 
 // deliveryWidth is the number of fields a script returns per delivery
 // after its id (and token): the script's dfields.
-const deliveryWidth = 10
+const deliveryWidth = 11
 
 // storedAttempt is an attempt as the attempts JSON array holds it.
 type storedAttempt struct {
@@ -113,8 +119,15 @@ func parseDelivery(id string, f []string) (webhook.Delivery, error) {
 		return webhook.Delivery{}, fmt.Errorf("%w: delivery %s: state %q", ErrBadData, id, f[5])
 	}
 	d.Reason = f[9]
+	if f[10] != "" {
+		d.Batch = new(webhook.BatchCompleted)
+		if err := json.Unmarshal([]byte(f[10]), d.Batch); err != nil {
+			return webhook.Delivery{}, fmt.Errorf("%w: delivery %s batch: %v", ErrBadData, id, err)
+		}
+	}
 	// A batch.completed event written by a completion holds the batch's
-	// final counts; the webhook package makes its bytes.
+	// final counts (in batch, or in an earlier release's payload); the
+	// webhook package makes its bytes.
 	if err := d.Expand(); err != nil {
 		return webhook.Delivery{}, fmt.Errorf("%w: delivery %s: %v", ErrBadData, id, err)
 	}

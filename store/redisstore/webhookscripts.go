@@ -8,7 +8,10 @@ package redisstore
 // A delivery is the hash wh:ev:ID with the fields account, type, job,
 // created, payload, state (p pending, d delivered, x dead), next (due
 // time), token and expires (the lease), attempts (a JSON array written by
-// Go), finished and reason. A pending delivery is in wh:due, scored by
+// Go), finished, reason and, for a batch.completed event whose data its
+// batch's last completion wrote, batch (the data as JSON,
+// webhook.Event.Batch; earlier releases wrote it as the payload, a zero
+// byte then JSON, and such hashes are read as they lie). A pending delivery is in wh:due, scored by
 // the time it may next be leased: its due time, or, while leased, its
 // lease expiry. So Lease reads exactly the eligible deliveries from the
 // front of wh:due, and wh:due's size is the number of pending deliveries.
@@ -16,7 +19,7 @@ package redisstore
 // luaWebhookLib holds the helpers of the webhook scripts.
 const luaWebhookLib = `
 -- dfields are the delivery fields the scripts return, in this order.
-local dfields = {'account', 'type', 'job', 'created', 'payload', 'state', 'next', 'attempts', 'finished', 'reason'}
+local dfields = {'account', 'type', 'job', 'created', 'payload', 'state', 'next', 'attempts', 'finished', 'reason', 'batch'}
 
 -- dread returns a delivery's fields (missing ones as ''), or nil when
 -- the hash does not exist.
@@ -27,11 +30,14 @@ local function dread(k)
   return f
 end
 
--- dadd writes a new pending delivery and indexes it. The caller has
--- checked that wh:ev:ID does not exist.
-local function dadd(base, id, account, typ, job, created, payload)
-  redis.call('HSET', base .. 'wh:ev:' .. id, 'account', account, 'type', typ, 'job', job,
+-- dadd writes a new pending delivery and indexes it; batch is the
+-- event's batch data as JSON, or '' for none. The caller has checked
+-- that wh:ev:ID does not exist.
+local function dadd(base, id, account, typ, job, created, payload, batch)
+  local k = base .. 'wh:ev:' .. id
+  redis.call('HSET', k, 'account', account, 'type', typ, 'job', job,
     'created', created, 'payload', payload, 'state', 'p', 'next', created)
+  if batch ~= '' then redis.call('HSET', k, 'batch', batch) end
   local score = tonumber(created) or 0
   redis.call('ZADD', base .. 'wh:due', score, id)
   redis.call('ZADD', base .. 'wh:acct:' .. account, score, id)
@@ -47,11 +53,11 @@ end
 
 // scriptWebhookEnqueue stores a pending delivery.
 // KEYS: wh:ev:ID, wh:due, wh:acct:ACCOUNT. ARGV: base, id, account, type,
-// job id, created (µs), payload.
+// job id, created (µs), payload, batch data (JSON, "" for none).
 var scriptWebhookEnqueue = script(luaWebhookLib + `
 local base, id, account = ARGV[1], ARGV[2], ARGV[3]
 dcheck(base, id, account)
-dadd(base, id, account, ARGV[4], ARGV[5], ARGV[6], ARGV[7])
+dadd(base, id, account, ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8])
 return 1
 `)
 

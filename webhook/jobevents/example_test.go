@@ -13,10 +13,10 @@ import (
 	"github.com/validmail/validmail/webhook/jobevents"
 )
 
-// A Source builds the events a completed job writes to the outbox, only
+// A Builder builds the events a completed job writes to the outbox, only
 // for accounts with an enabled endpoint. A host wires it into its pool
 // with Attach, which sets jobs.PoolConfig.NewEvents to this method.
-func ExampleSource_NewEvents() {
+func ExampleBuilder_NewEvents() {
 	ctx := context.Background()
 	w := memstore.NewBackend().Outbox.(*memstore.Webhooks)
 	_, _, _ = w.PutEndpoint(ctx, webhook.PutEndpointParams{

@@ -5,7 +5,7 @@
 // completion writes, and it wakes the dispatcher once they are written.
 //
 // The events are [webhook.Event] values from completion to delivery; the
-// webhook package alone makes their bytes. A host wires a Source into its
+// webhook package alone makes their bytes. A host wires a Builder into its
 // worker pool with one call:
 //
 //	events, err := jobevents.New(endpoints, &jobevents.Config{Dispatcher: dispatcher})
@@ -17,7 +17,10 @@
 // The backend's [jobs.Driver] then stores the events as pending
 // deliveries in the same atomic step that completes the job, and the
 // [webhook.Dispatcher] delivers them at once rather than at its next
-// poll.
+// poll. The Builder remembers for a while whether an account has an
+// enabled endpoint; [Builder.Forget] is the hook that an endpoint changed,
+// which the API and the console take as their EndpointChanged
+// (httpapi.Config, dashboard.Config).
 package jobevents
 
 import (
@@ -41,28 +44,29 @@ const DefaultTTL = 5 * time.Second
 // maxCached bounds the cache; past it, expired entries are swept.
 const maxCached = 10_000
 
-// Notifier is woken after a completion that may have written events;
-// a [*webhook.Dispatcher] is one.
-type Notifier interface {
+// Waker is woken after a completion that may have written events; a
+// [*webhook.Dispatcher] is one. (It is not the job queue's
+// jobs.Notifier, which a driver implements to signal new jobs.)
+type Waker interface {
 	// Notify asks for due events to be delivered now. It must not block.
 	Notify()
 }
 
-// Config configures a [Source]. The zero value gives the defaults.
+// Config configures a [Builder]. The zero value gives the defaults.
 type Config struct {
-	// TTL is how long the Source remembers whether an account has an
+	// TTL is how long the Builder remembers whether an account has an
 	// enabled endpoint. An endpoint created, enabled or removed takes up
-	// to TTL to be noticed, unless the host calls [Source.Forget]. Zero
+	// to TTL to be noticed, unless the host calls [Builder.Forget]. Zero
 	// means [DefaultTTL]; negative disables the cache.
 	TTL time.Duration
 	// Now is the clock that stamps events and expires the cache. Nil
 	// means time.Now.
 	Now func() time.Time
-	// Dispatcher, when set, is woken by [Source.Completed] after each
+	// Dispatcher, when set, is woken by [Builder.Completed] after each
 	// completion of a job whose account has an enabled endpoint, so that
 	// its events go out at once rather than at the dispatcher's next
 	// poll.
-	Dispatcher Notifier
+	Dispatcher Waker
 	// IsList tells whether a batch is a list (uploaded whole): by
 	// default its jobs write no validation.completed event, only its
 	// batch.completed ([webhook.Endpoint.WantsListAddresses]). Nil: no
@@ -70,13 +74,13 @@ type Config struct {
 	IsList func(ctx context.Context, accountID, batchID string) (bool, error)
 }
 
-// Source builds outbox events for completed jobs. It is safe for
+// Builder builds outbox events for completed jobs. It is safe for
 // concurrent use. Create it with [New].
-type Source struct {
+type Builder struct {
 	endpoints webhook.Endpoints
 	ttl       time.Duration
 	now       func() time.Time
-	notifier  Notifier
+	waker     Waker
 	isList    func(ctx context.Context, accountID, batchID string) (bool, error)
 
 	mu    sync.Mutex
@@ -89,9 +93,9 @@ type cached struct {
 	expires  time.Time
 }
 
-// New returns a Source that looks accounts' endpoints up in endpoints.
+// New returns a Builder that looks accounts' endpoints up in endpoints.
 // cfg may be nil.
-func New(endpoints webhook.Endpoints, cfg *Config) (*Source, error) {
+func New(endpoints webhook.Endpoints, cfg *Config) (*Builder, error) {
 	if endpoints == nil {
 		return nil, errors.New("jobevents: New needs endpoints")
 	}
@@ -102,21 +106,21 @@ func New(endpoints webhook.Endpoints, cfg *Config) (*Source, error) {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return &Source{
+	return &Builder{
 		endpoints: endpoints,
 		ttl:       cmp.Or(c.TTL, DefaultTTL),
 		now:       c.Now,
-		notifier:  c.Dispatcher,
+		waker:     c.Dispatcher,
 		isList:    c.IsList,
 		cache:     make(map[string]cached),
 		lists:     make(map[string]bool),
 	}, nil
 }
 
-// Attach wires the Source into a worker pool's configuration: cfg's
-// NewEvents becomes [Source.NewEvents], and its OnComplete calls
-// [Source.Completed] before the hook cfg already had, if any.
-func (s *Source) Attach(cfg *jobs.PoolConfig) {
+// Attach wires the Builder into a worker pool's configuration: cfg's
+// NewEvents becomes [Builder.NewEvents], and its OnComplete calls
+// [Builder.Completed] before the hook cfg already had, if any.
+func (s *Builder) Attach(cfg *jobs.PoolConfig) {
 	cfg.NewEvents = s.NewEvents
 	host := cfg.OnComplete
 	cfg.OnComplete = func(ctx context.Context, job jobs.Job) {
@@ -148,7 +152,7 @@ func (s *Source) Attach(cfg *jobs.PoolConfig) {
 // validation.completed ([webhook.Endpoint.WantsListAddresses]). An
 // error looking the endpoint up is returned, so the pool retries the job
 // rather than completing it without its events.
-func (s *Source) NewEvents(ctx context.Context, job jobs.Job, result emailcheck.Result) (ev, batch *webhook.Event, err error) {
+func (s *Builder) NewEvents(ctx context.Context, job jobs.Job, result emailcheck.Result) (ev, batch *webhook.Event, err error) {
 	ep, err := s.endpoint(ctx, job.AccountID)
 	if err != nil || ep == nil {
 		return nil, nil, err
@@ -181,7 +185,7 @@ func (s *Source) NewEvents(ctx context.Context, job jobs.Job, result emailcheck.
 }
 
 // list tells whether the job's batch is a list, remembering the answer.
-func (s *Source) list(ctx context.Context, job jobs.Job) (bool, error) {
+func (s *Builder) list(ctx context.Context, job jobs.Job) (bool, error) {
 	if s.isList == nil {
 		return false, nil
 	}
@@ -205,11 +209,11 @@ func (s *Source) list(ctx context.Context, job jobs.Job) (bool, error) {
 }
 
 // Completed wakes the Config's Dispatcher after the job's completion,
-// unless the Source knows the job's account to have no enabled endpoint
+// unless the Builder knows the job's account to have no enabled endpoint
 // (so the completion wrote no event). It has the signature of
 // [jobs.PoolConfig.OnComplete] and never blocks.
-func (s *Source) Completed(_ context.Context, job jobs.Job) {
-	if s.notifier == nil {
+func (s *Builder) Completed(_ context.Context, job jobs.Job) {
+	if s.waker == nil {
 		return
 	}
 	if s.ttl > 0 {
@@ -220,13 +224,13 @@ func (s *Source) Completed(_ context.Context, job jobs.Job) {
 			return
 		}
 	}
-	s.notifier.Notify()
+	s.waker.Notify()
 }
 
-// Forget drops what the Source remembers about the account's endpoint,
+// Forget drops what the Builder remembers about the account's endpoint,
 // so the next completion looks it up again. Call it after changing the
 // endpoint through the same process.
-func (s *Source) Forget(accountID string) {
+func (s *Builder) Forget(accountID string) {
 	s.mu.Lock()
 	delete(s.cache, accountID)
 	s.mu.Unlock()
@@ -234,7 +238,7 @@ func (s *Source) Forget(accountID string) {
 
 // endpoint returns the account's endpoint if it is enabled (only its
 // Enabled and Events), nil if it has none or it is disabled.
-func (s *Source) endpoint(ctx context.Context, account string) (*webhook.Endpoint, error) {
+func (s *Builder) endpoint(ctx context.Context, account string) (*webhook.Endpoint, error) {
 	now := s.now()
 	if s.ttl > 0 {
 		s.mu.Lock()

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -355,23 +356,61 @@ func testReschedule(t *testing.T, ob webhook.Outbox, _ webhook.Endpoints) {
 }
 
 // testStoredBatchData: a batch.completed event stored as its batch's
-// counts is leased and listed as the bytes webhook.BatchCompletedPayload
-// gives, with the same id and the same bytes on every attempt.
+// counts, in [webhook.Event.Batch] or in the payload form earlier
+// releases wrote ([webhook.StoreBatchCompleted]), is leased and listed
+// with its Batch and as the bytes webhook.BatchCompletedPayload gives,
+// with the same id and the same bytes on every attempt. Other events
+// come back without a Batch.
 func testStoredBatchData(t *testing.T, ob webhook.Outbox, _ webhook.Endpoints) {
 	created := at(0).Add(123456789 * time.Nanosecond)
 	data := webhook.BatchCompleted{BatchID: "77", Total: 3, Counts: map[string]int{"LIKELY": 2, "DISPOSABLE": 1}}
-	ev := webhook.Event{ID: "msg_suite_batch", AccountID: "a", Type: webhook.TypeBatchCompleted, JobID: "79",
-		CreatedAt: created, Payload: webhook.StoreBatchCompleted(data)}
-	enqueue(t, ob, ev)
 	want := `{"type":"batch.completed","timestamp":"2030-01-02T03:04:05.123Z","data":{"batch_id":"77","total":3,"counts":{"DISPOSABLE":1,"LIKELY":2}}}`
 	if got := string(webhook.BatchCompletedPayload(created, data)); got != want {
 		t.Fatalf("BatchCompletedPayload = %s, want %s", got, want)
 	}
+	for _, tc := range []struct {
+		name string
+		ev   webhook.Event
+	}{
+		{"typed", webhook.Event{ID: "msg_suite_batch", AccountID: "a", Type: webhook.TypeBatchCompleted, JobID: "79",
+			CreatedAt: created, Batch: &data}},
+		{"earlier form", webhook.Event{ID: "msg_suite_batch_old", AccountID: "b", Type: webhook.TypeBatchCompleted, JobID: "79",
+			CreatedAt: created, Payload: webhook.StoreBatchCompleted(data)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkStoredBatch(t, ob, tc.ev, data, want)
+		})
+	}
+	plain := event("c", 1, at(0))
+	enqueue(t, ob, plain)
+	if l := find(t, ob, "c", plain.ID); l.Batch != nil || string(l.Payload) != string(plain.Payload) {
+		t.Fatalf("an event without batch data listed as %s with %+v", l.Payload, l.Batch)
+	}
+}
+
+// checkStoredBatch enqueues ev, then leases, fails and lists it three
+// times, each time expecting data as its Batch and want as its bytes.
+func checkStoredBatch(t *testing.T, ob webhook.Outbox, ev webhook.Event, data webhook.BatchCompleted, want string) {
+	t.Helper()
+	enqueue(t, ob, ev)
+	sameBatch := func(b *webhook.BatchCompleted) bool {
+		return b != nil && b.BatchID == data.BatchID && b.Total == data.Total && maps.Equal(b.Counts, data.Counts)
+	}
 	next := at(time.Minute)
 	for attempt := range 3 {
-		ds := lease(t, ob, next, 10)
+		var ds []webhook.Delivery
+		for _, d := range lease(t, ob, next, 10) {
+			if d.AccountID == ev.AccountID {
+				ds = append(ds, d)
+			} else if err := ob.Reschedule(t.Context(), d.Lease, next); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if len(ds) != 1 || ds[0].ID != ev.ID || ds[0].Type != webhook.TypeBatchCompleted || string(ds[0].Payload) != want {
 			t.Fatalf("attempt %d leased %+v, want %s with %s", attempt+1, ds, ev.ID, want)
+		}
+		if !sameBatch(ds[0].Batch) {
+			t.Fatalf("attempt %d leased with batch %+v, want %+v", attempt+1, ds[0].Batch, data)
 		}
 		if err := ob.RecordAttempt(t.Context(), ds[0].Lease, webhook.Attempt{At: next, StatusCode: 500}); err != nil {
 			t.Fatal(err)
@@ -380,8 +419,9 @@ func testStoredBatchData(t *testing.T, ob webhook.Outbox, _ webhook.Endpoints) {
 		if err := ob.Reschedule(t.Context(), ds[0].Lease, next); err != nil {
 			t.Fatal(err)
 		}
-		if l := find(t, ob, "a", ev.ID); string(l.Payload) != want {
-			t.Fatalf("listed payload %s, want %s", l.Payload, want)
+		l := find(t, ob, ev.AccountID, ev.ID)
+		if string(l.Payload) != want || !sameBatch(l.Batch) {
+			t.Fatalf("listed payload %s with batch %+v, want %s with %+v", l.Payload, l.Batch, want, data)
 		}
 	}
 }
