@@ -495,9 +495,11 @@ const completeSQL = `
 	), batch_event AS (
 		INSERT INTO {schema}.webhook_deliveries
 		    (event_id, account_id, type, job_id, created_at, payload, next_attempt, batch)
-		SELECT $12::text, done.account, $13::text, done.id::text, $14::timestamptz, ''::bytea, $14::timestamptz,
-		       jsonb_build_object('batch_id', tally.id::text, 'total', tally.total, 'counts', tally.counts)
-		FROM done, tally WHERE $12::text IS NOT NULL AND tally.completed = tally.total
+		SELECT $12::text, done.account, $13::text, done.id::text, $14::timestamptz,
+		       '\x00'::bytea || convert_to(b.data::text, 'UTF8'), $14::timestamptz, b.data
+		FROM done, tally, LATERAL (SELECT jsonb_build_object('batch_id', tally.id::text, 'total', tally.total,
+		                                                     'counts', tally.counts) AS data) b
+		WHERE $12::text IS NOT NULL AND tally.completed = tally.total
 	)
 	SELECT EXISTS (SELECT 1 FROM done), EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1 AND id BETWEEN {first} AND {last})`
 
@@ -617,9 +619,10 @@ const completeManySQL = `
 	), batch_event AS (
 		INSERT INTO {schema}.webhook_deliveries
 		    (event_id, account_id, type, job_id, created_at, payload, next_attempt, batch)
-		SELECT DISTINCT ON (t.id) u.bev_id, d.account, u.bev_type, d.id::text, u.bev_created, ''::bytea, u.bev_created,
-		       jsonb_build_object('batch_id', t.id::text, 'total', t.total, 'counts', t.counts)
-		FROM tally t JOIN done d ON d.batch_id = t.id JOIN input u ON u.id = d.id
+		SELECT DISTINCT ON (t.id) u.bev_id, d.account, u.bev_type, d.id::text, u.bev_created,
+		       '\x00'::bytea || convert_to(b.data::text, 'UTF8'), u.bev_created, b.data
+		FROM tally t JOIN done d ON d.batch_id = t.id JOIN input u ON u.id = d.id,
+		     LATERAL (SELECT jsonb_build_object('batch_id', t.id::text, 'total', t.total, 'counts', t.counts) AS data) b
 		WHERE t.completed = t.total AND u.bev_id IS NOT NULL
 		ORDER BY t.id, d.id
 	)

@@ -591,8 +591,11 @@ local function complete_one(base, id, token, result, refund, retention, status, 
             total = tonumber(h[i + 1])
           end
         end
+        -- The payload holds the same data after a zero byte, as the
+        -- releases before the batch field wrote and read it, so that
+        -- their instances deliver it alike during a rolling upgrade.
         local data = cjson.encode({batch_id = f[4], total = total, counts = counts})
-        dadd(base, bev[1], account, bev[2], id, bev[3], '', data)
+        dadd(base, bev[1], account, bev[2], id, bev[3], '\0' .. data, data)
       end
     end
   end
