@@ -163,10 +163,12 @@ const storedData = 0
 // StoreBatchCompleted returns b in the form earlier releases stored a
 // batch.completed event's data in, as the payload itself: a zero byte,
 // then a JSON object with batch_id (a string), total and counts (an
-// object of numbers), in any order and spacing. No backend writes it
-// any more (they store [Event.Batch]); deliveries written so remain in
-// outboxes, and [Event.Expand] reads them as the same bytes. Tests use
-// it to write such a delivery.
+// object of numbers), in any order and spacing. Backends store
+// [Event.Batch] and read it first; the PostgreSQL and Redis completions
+// still write this form in the payload beside it, for a rolling
+// upgrade's instances of the releases before the field, and deliveries
+// written so remain in outboxes: [Event.Expand] reads them as the same
+// bytes. Tests use it to write such a delivery.
 func StoreBatchCompleted(b BatchCompleted) []byte {
 	data, _ := json.Marshal(b)
 	return append([]byte{storedData}, data...)
