@@ -33,9 +33,10 @@ type Config struct {
 	// QueryTimeout. Default 3; negative means none.
 	Retries int
 	// MaxInFlight bounds the DNS queries in flight at once to each
-	// nameserver: the most its window grows to. The window starts at 64,
-	// grows by one query per answer, doubling every round trip, until a
-	// query goes unanswered (then by one per round trip), and halves when
+	// nameserver: the most its window grows to. The window starts at 256,
+	// grows by three queries per answer, quadrupling every round trip,
+	// until a query goes missing (then by one per answer, and by one per
+	// round trip past the threshold), and halves when
 	// an answer goes missing, so that a burst of lookups never floods a
 	// resolver; queries beyond it wait their turn. Default 1024.
 	MaxInFlight int

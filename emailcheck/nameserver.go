@@ -21,10 +21,14 @@ const (
 	initialRTO = 400 * time.Millisecond
 	// initialWindow is how many queries a nameserver is sent at once
 	// before any answer came back: a burst that a modest resolver's
-	// receive buffer holds. Each answer in time lets two more go (slow
-	// start), so the window doubles every round trip until an answer goes
-	// missing.
-	initialWindow = 64
+	// receive buffer holds.
+	initialWindow = 256
+	// fastGrowth is how many places each answer in time adds to the window
+	// until the server first loses a query: the window quadruples every
+	// round trip, so that a healthy resolver sees a burst of a thousand
+	// lookups within two round trips. After a loss, slow start grows it by
+	// one place an answer (doubling every round trip), as TCP's does.
+	fastGrowth = 3
 	// minWindow is the least a window shrinks to.
 	minWindow = 2
 	// rttBand is how much slower than the fastest a nameserver may be and
@@ -220,6 +224,9 @@ func (ns *nameserver) answered(sent time.Time, retry bool) {
 	ns.lastAnswer = time.Now()
 	switch {
 	case sent.Before(ns.cut):
+	case ns.cwnd < ns.ssthresh && ns.cuts == 0 && ns.ssthresh >= ns.maxWin:
+		// No query lost yet, nor any timed out while others came back.
+		ns.cwnd += fastGrowth
 	case ns.cwnd < ns.ssthresh:
 		ns.cwnd++
 	default:
@@ -399,9 +406,10 @@ func (v *Validator) ResolverStats() []NameserverStats {
 	return out
 }
 
-// pace returns the RTO and the window for a query sent now.
-func (ns *nameserver) pace() (time.Duration, int) {
+// pace returns the RTO and the window for a query sent now, and whether
+// the RTO is a guess, no round trip to the server having been measured.
+func (ns *nameserver) pace() (rto time.Duration, window int, provisional bool) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	return ns.rto, ns.limit()
+	return ns.rto, ns.limit(), !ns.sampled
 }

@@ -68,15 +68,15 @@ func TestWindow(t *testing.T) {
 	if got := ns.stats().Window; got != initialWindow {
 		t.Fatalf("first window %d; want %d", got, initialWindow)
 	}
-	// Answers grow the window by one each (slow start).
+	// Before any loss, answers grow the window by fastGrowth each.
 	for range 10 {
 		if err := ns.acquire(ctx, false); err != nil {
 			t.Fatal(err)
 		}
 		ns.answered(time.Now(), false)
 	}
-	if got := ns.stats().Window; got != initialWindow+10 {
-		t.Fatalf("window after 10 answers %d; want %d", got, initialWindow+10)
+	if got, want := ns.stats().Window, initialWindow+10*fastGrowth; got != want {
+		t.Fatalf("window after 10 answers %d; want %d", got, want)
 	}
 
 	// A timeout alone shrinks nothing (a dead name is never answered), but
@@ -114,6 +114,18 @@ func TestWindow(t *testing.T) {
 	}
 	if ns.inFlight != 0 {
 		t.Fatalf("%d in flight once every query ended", ns.inFlight)
+	}
+	// Once a query was lost, slow start grows by one place an answer.
+	ns.ssthresh = ns.maxWin
+	win = ns.limit()
+	for range 5 {
+		if err := ns.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		ns.answered(time.Now(), false)
+	}
+	if got := ns.limit(); got != win+5 {
+		t.Fatalf("window after 5 answers following a loss: %d; want %d", got, win+5)
 	}
 
 	// Past the threshold the window grows by one per window of answers.
@@ -158,6 +170,37 @@ func TestWindow(t *testing.T) {
 	}
 	if small.limit() > 8 {
 		t.Fatalf("window %d above MaxInFlight 8", small.limit())
+	}
+}
+
+// An attempt sent before the server's round trip was measured looks at
+// its timeout again within minRTO, and then waits under the RTO measured
+// meanwhile rather than the guess it was sent under.
+func TestProvisionalRTO(t *testing.T) {
+	ns := newNameserver("127.0.0.1:53", 2*time.Second, 1024)
+	a := &attempt{ns: ns, sent: time.Now().Add(-10 * time.Millisecond)}
+	a.rto, a.window, a.provisional = ns.pace()
+	if !a.provisional || a.rto != initialRTO {
+		t.Fatalf("before any answer: RTO %v, provisional %v; want %v, true", a.rto, a.provisional, initialRTO)
+	}
+	if got := a.firstCheck(); got != minRTO {
+		t.Fatalf("first check of a provisional attempt after %v; want %v", got, minRTO)
+	}
+	// Still unmeasured: the guess stands, looked at again within minRTO.
+	if wait := a.remeasure(0, 2*time.Second); wait <= 0 || wait > minRTO || !a.provisional {
+		t.Fatalf("unmeasured: wait %v, provisional %v; want (0, %v], true", wait, a.provisional, minRTO)
+	}
+	// A round trip of 100 ms measured: RTO 100 + 4 x 50 = 300 ms.
+	ns.sample(time.Now(), 100*time.Millisecond)
+	wait := a.remeasure(0, 2*time.Second)
+	if a.provisional || a.rto != 300*time.Millisecond || wait <= 0 || wait > 290*time.Millisecond {
+		t.Fatalf("measured: wait %v, RTO %v, provisional %v; want (0, 290ms], 300ms, false", wait, a.rto, a.provisional)
+	}
+	// An attempt sent under a measured RTO never looks again.
+	b := &attempt{ns: ns, sent: time.Now()}
+	b.rto, b.window, b.provisional = ns.pace()
+	if b.provisional || b.firstCheck() != b.rto || b.remeasure(0, 2*time.Second) != 0 {
+		t.Fatalf("measured attempt: provisional %v, first check %v, RTO %v", b.provisional, b.firstCheck(), b.rto)
 	}
 }
 
@@ -292,15 +335,26 @@ func TestPingRetransmits(t *testing.T) {
 	}
 }
 
-// Below the threshold the window grows by one place per answer, doubling
-// every round trip (slow start); a timeout of a query the server passed
+// Until the first loss the window grows by fastGrowth places per answer
+// (quadrupling every round trip); below the threshold after a loss, by one
+// place per answer, doubling every round trip (slow start); a timeout of a query the server passed
 // over ends the doubling without shrinking the window; past it, the window
 // grows by one place per window's worth of answers; after a halving,
 // answers to the queries sent before it grow nothing.
 func TestWindowGrowth(t *testing.T) {
 	ctx := context.Background()
 	ns := newNameserver("127.0.0.1:53", 2*time.Second, 4096)
-	ns.cwnd = 400
+	ns.cwnd = 100
+	for range 100 {
+		if err := ns.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		ns.answered(time.Now(), false)
+	}
+	if got := ns.limit(); got != 400 {
+		t.Fatalf("window 100 after 100 answers before any loss: %d; want 400", got)
+	}
+	ns.cuts = 1 // a loss, since undone
 	for range 400 {
 		if err := ns.acquire(ctx, false); err != nil {
 			t.Fatal(err)

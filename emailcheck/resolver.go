@@ -183,17 +183,54 @@ func hasSOA(msg *dns.Msg, name string) bool {
 
 // attempt is one sending of a question to one nameserver.
 type attempt struct {
-	ns      *nameserver
-	call    udpCall
-	sent    time.Time
-	rto     time.Duration // the server's RTO when sent
-	window  int           // the server's window when sent
-	cut     uint64        // the window halving its loss caused, or 0
-	holding bool          // holds a place in the server's window
-	retry   bool          // a retransmission: its place is of their share
-	marked  bool          // sent under a zone marked silent: its timeout is the zone's
-	pending bool          // waits for its answer
-	expired bool          // its RTO passed without an answer
+	ns   *nameserver
+	call udpCall
+	sent time.Time
+	rto  time.Duration // the server's RTO when sent
+	// provisional says rto was not yet measured when sent: the attempt
+	// looks again at the server's RTO once its first answers come.
+	provisional bool
+	window      int    // the server's window when sent
+	cut         uint64 // the window halving its loss caused, or 0
+	holding     bool   // holds a place in the server's window
+	retry       bool   // a retransmission: its place is of their share
+	marked      bool   // sent under a zone marked silent: its timeout is the zone's
+	pending     bool   // waits for its answer
+	expired     bool   // its RTO passed without an answer
+}
+
+// firstCheck is when an attempt first looks at whether its RTO passed:
+// at its RTO, or, while the RTO is a guess, no later than minRTO, so that
+// a query lost in a first burst is known lost soon after the server's
+// first answers show how fast it is (RFC 6298 §5.3 restarts its timer
+// with each measurement in the same spirit).
+func (a *attempt) firstCheck() time.Duration {
+	if a.provisional {
+		return min(a.rto, minRTO)
+	}
+	return a.rto
+}
+
+// remeasure takes, for an attempt sent before its server's round trip
+// was measured, the RTO measured since (at least least, at most most),
+// and returns how much longer it waits under it; 0 when its RTO has
+// passed.
+func (a *attempt) remeasure(least, most time.Duration) time.Duration {
+	if !a.provisional {
+		return 0
+	}
+	elapsed := time.Since(a.sent)
+	rto, _, provisional := a.ns.pace()
+	if provisional {
+		// Still no measurement: the guess stands.
+		if elapsed < a.rto {
+			return min(a.rto-elapsed, minRTO)
+		}
+		return 0
+	}
+	a.provisional = false
+	a.rto = min(max(rto, least), most)
+	return max(a.rto-elapsed, 0)
 }
 
 // query sends one question and returns the first NOERROR or NXDOMAIN
@@ -417,7 +454,7 @@ func (q *queryRun) sendNext(ctx context.Context) (again bool, err error) {
 	}
 	q.tries[i]++
 	a := &attempt{ns: ns, holding: true, retry: retry, marked: marked, sent: time.Now()}
-	a.rto, a.window = ns.pace()
+	a.rto, a.window, a.provisional = ns.pace()
 	a.rto = min(max(a.rto, q.backoff), r.timeout)
 	q.atts = append(q.atts, a)
 	call, err := ns.udp.send(q.m, len(q.atts)-1, q.results)
@@ -432,7 +469,7 @@ func (q *queryRun) sendNext(ctx context.Context) (again bool, err error) {
 		return true, nil
 	}
 	a.call, a.pending = call, true
-	q.rtoTimer.Reset(a.rto)
+	q.rtoTimer.Reset(a.firstCheck())
 	return false, nil
 }
 
@@ -509,6 +546,10 @@ func (q *queryRun) rtoPassed(newest int) {
 	}
 	a := q.atts[newest]
 	if !a.pending || a.expired {
+		return
+	}
+	if wait := a.remeasure(q.backoff, q.r.timeout); wait > 0 {
+		q.rtoTimer.Reset(wait)
 		return
 	}
 	// An answer already received, or a query still in the server's
