@@ -92,6 +92,10 @@ type Backend struct {
 	// Audit keeps each account's audit log; nil means the backend keeps
 	// none.
 	Audit store.AuditLog
+	// TwoFactor keeps the logins' second factors (TOTP and recovery
+	// codes); nil means the backend keeps none (the console then offers
+	// no second factor).
+	TwoFactor store.TwoFactor
 
 	mu      sync.Mutex
 	closers []func() error

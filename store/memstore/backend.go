@@ -28,5 +28,6 @@ func (s *Store) Backend() *backend.Backend {
 		Notices:   s,
 		Team:      s,
 		Audit:     s,
+		TwoFactor: s,
 	}
 }

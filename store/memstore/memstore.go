@@ -44,6 +44,7 @@ type Store struct {
 	console       consoleState              // confirmations and mailed tokens
 	notices       noticeState               // finish mail choices and batch notices
 	team          teamState                 // members, invitations, audit logs
+	twoFactor     twoFactorState            // second factors, team requirements
 
 	// credits
 	balances map[string]int64

@@ -42,6 +42,7 @@ func (s *Store) Backend() *backend.Backend {
 		Notices:   s,
 		Team:      s,
 		Audit:     s,
+		TwoFactor: s,
 	}
 }
 

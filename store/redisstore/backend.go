@@ -41,6 +41,7 @@ func (s *Store) Backend() *backend.Backend {
 		Notices:   s,
 		Team:      s,
 		Audit:     s,
+		TwoFactor: s,
 		Health:    s,
 	}
 }

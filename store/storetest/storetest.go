@@ -75,6 +75,8 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *backend.Backend) {
 		{"SetPlan", testSetPlan},
 		{"Team", testTeam},
 		{"Audit", testAudit},
+		{"TwoFactor", testTwoFactor},
+		{"TwoFactorOnce", testTwoFactorOnce},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
