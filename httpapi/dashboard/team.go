@@ -80,6 +80,7 @@ var routeRoles = map[string]store.Role{
 	"/team":                  store.RoleOwner,
 	"/team/invite":           store.RoleOwner,
 	"/team/{id}/remove":      store.RoleOwner,
+	"/team/totp":             store.RoleOwner,
 	"/account/password":      store.RoleOwner,
 	"/account/notices":       store.RoleOwner,
 }
@@ -176,6 +177,8 @@ type teamData struct {
 	Role    string
 	Sent    string
 	Full    bool
+	// TOTPRequired says the owner requires a second factor of the team.
+	TOTPRequired bool
 }
 
 func (d *Dashboard) teamPage(w http.ResponseWriter, r *http.Request, a store.Account) {
@@ -189,6 +192,12 @@ func (d *Dashboard) renderTeam(w http.ResponseWriter, r *http.Request, a store.A
 		return
 	}
 	data.Owner, data.Members, data.Full = a.Email, ms, len(ms) >= store.MaxMembers
+	if d.cfg.TwoFactor != nil {
+		if data.TOTPRequired, err = d.cfg.TwoFactor.TeamTOTP(r.Context(), a.ID); err != nil {
+			d.backendError(w, r, "team second factor", err)
+			return
+		}
+	}
 	if data.Role == "" {
 		data.Role = string(store.RoleMember)
 	}
@@ -262,6 +271,11 @@ func (d *Dashboard) removeMember(w http.ResponseWriter, r *http.Request, a store
 		d.backendError(w, r, "remove member", err)
 		return
 	}
+	if d.cfg.TwoFactor != nil {
+		if err := d.cfg.TwoFactor.DisableTOTP(ctx, m.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			d.cfg.Logger.WarnContext(ctx, "dashboard: a removed member's second factor not deleted", "err", err)
+		}
+	}
 	d.audit(ctx, a, "member.removed", m.Email+" ("+string(m.Role)+")")
 	d.flash(ctx, m.Email+" is no longer in the team.")
 	d.redirect(w, r, "/team")
@@ -332,18 +346,11 @@ func (d *Dashboard) join(w http.ResponseWriter, r *http.Request) {
 		d.backendError(w, r, "get account", err)
 		return
 	}
-	if err := d.sessions.RenewToken(ctx); err != nil {
-		d.backendError(w, r, "renew session", err)
-		return
-	}
-	d.sessions.Put(ctx, sessAccount, a.ID)
-	d.sessions.Put(ctx, sessMember, m.ID)
-	as := a
-	as.Email = m.Email
-	d.rememberDevice(w, r, as)
 	d.audit(context.WithValue(ctx, viewerKey{}, viewer{Role: m.Role, Member: m}), a, "member.joined", m.Email+" as "+string(m.Role))
 	d.flash(ctx, "Welcome to the team.")
-	d.redirect(w, r, "/")
+	// A new member has no second factor yet; a team requiring one sends
+	// it to add one.
+	d.signIn(w, r, a, m, "", false)
 }
 
 type auditData struct {

@@ -514,6 +514,9 @@ func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error 
 	if dc.Audit == nil {
 		dc.Audit = b.Audit
 	}
+	if dc.TwoFactor == nil {
+		dc.TwoFactor = b.TwoFactor
+	}
 	if dc.Plans == nil {
 		dc.Plans = api.Plans
 	}
