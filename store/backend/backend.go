@@ -96,6 +96,10 @@ type Backend struct {
 	// codes); nil means the backend keeps none (the console then offers
 	// no second factor).
 	TwoFactor store.TwoFactor
+	// AccountSlots counts each account's jobs being validated across the
+	// deployment, for a plan's concurrent jobs; nil means the backend
+	// keeps none (each instance then bounds an account on its own).
+	AccountSlots jobs.AccountSlots
 
 	mu      sync.Mutex
 	closers []func() error

@@ -77,6 +77,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *backend.Backend) {
 		{"Audit", testAudit},
 		{"TwoFactor", testTwoFactor},
 		{"TwoFactorOnce", testTwoFactorOnce},
+		{"AccountSlots", testAccountSlots},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
