@@ -45,8 +45,9 @@
 //	GET       /billing/receipts/{id} a redirect to a purchase's receipt
 //	GET       /team            with [Config.Team]: the owner's team, an invitation form
 //	POST      /team/invite     fields email, role (admin or member): mails a single-use link (72 h)
-//	POST      /team/{id}/remove
-//	GET, POST /join            fields token (the mailed invitation), password
+//	POST      /team/{id}/remove  (and the account's invitations of the member's address)
+//	POST      /team/invitations/{hash}/revoke  an invitation not yet accepted, listed on /team
+//	GET, POST /join            fields token (the mailed invitation, whose address GET names), password
 //	GET       /audit           with [Config.Audit]: the account's audit log, newest first; ?page=N
 //	GET, POST /login/code      with [Config.TwoFactor]: field code (a current TOTP code or a recovery
 //	                           code), the second step of a sign-in with a second factor

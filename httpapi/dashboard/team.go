@@ -67,22 +67,23 @@ func rank(r store.Role) int {
 // role. Admins manage keys and the webhook and read the audit log; only
 // the owner manages billing, the team and the account's password.
 var routeRoles = map[string]store.Role{
-	"/keys":                  store.RoleAdmin,
-	"/keys/{id}/revoke":      store.RoleAdmin,
-	"/webhook":               store.RoleAdmin,
-	"/webhook/rotate":        store.RoleAdmin,
-	"/webhook/test":          store.RoleAdmin,
-	"/webhook/delete":        store.RoleAdmin,
-	"/audit":                 store.RoleAdmin,
-	"/billing":               store.RoleOwner,
-	"/billing/checkout":      store.RoleOwner,
-	"/billing/receipts/{id}": store.RoleOwner,
-	"/team":                  store.RoleOwner,
-	"/team/invite":           store.RoleOwner,
-	"/team/{id}/remove":      store.RoleOwner,
-	"/team/totp":             store.RoleOwner,
-	"/account/password":      store.RoleOwner,
-	"/account/notices":       store.RoleOwner,
+	"/keys":                           store.RoleAdmin,
+	"/keys/{id}/revoke":               store.RoleAdmin,
+	"/webhook":                        store.RoleAdmin,
+	"/webhook/rotate":                 store.RoleAdmin,
+	"/webhook/test":                   store.RoleAdmin,
+	"/webhook/delete":                 store.RoleAdmin,
+	"/audit":                          store.RoleAdmin,
+	"/billing":                        store.RoleOwner,
+	"/billing/checkout":               store.RoleOwner,
+	"/billing/receipts/{id}":          store.RoleOwner,
+	"/team":                           store.RoleOwner,
+	"/team/invite":                    store.RoleOwner,
+	"/team/{id}/remove":               store.RoleOwner,
+	"/team/totp":                      store.RoleOwner,
+	"/team/invitations/{hash}/revoke": store.RoleOwner,
+	"/account/password":               store.RoleOwner,
+	"/account/notices":                store.RoleOwner,
 }
 
 // RouteRole returns the least role a console route (a path of the route
@@ -162,6 +163,7 @@ func (d *Dashboard) teamRoutes(pub func(string, string, http.HandlerFunc) Route,
 			conf("GET", "/team", d.teamPage),
 			conf("POST", "/team/invite", d.invite),
 			conf("POST", "/team/{id}/remove", d.removeMember),
+			conf("POST", "/team/invitations/{hash}/revoke", d.revokeInvitation),
 		)
 	}
 	if d.cfg.Audit != nil {
@@ -173,10 +175,12 @@ func (d *Dashboard) teamRoutes(pub func(string, string, http.HandlerFunc) Route,
 type teamData struct {
 	Owner   string
 	Members []store.Member
-	Email   string
-	Role    string
-	Sent    string
-	Full    bool
+	// Invitations are the account's invitations not yet accepted.
+	Invitations []store.Invitation
+	Email       string
+	Role        string
+	Sent        string
+	Full        bool
 	// TOTPRequired says the owner requires a second factor of the team.
 	TOTPRequired bool
 }
@@ -192,6 +196,10 @@ func (d *Dashboard) renderTeam(w http.ResponseWriter, r *http.Request, a store.A
 		return
 	}
 	data.Owner, data.Members, data.Full = a.Email, ms, len(ms) >= store.MaxMembers
+	if data.Invitations, err = d.cfg.Team.Invitations(r.Context(), a.ID); err != nil {
+		d.backendError(w, r, "list invitations", err)
+		return
+	}
 	if d.cfg.TwoFactor != nil {
 		if data.TOTPRequired, err = d.cfg.TwoFactor.TeamTOTP(r.Context(), a.ID); err != nil {
 			d.backendError(w, r, "team second factor", err)
@@ -281,11 +289,64 @@ func (d *Dashboard) removeMember(w http.ResponseWriter, r *http.Request, a store
 	d.redirect(w, r, "/team")
 }
 
-type joinForm struct{ Token string }
+type joinForm struct {
+	Token string
+	// Email and Role are the invitation's: the address being joined.
+	Email, Role string
+}
 
+// invitationGone is the join page's answer to a link that works no more.
+const invitationGone = "This invitation is used, expired or unknown. Ask for a new one."
+
+// joinPage shows the invitation's address and role, and the password
+// form; a link that works no more is told so.
 func (d *Dashboard) joinPage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	d.render(w, r, http.StatusOK, "join", page{Title: "Join the team", Data: joinForm{Token: r.URL.Query().Get("token")}})
+	tok := r.URL.Query().Get("token")
+	if len(tok) > maxNonce {
+		tok = ""
+	}
+	inv, err := d.cfg.Team.Invitation(r.Context(), store.HashSecret(tok))
+	switch {
+	case errors.Is(err, store.ErrTokenInvalid):
+		d.render(w, r, http.StatusGone, "join", page{Title: "Join the team", Error: invitationGone, Data: joinForm{}})
+		return
+	case err != nil:
+		d.backendError(w, r, "invitation", err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "join", page{Title: "Join the team", Data: joinForm{Token: tok, Email: inv.Email, Role: string(inv.Role)}})
+}
+
+// revokeInvitation deletes an invitation not yet accepted: its link
+// works no more.
+func (d *Dashboard) revokeInvitation(w http.ResponseWriter, r *http.Request, a store.Account) {
+	ctx := r.Context()
+	hash := r.PathValue("hash")
+	var email string
+	invs, err := d.cfg.Team.Invitations(ctx, a.ID)
+	for _, inv := range invs {
+		if inv.Hash == hash {
+			email = inv.Email
+		}
+	}
+	if err == nil && email == "" {
+		err = store.ErrNotFound
+	}
+	if err == nil {
+		err = d.cfg.Team.RevokeInvitation(ctx, a.ID, hash)
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		d.fail(w, r, http.StatusNotFound, "There is no such invitation.")
+		return
+	case err != nil:
+		d.backendError(w, r, "revoke invitation", err)
+		return
+	}
+	d.audit(ctx, a, "member.invitation_revoked", email)
+	d.flash(ctx, "The invitation of "+email+" is revoked: its link works no more.")
+	d.redirect(w, r, "/team")
 }
 
 // join accepts an invitation with the member's password and signs the
@@ -316,7 +377,8 @@ func (d *Dashboard) join(w http.ResponseWriter, r *http.Request) {
 	m, err := d.cfg.Team.AcceptInvitation(ctx, store.HashSecret(tok), hash)
 	switch {
 	case errors.Is(err, store.ErrTokenInvalid):
-		refuse(http.StatusGone, "", "This invitation is used, expired or unknown. Ask for a new one.")
+		form.Token = ""
+		refuse(http.StatusGone, "", invitationGone)
 		return
 	case errors.Is(err, store.ErrEmailTaken):
 		refuse(http.StatusConflict, "", "This address is a member of a team already: sign in with it.")

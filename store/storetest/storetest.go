@@ -74,6 +74,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *backend.Backend) {
 		{"Usage", testUsage},
 		{"SetPlan", testSetPlan},
 		{"Team", testTeam},
+		{"TeamInvitations", testTeamInvitations},
 		{"Audit", testAudit},
 		{"TwoFactor", testTwoFactor},
 		{"TwoFactorOnce", testTwoFactorOnce},

@@ -13,3 +13,7 @@ CREATE INDEX totp_account_idx ON {schema}.totp (account_id);
 
 -- Whether an account's owner requires a second factor of the whole team.
 ALTER TABLE {schema}.accounts ADD COLUMN require_totp boolean NOT NULL DEFAULT false;
+
+-- An account's pending invitations, listed on its team page and removed
+-- with a member of their address.
+CREATE INDEX member_invitations_account_idx ON {schema}.member_invitations (account_id, expiry);
