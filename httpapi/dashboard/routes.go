@@ -124,7 +124,7 @@ func (d *Dashboard) routeTable() []Route {
 		)
 	}
 	routes = append(routes, d.teamRoutes(pub, conf)...)
-	return append(routes, d.twoFactorRoutes(pub, in)...)
+	return append(routes, d.twoFactorRoutes(pub, in, conf)...)
 }
 
 // Routes returns the console's route table: every route (but the static

@@ -580,9 +580,10 @@ func (d *Dashboard) teamTOTP(w http.ResponseWriter, r *http.Request, a store.Acc
 }
 
 // twoFactorRoutes are the second factor's routes, served when the
-// backend keeps second factors.
+// backend keeps second factors. Its changes need a confirmed account,
+// as every change does.
 func (d *Dashboard) twoFactorRoutes(pub func(string, string, http.HandlerFunc) Route,
-	in func(string, string, func(http.ResponseWriter, *http.Request, store.Account)) Route) []Route {
+	in, conf func(string, string, func(http.ResponseWriter, *http.Request, store.Account)) Route) []Route {
 	if d.cfg.TwoFactor == nil {
 		return nil
 	}
@@ -590,11 +591,11 @@ func (d *Dashboard) twoFactorRoutes(pub func(string, string, http.HandlerFunc) R
 		pub("GET", "/login/code", d.codePage),
 		pub("POST", "/login/code", d.signinCode),
 		in("GET", "/account/totp", d.totpPage),
-		in("POST", "/account/totp", d.enableTOTP),
-		in("POST", "/account/totp/disable", d.disableTOTP),
+		conf("POST", "/account/totp", d.enableTOTP),
+		conf("POST", "/account/totp/disable", d.disableTOTP),
 	}
 	if d.cfg.Team != nil {
-		routes = append(routes, in("POST", "/team/totp", d.teamTOTP))
+		routes = append(routes, conf("POST", "/team/totp", d.teamTOTP))
 	}
 	return routes
 }
