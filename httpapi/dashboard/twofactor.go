@@ -371,6 +371,7 @@ type totpData struct {
 	Enabled  bool
 	Left     int          // recovery codes left
 	URI      string       // the otpauth URI being set up
+	Link     template.URL // the same, as a link's target
 	Secret   string       // its secret, to type in
 	QR       template.URL // its QR code, a data: URL
 	Codes    []string     // the new recovery codes, shown once
@@ -406,6 +407,9 @@ func (d *Dashboard) renderTOTP(w http.ResponseWriter, r *http.Request, a store.A
 			return
 		}
 		data.URI, data.Secret, data.QR = key.URL(), key.Secret(), qrImage(key)
+		// The URI is made here, of the issuer, the login's address and
+		// the key, all escaped by otp: a safe link.
+		data.Link = template.URL(key.URL())
 	default:
 		d.backendError(w, r, "second factor", err)
 		return

@@ -40,7 +40,7 @@ func enableTOTP(t *testing.T, u *user, clock *testClock) (string, []string) {
 	setup := u.do("GET", "/dashboard/account/totp", nil)
 	m := secretRe.FindStringSubmatch(setup.body)
 	if setup.code != http.StatusOK || m == nil || !strings.Contains(setup.body, `src="data:image/png;base64,`) ||
-		!strings.Contains(setup.body, "otpauth://totp/") {
+		!strings.Contains(setup.body, `href="otpauth://totp/validmail:`) {
 		t.Fatalf("setup page: %d, no secret, QR code or URI\n%s", setup.code, setup.body)
 	}
 	if a := u.do("POST", "/dashboard/account/totp", url.Values{"code": {"000000"}}); a.code != http.StatusUnprocessableEntity {
