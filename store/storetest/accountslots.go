@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/store/backend"
 )
 
@@ -90,4 +92,82 @@ func testAccountSlots(t *testing.T, b *backend.Backend) {
 	if got.Load() != 3 {
 		t.Errorf("of 16 concurrent acquisitions with a limit of 3, %d succeeded", got.Load())
 	}
+}
+
+// testPoolAccountBound: two pools over the backend's queue and account
+// slots validate at most the bound of an account's jobs at once (the
+// fleet-wide bound of a plan's concurrent jobs), and all of them.
+func testPoolAccountBound(t *testing.T, b *backend.Backend) {
+	if b.AccountSlots == nil {
+		t.Skip("backend keeps no account slots")
+	}
+	ctx := context.Background()
+	q, err := jobs.NewQueue(b.Jobs, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	account := uuid.NewString()
+	var mu sync.Mutex
+	now, most := 0, 0
+	v := boundValidator(func(context.Context, string) (emailcheck.Result, error) {
+		mu.Lock()
+		now++
+		most = max(most, now)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		now--
+		mu.Unlock()
+		return emailcheck.Result{}, nil
+	})
+	for range 2 {
+		p, err := jobs.NewPool(q, v, &jobs.PoolConfig{
+			Workers: 6, PollInterval: 10 * time.Millisecond, AccountSlots: b.AccountSlots,
+			AccountConcurrency: func(context.Context, string) int { return 2 },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- p.Run(pctx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	var emails []string
+	for i := range 10 {
+		emails = append(emails, fmt.Sprintf("bound-%d@example.org", i))
+	}
+	ids, err := q.Enqueue(ctx, account, emails)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			j, err := q.Get(ctx, account, id)
+			if err == nil && j.State == jobs.StateCompleted {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %s: %+v, %v", id, j, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most > 2 || most < 1 {
+		t.Errorf("%d jobs of the account validated at once, bound 2", most)
+	}
+}
+
+type boundValidator func(context.Context, string) (emailcheck.Result, error)
+
+func (f boundValidator) Validate(ctx context.Context, email string, _ ...emailcheck.CallOption) (emailcheck.Result, error) {
+	return f(ctx, email)
 }

@@ -79,6 +79,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *backend.Backend) {
 		{"TwoFactor", testTwoFactor},
 		{"TwoFactorOnce", testTwoFactorOnce},
 		{"AccountSlots", testAccountSlots},
+		{"PoolAccountBound", testPoolAccountBound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
