@@ -174,6 +174,7 @@ func (d *Dashboard) teamRoutes(pub func(string, string, http.HandlerFunc) Route,
 
 type teamData struct {
 	Owner   string
+	OwnerID string
 	Members []store.Member
 	// Invitations are the account's invitations not yet accepted.
 	Invitations []store.Invitation
@@ -183,6 +184,9 @@ type teamData struct {
 	Full        bool
 	// TOTPRequired says the owner requires a second factor of the team.
 	TOTPRequired bool
+	// TOTP says which logins (the owner's account id, members' ids) have
+	// a second factor; nil without [Config.TwoFactor].
+	TOTP map[string]bool
 }
 
 func (d *Dashboard) teamPage(w http.ResponseWriter, r *http.Request, a store.Account) {
@@ -195,7 +199,7 @@ func (d *Dashboard) renderTeam(w http.ResponseWriter, r *http.Request, a store.A
 		d.backendError(w, r, "list members", err)
 		return
 	}
-	data.Owner, data.Members, data.Full = a.Email, ms, len(ms) >= store.MaxMembers
+	data.Owner, data.OwnerID, data.Members, data.Full = a.Email, a.ID, ms, len(ms) >= store.MaxMembers
 	if data.Invitations, err = d.cfg.Team.Invitations(r.Context(), a.ID); err != nil {
 		d.backendError(w, r, "list invitations", err)
 		return
@@ -205,11 +209,32 @@ func (d *Dashboard) renderTeam(w http.ResponseWriter, r *http.Request, a store.A
 			d.backendError(w, r, "team second factor", err)
 			return
 		}
+		if data.TOTP, err = d.teamTOTPs(r.Context(), a, ms); err != nil {
+			d.backendError(w, r, "second factors", err)
+			return
+		}
 	}
 	if data.Role == "" {
 		data.Role = string(store.RoleMember)
 	}
 	d.render(w, r, status, "team", page{Title: "Team", Nav: "team", Error: errMsg, Field: field, Data: data})
+}
+
+// teamTOTPs says which of the team's logins have a second factor.
+func (d *Dashboard) teamTOTPs(ctx context.Context, a store.Account, ms []store.Member) (map[string]bool, error) {
+	out := make(map[string]bool, len(ms)+1)
+	ids := []string{a.ID}
+	for _, m := range ms {
+		ids = append(ids, m.ID)
+	}
+	for _, id := range ids {
+		_, err := d.cfg.TwoFactor.TOTP(ctx, id)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		out[id] = err == nil
+	}
+	return out, nil
 }
 
 // invite mails an invitation link to an address, with the role chosen.

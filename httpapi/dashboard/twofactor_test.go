@@ -186,7 +186,14 @@ func TestTwoFactorTeam(t *testing.T) {
 			if a := member.do("POST", "/dashboard/account/totp/disable", url.Values{"password": {memberPass}}); a.code == http.StatusSeeOther {
 				t.Errorf("a member disables nothing into a required second factor")
 			}
+			if a := owner.do("GET", "/dashboard/team", nil); strings.Count(a.body, `<td data-label="Two-factor">on</td>`) != 1 ||
+				strings.Count(a.body, `<td data-label="Two-factor">off</td>`) != 1 {
+				t.Errorf("the team page does not say the owner's second factor is on and the member's off")
+			}
 			secret, _ := enableTOTP(t, member, clock)
+			if a := owner.do("GET", "/dashboard/team", nil); strings.Count(a.body, `<td data-label="Two-factor">on</td>`) != 2 {
+				t.Errorf("the team page does not say the member's second factor is on")
+			}
 			if a := member.do("GET", "/dashboard/keys", nil); a.code != http.StatusOK {
 				t.Errorf("keys after adding a second factor: %d", a.code)
 			}
