@@ -159,6 +159,15 @@ type PoolConfig struct {
 	// goroutine, or on the group completer's when the driver is a
 	// [BatchCompleter], and must not block for long.
 	OnComplete func(ctx context.Context, job Job)
+	// AccountConcurrency, when set, returns how many jobs of an account
+	// may be validated at once (its plan's concurrent jobs; 0: no bound),
+	// asked at most every few seconds per account. A job of an account
+	// at its bound goes back to the queue for a second or two, without
+	// counting an attempt (accountslots.go).
+	AccountConcurrency func(ctx context.Context, account string) int
+	// AccountSlots holds the bound across the deployment's instances;
+	// nil bounds each account per instance.
+	AccountSlots AccountSlots
 	// Logger receives the pool's records. Default: discard.
 	Logger *slog.Logger
 }
@@ -176,6 +185,7 @@ type Pool struct {
 	refunded  atomic.Int64
 	busy      atomic.Int64
 	outage    *outage
+	gate      *accountGate // nil without AccountConcurrency
 }
 
 // NewPool returns a Pool working q's jobs with v. cfg may be nil. It starts
@@ -226,6 +236,8 @@ func NewPool(q *Queue, v Validator, cfg *PoolConfig) (*Pool, error) {
 		notifier: n,
 		logger:   logger,
 		outage:   newOutage(c.Canary, c.OutagePause, logger),
+		// A slot outlives the longest validation and its lease.
+		gate: newAccountGate(&c, c.JobTimeout+c.LeaseDuration, logger),
 	}, nil
 }
 
@@ -479,6 +491,14 @@ func (r *run) runJob(ctx context.Context, l Lease) (aside bool) {
 		r.handBack(ctx, l)
 		r.release(l.ID)
 		return false
+	}
+	if g := r.p.gate; g != nil {
+		done, ok := g.acquire(ctx, l)
+		if !ok {
+			r.deferrals <- deferral{l: l, runAt: time.Now().Add(g.delay())}
+			return false
+		}
+		defer done()
 	}
 	j := &slowJob{id: l.ID, domain: domainOf(l.Email), account: l.AccountID}
 	moved, wait := r.setAside(ctx, j, true)

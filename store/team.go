@@ -100,9 +100,20 @@ type Team interface {
 	MemberByEmail(ctx context.Context, email string) (Member, error)
 	// Members returns the account's members, oldest first.
 	Members(ctx context.Context, accountID string) ([]Member, error)
-	// RemoveMember removes the account's member with the id; an unknown
-	// member, or one of another account: [ErrNotFound].
+	// RemoveMember removes the account's member with the id, and the
+	// account's live invitations of the member's email (compared by
+	// [NormalizeEmail]), so that no second invitation lets it back in;
+	// an unknown member, or one of another account: [ErrNotFound].
 	RemoveMember(ctx context.Context, accountID, memberID string) error
+	// Invitations returns the account's live invitations, the soonest
+	// to expire first.
+	Invitations(ctx context.Context, accountID string) ([]Invitation, error)
+	// Invitation returns the live invitation with the hash; an unknown,
+	// used or expired one: [ErrTokenInvalid].
+	Invitation(ctx context.Context, hash string) (Invitation, error)
+	// RevokeInvitation deletes the account's invitation with the hash;
+	// an unknown one, or one of another account: [ErrNotFound].
+	RevokeInvitation(ctx context.Context, accountID, hash string) error
 }
 
 // MaxAuditEntries is how many audit entries a backend keeps per account:

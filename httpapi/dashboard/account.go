@@ -211,7 +211,8 @@ func (d *Dashboard) confirmEmail(w http.ResponseWriter, r *http.Request) {
 		d.backendError(w, r, "take token", err)
 		return
 	}
-	if d.sessions.GetString(ctx, sessAccount) != t.AccountID {
+	owner := d.sessions.GetString(ctx, sessAccount) == t.AccountID && d.sessions.GetString(ctx, sessMember) == ""
+	if !owner {
 		ok, wait := d.allowKey(ctx, "password-check:"+t.AccountID, passwordCheckLimit)
 		if ok {
 			ok = d.passwordMatches(ctx, t.AccountID, r.PostFormValue("password"))
@@ -232,7 +233,7 @@ func (d *Dashboard) confirmEmail(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	keepSession := ""
-	if d.sessions.GetString(ctx, sessAccount) == t.AccountID {
+	if owner {
 		keepSession = d.sessionID(ctx)
 	}
 	keep := r.PostFormValue("keep") == "1"
@@ -250,12 +251,12 @@ func (d *Dashboard) confirmEmail(w http.ResponseWriter, r *http.Request) {
 		d.backendError(w, r, "get account", err)
 		return
 	}
-	if d.sessions.GetString(ctx, sessAccount) != a.ID {
-		if err := d.sessions.RenewToken(ctx); err != nil {
-			d.backendError(w, r, "renew session", err)
-			return
-		}
-		d.sessions.Put(ctx, sessAccount, a.ID)
+	if !owner {
+		// Signed in by the link and the password: a second factor is
+		// still asked.
+		d.flash(ctx, strings.TrimSpace("Your email is confirmed. "+holdingsNote(held, keep)))
+		d.signIn(w, r, a, store.Member{}, "", true)
+		return
 	}
 	keys, err := d.cfg.Accounts.ListKeys(ctx, a.ID)
 	if err != nil {
@@ -487,7 +488,8 @@ func (d *Dashboard) changePassword(w http.ResponseWriter, r *http.Request, a sto
 // doneMessages are the notes the sign-in page shows after a flow that
 // ends signed out (?done=), so that no session is kept to carry them.
 var doneMessages = map[string]string{
-	"signed-out": "You are signed out.",
-	"confirmed":  "Your email is confirmed: sign in to start.",
-	"reset":      "Your password is changed and every session of your account is signed out: sign in with the new one.",
+	"signed-out":   "You are signed out.",
+	"confirmed":    "Your email is confirmed: sign in to start.",
+	"reset":        "Your password is changed and every session of your account is signed out: sign in with the new one.",
+	"code-expired": "The sign-in was not finished in time, or too many codes were wrong: sign in again.",
 }

@@ -50,6 +50,8 @@ type page struct {
 	// Audit say whether the console keeps teams and an audit log.
 	Role        string
 	Team, Audit bool
+	// TwoFactor says whether the console offers two-factor sign-in.
+	TwoFactor bool
 }
 
 func (d *Dashboard) parseTemplates() error {
@@ -137,6 +139,7 @@ func (d *Dashboard) renderPage(w http.ResponseWriter, r *http.Request, status in
 	p.Prefix, p.DemoPath, p.OpenAPIPath = d.cfg.Prefix, d.cfg.DemoPath, d.cfg.OpenAPIPath
 	p.Billing = d.cfg.Seller != nil
 	p.Team, p.Audit = d.cfg.Team != nil, d.cfg.Audit != nil
+	p.TwoFactor = d.cfg.TwoFactor != nil
 	if d.reference != nil {
 		p.ReferencePath = d.path("/reference")
 	}
@@ -221,6 +224,9 @@ func (d *Dashboard) authed(h func(w http.ResponseWriter, r *http.Request, a stor
 			return
 		}
 		ctx := context.WithValue(context.WithValue(r.Context(), accountKey{}, a), viewerKey{}, v)
+		if d.enrollOnly(w, r.WithContext(ctx)) {
+			return
+		}
 		h(w, r.WithContext(ctx), a)
 	}
 }
@@ -418,35 +424,9 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	succeeded()
-	if err := d.sessions.RenewToken(ctx); err != nil {
-		d.backendError(w, r, "renew session", err)
-		return
-	}
-	d.sessions.Put(ctx, sessAccount, a.ID)
-	if member.ID != "" {
-		d.sessions.Put(ctx, sessMember, member.ID)
-		as := a
-		as.Email = member.Email
-		d.rememberDevice(w, r, as)
-		d.rememberNetwork(ctx, r, as)
-		http.Redirect(w, r, cmpOr(form.Next, d.path("/")), http.StatusSeeOther)
-		return
-	}
-	d.rememberDevice(w, r, a)
-	d.rememberNetwork(ctx, r, a)
-	if !a.Unconfirmed {
-		// The first sign-in of a confirmed account shows its first key.
-		keys, err := d.cfg.Accounts.ListKeys(ctx, a.ID)
-		if err != nil {
-			d.backendError(w, r, "list keys", err)
-			return
-		}
-		if len(keys) == 0 {
-			d.welcome(w, r, a)
-			return
-		}
-	}
-	http.Redirect(w, r, cmpOr(form.Next, d.path("/")), http.StatusSeeOther)
+	// The first sign-in of a confirmed account shows its first key; a
+	// login with a second factor is asked for its code first.
+	d.signIn(w, r, a, member, form.Next, true)
 }
 
 // welcome creates the account's first key and shows it, once.

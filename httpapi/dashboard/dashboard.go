@@ -45,9 +45,15 @@
 //	GET       /billing/receipts/{id} a redirect to a purchase's receipt
 //	GET       /team            with [Config.Team]: the owner's team, an invitation form
 //	POST      /team/invite     fields email, role (admin or member): mails a single-use link (72 h)
-//	POST      /team/{id}/remove
-//	GET, POST /join            fields token (the mailed invitation), password
+//	POST      /team/{id}/remove  (and the account's invitations of the member's address)
+//	POST      /team/invitations/{hash}/revoke  an invitation not yet accepted, listed on /team
+//	GET, POST /join            fields token (the mailed invitation, whose address GET names), password
 //	GET       /audit           with [Config.Audit]: the account's audit log, newest first; ?page=N
+//	GET, POST /login/code      with [Config.TwoFactor]: field code (a current TOTP code or a recovery
+//	                           code), the second step of a sign-in with a second factor
+//	GET, POST /account/totp    the login's second factor: a new key (otpauth URI, QR code), field code
+//	POST      /account/totp/disable fields code or password
+//	POST      /team/totp       field required (on, or absent): the owner requires a second factor of the team
 //
 // and [Dashboard.Demo] serves GET /demo?email= (HTML, or for Accept:
 // application/json the answer of GET /validate: the result with its
@@ -122,6 +128,17 @@
 // to keys, the webhook, purchases and the team are written to the
 // account's audit log ([Config.Audit]), its newest
 // [store.MaxAuditEntries] kept.
+//
+// Two-factor sign-in (twofactor.go): every login may add a TOTP
+// authenticator ([Config.TwoFactor]) and gets ten single-use recovery
+// codes, stored hashed. Every way of signing in (password, mailed
+// sign-in link, confirmation link, joining a team) then ends on a
+// pending sign-in that grants nothing until GET /login/code is
+// answered, within 5 minutes and 5 wrong codes; code attempts are
+// bounded per login in [Config.Limiter] (refused when it fails), and a
+// code is accepted once ([store.TwoFactor.UseTOTPStep]). An owner may
+// require a second factor of the whole team: a login without one is
+// sent to add it after signing in and may use nothing else until then.
 package dashboard
 
 import (
@@ -387,6 +404,11 @@ type Config struct {
 	// webhook, bought credits and changed the team, shown to owners and
 	// admins on GET /audit. The backend's Audit is one.
 	Audit store.AuditLog
+	// TwoFactor, when set, lets every login add a TOTP authenticator and
+	// recovery codes (GET /account/totp), asked for at each sign-in on
+	// GET /login/code, and an owner require one of the whole team. The
+	// backend's TwoFactor is one.
+	TwoFactor store.TwoFactor
 	// Logger receives the dashboard's records. Default: discard.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.

@@ -123,7 +123,8 @@ func (d *Dashboard) routeTable() []Route {
 			conf("GET", "/billing/receipts/{id}", d.receipt),
 		)
 	}
-	return append(routes, d.teamRoutes(pub, conf)...)
+	routes = append(routes, d.teamRoutes(pub, conf)...)
+	return append(routes, d.twoFactorRoutes(pub, in, conf)...)
 }
 
 // Routes returns the console's route table: every route (but the static

@@ -53,6 +53,7 @@ func TestUnconfirmedAccountWalk(t *testing.T) {
 		credits.New(b.Credits, nil), mustQueue(t, b), &dashboard.Config{
 			Endpoints: b.Endpoints, Outbox: b.Outbox, InsecureCookies: true,
 			Mailer: &outbox{}, BaseURL: "https://validmail.example.com",
+			Team: b.Team, Audit: b.Audit, TwoFactor: b.TwoFactor,
 		})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func TestUnconfirmedAccountWalk(t *testing.T) {
 		"events": {"batch.completed"}, "emails": {"a@example.com"}, "current": {passphrase}, "password": {"another passphrase"},
 		"column": {"0"},
 	}
-	fill := strings.NewReplacer("{id}", "1", "{token}", "tok", "{$}", "")
+	fill := strings.NewReplacer("{id}", "1", "{token}", "tok", "{hash}", "h", "{$}", "")
 	counts := map[dashboard.Access]int{}
 	for _, rt := range d.Routes() {
 		counts[rt.Access]++

@@ -136,14 +136,8 @@ func (d *Dashboard) signinLink(w http.ResponseWriter, r *http.Request) {
 		d.backendError(w, r, "get account", err)
 		return
 	}
-	if err := d.sessions.RenewToken(ctx); err != nil {
-		d.backendError(w, r, "renew session", err)
-		return
-	}
-	d.sessions.Put(ctx, sessAccount, a.ID)
-	d.rememberDevice(w, r, a)
-	d.rememberNetwork(ctx, r, a)
 	http.SetCookie(w, &http.Cookie{Name: d.signinCookie(), Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: !d.cfg.InsecureCookies, SameSite: http.SameSiteLaxMode})
-	d.redirect(w, r, "/")
+	// The link stands for the password: a second factor is still asked.
+	d.signIn(w, r, a, store.Member{}, "", false)
 }

@@ -67,21 +67,23 @@ func rank(r store.Role) int {
 // role. Admins manage keys and the webhook and read the audit log; only
 // the owner manages billing, the team and the account's password.
 var routeRoles = map[string]store.Role{
-	"/keys":                  store.RoleAdmin,
-	"/keys/{id}/revoke":      store.RoleAdmin,
-	"/webhook":               store.RoleAdmin,
-	"/webhook/rotate":        store.RoleAdmin,
-	"/webhook/test":          store.RoleAdmin,
-	"/webhook/delete":        store.RoleAdmin,
-	"/audit":                 store.RoleAdmin,
-	"/billing":               store.RoleOwner,
-	"/billing/checkout":      store.RoleOwner,
-	"/billing/receipts/{id}": store.RoleOwner,
-	"/team":                  store.RoleOwner,
-	"/team/invite":           store.RoleOwner,
-	"/team/{id}/remove":      store.RoleOwner,
-	"/account/password":      store.RoleOwner,
-	"/account/notices":       store.RoleOwner,
+	"/keys":                           store.RoleAdmin,
+	"/keys/{id}/revoke":               store.RoleAdmin,
+	"/webhook":                        store.RoleAdmin,
+	"/webhook/rotate":                 store.RoleAdmin,
+	"/webhook/test":                   store.RoleAdmin,
+	"/webhook/delete":                 store.RoleAdmin,
+	"/audit":                          store.RoleAdmin,
+	"/billing":                        store.RoleOwner,
+	"/billing/checkout":               store.RoleOwner,
+	"/billing/receipts/{id}":          store.RoleOwner,
+	"/team":                           store.RoleOwner,
+	"/team/invite":                    store.RoleOwner,
+	"/team/{id}/remove":               store.RoleOwner,
+	"/team/totp":                      store.RoleOwner,
+	"/team/invitations/{hash}/revoke": store.RoleOwner,
+	"/account/password":               store.RoleOwner,
+	"/account/notices":                store.RoleOwner,
 }
 
 // RouteRole returns the least role a console route (a path of the route
@@ -161,6 +163,7 @@ func (d *Dashboard) teamRoutes(pub func(string, string, http.HandlerFunc) Route,
 			conf("GET", "/team", d.teamPage),
 			conf("POST", "/team/invite", d.invite),
 			conf("POST", "/team/{id}/remove", d.removeMember),
+			conf("POST", "/team/invitations/{hash}/revoke", d.revokeInvitation),
 		)
 	}
 	if d.cfg.Audit != nil {
@@ -171,11 +174,19 @@ func (d *Dashboard) teamRoutes(pub func(string, string, http.HandlerFunc) Route,
 
 type teamData struct {
 	Owner   string
+	OwnerID string
 	Members []store.Member
-	Email   string
-	Role    string
-	Sent    string
-	Full    bool
+	// Invitations are the account's invitations not yet accepted.
+	Invitations []store.Invitation
+	Email       string
+	Role        string
+	Sent        string
+	Full        bool
+	// TOTPRequired says the owner requires a second factor of the team.
+	TOTPRequired bool
+	// TOTP says which logins (the owner's account id, members' ids) have
+	// a second factor; nil without [Config.TwoFactor].
+	TOTP map[string]bool
 }
 
 func (d *Dashboard) teamPage(w http.ResponseWriter, r *http.Request, a store.Account) {
@@ -188,11 +199,42 @@ func (d *Dashboard) renderTeam(w http.ResponseWriter, r *http.Request, a store.A
 		d.backendError(w, r, "list members", err)
 		return
 	}
-	data.Owner, data.Members, data.Full = a.Email, ms, len(ms) >= store.MaxMembers
+	data.Owner, data.OwnerID, data.Members, data.Full = a.Email, a.ID, ms, len(ms) >= store.MaxMembers
+	if data.Invitations, err = d.cfg.Team.Invitations(r.Context(), a.ID); err != nil {
+		d.backendError(w, r, "list invitations", err)
+		return
+	}
+	if d.cfg.TwoFactor != nil {
+		if data.TOTPRequired, err = d.cfg.TwoFactor.TeamTOTP(r.Context(), a.ID); err != nil {
+			d.backendError(w, r, "team second factor", err)
+			return
+		}
+		if data.TOTP, err = d.teamTOTPs(r.Context(), a, ms); err != nil {
+			d.backendError(w, r, "second factors", err)
+			return
+		}
+	}
 	if data.Role == "" {
 		data.Role = string(store.RoleMember)
 	}
 	d.render(w, r, status, "team", page{Title: "Team", Nav: "team", Error: errMsg, Field: field, Data: data})
+}
+
+// teamTOTPs says which of the team's logins have a second factor.
+func (d *Dashboard) teamTOTPs(ctx context.Context, a store.Account, ms []store.Member) (map[string]bool, error) {
+	out := make(map[string]bool, len(ms)+1)
+	ids := []string{a.ID}
+	for _, m := range ms {
+		ids = append(ids, m.ID)
+	}
+	for _, id := range ids {
+		_, err := d.cfg.TwoFactor.TOTP(ctx, id)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		out[id] = err == nil
+	}
+	return out, nil
 }
 
 // invite mails an invitation link to an address, with the role chosen.
@@ -262,16 +304,74 @@ func (d *Dashboard) removeMember(w http.ResponseWriter, r *http.Request, a store
 		d.backendError(w, r, "remove member", err)
 		return
 	}
+	if d.cfg.TwoFactor != nil {
+		if err := d.cfg.TwoFactor.DisableTOTP(ctx, m.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			d.cfg.Logger.WarnContext(ctx, "dashboard: a removed member's second factor not deleted", "err", err)
+		}
+	}
 	d.audit(ctx, a, "member.removed", m.Email+" ("+string(m.Role)+")")
 	d.flash(ctx, m.Email+" is no longer in the team.")
 	d.redirect(w, r, "/team")
 }
 
-type joinForm struct{ Token string }
+type joinForm struct {
+	Token string
+	// Email and Role are the invitation's: the address being joined.
+	Email, Role string
+}
 
+// invitationGone is the join page's answer to a link that works no more.
+const invitationGone = "This invitation is used, expired or unknown. Ask for a new one."
+
+// joinPage shows the invitation's address and role, and the password
+// form; a link that works no more is told so.
 func (d *Dashboard) joinPage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	d.render(w, r, http.StatusOK, "join", page{Title: "Join the team", Data: joinForm{Token: r.URL.Query().Get("token")}})
+	tok := r.URL.Query().Get("token")
+	if len(tok) > maxNonce {
+		tok = ""
+	}
+	inv, err := d.cfg.Team.Invitation(r.Context(), store.HashSecret(tok))
+	switch {
+	case errors.Is(err, store.ErrTokenInvalid):
+		d.render(w, r, http.StatusGone, "join", page{Title: "Join the team", Error: invitationGone, Data: joinForm{}})
+		return
+	case err != nil:
+		d.backendError(w, r, "invitation", err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "join", page{Title: "Join the team", Data: joinForm{Token: tok, Email: inv.Email, Role: string(inv.Role)}})
+}
+
+// revokeInvitation deletes an invitation not yet accepted: its link
+// works no more.
+func (d *Dashboard) revokeInvitation(w http.ResponseWriter, r *http.Request, a store.Account) {
+	ctx := r.Context()
+	hash := r.PathValue("hash")
+	var email string
+	invs, err := d.cfg.Team.Invitations(ctx, a.ID)
+	for _, inv := range invs {
+		if inv.Hash == hash {
+			email = inv.Email
+		}
+	}
+	if err == nil && email == "" {
+		err = store.ErrNotFound
+	}
+	if err == nil {
+		err = d.cfg.Team.RevokeInvitation(ctx, a.ID, hash)
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		d.fail(w, r, http.StatusNotFound, "There is no such invitation.")
+		return
+	case err != nil:
+		d.backendError(w, r, "revoke invitation", err)
+		return
+	}
+	d.audit(ctx, a, "member.invitation_revoked", email)
+	d.flash(ctx, "The invitation of "+email+" is revoked: its link works no more.")
+	d.redirect(w, r, "/team")
 }
 
 // join accepts an invitation with the member's password and signs the
@@ -302,7 +402,8 @@ func (d *Dashboard) join(w http.ResponseWriter, r *http.Request) {
 	m, err := d.cfg.Team.AcceptInvitation(ctx, store.HashSecret(tok), hash)
 	switch {
 	case errors.Is(err, store.ErrTokenInvalid):
-		refuse(http.StatusGone, "", "This invitation is used, expired or unknown. Ask for a new one.")
+		form.Token = ""
+		refuse(http.StatusGone, "", invitationGone)
 		return
 	case errors.Is(err, store.ErrEmailTaken):
 		refuse(http.StatusConflict, "", "This address is a member of a team already: sign in with it.")
@@ -332,18 +433,11 @@ func (d *Dashboard) join(w http.ResponseWriter, r *http.Request) {
 		d.backendError(w, r, "get account", err)
 		return
 	}
-	if err := d.sessions.RenewToken(ctx); err != nil {
-		d.backendError(w, r, "renew session", err)
-		return
-	}
-	d.sessions.Put(ctx, sessAccount, a.ID)
-	d.sessions.Put(ctx, sessMember, m.ID)
-	as := a
-	as.Email = m.Email
-	d.rememberDevice(w, r, as)
 	d.audit(context.WithValue(ctx, viewerKey{}, viewer{Role: m.Role, Member: m}), a, "member.joined", m.Email+" as "+string(m.Role))
 	d.flash(ctx, "Welcome to the team.")
-	d.redirect(w, r, "/")
+	// A new member has no second factor yet; a team requiring one sends
+	// it to add one.
+	d.signIn(w, r, a, m, "", false)
 }
 
 type auditData struct {

@@ -382,6 +382,14 @@ func (s *Service) buildPool() error {
 	// builds them and wakes the dispatcher to deliver them now rather
 	// than at its next poll.
 	s.events.Attach(&pcfg)
+	// A plan's concurrent jobs bound its accounts over every instance
+	// sharing the backend.
+	if pcfg.AccountConcurrency == nil {
+		pcfg.AccountConcurrency = planConcurrency(cfg.API.Plans, s.backend.Accounts)
+	}
+	if pcfg.AccountSlots == nil {
+		pcfg.AccountSlots = s.backend.AccountSlots
+	}
 	var err error
 	if s.pool, err = jobs.NewPool(s.queue, s.validator, &pcfg); err != nil {
 		return fmt.Errorf("service: %w: %w", httpapi.ErrConfig, err)
@@ -513,6 +521,9 @@ func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error 
 	}
 	if dc.Audit == nil {
 		dc.Audit = b.Audit
+	}
+	if dc.TwoFactor == nil {
+		dc.TwoFactor = b.TwoFactor
 	}
 	if dc.Plans == nil {
 		dc.Plans = api.Plans

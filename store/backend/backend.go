@@ -92,6 +92,14 @@ type Backend struct {
 	// Audit keeps each account's audit log; nil means the backend keeps
 	// none.
 	Audit store.AuditLog
+	// TwoFactor keeps the logins' second factors (TOTP and recovery
+	// codes); nil means the backend keeps none (the console then offers
+	// no second factor).
+	TwoFactor store.TwoFactor
+	// AccountSlots counts each account's jobs being validated across the
+	// deployment, for a plan's concurrent jobs; nil means the backend
+	// keeps none (each instance then bounds an account on its own).
+	AccountSlots jobs.AccountSlots
 
 	mu      sync.Mutex
 	closers []func() error

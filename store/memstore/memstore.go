@@ -44,6 +44,8 @@ type Store struct {
 	console       consoleState              // confirmations and mailed tokens
 	notices       noticeState               // finish mail choices and batch notices
 	team          teamState                 // members, invitations, audit logs
+	twoFactor     twoFactorState            // second factors, team requirements
+	slots         jobs.AccountSlots         // each account's jobs being validated
 
 	// credits
 	balances map[string]int64
@@ -132,6 +134,7 @@ type job struct {
 // New returns an empty Store.
 func New() *Store {
 	return &Store{
+		slots:         jobs.NewMemorySlots(),
 		accounts:      make(map[string]*store.Account),
 		byEmail:       make(map[string]string),
 		keys:          make(map[string]*store.Key),

@@ -153,7 +153,62 @@ func (s *Store) RemoveMember(ctx context.Context, accountID, memberID string) er
 		return store.ErrNotFound
 	}
 	delete(s.team.members, memberID)
-	delete(s.team.byEmail, store.NormalizeEmail(m.Email))
+	norm := store.NormalizeEmail(m.Email)
+	delete(s.team.byEmail, norm)
+	for h, inv := range s.team.invites {
+		if inv.AccountID == accountID && store.NormalizeEmail(inv.Email) == norm {
+			delete(s.team.invites, h)
+		}
+	}
+	return nil
+}
+
+// Invitations implements [store.Team].
+func (s *Store) Invitations(ctx context.Context, accountID string) ([]store.Invitation, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	var out []store.Invitation
+	for _, inv := range s.team.invites {
+		if inv.AccountID == accountID && now.Before(inv.Expiry) {
+			out = append(out, inv)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Invitation) int {
+		return cmp.Or(a.Expiry.Compare(b.Expiry), cmp.Compare(a.Hash, b.Hash))
+	})
+	return out, nil
+}
+
+// Invitation implements [store.Team].
+func (s *Store) Invitation(ctx context.Context, hash string) (store.Invitation, error) {
+	if err := ctxErr(ctx); err != nil {
+		return store.Invitation{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	inv, ok := s.team.invites[hash]
+	if !ok || !time.Now().Before(inv.Expiry) {
+		return store.Invitation{}, store.ErrTokenInvalid
+	}
+	return inv, nil
+}
+
+// RevokeInvitation implements [store.Team].
+func (s *Store) RevokeInvitation(ctx context.Context, accountID, hash string) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	inv, ok := s.team.invites[hash]
+	if !ok || inv.AccountID != accountID {
+		return store.ErrNotFound
+	}
+	delete(s.team.invites, hash)
 	return nil
 }
 

@@ -172,9 +172,74 @@ func (s *Store) RemoveMember(ctx context.Context, accountID, memberID string) er
 	if !validID(accountID) || !validID(memberID) {
 		return store.ErrNotFound
 	}
-	tag, err := s.pool.Exec(ctx, s.sql(`DELETE FROM {schema}.members WHERE id = $1 AND account_id = $2`), memberID, accountID)
+	// One statement removes the member and the account's invitations of
+	// its address (store.NormalizeEmail is lower-casing).
+	var removed bool
+	err := s.pool.QueryRow(ctx, s.sql(`
+		WITH m AS (DELETE FROM {schema}.members WHERE id = $1 AND account_id = $2 RETURNING email_norm),
+		i AS (DELETE FROM {schema}.member_invitations WHERE account_id = $2 AND lower(email) IN (SELECT email_norm FROM m))
+		SELECT EXISTS (SELECT 1 FROM m)`), memberID, accountID).Scan(&removed)
 	if err != nil {
 		return fail(ctx, "remove member", err)
+	}
+	if !removed {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+// Invitations implements [store.Team].
+func (s *Store) Invitations(ctx context.Context, accountID string) ([]store.Invitation, error) {
+	if !validID(accountID) {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, s.sql(`
+		SELECT hash, account_id::text, email, role, expiry FROM {schema}.member_invitations
+		WHERE account_id = $1 AND expiry > now() ORDER BY expiry, hash`), accountID)
+	if err != nil {
+		return nil, fail(ctx, "invitations", err)
+	}
+	out, err := pgx.CollectRows(rows, scanInvitation)
+	if err != nil {
+		return nil, fail(ctx, "invitations", err)
+	}
+	return out, nil
+}
+
+func scanInvitation(row pgx.CollectableRow) (store.Invitation, error) {
+	var inv store.Invitation
+	var role string
+	err := row.Scan(&inv.Hash, &inv.AccountID, &inv.Email, &role, &inv.Expiry)
+	inv.Role = store.Role(role)
+	return inv, err
+}
+
+// Invitation implements [store.Team].
+func (s *Store) Invitation(ctx context.Context, hash string) (store.Invitation, error) {
+	rows, err := s.pool.Query(ctx, s.sql(`
+		SELECT hash, account_id::text, email, role, expiry FROM {schema}.member_invitations
+		WHERE hash = $1 AND expiry > now()`), hash)
+	if err != nil {
+		return store.Invitation{}, fail(ctx, "invitation", err)
+	}
+	inv, err := pgx.CollectExactlyOneRow(rows, scanInvitation)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Invitation{}, store.ErrTokenInvalid
+	}
+	if err != nil {
+		return store.Invitation{}, fail(ctx, "invitation", err)
+	}
+	return inv, nil
+}
+
+// RevokeInvitation implements [store.Team].
+func (s *Store) RevokeInvitation(ctx context.Context, accountID, hash string) error {
+	if !validID(accountID) {
+		return store.ErrNotFound
+	}
+	tag, err := s.pool.Exec(ctx, s.sql(`DELETE FROM {schema}.member_invitations WHERE hash = $1 AND account_id = $2`), hash, accountID)
+	if err != nil {
+		return fail(ctx, "revoke invitation", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return store.ErrNotFound

@@ -91,6 +91,14 @@
 //     end while claimed); an account's "finishmail" field is its choice
 //     ([Store.ClaimNotices]: the due ids read, then each claimed by a
 //     script that checks it is still due)
+//   - team:ACCOUNT, members, inv:HASH, invs:ACCOUNT: an account's members,
+//     the member email index, invitations and an account's invitation
+//     hashes (team.go); audit:ACCOUNT in the account's shard: its audit log
+//   - totp:LOGIN, totp-rc:LOGIN, totp-team: a login's second factor (its
+//     last used step kept by a script, [Store.UseTOTPStep]), its unused
+//     recovery codes' hashes, the accounts requiring one of their team
+//   - slots:ACCOUNT in the account's shard: the jobs holding one of the
+//     account's slots by expiry ([Store.AcquireSlot], one script)
 //
 // API key secrets, session tokens and mailed tokens are never stored:
 // only their SHA-256 hash (and a key's display prefix) are.

@@ -173,6 +173,7 @@ func (s *Store) KeyName(account, name string) string {
 	switch {
 	case name == "emails", name == "keyhash", name == markerName, name == layoutName, name == "notify", name == "notices",
 		name == "members", strings.HasPrefix(name, "team:"), strings.HasPrefix(name, "inv:"), strings.HasPrefix(name, "notice:"),
+		strings.HasPrefix(name, "invs:"), strings.HasPrefix(name, "totp:"), strings.HasPrefix(name, "totp-rc:"), name == "totp-team",
 		strings.HasPrefix(name, "acct:"), strings.HasPrefix(name, "key:"), strings.HasPrefix(name, "keys:"):
 		return s.key(name)
 	}

@@ -29,6 +29,11 @@ var (
 // the list "audit:ACCOUNT" in the account's shard, newest first, trimmed to
 // store.MaxAuditEntries.
 
+// Each account's invitations are indexed by the set "invs:ACCOUNT" of
+// their hashes (pruned of expired ones as invitations are made), and an
+// invitation keeps its normalized email ("norm"), so that a removed
+// member's invitations can be found and deleted with it.
+
 // memberRecord is a member as "team:ACCOUNT" keeps it.
 type memberRecord struct {
 	ID       string `json:"id"`
@@ -43,14 +48,19 @@ func (r memberRecord) member(accountID string) store.Member {
 		PasswordHash: r.Password, CreatedAt: time.UnixMicro(r.Created).UTC()}
 }
 
-// scriptInvite stores an invitation of an existing account. KEYS:
-// acct:ACCOUNT, inv:HASH. ARGV: account, email, role, expiry (Unix ms).
+// scriptInvite stores an invitation of an existing account and indexes
+// it. KEYS: acct:ACCOUNT, inv:HASH, invs:ACCOUNT. ARGV: account, email,
+// role, expiry (Unix ms), normalized email, the inv: key prefix, hash.
 var scriptInvite = script(`
 expect(KEYS[2], 'hash')
 if redis.call('EXISTS', KEYS[1]) == 0 then fail('NOTFOUND') end
+for _, h in ipairs(redis.call('SMEMBERS', KEYS[3])) do
+  if redis.call('EXISTS', ARGV[6] .. h) == 0 then redis.call('SREM', KEYS[3], h) end
+end
 redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[2], 'account', ARGV[1], 'email', ARGV[2], 'role', ARGV[3], 'exp', ARGV[4])
+redis.call('HSET', KEYS[2], 'account', ARGV[1], 'email', ARGV[2], 'role', ARGV[3], 'exp', ARGV[4], 'norm', ARGV[5])
 redis.call('PEXPIREAT', KEYS[2], ARGV[4])
+redis.call('SADD', KEYS[3], ARGV[7])
 return 1
 `)
 
@@ -69,11 +79,30 @@ redis.call('HSET', KEYS[2], ARGV[3], ARGV[1] .. ' ' .. ARGV[4])
 return 1
 `)
 
-// scriptRemoveMember removes a member and its email's index entry. KEYS:
-// team:ACCOUNT, members. ARGV: member id, normalized email.
+// scriptRemoveMember removes a member, its email's index entry and the
+// account's invitations of its email. KEYS: team:ACCOUNT, members,
+// invs:ACCOUNT. ARGV: member id, normalized email, the inv: key prefix.
 var scriptRemoveMember = script(`
 if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then fail('NOTFOUND') end
 redis.call('HDEL', KEYS[2], ARGV[2])
+for _, h in ipairs(redis.call('SMEMBERS', KEYS[3])) do
+  local f = redis.call('HMGET', ARGV[3] .. h, 'norm', 'email')
+  if not f[2] then
+    redis.call('SREM', KEYS[3], h)
+  elseif (f[1] or string.lower(f[2])) == ARGV[2] then
+    redis.call('DEL', ARGV[3] .. h)
+    redis.call('SREM', KEYS[3], h)
+  end
+end
+return 1
+`)
+
+// scriptRevokeInvitation deletes an account's invitation. KEYS:
+// inv:HASH, invs:ACCOUNT. ARGV: account, hash.
+var scriptRevokeInvitation = script(`
+if redis.call('HGET', KEYS[1], 'account') ~= ARGV[1] then fail('NOTFOUND') end
+redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[2], ARGV[2])
 return 1
 `)
 
@@ -88,8 +117,9 @@ func (s *Store) Invite(ctx context.Context, inv store.Invitation) error {
 	if len(inv.Hash) != 64 {
 		return errors.New("redisstore: invite: the hash is not a SHA-256")
 	}
-	err := s.run(ctx, scriptInvite, []string{s.key("acct:" + inv.AccountID), s.key("inv:" + inv.Hash)},
-		inv.AccountID, inv.Email, string(inv.Role), strconv.FormatInt(inv.Expiry.UnixMilli(), 10)).Err()
+	err := s.run(ctx, scriptInvite, []string{s.key("acct:" + inv.AccountID), s.key("inv:" + inv.Hash), s.key("invs:" + inv.AccountID)},
+		inv.AccountID, inv.Email, string(inv.Role), strconv.FormatInt(inv.Expiry.UnixMilli(), 10),
+		store.NormalizeEmail(inv.Email), s.key("inv:"), inv.Hash).Err()
 	if c, _ := code(err); c == "NOTFOUND" {
 		return store.ErrNotFound
 	}
@@ -208,12 +238,96 @@ func (s *Store) RemoveMember(ctx context.Context, accountID, memberID string) er
 	if err != nil {
 		return err
 	}
-	err = s.run(ctx, scriptRemoveMember, []string{s.key("team:" + accountID), s.key("members")},
-		memberID, store.NormalizeEmail(m.Email)).Err()
+	err = s.run(ctx, scriptRemoveMember, []string{s.key("team:" + accountID), s.key("members"), s.key("invs:" + accountID)},
+		memberID, store.NormalizeEmail(m.Email), s.key("inv:")).Err()
 	if c, _ := code(err); c == "NOTFOUND" {
 		return store.ErrNotFound
 	}
 	return s.wrap(ctx, "remove member", err)
+}
+
+// Invitations implements [store.Team]: the account's index, then each
+// invitation in one pipeline.
+func (s *Store) Invitations(ctx context.Context, accountID string) ([]store.Invitation, error) {
+	if err := checkCtx(ctx, "invitations"); err != nil {
+		return nil, err
+	}
+	hashes, err := s.rdb.SMembers(ctx, s.key("invs:"+accountID)).Result()
+	if err != nil {
+		return nil, s.wrap(ctx, "invitations", err)
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(hashes))
+	for i, h := range hashes {
+		cmds[i] = pipe.HMGet(ctx, s.key("inv:"+h), "account", "email", "role", "exp")
+	}
+	if len(hashes) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, s.wrap(ctx, "invitations", err)
+		}
+	}
+	now := time.Now()
+	var out []store.Invitation
+	for i, c := range cmds {
+		inv, ok := invitationOf(hashes[i], c.Val())
+		if ok && inv.AccountID == accountID && now.Before(inv.Expiry) {
+			out = append(out, inv)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Invitation) int {
+		if c := a.Expiry.Compare(b.Expiry); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Hash, b.Hash)
+	})
+	return out, nil
+}
+
+// invitationOf reads an invitation's fields account, email, role, exp.
+func invitationOf(hash string, f []any) (store.Invitation, bool) {
+	if len(f) != 4 {
+		return store.Invitation{}, false
+	}
+	account, _ := f[0].(string)
+	email, _ := f[1].(string)
+	role, _ := f[2].(string)
+	exp, _ := f[3].(string)
+	ms, err := strconv.ParseInt(exp, 10, 64)
+	if account == "" || err != nil {
+		return store.Invitation{}, false
+	}
+	return store.Invitation{Hash: hash, AccountID: account, Email: email, Role: store.Role(role), Expiry: time.UnixMilli(ms).UTC()}, true
+}
+
+// Invitation implements [store.Team].
+func (s *Store) Invitation(ctx context.Context, hash string) (store.Invitation, error) {
+	if err := checkCtx(ctx, "invitation"); err != nil {
+		return store.Invitation{}, err
+	}
+	if len(hash) != 64 {
+		return store.Invitation{}, store.ErrTokenInvalid
+	}
+	f, err := s.rdb.HMGet(ctx, s.key("inv:"+hash), "account", "email", "role", "exp").Result()
+	if err != nil {
+		return store.Invitation{}, s.wrap(ctx, "invitation", err)
+	}
+	inv, ok := invitationOf(hash, f)
+	if !ok || !time.Now().Before(inv.Expiry) {
+		return store.Invitation{}, store.ErrTokenInvalid
+	}
+	return inv, nil
+}
+
+// RevokeInvitation implements [store.Team].
+func (s *Store) RevokeInvitation(ctx context.Context, accountID, hash string) error {
+	if err := checkCtx(ctx, "revoke invitation"); err != nil {
+		return err
+	}
+	err := s.run(ctx, scriptRevokeInvitation, []string{s.key("inv:" + hash), s.key("invs:" + accountID)}, accountID, hash).Err()
+	if c, _ := code(err); c == "NOTFOUND" {
+		return store.ErrNotFound
+	}
+	return s.wrap(ctx, "revoke invitation", err)
 }
 
 // auditRecord is an audit entry as the list keeps it.

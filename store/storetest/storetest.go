@@ -74,7 +74,12 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *backend.Backend) {
 		{"Usage", testUsage},
 		{"SetPlan", testSetPlan},
 		{"Team", testTeam},
+		{"TeamInvitations", testTeamInvitations},
 		{"Audit", testAudit},
+		{"TwoFactor", testTwoFactor},
+		{"TwoFactorOnce", testTwoFactorOnce},
+		{"AccountSlots", testAccountSlots},
+		{"PoolAccountBound", testPoolAccountBound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
