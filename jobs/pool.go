@@ -334,7 +334,7 @@ func (p *Pool) Run(ctx context.Context) error {
 type run struct {
 	p           *Pool
 	capacity    int
-	outstanding atomic.Int64 // leased and not yet finished, but for the jobs aside
+	outstanding atomic.Int64 // leased and not yet finished, but for the jobs aside and those unloaded
 	work        <-chan Lease
 	workers     sync.WaitGroup
 	mu          sync.Mutex
@@ -364,8 +364,8 @@ type completion struct {
 	job Job
 }
 
-// completionsQueued is how many times the pool's capacity its completions
-// waiting to be written may number, and its groups of completions.
+// completionsQueued bounds the completions waiting to be written, and each
+// group of them, at this many times the pool's capacity.
 const completionsQueued = 4
 
 // completeInGroups writes the completions workers hand it, as many in one
