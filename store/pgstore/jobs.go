@@ -395,6 +395,11 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	return leases, nil
 }
 
+// leaseSettingsSQL sets, for the rest of a lease's transaction, how it is
+// planned and committed (see lease).
+const leaseSettingsSQL = "SELECT set_config('enable_sort', 'off', true), set_config('jit', 'off', true), " +
+	"set_config('synchronous_commit', 'off', true)"
+
 // lease runs leaseSQL in a transaction of its own that plans it without
 // a sort, sent in one round trip.
 //
@@ -417,8 +422,7 @@ func (s *Store) lease(ctx context.Context, first, last int64, max int, d time.Du
 	// its leases are rescued; and every later change to those jobs
 	// (a completion, a retry) waits for its own commit, which the
 	// database writes after the lease's.
-	b.Queue("SELECT set_config('enable_sort', 'off', true), set_config('jit', 'off', true), " +
-		"set_config('synchronous_commit', 'off', true)")
+	b.Queue(leaseSettingsSQL)
 	var leases []jobs.Lease
 	b.Queue(s.sqlIDs(leaseSQL, first, last), max, d.Microseconds()).Query(func(rows pgx.Rows) error {
 		var err error
