@@ -285,6 +285,7 @@ func (p *Pool) Run(ctx context.Context) error {
 		p:        p,
 		capacity: 4 * p.cfg.Workers,
 		held:     make(map[string]string),
+		unloaded: make(map[string]struct{}),
 		aside:    make(map[string]*slowJob),
 		slowDom:  make(map[string]int),
 		slowAcct: make(map[string]int),
@@ -304,7 +305,11 @@ func (p *Pool) Run(ctx context.Context) error {
 
 	var completer sync.WaitGroup
 	if bc, ok := p.q.driver.(BatchCompleter); ok {
-		r.completions = make(chan completion, r.capacity)
+		// Completions wait for their write outside the leases to
+		// refill (see runJob): room for a few groups of them, so that
+		// a slow commit grows the next group rather than stops the
+		// workers.
+		r.completions = make(chan completion, completionsQueued*r.capacity)
 		completer.Go(func() { r.completeInGroups(ctx, bc) })
 	}
 	r.deferrals = make(chan deferral, r.capacity)
@@ -341,11 +346,12 @@ func (p *Pool) Run(ctx context.Context) error {
 type run struct {
 	p           *Pool
 	capacity    int
-	outstanding atomic.Int64 // leased and not yet finished, but for the jobs aside
+	outstanding atomic.Int64 // leased and not yet finished, but for the jobs aside and those unloaded
 	work        <-chan Lease
 	workers     sync.WaitGroup
 	mu          sync.Mutex
 	held        map[string]string   // job id → lease token, for heartbeats
+	unloaded    map[string]struct{} // held jobs whose completion waits to be written: no longer outstanding
 	aside       map[string]*slowJob // job id → the slow jobs waiting aside
 	slowDom     map[string]int      // domain → jobs aside at it
 	slowAcct    map[string]int      // account → its jobs aside
@@ -370,6 +376,10 @@ type completion struct {
 	job Job
 }
 
+// completionsQueued bounds the completions waiting to be written, and each
+// group of them, at this many times the pool's capacity.
+const completionsQueued = 4
+
 // completeInGroups writes the completions workers hand it, as many in one
 // call as have arrived while the previous call ran: under load
 // completions share round trips (and, on PostgreSQL, a commit), and an
@@ -377,7 +387,7 @@ type completion struct {
 // leased, and heartbeated, until its completion is written, so a crash
 // meanwhile leaves it to be rescued, never completed twice.
 func (r *run) completeInGroups(ctx context.Context, bc BatchCompleter) {
-	max := r.capacity
+	max := completionsQueued * r.capacity
 	group := make([]completion, 0, max)
 	params := make([]CompleteParams, 0, max)
 	for c := range r.completions {
@@ -518,7 +528,22 @@ func (r *run) runJob(ctx context.Context, l Lease) (aside bool) {
 	r.mu.Lock()
 	j.done = true
 	aside = j.aside
+	// A job handed to the group completer waits for no worker: it
+	// leaves the leases to refill at once (while it stays held, and
+	// heartbeated, until its completion is written), so that the next
+	// lease and the completions' write share the time of a round trip
+	// rather than wait for each other. The jobs leased ahead of the
+	// queue's other accounts stay as few as before.
+	_, held := r.held[l.ID]
+	unload := handedOff && !aside && held
+	if unload {
+		r.unloaded[l.ID] = struct{}{}
+	}
 	r.mu.Unlock()
+	if unload {
+		r.outstanding.Add(-1)
+		signal(r.freed)
+	}
 	if !handedOff { // else the group completer releases it
 		r.release(l.ID)
 	}
@@ -668,6 +693,8 @@ func domainOf(email string) string {
 func (r *run) release(id string) {
 	r.mu.Lock()
 	delete(r.held, id)
+	_, unloaded := r.unloaded[id]
+	delete(r.unloaded, id)
 	j, aside := r.aside[id]
 	if aside {
 		delete(r.aside, id)
@@ -678,7 +705,7 @@ func (r *run) release(id string) {
 		}
 	}
 	r.mu.Unlock()
-	if !aside {
+	if !aside && !unloaded {
 		r.outstanding.Add(-1)
 	}
 	signal(r.freed)

@@ -267,3 +267,69 @@ func TestSlowLaneShared(t *testing.T) {
 	}
 	waitUntil("C's job, while A's and B's hang", func() bool { return quickDone.Load() == 1 })
 }
+
+// blockedCompleter is a memstore whose group completions wait until
+// release is closed, counting the jobs leased meanwhile.
+type blockedCompleter struct {
+	*memstore.Store
+	release chan struct{}
+	leased  atomic.Int64
+}
+
+func (b *blockedCompleter) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, error) {
+	ls, err := b.Store.Lease(ctx, p)
+	b.leased.Add(int64(len(ls)))
+	return ls, err
+}
+
+func (b *blockedCompleter) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []error {
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+	}
+	errs := make([]error, len(ps))
+	for i, p := range ps {
+		errs[i] = b.Complete(ctx, p)
+	}
+	return errs
+}
+
+// Jobs whose completion waits to be written no longer wait for a worker:
+// while a group's write is slow, the pool goes on leasing and working
+// jobs (up to a bound), rather than stop at its capacity; and every job
+// is completed once the writes go through.
+func TestPoolLeasesWhileCompletionsAreWritten(t *testing.T) {
+	t.Parallel()
+	d := &blockedCompleter{Store: memstore.New(), release: make(chan struct{})}
+	q, err := jobs.NewQueue(d, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emails := make([]string, 200)
+	for i := range emails {
+		emails[i] = fmt.Sprintf("user%d@example.org", i)
+	}
+	ids, err := q.Enqueue(context.Background(), "acct", emails)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers = 2 // a capacity of 8 leases
+	instant := validatorFunc(func(_ context.Context, email string) (emailcheck.Result, error) { return likelyResult(email), nil })
+	p, err := jobs.NewPool(q, instant, &jobs.PoolConfig{Workers: workers, PollInterval: 5 * time.Millisecond, CleanupInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runPool(t, p)
+	waitFor(t, 10*time.Second, "leases beyond the pool's capacity while the first write waits", func() bool {
+		return d.leased.Load() >= 3*4*workers
+	})
+	close(d.release)
+	waitFor(t, 10*time.Second, "every job completed", func() bool {
+		return p.Completed() == int64(len(ids))
+	})
+	for _, id := range ids {
+		if j, err := q.Get(context.Background(), "acct", id); err != nil || j.State != jobs.StateCompleted {
+			t.Fatalf("job %s: %+v, %v", id, j, err)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -88,4 +89,24 @@ func (s *Store) AgeLeaseFloor(d time.Duration) {
 // back (a correction of the time) leaves it.
 func (s *Store) StepClockBack(d time.Duration) {
 	s.promoted.Add(int64(d))
+}
+
+// ExplainLease returns the plan of a lease of up to max jobs, planned as
+// Lease plans it.
+func (s *Store) ExplainLease(ctx context.Context, max int) (string, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, leaseSettingsSQL); err != nil {
+		return "", err
+	}
+	first, last := s.leaseRange(ctx, time.Now())
+	rows, err := tx.Query(ctx, "EXPLAIN "+s.sqlIDs(leaseSQL, first, last), max, time.Minute.Microseconds())
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return strings.Join(lines, "\n"), err
 }

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -127,5 +128,31 @@ func TestUnjudgedMigration(t *testing.T) {
 		if l.Unjudged != want[l.ID] || l.LastError != lastErrors[l.ID] {
 			t.Errorf("job %s after the upgrade: unjudged %d, last error %q; want %d, %q", l.ID, l.Unjudged, l.LastError, want[l.ID], lastErrors[l.ID])
 		}
+	}
+}
+
+// A lease reads the turn index in order and stops after the jobs it
+// leases, even while the statistics of the day's partition still say it
+// is empty (before its first analyze after a large enqueue), rather than
+// read and sort every ready job.
+func TestLeasePlanReadsTheTurnIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	emails := make([]string, 1000)
+	for i := range emails {
+		emails[i] = fmt.Sprintf("user%d@example.org", i)
+	}
+	for range 20 {
+		if _, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "big", Emails: emails}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan, err := s.ExplainLease(ctx, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan, "turn_id_idx") || strings.Contains(plan, "Sort Key: jobs.turn") {
+		t.Fatalf("the lease does not read the turn index in order:\n%s", plan)
 	}
 }
