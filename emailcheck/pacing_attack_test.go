@@ -103,7 +103,6 @@ type paceCase struct {
 // than once (spurious retransmissions: the server had the first copy).
 // Every existing domain must end LIKELY, every window within bounds and
 // idle, and no goroutine left after Close.
-
 func TestDNSPacingHostileResolvers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a thousand lookups per case")
