@@ -51,12 +51,12 @@
 // waiting in the server's queue (a loaded machine, a burst), not lost: it
 // waits on until it is answered, passed over, or has waited
 // [Config.QueryTimeout], rather than lengthen the queue with a
-// retransmission. A query sent before the server's round trip was
-// measured waits under a guessed RTO only until the first answers measure
-// it. A window bounds the
+// retransmission. A window bounds the
 // queries in flight to each server: it starts at 256 and quadruples every
-// round trip while every query is answered, doubles every round trip
-// once one went missing (slow start), then grows by one per round trip, and halves when the
+// round trip while every query is answered (the first flight); a query of
+// it left unanswered for two round trips while later ones were answered
+// ends that, and the window falls to twice the answers that came; then it
+// doubles every round trip (slow start), then grows by one per round trip, and halves when the
 // server drops a query (a question answered to a retransmission after its
 // first attempt timed out; a name that is never answered, such as a
 // domain whose own servers are dead, shrinks nothing), so that a burst of

@@ -23,12 +23,18 @@ const (
 	// before any answer came back: a burst that a modest resolver's
 	// receive buffer holds.
 	initialWindow = 256
-	// fastGrowth is how many places each answer in time adds to the window
-	// until the server first loses a query: the window quadruples every
-	// round trip, so that a healthy resolver sees a burst of a thousand
-	// lookups within two round trips. After a loss, slow start grows it by
-	// one place an answer (doubling every round trip), as TCP's does.
+	// fastGrowth is how many places each answer adds to the window in the
+	// first flight: the window quadruples every round trip, so that a
+	// healthy resolver sees a burst of a thousand lookups within two round
+	// trips. The first flight ends at the first sign of loss (a hole: a
+	// query of it unanswered for two round trips while later ones were
+	// answered, or a timeout); then slow start grows the window by one
+	// place an answer (doubling every round trip), as TCP's does.
 	fastGrowth = 3
+	// holeFloor is the least time a first-flight query must wait before
+	// its silence counts as a hole: a resolver on the same host answers in
+	// well under a millisecond, and a scheduler's jitter is longer.
+	holeFloor = minRTO / 2
 	// minWindow is the least a window shrinks to.
 	minWindow = 2
 	// rttBand is how much slower than the fastest a nameserver may be and
@@ -71,10 +77,23 @@ type nameserver struct {
 	waiters  []*waiter     // first attempts, then retries, oldest first
 	// lastAnswer is when the server's latest answer in time came.
 	lastAnswer time.Time
+	// fast says the first flight goes on: no query has been lost yet, and
+	// flight holds its queries in the order sent (those answered or
+	// timed out marked done), so that an answer shows the holes before it.
+	fast        bool
+	flight      []*flightMark
+	fastAnswers int // answers in the first flight
 	// answeredSent is when the latest-sent query answered so far was
 	// sent: a query sent before it and unanswered was passed over by the
 	// server for its name's sake, not lost with the server's other work.
 	answeredSent time.Time
+}
+
+// flightMark is a query of a server's first flight; done once it is
+// answered, timed out or ended.
+type flightMark struct {
+	sent time.Time
+	done atomic.Bool
 }
 
 // waiter is a query waiting for a place in a window.
@@ -94,6 +113,7 @@ func newNameserver(addr string, timeout time.Duration, maxInFlight int) *nameser
 		rto:      min(initialRTO, timeout),
 		cwnd:     win,
 		ssthresh: float64(maxInFlight),
+		fast:     win < float64(maxInFlight),
 	}
 }
 
@@ -224,9 +244,12 @@ func (ns *nameserver) answered(sent time.Time, retry bool) {
 	ns.lastAnswer = time.Now()
 	switch {
 	case sent.Before(ns.cut):
-	case ns.cwnd < ns.ssthresh && ns.cuts == 0 && ns.ssthresh >= ns.maxWin:
-		// No query lost yet, nor any timed out while others came back.
+	case ns.fast && !ns.holeLocked():
+		ns.fastAnswers++
 		ns.cwnd += fastGrowth
+		if ns.cwnd >= ns.maxWin {
+			ns.endFlightLocked()
+		}
 	case ns.cwnd < ns.ssthresh:
 		ns.cwnd++
 	default:
@@ -234,6 +257,44 @@ func (ns *nameserver) answered(sent time.Time, retry bool) {
 	}
 	ns.cwnd = min(ns.cwnd, ns.maxWin)
 	ns.releaseLocked(retry)
+}
+
+// track files a first attempt sent at sent in the first flight, and
+// returns its mark; nil once the first flight is over.
+func (ns *nameserver) track(sent time.Time) *flightMark {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	if !ns.fast {
+		return nil
+	}
+	m := &flightMark{sent: sent}
+	ns.flight = append(ns.flight, m)
+	return m
+}
+
+// holeLocked reports whether the first flight shows a hole: its oldest
+// query still unanswered has waited two smoothed round trips, while
+// queries sent after it were answered. A hole ends the first flight, and
+// the window falls to twice the answers that came in it: what the server
+// has shown it takes in, rather than what was sent into a buffer that
+// dropped the rest.
+func (ns *nameserver) holeLocked() bool {
+	for len(ns.flight) > 0 && ns.flight[0].done.Load() {
+		ns.flight[0] = nil
+		ns.flight = ns.flight[1:]
+	}
+	if len(ns.flight) == 0 || time.Since(ns.flight[0].sent) <= max(2*ns.srtt, holeFloor) {
+		return false
+	}
+	ns.endFlightLocked()
+	ns.ssthresh = max(min(ns.cwnd, float64(2*ns.fastAnswers)), minWindow)
+	ns.cwnd = min(ns.cwnd, ns.ssthresh)
+	return true
+}
+
+// endFlightLocked ends the first flight.
+func (ns *nameserver) endFlightLocked() {
+	ns.fast, ns.flight = false, nil
 }
 
 // queued reports, for a query sent at sent whose RTO has just passed,
@@ -292,6 +353,7 @@ func (ns *nameserver) timedOut(sent time.Time, retry bool) (namesLoss bool) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	namesLoss = ns.answeredSent.After(sent)
+	ns.endFlightLocked()
 	if namesLoss {
 		ns.ssthresh = min(ns.ssthresh, max(ns.cwnd, minWindow))
 	}
@@ -321,6 +383,7 @@ func (ns *nameserver) lost(sent time.Time, win int) uint64 {
 	if sent.Before(ns.cut) {
 		return 0
 	}
+	ns.endFlightLocked()
 	ns.undo = [2]float64{ns.cwnd, ns.ssthresh}
 	ns.ssthresh = max(min(ns.cwnd, float64(win))/2, minWindow)
 	ns.cwnd = min(ns.cwnd, ns.ssthresh)
@@ -406,10 +469,9 @@ func (v *Validator) ResolverStats() []NameserverStats {
 	return out
 }
 
-// pace returns the RTO and the window for a query sent now, and whether
-// the RTO is a guess, no round trip to the server having been measured.
-func (ns *nameserver) pace() (rto time.Duration, window int, provisional bool) {
+// pace returns the RTO and the window for a query sent now.
+func (ns *nameserver) pace() (time.Duration, int) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	return ns.rto, ns.limit(), !ns.sampled
+	return ns.rto, ns.limit()
 }

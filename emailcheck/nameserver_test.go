@@ -173,34 +173,64 @@ func TestWindow(t *testing.T) {
 	}
 }
 
-// An attempt sent before the server's round trip was measured looks at
-// its timeout again within minRTO, and then waits under the RTO measured
-// meanwhile rather than the guess it was sent under.
-func TestProvisionalRTO(t *testing.T) {
+// The first flight ends at a hole: a query of it unanswered for two
+// round trips while later ones were answered. The window then falls to
+// twice the answers the first flight had, and grows by one an answer.
+func TestFirstFlightHole(t *testing.T) {
+	ctx := context.Background()
 	ns := newNameserver("127.0.0.1:53", 2*time.Second, 1024)
-	a := &attempt{ns: ns, sent: time.Now().Add(-10 * time.Millisecond)}
-	a.rto, a.window, a.provisional = ns.pace()
-	if !a.provisional || a.rto != initialRTO {
-		t.Fatalf("before any answer: RTO %v, provisional %v; want %v, true", a.rto, a.provisional, initialRTO)
+	start := time.Now().Add(-time.Second)
+	// Ten queries of the first flight, sent a second ago; the first is
+	// never answered.
+	var marks []*flightMark
+	for range 10 {
+		if err := ns.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		marks = append(marks, ns.track(start))
 	}
-	if got := a.firstCheck(); got != minRTO {
-		t.Fatalf("first check of a provisional attempt after %v; want %v", got, minRTO)
+	// Answers of 5 ms for the other queries, in order: the first is a
+	// hole once it has waited two round trips (it has waited a second).
+	marks[1].done.Store(true)
+	ns.answered(time.Now().Add(-5*time.Millisecond), false)
+	if ns.fast || ns.flight != nil {
+		t.Fatalf("after a hole: first flight %v with %d marks; want it over", ns.fast, len(ns.flight))
 	}
-	// Still unmeasured: the guess stands, looked at again within minRTO.
-	if wait := a.remeasure(0, 2*time.Second); wait <= 0 || wait > minRTO || !a.provisional {
-		t.Fatalf("unmeasured: wait %v, provisional %v; want (0, %v], true", wait, a.provisional, minRTO)
+	// No answer came in the first flight before the hole: the window
+	// falls to the floor (and the answer adds one).
+	if got := ns.limit(); got > minWindow+1 {
+		t.Fatalf("window after a hole with no answer before it: %d; want at most %d", got, minWindow+1)
 	}
-	// A round trip of 100 ms measured: RTO 100 + 4 x 50 = 300 ms.
-	ns.sample(time.Now(), 100*time.Millisecond)
-	wait := a.remeasure(0, 2*time.Second)
-	if a.provisional || a.rto != 300*time.Millisecond || wait <= 0 || wait > 290*time.Millisecond {
-		t.Fatalf("measured: wait %v, RTO %v, provisional %v; want (0, 290ms], 300ms, false", wait, a.rto, a.provisional)
+	for range 9 {
+		ns.release(false) // the others end unanswered
 	}
-	// An attempt sent under a measured RTO never looks again.
-	b := &attempt{ns: ns, sent: time.Now()}
-	b.rto, b.window, b.provisional = ns.pace()
-	if b.provisional || b.firstCheck() != b.rto || b.remeasure(0, 2*time.Second) != 0 {
-		t.Fatalf("measured attempt: provisional %v, first check %v, RTO %v", b.provisional, b.firstCheck(), b.rto)
+	if ns.track(time.Now()) != nil {
+		t.Fatal("a query tracked after the first flight ended")
+	}
+	win := ns.limit()
+	for range 3 {
+		if err := ns.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		ns.answered(time.Now(), false)
+	}
+	if got := ns.limit(); got > win+3 {
+		t.Fatalf("window after the first flight grew from %d to %d in 3 answers; want at most one an answer", win, got)
+	}
+
+	// Without a hole, answers grow the window by fastGrowth until it
+	// reaches MaxInFlight, which ends the first flight.
+	ok := newNameserver("127.0.0.1:53", 2*time.Second, initialWindow+30)
+	for range 10 {
+		if err := ok.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		m := ok.track(time.Now())
+		m.done.Store(true)
+		ok.answered(time.Now(), false)
+	}
+	if ok.limit() != initialWindow+30 || ok.fast {
+		t.Fatalf("first flight with no hole: window %d, first flight %v; want %d and over", ok.limit(), ok.fast, initialWindow+30)
 	}
 }
 
@@ -354,7 +384,7 @@ func TestWindowGrowth(t *testing.T) {
 	if got := ns.limit(); got != 400 {
 		t.Fatalf("window 100 after 100 answers before any loss: %d; want 400", got)
 	}
-	ns.cuts = 1 // a loss, since undone
+	ns.endFlightLocked() // a loss, since undone, ended the first flight
 	for range 400 {
 		if err := ns.acquire(ctx, false); err != nil {
 			t.Fatal(err)

@@ -187,9 +187,9 @@ type attempt struct {
 	call udpCall
 	sent time.Time
 	rto  time.Duration // the server's RTO when sent
-	// provisional says rto was not yet measured when sent: the attempt
-	// looks again at the server's RTO once its first answers come.
-	provisional bool
+	// mark is the attempt's place in the server's first flight, nil
+	// outside it.
+	mark *flightMark
 	window      int    // the server's window when sent
 	cut         uint64 // the window halving its loss caused, or 0
 	holding     bool   // holds a place in the server's window
@@ -199,38 +199,13 @@ type attempt struct {
 	expired     bool   // its RTO passed without an answer
 }
 
-// firstCheck is when an attempt first looks at whether its RTO passed:
-// at its RTO, or, while the RTO is a guess, no later than minRTO, so that
-// a query lost in a first burst is known lost soon after the server's
-// first answers show how fast it is (RFC 6298 §5.3 restarts its timer
-// with each measurement in the same spirit).
-func (a *attempt) firstCheck() time.Duration {
-	if a.provisional {
-		return min(a.rto, minRTO)
+// leaveFlight takes the attempt out of its server's first flight: it was
+// answered, timed out or ended.
+func (a *attempt) leaveFlight() {
+	if a.mark != nil {
+		a.mark.done.Store(true)
+		a.mark = nil
 	}
-	return a.rto
-}
-
-// remeasure takes, for an attempt sent before its server's round trip
-// was measured, the RTO measured since (at least least, at most most),
-// and returns how much longer it waits under it; 0 when its RTO has
-// passed.
-func (a *attempt) remeasure(least, most time.Duration) time.Duration {
-	if !a.provisional {
-		return 0
-	}
-	elapsed := time.Since(a.sent)
-	rto, _, provisional := a.ns.pace()
-	if provisional {
-		// Still no measurement: the guess stands.
-		if elapsed < a.rto {
-			return min(a.rto-elapsed, minRTO)
-		}
-		return 0
-	}
-	a.provisional = false
-	a.rto = min(max(rto, least), most)
-	return max(a.rto-elapsed, 0)
 }
 
 // query sends one question and returns the first NOERROR or NXDOMAIN
@@ -454,12 +429,16 @@ func (q *queryRun) sendNext(ctx context.Context) (again bool, err error) {
 	}
 	q.tries[i]++
 	a := &attempt{ns: ns, holding: true, retry: retry, marked: marked, sent: time.Now()}
-	a.rto, a.window, a.provisional = ns.pace()
+	a.rto, a.window = ns.pace()
 	a.rto = min(max(a.rto, q.backoff), r.timeout)
+	if !retry {
+		a.mark = ns.track(a.sent)
+	}
 	q.atts = append(q.atts, a)
 	call, err := ns.udp.send(q.m, len(q.atts)-1, q.results)
 	if err != nil {
 		a.holding = false
+		a.leaveFlight()
 		ns.release(retry)
 		r.counters.observeQuery(nil, err, 0)
 		q.lastErr = fmt.Errorf("%w: %s: %w", errNoAnswer, ns.addr, err)
@@ -469,7 +448,7 @@ func (q *queryRun) sendNext(ctx context.Context) (again bool, err error) {
 		return true, nil
 	}
 	a.call, a.pending = call, true
-	q.rtoTimer.Reset(a.firstCheck())
+	q.rtoTimer.Reset(a.rto)
 	return false, nil
 }
 
@@ -482,6 +461,7 @@ func (q *queryRun) received(ctx context.Context, res udpResult, newest int) (res
 	if res.err != nil {
 		// The socket failed (the port is unreachable): the server is not
 		// there to answer.
+		a.leaveFlight()
 		if a.holding {
 			a.holding = false
 			a.ns.release(a.retry)
@@ -495,6 +475,7 @@ func (q *queryRun) received(ctx context.Context, res udpResult, newest int) (res
 	}
 	rtt := time.Since(a.sent)
 	a.ns.heard()
+	a.leaveFlight()
 	if a.holding {
 		a.holding = false
 		a.ns.answered(a.sent, a.retry)
@@ -548,10 +529,6 @@ func (q *queryRun) rtoPassed(newest int) {
 	if !a.pending || a.expired {
 		return
 	}
-	if wait := a.remeasure(q.backoff, q.r.timeout); wait > 0 {
-		q.rtoTimer.Reset(wait)
-		return
-	}
 	// An answer already received, or a query still in the server's
 	// queue: waiting costs less than a retransmission would.
 	if wait := a.rto / 2; !a.marked && (len(q.results) > 0 || a.ns.queued(a.sent)) && time.Since(a.sent)+wait < q.r.timeout {
@@ -560,6 +537,7 @@ func (q *queryRun) rtoPassed(newest int) {
 	}
 	a.expired = true
 	a.holding = false
+	a.leaveFlight()
 	if a.marked {
 		// Expected of the zone: no sign of the server's.
 		a.ns.release(a.retry)
@@ -625,6 +603,7 @@ func (r *resolver) failure(ctx context.Context, err error, answered bool) error 
 // place in the window back, and counts it as timed out when it passed its
 // RTO unanswered.
 func (r *resolver) settle(a *attempt) {
+	a.leaveFlight()
 	if a.pending {
 		a.call.forget()
 		if a.expired {
