@@ -1,15 +1,19 @@
 package dashboard_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pquerna/otp/totp"
 
+	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/store"
+	"github.com/validmail/validmail/store/ratelimit"
 )
 
 // TestTwoFactorStaleSetupCannotReplace: a session that opened the
@@ -210,5 +214,85 @@ func TestTwoFactorStrangerInputs(t *testing.T) {
 	}
 	if a := other.do("GET", "/dashboard/team", nil); !strings.Contains(a.body, hash) {
 		t.Logf("the team page does not name the invitation by its hash")
+	}
+}
+
+// TestTwoFactorOtherPaths: a mailed sign-in link stands for the
+// password only: a code is still asked; a planted session cookie is
+// not the pending sign-in's; an admin can neither change the team's
+// requirement nor revoke an invitation.
+func TestTwoFactorOtherPaths(t *testing.T) {
+	o := newTeamMail()
+	clock := &testClock{}
+	s := startSite(t, nil, withTeamMail(o), withClock(clock), func(dc *dashboard.Config, _ string) {
+		dc.ClientIP = func(r *http.Request) string { return r.Header.Get("X-Test-Client") }
+		dc.SignInFailures = ratelimit.Quota{Limit: 5, Window: 1000 * time.Hour}
+		dc.SignInFailuresPerEmail = ratelimit.Quota{Limit: 50, Window: 1000 * time.Hour}
+	})
+	const email = "totp-paths@example.com"
+	owner := confirmedOwner(t, s.base, o, email)
+	secret, _ := enableTOTP(t, owner, clock)
+	clock.step()
+
+	// Session fixation: a cookie planted before the password is not the
+	// one the pending sign-in lives in.
+	planted := confirmedOwner(t, s.base, o, "totp-planter@example.com")
+	victim := newUser(t, s.base)
+	for _, c := range planted.c.Jar.Cookies(mustURL(s.base)) {
+		victim.c.Jar.SetCookies(mustURL(s.base), []*http.Cookie{c})
+	}
+	before := victim.session()
+	victim.do("POST", "/dashboard/login", url.Values{"email": {email}, "password": {passphrase}}, "X-Test-Client", "192.0.2.7")
+	if before == "" || victim.session() == before {
+		t.Errorf("the pending sign-in kept the planted session token (%q)", before)
+	}
+	if a := planted.do("GET", "/dashboard/keys", nil); a.code != http.StatusOK {
+		t.Logf("the planter's own session after the victim's password: %d", a.code)
+	}
+	clock.step()
+	code, _ := totp.GenerateCode(secret, clock.now())
+	victim.do("POST", "/dashboard/login/code", url.Values{"code": {code}})
+	if a := planted.do("GET", "/dashboard/account", nil); strings.Contains(a.body, email) {
+		t.Errorf("the planted session is signed in as the victim")
+	}
+
+	// Sign-in link: lock the password out, then use the mailed link.
+	for n := range 14 {
+		attacker := newUser(t, s.base)
+		for range 5 {
+			attacker.do("POST", "/dashboard/login", url.Values{"email": {email}, "password": {"a wrong guess"}}, "X-Test-Client", fmt.Sprintf("198.51.%d.9", n))
+		}
+	}
+	laptop := newUser(t, s.base)
+	laptop.do("POST", "/dashboard/login", url.Values{"email": {email}, "password": {passphrase}}, "X-Test-Client", "203.0.113.50")
+	tok := tokenOf(t, o.link(t, email, "/login/link"))
+	a := laptop.do("POST", "/dashboard/login/link", url.Values{"token": {tok}}, "X-Test-Client", "203.0.113.50")
+	if a.code != http.StatusSeeOther || a.hdr.Get("Location") != "/dashboard/login/code" {
+		t.Errorf("the sign-in link: %d to %q, want the code step", a.code, a.hdr.Get("Location"))
+	}
+	if a := laptop.do("GET", "/dashboard/keys", nil); a.code == http.StatusOK {
+		t.Errorf("the sign-in link alone reaches the keys")
+	}
+
+	// An admin and the owner's settings.
+	clock.step()
+	if a := owner.do("POST", "/dashboard/team/invite", url.Values{"email": {"totp-admin@example.com"}, "role": {"admin"}}); a.code != http.StatusSeeOther {
+		t.Fatalf("invite: %d", a.code)
+	}
+	if a := owner.do("POST", "/dashboard/team/invite", url.Values{"email": {"totp-later@example.com"}, "role": {"member"}}); a.code != http.StatusSeeOther {
+		t.Fatalf("invite: %d", a.code)
+	}
+	later := tokenOf(t, o.link(t, "totp-later@example.com", "/join"))
+	admin := newUser(t, s.base)
+	if a := admin.do("POST", "/dashboard/join", url.Values{"token": {tokenOf(t, o.link(t, "totp-admin@example.com", "/join"))}, "password": {"the admin's passphrase"}}); a.code != http.StatusSeeOther {
+		t.Fatalf("join: %d", a.code)
+	}
+	for _, path := range []string{"/dashboard/team/totp", "/dashboard/team/invitations/" + store.HashSecret(later) + "/revoke"} {
+		if a := admin.do("POST", path, url.Values{"required": {"on"}}); a.code != http.StatusForbidden {
+			t.Errorf("an admin posts %s: %d, want 403", path, a.code)
+		}
+	}
+	if a := newUser(t, s.base).do("GET", "/dashboard/join?token="+later, nil); a.code != http.StatusOK {
+		t.Errorf("an admin revoked an invitation: %d", a.code)
 	}
 }
