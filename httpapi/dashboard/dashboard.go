@@ -443,6 +443,8 @@ type Dashboard struct {
 	// notices remembers the batches whose finish notice this instance
 	// added.
 	notices notices
+	// enroll caches the second-factor facts signed-in requests check.
+	enroll enrollCaches
 }
 
 // New returns the console over its storage st, the ledger that grants

@@ -178,13 +178,22 @@ func (d *Dashboard) finishSignIn(w http.ResponseWriter, r *http.Request, a store
 }
 
 // enrollOnly reports whether the request's login must add a second
-// factor before anything else, and answers it when so: pages send it
-// to /account/totp, other requests get 403.
-func (d *Dashboard) enrollOnly(w http.ResponseWriter, r *http.Request) bool {
-	if d.cfg.TwoFactor == nil || !d.sessions.GetBool(r.Context(), sessEnroll) {
+// factor before anything else (see mustEnroll), and answers it when so:
+// pages send it to /account/totp, other requests get 403.
+func (d *Dashboard) enrollOnly(w http.ResponseWriter, r *http.Request, a store.Account) bool {
+	if d.cfg.TwoFactor == nil {
 		return false
 	}
 	if p := r.URL.Path; p == d.path("/account/totp") || strings.HasPrefix(p, d.path("/account/totp/")) {
+		return false
+	}
+	ctx := r.Context()
+	must, err := d.mustEnroll(ctx, a, viewerOf(ctx).Member)
+	if err != nil {
+		d.backendError(w, r, "team second factor", err)
+		return true
+	}
+	if !must {
 		return false
 	}
 	if r.Method == http.MethodGet && r.Header.Get("HX-Request") != "true" {
@@ -443,6 +452,8 @@ func (d *Dashboard) renderTOTP(w http.ResponseWriter, r *http.Request, a store.A
 	switch {
 	case err == nil:
 		data.Enabled, data.Left = true, len(t.RecoveryHashes)
+		// Enabled in another session: nothing is left to enroll.
+		d.sessions.Remove(ctx, sessEnroll)
 	case errors.Is(err, store.ErrNotFound):
 		key, err := d.setupKey(ctx, loginEmail(a, m))
 		if err != nil {
@@ -547,6 +558,7 @@ func (d *Dashboard) enableTOTP(w http.ResponseWriter, r *http.Request, a store.A
 	}
 	d.sessions.Remove(ctx, sessTOTPSetup)
 	d.sessions.Remove(ctx, sessEnroll)
+	d.enroll.has.forget(login)
 	d.audit(ctx, a, "totp.enabled", loginEmail(a, m))
 	w.Header().Set("Cache-Control", "no-store")
 	d.render(w, r, http.StatusOK, "totp", page{Title: "Two-factor sign-in", Nav: "account",
@@ -588,6 +600,7 @@ func (d *Dashboard) disableTOTP(w http.ResponseWriter, r *http.Request, a store.
 		d.backendError(w, r, "disable second factor", err)
 		return
 	}
+	d.enroll.has.forget(login)
 	d.audit(ctx, a, "totp.disabled", loginEmail(a, m))
 	d.flash(ctx, "Two-factor sign-in is off.")
 	d.redirect(w, r, "/account/totp")
@@ -618,10 +631,32 @@ func (d *Dashboard) proveLogin(ctx context.Context, a store.Account, m store.Mem
 }
 
 // teamTOTP sets or clears the team's requirement of a second factor;
-// the owner needs one first.
+// the owner needs one first, and clears it with a current code, a
+// recovery code or their password, as turning their own off needs.
 func (d *Dashboard) teamTOTP(w http.ResponseWriter, r *http.Request, a store.Account) {
 	ctx := r.Context()
 	required := r.PostFormValue("required") == "on"
+	if !required {
+		was, err := d.cfg.TwoFactor.TeamTOTP(ctx, a.ID)
+		if err != nil {
+			d.backendError(w, r, "team second factor", err)
+			return
+		}
+		if !was {
+			d.redirect(w, r, "/team")
+			return
+		}
+		right, err := d.proveLogin(ctx, a, store.Member{}, r.PostFormValue("code"), r.PostFormValue("password"))
+		if err != nil {
+			d.backendError(w, r, "check code", err)
+			return
+		}
+		if !right {
+			d.renderTeam(w, r, a, http.StatusUnprocessableEntity, teamData{},
+				"To stop requiring two-factor sign-in, enter a current code, a recovery code or your password.", "totp-code")
+			return
+		}
+	}
 	if required {
 		_, err := d.cfg.TwoFactor.TOTP(ctx, a.ID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -638,6 +673,7 @@ func (d *Dashboard) teamTOTP(w http.ResponseWriter, r *http.Request, a store.Acc
 		d.backendError(w, r, "team second factor", err)
 		return
 	}
+	d.enroll.required.forget(a.ID)
 	if required {
 		d.audit(ctx, a, "team.totp_required", "every member signs in with a second factor")
 		d.flash(ctx, "Every member now signs in with a second factor; those without one add it at their next sign-in.")
