@@ -503,9 +503,9 @@ func (r *run) runJob(ctx context.Context, l Lease) (aside bool) {
 		return false
 	}
 	if g := r.p.gate; g != nil {
-		done, ok := g.acquire(ctx, l)
+		done, wait, ok := g.acquire(ctx, l)
 		if !ok {
-			r.deferrals <- deferral{l: l, runAt: time.Now().Add(g.delay())}
+			r.deferrals <- deferral{l: l, runAt: time.Now().Add(wait)}
 			return false
 		}
 		defer done()

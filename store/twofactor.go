@@ -12,6 +12,10 @@ const MaxRecoveryCodes = 16
 // recovery codes.
 var ErrTooManyCodes = errors.New("store: too many recovery codes")
 
+// ErrTOTPExists reports enabling a second factor for a login that has
+// one: replacing it is disabling it, then enabling anew.
+var ErrTOTPExists = errors.New("store: second factor exists")
+
 // TOTP is a login's second factor: a time-based one-time password
 // secret (RFC 6238) and the hashes of its unused recovery codes.
 //
@@ -43,9 +47,11 @@ type TOTP struct {
 // (UseTOTPStep, UseRecoveryCode) are atomic, so that of two concurrent
 // uses of one code exactly one succeeds.
 type TwoFactor interface {
-	// EnableTOTP stores t as its login's second factor, replacing any
-	// (LastStep as given). The account must exist ([ErrNotFound]);
-	// more than [MaxRecoveryCodes] hashes: [ErrTooManyCodes].
+	// EnableTOTP stores t as its login's second factor (LastStep as
+	// given). A login that has one keeps it: [ErrTOTPExists], so that of
+	// concurrent enables exactly one succeeds. The account must exist
+	// ([ErrNotFound]); more than [MaxRecoveryCodes] hashes:
+	// [ErrTooManyCodes].
 	EnableTOTP(ctx context.Context, t TOTP) error
 	// TOTP returns the login's second factor, or [ErrNotFound].
 	TOTP(ctx context.Context, loginID string) (TOTP, error)

@@ -224,7 +224,7 @@ func (d *Dashboard) authed(h func(w http.ResponseWriter, r *http.Request, a stor
 			return
 		}
 		ctx := context.WithValue(context.WithValue(r.Context(), accountKey{}, a), viewerKey{}, v)
-		if d.enrollOnly(w, r.WithContext(ctx)) {
+		if d.enrollOnly(w, r.WithContext(ctx), a) {
 			return
 		}
 		h(w, r.WithContext(ctx), a)

@@ -53,7 +53,8 @@
 //	                           code), the second step of a sign-in with a second factor
 //	GET, POST /account/totp    the login's second factor: a new key (otpauth URI, QR code), field code
 //	POST      /account/totp/disable fields code or password
-//	POST      /team/totp       field required (on, or absent): the owner requires a second factor of the team
+//	POST      /team/totp       field required (on, or absent): the owner requires a second factor of the team;
+//	                           clearing it takes field code or password
 //
 // and [Dashboard.Demo] serves GET /demo?email= (HTML, or for Accept:
 // application/json the answer of GET /validate: the result with its
@@ -443,6 +444,8 @@ type Dashboard struct {
 	// notices remembers the batches whose finish notice this instance
 	// added.
 	notices notices
+	// enroll caches the second-factor facts signed-in requests check.
+	enroll enrollCaches
 }
 
 // New returns the console over its storage st, the ledger that grants

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"html/template"
 	"image/png"
@@ -46,6 +48,7 @@ const (
 	sessPendingUntil   = "pending_until"
 	sessPendingTries   = "pending_tries"
 	sessPendingWelcome = "pending_welcome"
+	sessPendingMark    = "pending_mark"
 	sessEnroll         = "totp_enroll"
 	sessTOTPSetup      = "totp_setup" // the otpauth URI being set up
 )
@@ -100,6 +103,11 @@ func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request, a store.Accou
 		_, err := d.cfg.TwoFactor.TOTP(ctx, loginID(a, m))
 		switch {
 		case err == nil:
+			mark, err := d.passwordMark(ctx, a, m)
+			if err != nil {
+				d.backendError(w, r, "password", err)
+				return
+			}
 			if err := d.sessions.RenewToken(ctx); err != nil {
 				d.backendError(w, r, "renew session", err)
 				return
@@ -113,6 +121,7 @@ func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request, a store.Accou
 			d.sessions.Put(ctx, sessPendingUntil, d.cfg.Now().Add(pendingTTL).Unix())
 			d.sessions.Put(ctx, sessPendingTries, 0)
 			d.sessions.Put(ctx, sessPendingWelcome, welcome)
+			d.sessions.Put(ctx, sessPendingMark, mark)
 			d.redirect(w, r, "/login/code")
 			return
 		case !errors.Is(err, store.ErrNotFound):
@@ -169,13 +178,22 @@ func (d *Dashboard) finishSignIn(w http.ResponseWriter, r *http.Request, a store
 }
 
 // enrollOnly reports whether the request's login must add a second
-// factor before anything else, and answers it when so: pages send it
-// to /account/totp, other requests get 403.
-func (d *Dashboard) enrollOnly(w http.ResponseWriter, r *http.Request) bool {
-	if d.cfg.TwoFactor == nil || !d.sessions.GetBool(r.Context(), sessEnroll) {
+// factor before anything else (see mustEnroll), and answers it when so:
+// pages send it to /account/totp, other requests get 403.
+func (d *Dashboard) enrollOnly(w http.ResponseWriter, r *http.Request, a store.Account) bool {
+	if d.cfg.TwoFactor == nil {
 		return false
 	}
 	if p := r.URL.Path; p == d.path("/account/totp") || strings.HasPrefix(p, d.path("/account/totp/")) {
+		return false
+	}
+	ctx := r.Context()
+	must, err := d.mustEnroll(ctx, a, viewerOf(ctx).Member)
+	if err != nil {
+		d.backendError(w, r, "team second factor", err)
+		return true
+	}
+	if !must {
 		return false
 	}
 	if r.Method == http.MethodGet && r.Header.Get("HX-Request") != "true" {
@@ -261,6 +279,7 @@ func (d *Dashboard) checkCode(ctx context.Context, login, typed string) (ok, rec
 // pendingSignIn is the session's pending sign-in, if it is still live.
 type pendingSignIn struct {
 	AccountID, MemberID, Next string
+	Mark                      string // passwordMark when it began
 	Tries                     int
 	Welcome                   bool
 }
@@ -272,6 +291,7 @@ func (d *Dashboard) pending(ctx context.Context) (pendingSignIn, bool) {
 		Next:      d.sessions.GetString(ctx, sessPendingNext),
 		Tries:     d.sessions.GetInt(ctx, sessPendingTries),
 		Welcome:   d.sessions.GetBool(ctx, sessPendingWelcome),
+		Mark:      d.sessions.GetString(ctx, sessPendingMark),
 	}
 	until := d.sessions.GetInt64(ctx, sessPendingUntil)
 	return p, p.AccountID != "" && d.cfg.Now().Unix() < until
@@ -279,7 +299,7 @@ func (d *Dashboard) pending(ctx context.Context) (pendingSignIn, bool) {
 
 // dropPending ends the session's pending sign-in.
 func (d *Dashboard) dropPending(ctx context.Context) {
-	for _, k := range []string{sessPendingAccount, sessPendingMember, sessPendingNext, sessPendingUntil, sessPendingTries, sessPendingWelcome} {
+	for _, k := range []string{sessPendingAccount, sessPendingMember, sessPendingNext, sessPendingUntil, sessPendingTries, sessPendingWelcome, sessPendingMark} {
 		d.sessions.Remove(ctx, k)
 	}
 }
@@ -315,6 +335,16 @@ func (d *Dashboard) signinCode(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusTooManyRequests, "Too many codes were tried. Try again in "+humanWait(wait)+".")
 		return
 	}
+	a, m, found, err := d.pendingLogin(ctx, p)
+	if err != nil {
+		d.backendError(w, r, "get account", err)
+		return
+	}
+	if !found {
+		d.dropPending(ctx)
+		http.Redirect(w, r, d.path("/login")+"?done=code-expired", http.StatusSeeOther)
+		return
+	}
 	right, recovery, err := d.checkCode(ctx, login, r.PostFormValue("code"))
 	if err != nil {
 		d.backendError(w, r, "check code", err)
@@ -330,16 +360,7 @@ func (d *Dashboard) signinCode(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusUnauthorized, "That code is wrong, or was used already. Wait for the next code and try again.")
 		return
 	}
-	a, m, found, err := d.pendingLogin(ctx, p)
-	if err != nil {
-		d.backendError(w, r, "get account", err)
-		return
-	}
 	d.dropPending(ctx)
-	if !found {
-		d.redirect(w, r, "/login")
-		return
-	}
 	if recovery {
 		d.flash(ctx, "You signed in with a recovery code, which now works no more. Keep the others safe, or set up your authenticator anew on your account page.")
 	}
@@ -347,23 +368,54 @@ func (d *Dashboard) signinCode(w http.ResponseWriter, r *http.Request) {
 }
 
 // pendingLogin loads a pending sign-in's account and member: found
-// false when either is gone.
+// false when either is gone, or when the login's password changed since
+// the sign-in began (a reset ends it as it ends the login's sessions,
+// on every instance: the mark is in the session, the hash in the store).
 func (d *Dashboard) pendingLogin(ctx context.Context, p pendingSignIn) (store.Account, store.Member, bool, error) {
 	a, err := d.cfg.Accounts.GetAccount(ctx, p.AccountID)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Account{}, store.Member{}, false, nil
 	}
-	if err != nil || p.MemberID == "" {
-		return a, store.Member{}, err == nil, err
+	if err != nil {
+		return store.Account{}, store.Member{}, false, err
 	}
-	if d.cfg.Team == nil {
+	var m store.Member
+	if p.MemberID != "" {
+		if d.cfg.Team == nil {
+			return store.Account{}, store.Member{}, false, nil
+		}
+		m, err = d.cfg.Team.Member(ctx, a.ID, p.MemberID)
+		if errors.Is(err, store.ErrNotFound) {
+			return store.Account{}, store.Member{}, false, nil
+		}
+		if err != nil {
+			return store.Account{}, store.Member{}, false, err
+		}
+	}
+	mark, err := d.passwordMark(ctx, a, m)
+	if err != nil {
+		return store.Account{}, store.Member{}, false, err
+	}
+	if subtle.ConstantTimeCompare([]byte(mark), []byte(p.Mark)) != 1 {
 		return store.Account{}, store.Member{}, false, nil
 	}
-	m, err := d.cfg.Team.Member(ctx, a.ID, p.MemberID)
-	if errors.Is(err, store.ErrNotFound) {
-		return store.Account{}, store.Member{}, false, nil
+	return a, m, true, nil
+}
+
+// passwordMark is a fingerprint of the login's password hash ("" for
+// none): a pending sign-in keeps the one it began with, and ends when
+// the password changes.
+func (d *Dashboard) passwordMark(ctx context.Context, a store.Account, m store.Member) (string, error) {
+	hash := m.PasswordHash
+	if m.ID == "" {
+		h, err := d.cfg.Passwords.PasswordHash(ctx, a.ID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return "", err
+		}
+		hash = h
 	}
-	return a, m, err == nil, err
+	sum := sha256.Sum256([]byte("validmail pending sign-in\x00" + hash))
+	return hex.EncodeToString(sum[:16]), nil
 }
 
 // totpData is what the second-factor page shows.
@@ -400,6 +452,8 @@ func (d *Dashboard) renderTOTP(w http.ResponseWriter, r *http.Request, a store.A
 	switch {
 	case err == nil:
 		data.Enabled, data.Left = true, len(t.RecoveryHashes)
+		// Enabled in another session: nothing is left to enroll.
+		d.sessions.Remove(ctx, sessEnroll)
 	case errors.Is(err, store.ErrNotFound):
 		key, err := d.setupKey(ctx, loginEmail(a, m))
 		if err != nil {
@@ -464,6 +518,18 @@ func (d *Dashboard) enableTOTP(w http.ResponseWriter, r *http.Request, a store.A
 	ctx := r.Context()
 	m := viewerOf(ctx).Member
 	login := loginID(a, m)
+	// A login that has a factor keeps it: replacing one is turning it
+	// off (with a proof) and on again, so that a stale setup page (of a
+	// forgotten tab or a stolen cookie) cannot swap the key and mint
+	// recovery codes.
+	switch _, err := d.cfg.TwoFactor.TOTP(ctx, login); {
+	case err == nil:
+		d.totpExists(w, r, a)
+		return
+	case !errors.Is(err, store.ErrNotFound):
+		d.backendError(w, r, "second factor", err)
+		return
+	}
 	u := d.sessions.GetString(ctx, sessTOTPSetup)
 	key, err := otp.NewKeyFromURL(u)
 	if u == "" || err != nil || key.AccountName() != loginEmail(a, m) {
@@ -482,16 +548,27 @@ func (d *Dashboard) enableTOTP(w http.ResponseWriter, r *http.Request, a store.A
 	}
 	shown, hashes := newRecoveryCodes()
 	err = d.cfg.TwoFactor.EnableTOTP(ctx, store.TOTP{LoginID: login, AccountID: a.ID, Secret: key.Secret(), RecoveryHashes: hashes, LastStep: step})
+	if errors.Is(err, store.ErrTOTPExists) { // enabled meanwhile elsewhere
+		d.totpExists(w, r, a)
+		return
+	}
 	if err != nil {
 		d.backendError(w, r, "enable second factor", err)
 		return
 	}
 	d.sessions.Remove(ctx, sessTOTPSetup)
 	d.sessions.Remove(ctx, sessEnroll)
+	d.enroll.has.forget(login)
 	d.audit(ctx, a, "totp.enabled", loginEmail(a, m))
 	w.Header().Set("Cache-Control", "no-store")
 	d.render(w, r, http.StatusOK, "totp", page{Title: "Two-factor sign-in", Nav: "account",
 		Flash: "Two-factor sign-in is on.", Data: totpData{Enabled: true, Left: len(hashes), Codes: shown}})
+}
+
+// totpExists answers a setup of a login that has a second factor.
+func (d *Dashboard) totpExists(w http.ResponseWriter, r *http.Request, a store.Account) {
+	d.sessions.Remove(r.Context(), sessTOTPSetup)
+	d.renderTOTP(w, r, a, http.StatusConflict, "Two-factor sign-in is on already: to set up another key, turn it off first.", "")
 }
 
 // disableTOTP removes the login's second factor, given a current code,
@@ -523,6 +600,7 @@ func (d *Dashboard) disableTOTP(w http.ResponseWriter, r *http.Request, a store.
 		d.backendError(w, r, "disable second factor", err)
 		return
 	}
+	d.enroll.has.forget(login)
 	d.audit(ctx, a, "totp.disabled", loginEmail(a, m))
 	d.flash(ctx, "Two-factor sign-in is off.")
 	d.redirect(w, r, "/account/totp")
@@ -553,10 +631,32 @@ func (d *Dashboard) proveLogin(ctx context.Context, a store.Account, m store.Mem
 }
 
 // teamTOTP sets or clears the team's requirement of a second factor;
-// the owner needs one first.
+// the owner needs one first, and clears it with a current code, a
+// recovery code or their password, as turning their own off needs.
 func (d *Dashboard) teamTOTP(w http.ResponseWriter, r *http.Request, a store.Account) {
 	ctx := r.Context()
 	required := r.PostFormValue("required") == "on"
+	if !required {
+		was, err := d.cfg.TwoFactor.TeamTOTP(ctx, a.ID)
+		if err != nil {
+			d.backendError(w, r, "team second factor", err)
+			return
+		}
+		if !was {
+			d.redirect(w, r, "/team")
+			return
+		}
+		right, err := d.proveLogin(ctx, a, store.Member{}, r.PostFormValue("code"), r.PostFormValue("password"))
+		if err != nil {
+			d.backendError(w, r, "check code", err)
+			return
+		}
+		if !right {
+			d.renderTeam(w, r, a, http.StatusUnprocessableEntity, teamData{},
+				"To stop requiring two-factor sign-in, enter a current code, a recovery code or your password.", "totp-code")
+			return
+		}
+	}
 	if required {
 		_, err := d.cfg.TwoFactor.TOTP(ctx, a.ID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -573,6 +673,7 @@ func (d *Dashboard) teamTOTP(w http.ResponseWriter, r *http.Request, a store.Acc
 		d.backendError(w, r, "team second factor", err)
 		return
 	}
+	d.enroll.required.forget(a.ID)
 	if required {
 		d.audit(ctx, a, "team.totp_required", "every member signs in with a second factor")
 		d.flash(ctx, "Every member now signs in with a second factor; those without one add it at their next sign-in.")

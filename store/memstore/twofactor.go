@@ -29,6 +29,9 @@ func (s *Store) EnableTOTP(ctx context.Context, t store.TOTP) error {
 	if _, ok := s.accounts[t.AccountID]; !ok {
 		return store.ErrNotFound
 	}
+	if _, ok := s.twoFactor.totp[t.LoginID]; ok {
+		return store.ErrTOTPExists
+	}
 	if s.twoFactor.totp == nil {
 		s.twoFactor.totp = make(map[string]*store.TOTP)
 	}

@@ -11,7 +11,8 @@ import (
 
 var _ store.TwoFactor = (*Store)(nil)
 
-// EnableTOTP implements [store.TwoFactor]: one upsert.
+// EnableTOTP implements [store.TwoFactor]: one insert; the login's
+// primary key refuses a second.
 func (s *Store) EnableTOTP(ctx context.Context, t store.TOTP) error {
 	if len(t.RecoveryHashes) > store.MaxRecoveryCodes {
 		return store.ErrTooManyCodes
@@ -23,13 +24,15 @@ func (s *Store) EnableTOTP(ctx context.Context, t store.TOTP) error {
 	if hashes == nil {
 		hashes = []string{}
 	}
-	_, err := s.pool.Exec(ctx, s.sql(`
+	tag, err := s.pool.Exec(ctx, s.sql(`
 		INSERT INTO {schema}.totp (login, account_id, secret, recovery, last_step) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (login) DO UPDATE SET account_id = EXCLUDED.account_id, secret = EXCLUDED.secret,
-			recovery = EXCLUDED.recovery, last_step = EXCLUDED.last_step`),
+		ON CONFLICT (login) DO NOTHING`),
 		t.LoginID, t.AccountID, t.Secret, hashes, t.LastStep)
 	if isForeignKeyViolation(err) {
 		return store.ErrNotFound
+	}
+	if err == nil && tag.RowsAffected() == 0 {
+		return store.ErrTOTPExists
 	}
 	return fail(ctx, "enable totp", err)
 }

@@ -18,12 +18,13 @@ var _ store.TwoFactor = (*Store)(nil)
 // hashes, and "totp-team" the hash of the accounts that require a
 // second factor of their team (account → "1").
 
-// scriptEnableTOTP replaces a login's second factor. KEYS: acct:ACCOUNT,
+// scriptEnableTOTP stores a login's second factor unless it has one. KEYS: acct:ACCOUNT,
 // totp:LOGIN, totp-rc:LOGIN. ARGV: account, secret, last step, then the
 // recovery hashes.
 var scriptEnableTOTP = script(`
 if redis.call('EXISTS', KEYS[1]) == 0 then fail('NOTFOUND') end
-redis.call('DEL', KEYS[2], KEYS[3])
+if redis.call('EXISTS', KEYS[2]) == 1 then fail('EXISTS') end
+redis.call('DEL', KEYS[3])
 redis.call('HSET', KEYS[2], 'account', ARGV[1], 'secret', ARGV[2], 'last', ARGV[3])
 for i = 4, #ARGV do redis.call('SADD', KEYS[3], ARGV[i]) end
 return 1
@@ -67,8 +68,11 @@ func (s *Store) EnableTOTP(ctx context.Context, t store.TOTP) error {
 		args = append(args, h)
 	}
 	err := s.run(ctx, scriptEnableTOTP, []string{s.key("acct:" + t.AccountID), s.key("totp:" + t.LoginID), s.key("totp-rc:" + t.LoginID)}, args...).Err()
-	if c, _ := code(err); c == "NOTFOUND" {
+	switch c, _ := code(err); c {
+	case "NOTFOUND":
 		return store.ErrNotFound
+	case "EXISTS":
+		return store.ErrTOTPExists
 	}
 	return s.wrap(ctx, "enable totp", err)
 }

@@ -78,6 +78,7 @@ func Run(t *testing.T, newBackend func(tb testing.TB) *backend.Backend) {
 		{"Audit", testAudit},
 		{"TwoFactor", testTwoFactor},
 		{"TwoFactorOnce", testTwoFactorOnce},
+		{"TwoFactorEnableRace", testTwoFactorEnableRace},
 		{"AccountSlots", testAccountSlots},
 		{"PoolAccountBound", testPoolAccountBound},
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/validmail/validmail/store/backend"
 )
 
-// testTwoFactor: a login's second factor is stored, read back, replaced
-// and removed; steps are accepted only when later than the last;
+// testTwoFactor: a login's second factor is stored, read back, kept
+// against a second enable, removed and enabled anew; steps are accepted only when later than the last;
 // recovery codes work once; logins are apart; the team requirement is
 // per account.
 func testTwoFactor(t *testing.T, b *backend.Backend) {
@@ -61,7 +61,17 @@ func testTwoFactor(t *testing.T, b *backend.Backend) {
 	twoFactorSteps(ctx, t, tf, a.ID, member)
 	twoFactorRecovery(ctx, t, tf, a.ID, member, codes)
 
-	// Enabling anew replaces secret, codes and step.
+	// Enabling over a factor is refused: secret, codes and step stay.
+	if err := tf.EnableTOTP(ctx, store.TOTP{LoginID: a.ID, AccountID: a.ID, Secret: "NEWSECRET"}); !errors.Is(err, store.ErrTOTPExists) {
+		t.Errorf("EnableTOTP over a factor: %v, want ErrTOTPExists", err)
+	}
+	if got, err := tf.TOTP(ctx, a.ID); err != nil || got.Secret != want.Secret || len(got.RecoveryHashes) != 1 || got.LastStep != 10 {
+		t.Errorf("TOTP after a refused enable = %+v, %v", got, err)
+	}
+	// Disabled, then enabled anew: the new secret, codes and step.
+	if err := tf.DisableTOTP(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
 	if err := tf.EnableTOTP(ctx, store.TOTP{LoginID: a.ID, AccountID: a.ID, Secret: "NEWSECRET"}); err != nil {
 		t.Fatal(err)
 	}
@@ -202,5 +212,41 @@ func testTwoFactorOnce(t *testing.T, b *backend.Backend) {
 	wg.Wait()
 	if steps.Load() != 1 || recoveries.Load() != 1 {
 		t.Errorf("of 8 concurrent uses, %d steps and %d recovery codes succeeded; want 1 each", steps.Load(), recoveries.Load())
+	}
+}
+
+// testTwoFactorEnableRace: of eight concurrent enables of one login's
+// second factor, exactly one succeeds, the others get [store.ErrTOTPExists],
+// and the factor stored is the winner's.
+func testTwoFactorEnableRace(t *testing.T, b *backend.Backend) {
+	if b.TwoFactor == nil {
+		t.Skip("backend keeps no second factors")
+	}
+	ctx := context.Background()
+	a := mustAccount(t, b, store.CreateAccountParams{})
+	var won atomic.Int32
+	var winner atomic.Value
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			secret := "SECRET" + string(rune('A'+i))
+			err := b.TwoFactor.EnableTOTP(ctx, store.TOTP{LoginID: a.ID, AccountID: a.ID, Secret: secret, RecoveryHashes: []string{store.HashSecret(secret)}})
+			switch {
+			case err == nil:
+				won.Add(1)
+				winner.Store(secret)
+			case !errors.Is(err, store.ErrTOTPExists):
+				t.Errorf("EnableTOTP: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if won.Load() != 1 {
+		t.Fatalf("of 8 concurrent enables, %d succeeded; want 1", won.Load())
+	}
+	got, err := b.TwoFactor.TOTP(ctx, a.ID)
+	w, _ := winner.Load().(string)
+	if err != nil || got.Secret != w || !slices.Equal(got.RecoveryHashes, []string{store.HashSecret(w)}) {
+		t.Errorf("TOTP = %+v, %v; want the winner's %s and its one code", got, err, w)
 	}
 }
