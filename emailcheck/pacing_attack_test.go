@@ -93,6 +93,10 @@ type paceCase struct {
 	slowShare bool
 	// defaults: the default QueryTimeout and Retries, as a deployment runs
 	defaults bool
+	// mayLose is how many domains may end UNKNOWN: on a path that drops
+	// one query in ten, a name loses all four attempts about once in ten
+	// thousand, whatever the pacing.
+	mayLose int64
 }
 
 // TestDNSPacingHostileResolvers validates a burst of a thousand existing
@@ -117,7 +121,7 @@ func TestDNSPacingHostileResolvers(t *testing.T) {
 		{name: "slownames", opts: func() *dnstest.Options { return pacingZone(1500 * time.Millisecond) }, servers: one, n: 1000, slowShare: true},
 		{name: "lossy10", opts: func() *dnstest.Options { return pacingZone(0) }, servers: func(t *testing.T, srv *dnstest.Server) []string {
 			return []string{lossyProxy(t, srv.Addr(), 10)}
-		}, n: 1000},
+		}, n: 1000, mayLose: 2},
 		{name: "onedead", opts: func() *dnstest.Options { return pacingZone(0) }, servers: func(t *testing.T, srv *dnstest.Server) []string {
 			silent, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 			if err != nil {
@@ -188,8 +192,8 @@ func TestDNSPacingHostileResolvers(t *testing.T) {
 			}
 			v.Close()
 			srv.Close()
-			if notLikely.Load() > 0 {
-				t.Errorf("%d existing domains not LIKELY", notLikely.Load())
+			if notLikely.Load() > c.mayLose {
+				t.Errorf("%d existing domains not LIKELY; at most %d may be", notLikely.Load(), c.mayLose)
 			}
 			deadline := time.Now().Add(time.Minute)
 			for runtime.NumGoroutine() > goroutines+2 && time.Now().Before(deadline) {
