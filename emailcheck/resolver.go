@@ -189,14 +189,14 @@ type attempt struct {
 	rto  time.Duration // the server's RTO when sent
 	// mark is the attempt's place in the server's first flight, nil
 	// outside it.
-	mark *flightMark
-	window      int    // the server's window when sent
-	cut         uint64 // the window halving its loss caused, or 0
-	holding     bool   // holds a place in the server's window
-	retry       bool   // a retransmission: its place is of their share
-	marked      bool   // sent under a zone marked silent: its timeout is the zone's
-	pending     bool   // waits for its answer
-	expired     bool   // its RTO passed without an answer
+	mark    *flightMark
+	window  int    // the server's window when sent
+	cut     uint64 // the window halving its loss caused, or 0
+	holding bool   // holds a place in the server's window
+	retry   bool   // a retransmission: its place is of their share
+	marked  bool   // sent under a zone marked silent: its timeout is the zone's
+	pending bool   // waits for its answer
+	expired bool   // its RTO passed without an answer
 }
 
 // leaveFlight takes the attempt out of its server's first flight: it was
