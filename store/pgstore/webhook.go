@@ -111,6 +111,10 @@ func (w *Webhooks) Enqueue(ctx context.Context, ev webhook.Event) error {
 	var batch []byte // NULL for none
 	if ev.Batch != nil {
 		batch, _ = json.Marshal(ev.Batch) // strings and ints always encode
+		if len(payload) == 0 {
+			// As the releases before the column read it.
+			payload = webhook.StoreBatchCompleted(*ev.Batch)
+		}
 	}
 	tag, err := w.s.pool.Exec(ctx, w.s.sql(`
 		INSERT INTO {schema}.webhook_deliveries (event_id, account_id, type, job_id, created_at, payload, next_attempt, batch)

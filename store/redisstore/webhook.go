@@ -75,10 +75,15 @@ func (w *Webhooks) Enqueue(ctx context.Context, ev webhook.Event) error {
 	base := s.acctBase(ev.AccountID)
 	keys := []string{base + "wh:ev:" + ev.ID, base + "wh:due", base + "wh:acct:" + ev.AccountID}
 	var batch []byte // empty for none
+	payload := ev.Payload
 	if ev.Batch != nil {
 		batch, _ = json.Marshal(ev.Batch) // strings and ints always encode
+		if len(payload) == 0 {
+			// As the releases before the field read it.
+			payload = webhook.StoreBatchCompleted(*ev.Batch)
+		}
 	}
-	err := s.run(ctx, scriptWebhookEnqueue, keys, base, ev.ID, ev.AccountID, ev.Type, ev.JobID, us(ev.CreatedAt), ev.Payload, batch).Err()
+	err := s.run(ctx, scriptWebhookEnqueue, keys, base, ev.ID, ev.AccountID, ev.Type, ev.JobID, us(ev.CreatedAt), payload, batch).Err()
 	if err != nil {
 		return w.whErr(ctx, "webhook enqueue", err)
 	}
