@@ -12,9 +12,6 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 )
 
-// DefaultRetention is how long completed jobs are kept by default.
-const DefaultRetention = 7 * 24 * time.Hour
-
 // Config configures a [Queue]. The zero value gives the defaults.
 type Config struct {
 	// Retention is how long completed jobs are kept before [Queue.Cleanup]
