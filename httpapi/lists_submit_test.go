@@ -13,6 +13,7 @@ import (
 
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
 )
@@ -69,7 +70,7 @@ func TestListUploadsHeldWhileSubmitted(t *testing.T) {
 	t.Parallel()
 	sl := &slowLists{slow: map[string]bool{}, release: make(chan struct{})}
 	f := setup(t, &options{
-		driver: func(st *memstore.Store) jobs.Driver { sl.Store = st; return sl },
+		driver: func(st *memstore.Store) jobsdriver.Driver { sl.Store = st; return sl },
 		configure: func(c *httpapi.Config) {
 			c.ClientIP = func(r *http.Request) string { return r.Header.Get("X-Test-Client") }
 		},
@@ -123,7 +124,7 @@ func TestListSubmissionsPerAccount(t *testing.T) {
 	t.Parallel()
 	sl := &slowLists{slow: map[string]bool{}, release: make(chan struct{})}
 	f := setup(t, &options{
-		driver: func(st *memstore.Store) jobs.Driver { sl.Store = st; return sl },
+		driver: func(st *memstore.Store) jobsdriver.Driver { sl.Store = st; return sl },
 	})
 	srv := httptest.NewServer(f.h)
 	t.Cleanup(srv.Close)

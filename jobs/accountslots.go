@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/validmail/validmail/jobs/jobsdriver"
 )
 
 // AccountSlots counts each account's jobs being validated across a
@@ -127,7 +129,7 @@ func (g *accountGate) bound(ctx context.Context, account string) int {
 // again elsewhere (its first lease lost) does not share the slot its
 // first lease holds. A failing slot store lets the job through
 // (logged): the bound is a fairness measure, not a guard.
-func (g *accountGate) acquire(ctx context.Context, l Lease) (release func(), wait time.Duration, ok bool) {
+func (g *accountGate) acquire(ctx context.Context, l jobsdriver.Lease) (release func(), wait time.Duration, ok bool) {
 	n := g.bound(ctx, l.AccountID)
 	if n == 0 {
 		return func() {}, 0, true

@@ -3,14 +3,16 @@ package jobs
 import (
 	"context"
 	"errors"
+
+	"github.com/validmail/validmail/jobs/jobsdriver"
 )
 
-// ErrNoBatches reports a driver that does not implement [BatchDriver].
+// ErrNoBatches reports a driver that does not implement [jobsdriver.BatchDriver].
 var ErrNoBatches = errors.New("jobs: the driver keeps no batches")
 
 // Batch returns the account's batch with the id.
 func (q *Queue) Batch(ctx context.Context, accountID, batchID string) (Batch, error) {
-	bd, ok := q.driver.(BatchDriver)
+	bd, ok := q.driver.(jobsdriver.BatchDriver)
 	if !ok {
 		return Batch{}, ErrNoBatches
 	}
@@ -19,7 +21,7 @@ func (q *Queue) Batch(ctx context.Context, accountID, batchID string) (Batch, er
 
 // Batches returns the account's batches, newest first.
 func (q *Queue) Batches(ctx context.Context, p BatchesParams) ([]Batch, error) {
-	bd, ok := q.driver.(BatchDriver)
+	bd, ok := q.driver.(jobsdriver.BatchDriver)
 	if !ok {
 		return nil, ErrNoBatches
 	}
@@ -31,7 +33,7 @@ func (q *Queue) Batches(ctx context.Context, p BatchesParams) ([]Batch, error) {
 
 // BatchJobs returns a page of a batch's jobs, in submission order.
 func (q *Queue) BatchJobs(ctx context.Context, p BatchJobsParams) ([]Job, error) {
-	bd, ok := q.driver.(BatchDriver)
+	bd, ok := q.driver.(jobsdriver.BatchDriver)
 	if !ok {
 		return nil, ErrNoBatches
 	}
@@ -45,9 +47,9 @@ func (q *Queue) BatchJobs(ctx context.Context, p BatchJobsParams) ([]Job, error)
 var ErrNoDelete = errors.New("jobs: the driver cannot delete batches")
 
 // DeleteBatch erases the account's batch, its jobs, results and rows
-// (see [BatchDeleter]); [ErrNoDelete] when the driver cannot.
+// (see [jobsdriver.BatchDeleter]); [ErrNoDelete] when the driver cannot.
 func (q *Queue) DeleteBatch(ctx context.Context, accountID, batchID string) error {
-	bd, ok := q.driver.(BatchDeleter)
+	bd, ok := q.driver.(jobsdriver.BatchDeleter)
 	if !ok {
 		return ErrNoDelete
 	}

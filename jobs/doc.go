@@ -11,9 +11,9 @@
 //
 // # For backend authors
 //
-// The Queue runs over a [Driver], the interface a backend implements
+// The Queue runs over a [jobsdriver.Driver], the interface a backend implements
 // (store/memstore, store/pgstore, store/redisstore), optionally with
-// [ChargingDriver] and [Notifier]; the *Params types and [Lease] belong to
+// [jobsdriver.ChargingDriver] and [jobsdriver.Notifier]; the *Params types and [jobsdriver.Lease] belong to
 // that contract, with the [webhook.Event] a completion writes. The conformance suite jobs/jobstest, run through
 // storetest.RunBackend, defines what a correct Driver does.
 //
@@ -21,7 +21,7 @@
 //
 // Enqueue makes a job available. A worker leases it: the driver hands it out
 // with a fresh lease token and an expiry, and the worker renews the lease by
-// [Driver.Heartbeat] while it works. The worker then either completes the job
+// [jobsdriver.Driver.Heartbeat] while it works. The worker then either completes the job
 // with its result, or retries it later (the failure counts towards the
 // attempt limit). A lease that expires (its worker died) is rescued by
 // [Queue.RescueExpired]: the job becomes available again and the failure is
@@ -34,7 +34,7 @@
 // one a single validation gives when the DNS gives no verdict
 // ([UnknownValidator]; [UnknownResult] from a validator that cannot tell
 // it), and refunds its credit. Completing, refunding and recording the completion's outbox
-// events ([CompleteParams.Event], and [CompleteParams.BatchEvent] for a
+// events ([jobsdriver.CompleteParams.Event], and [jobsdriver.CompleteParams.BatchEvent] for a
 // batch's last job, with the batch's final counts) are one atomic step in
 // the driver.
 //
@@ -61,7 +61,7 @@
 // # Sharing the workers between accounts
 //
 // A queue serves many accounts at once, and none waits for another's
-// work: the driver hands jobs out in a fair order ([Driver]'s Lease),
+// work: the driver hands jobs out in a fair order ([jobsdriver.Driver]'s Lease),
 // accounts with jobs ready taking turns one job each, so that a quiet
 // account's batch is leased within a few jobs of its arrival, whatever
 // another account has queued (a list of a million rows included); an

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/validmail/validmail/jobs/jobsdriver"
 )
 
 // MaxListDraftMeta bounds a [ListDraft]'s Meta, in bytes.
@@ -13,16 +15,16 @@ const MaxListDraftMeta = 2 << 20
 const MaxListDraftChunk = 4 << 20
 
 // ErrNoListDrafts reports a driver that does not implement
-// [ListDraftDriver].
+// [jobsdriver.ListDraftDriver].
 var ErrNoListDrafts = errors.New("jobs: the driver keeps no list drafts")
 
 // ErrListDraftTooLarge reports a draft's Meta or a chunk beyond its bound.
 var ErrListDraftTooLarge = errors.New("jobs: list draft too large")
 
-// ListDrafts returns the queue's driver as a [ListDraftDriver], checking
+// ListDrafts returns the queue's driver as a [jobsdriver.ListDraftDriver], checking
 // every call's arguments, or [ErrNoListDrafts].
-func (q *Queue) ListDrafts() (ListDraftDriver, error) {
-	d, ok := q.driver.(ListDraftDriver)
+func (q *Queue) ListDrafts() (jobsdriver.ListDraftDriver, error) {
+	d, ok := q.driver.(jobsdriver.ListDraftDriver)
 	if !ok {
 		return nil, ErrNoListDrafts
 	}
@@ -31,7 +33,7 @@ func (q *Queue) ListDrafts() (ListDraftDriver, error) {
 
 // checkedDrafts checks the arguments of every call before its driver
 // sees them.
-type checkedDrafts struct{ d ListDraftDriver }
+type checkedDrafts struct{ d jobsdriver.ListDraftDriver }
 
 func badDraftID(id string) bool { return id == "" || len(id) > 128 }
 

@@ -3,14 +3,16 @@ package jobs
 import (
 	"context"
 	"errors"
+
+	"github.com/validmail/validmail/jobs/jobsdriver"
 )
 
-// ErrNoLists reports a driver that does not implement [ListDriver].
+// ErrNoLists reports a driver that does not implement [jobsdriver.ListDriver].
 var ErrNoLists = errors.New("jobs: the driver keeps no lists")
 
 // BeginList starts a list on the queue's driver.
 func (q *Queue) BeginList(ctx context.Context, p BeginListParams) (ListWriter, error) {
-	ld, ok := q.driver.(ListDriver)
+	ld, ok := q.driver.(jobsdriver.ListDriver)
 	if !ok {
 		return nil, ErrNoLists
 	}
@@ -32,7 +34,7 @@ func (q *Queue) BeginList(ctx context.Context, p BeginListParams) (ListWriter, e
 // List describes the account's list of the batch ([ErrNotFound] for a batch
 // that is not a list).
 func (q *Queue) List(ctx context.Context, accountID, batchID string) (ListInfo, error) {
-	ld, ok := q.driver.(ListDriver)
+	ld, ok := q.driver.(jobsdriver.ListDriver)
 	if !ok {
 		return ListInfo{}, ErrNoLists
 	}
@@ -41,7 +43,7 @@ func (q *Queue) List(ctx context.Context, accountID, batchID string) (ListInfo, 
 
 // ListRows returns a page of a list's rows, in upload order.
 func (q *Queue) ListRows(ctx context.Context, p ListRowsParams) ([]ListRow, error) {
-	ld, ok := q.driver.(ListDriver)
+	ld, ok := q.driver.(jobsdriver.ListDriver)
 	if !ok {
 		return nil, ErrNoLists
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/webhook"
 )
@@ -276,13 +277,13 @@ type blockedCompleter struct {
 	leased  atomic.Int64
 }
 
-func (b *blockedCompleter) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, error) {
+func (b *blockedCompleter) Lease(ctx context.Context, p jobsdriver.LeaseParams) ([]jobsdriver.Lease, error) {
 	ls, err := b.Store.Lease(ctx, p)
 	b.leased.Add(int64(len(ls)))
 	return ls, err
 }
 
-func (b *blockedCompleter) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []error {
+func (b *blockedCompleter) CompleteMany(ctx context.Context, ps []jobsdriver.CompleteParams) []error {
 	select {
 	case <-b.release:
 	case <-ctx.Done():

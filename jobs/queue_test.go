@@ -9,6 +9,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/jobs/jobstest"
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/store/storetest"
@@ -17,7 +18,7 @@ import (
 // plainDriver hides every optional interface of its driver, so the Queue
 // takes its fallback paths (charge through the ledger, then enqueue) and the
 // Pool only polls.
-type plainDriver struct{ jobs.Driver }
+type plainDriver struct{ jobsdriver.Driver }
 
 func TestFallbackDriver(t *testing.T) {
 	jobstest.Run(t, func(tb testing.TB) jobstest.Backend {
@@ -28,7 +29,7 @@ func TestFallbackDriver(t *testing.T) {
 }
 
 // failingEnqueue fails every Enqueue after the ledger charged.
-type failingEnqueue struct{ jobs.Driver }
+type failingEnqueue struct{ jobsdriver.Driver }
 
 var errDown = errors.New("database down")
 

@@ -371,7 +371,7 @@ type Config struct {
 	// MaxListUploads × Lists.MaxBytes of the temporary directory's disk
 	// (16 × 256 MiB = 4 GiB by default); the lists waiting for their
 	// confirmation are kept in the store (the Queue's driver must be a
-	// jobs.ListDraftDriver, as every backend here is).
+	// jobsdriver.ListDraftDriver, as every backend here is).
 	MaxListUploads int
 	// MaxListUploadsPerNetwork, ListReadWindow, ListReadMinBytes,
 	// ListMaxDuration, ListHealthyRate and ListEvictAfter pace the bulk

@@ -21,6 +21,7 @@ import (
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/internal/uploads"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/jobs/lists"
 	"github.com/validmail/validmail/store"
 )
@@ -175,12 +176,12 @@ func shortPreview(pv lists.Preview) lists.Preview {
 }
 
 // drafts returns the store's waiting lists.
-func (d *Dashboard) drafts() (jobs.ListDraftDriver, error) { return d.cfg.Queue.ListDrafts() }
+func (d *Dashboard) drafts() (jobsdriver.ListDraftDriver, error) { return d.cfg.Queue.ListDrafts() }
 
 // chunkWriter writes a waiting list's rows to the store in chunks.
 type chunkWriter struct {
 	ctx     context.Context
-	dd      jobs.ListDraftDriver
+	dd      jobsdriver.ListDraftDriver
 	id      string
 	expires time.Time
 	buf     []byte
@@ -325,7 +326,7 @@ func (d *Dashboard) dropList(ctx context.Context, p *pendingList) {
 // chunkReader reads a waiting list's rows from the store, chunk by chunk.
 type chunkReader struct {
 	ctx  context.Context
-	dd   jobs.ListDraftDriver
+	dd   jobsdriver.ListDraftDriver
 	p    *pendingList
 	n    int
 	left []byte

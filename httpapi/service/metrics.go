@@ -8,6 +8,7 @@ import (
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 )
 
 // statsValidator is a validator that reports its DNS statistics; an
@@ -32,11 +33,11 @@ type trustValidator interface {
 // pacing per nameserver, the queue's depth and the worker pool's utilisation: the numbers an
 // operator watches that no request path counts.
 type opsCollector struct {
-	validator statsValidator   // nil when the validator keeps no statistics
-	pacing    pacingValidator  // nil when the validator does not pace queries
-	trust     trustValidator   // nil when the validator does not judge its nameservers
-	queue     jobs.StatsDriver // nil when the driver cannot tell
-	pool      *jobs.Pool       // nil without workers
+	validator statsValidator         // nil when the validator keeps no statistics
+	pacing    pacingValidator        // nil when the validator does not pace queries
+	trust     trustValidator         // nil when the validator does not judge its nameservers
+	queue     jobsdriver.StatsDriver // nil when the driver cannot tell
+	pool      *jobs.Pool             // nil without workers
 	now       func() time.Time
 
 	cacheHits, cacheMisses, cacheEvictions, cacheEntries, inFlight, queries, queryLatency *prometheus.Desc
@@ -46,7 +47,7 @@ type opsCollector struct {
 	dnsTrusted, dnsPaused                                                                 *prometheus.Desc
 }
 
-func newOpsCollector(v jobs.Validator, d jobs.Driver, pool *jobs.Pool) *opsCollector {
+func newOpsCollector(v jobs.Validator, d jobsdriver.Driver, pool *jobs.Pool) *opsCollector {
 	c := &opsCollector{
 		pool: pool,
 		now:  time.Now,
@@ -100,7 +101,7 @@ func newOpsCollector(v jobs.Validator, d jobs.Driver, pool *jobs.Pool) *opsColle
 	if tv, ok := v.(trustValidator); ok {
 		c.trust = tv
 	}
-	if sd, ok := d.(jobs.StatsDriver); ok {
+	if sd, ok := d.(jobsdriver.StatsDriver); ok {
 		c.queue = sd
 	}
 	return c

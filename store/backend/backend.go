@@ -6,7 +6,7 @@
 // opens one from a URL, and httpapi/service runs a deployment from one.
 //
 // The interfaces themselves live in the packages that use them
-// ([store.Accounts], [credits.Store], [jobs.Driver], [webhook.Outbox], …);
+// ([store.Accounts], [credits.Store], [jobsdriver.Driver], [webhook.Outbox], …);
 // this package only gathers them. It imports the domain packages and the
 // rate limiter's contract (store/ratelimit, which imports nothing of the
 // project), so that the store package itself imports nothing of the
@@ -22,6 +22,7 @@ import (
 	"github.com/validmail/validmail/billing"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/ratelimit"
 	"github.com/validmail/validmail/webhook"
@@ -51,8 +52,8 @@ type Backend struct {
 	// Credits is the credit ledger's storage.
 	Credits credits.Store
 	// Jobs is the job queue's storage. Every backend here also implements
-	// jobs.ChargingDriver and jobs.Notifier.
-	Jobs jobs.Driver
+	// jobsdriver.ChargingDriver and jobsdriver.Notifier.
+	Jobs jobsdriver.Driver
 	// Outbox holds the webhook events to deliver.
 	Outbox webhook.Outbox
 	// Endpoints holds each account's webhook endpoint.

@@ -1,6 +1,6 @@
 // Package memstore keeps every validmail backend in memory: accounts and
 // keys ([store.Accounts]), the credits ledger ([credits.Store]), the job
-// queue ([jobs.Driver], [jobs.ChargingDriver], [jobs.Notifier]) and, on
+// queue ([jobsdriver.Driver], [jobsdriver.ChargingDriver], [jobsdriver.Notifier]) and, on
 // [Webhooks], the webhook outbox and endpoints ([webhook.Outbox],
 // [webhook.Endpoints]). [NewBackend] returns them all as one
 // [backend.Backend]. It is the embedded default, and what tests use.
@@ -11,11 +11,11 @@
 // atomic: the event a completion records is a pending delivery from that
 // instant. Nothing survives the process.
 //
-// List drafts ([jobs.ListDraftDriver]) are kept under the same lock:
+// List drafts ([jobsdriver.ListDraftDriver]) are kept under the same lock:
 // [Store.PutListDraft] drops the account's other draft and its network's
 // oldest in one step, and [Store.TakeListDraft] removes a draft once.
 //
-// [Store.DeleteBatch] ([jobs.BatchDeleter]) removes a batch, its jobs and
+// [Store.DeleteBatch] ([jobsdriver.BatchDeleter]) removes a batch, its jobs and
 // its list's rows under the same lock.
 //
 // Multi-part changes check everything before their first write, under the

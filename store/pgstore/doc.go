@@ -1,6 +1,6 @@
 // Package pgstore implements every backend interface of validmail on
 // PostgreSQL (13 or later) with github.com/jackc/pgx/v5: [store.Accounts],
-// [credits.Store], [jobs.Driver], [jobs.ChargingDriver] and [jobs.Notifier]
+// [credits.Store], [jobsdriver.Driver], [jobsdriver.ChargingDriver] and [jobsdriver.Notifier]
 // on [Store], and [webhook.Outbox] and [webhook.Endpoints] on [Webhooks].
 // [NewBackend] returns them all as one [backend.Backend].
 //
@@ -79,13 +79,13 @@
 //     takes the units only if the window has them all;
 //     [RateLimiter.Refund] is one UPDATE of that row, in the same window
 //     only.
-//   - List drafts ([jobs.ListDraftDriver], the console's lists waiting
+//   - List drafts ([jobsdriver.ListDraftDriver], the console's lists waiting
 //     for confirmation): [Store.PutListDraft], one transaction under
 //     advisory locks on the account and the network, which also removes
 //     expired drafts and chunks; [Store.TakeListDraft], one DELETE …
 //     RETURNING, so one of concurrent takes wins.
 //
-// Errors: the domain sentinels ([jobs.ErrNotFound], [store.ErrInvalidKey],
+// Errors: the domain sentinels ([jobtype.ErrNotFound], [store.ErrInvalidKey],
 // ...) as the interfaces promise; a cancelled context gives an error
 // wrapping ctx.Err(); a lost or refused connection gives an error matching
 // [store.ErrUnavailable]. A change whose commit was acknowledged is durable.

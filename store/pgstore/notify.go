@@ -17,7 +17,7 @@ type listener struct {
 	err    error         // that attempt's error, readable once ready is closed
 }
 
-// Subscribe implements [jobs.Notifier]. The first subscription takes a
+// Subscribe implements [jobsdriver.Notifier]. The first subscription takes a
 // connection out of the pool for LISTEN (the pool may open another in its
 // place); it is given back, closed, when the last subscription ends. When
 // the connection fails it is replaced, and every subscriber is signalled

@@ -18,19 +18,19 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/validmail/validmail/credits"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store"
 )
 
 var (
-	_ store.Accounts      = (*Store)(nil)
-	_ store.PlanSetter    = (*Store)(nil)
-	_ credits.Store       = (*Store)(nil)
-	_ credits.PageStore   = (*Store)(nil)
-	_ credits.TotalsStore = (*Store)(nil)
-	_ jobs.Driver         = (*Store)(nil)
-	_ jobs.ChargingDriver = (*Store)(nil)
-	_ jobs.Notifier       = (*Store)(nil)
+	_ store.Accounts            = (*Store)(nil)
+	_ store.PlanSetter          = (*Store)(nil)
+	_ credits.Store             = (*Store)(nil)
+	_ credits.PageStore         = (*Store)(nil)
+	_ credits.TotalsStore       = (*Store)(nil)
+	_ jobsdriver.Driver         = (*Store)(nil)
+	_ jobsdriver.ChargingDriver = (*Store)(nil)
+	_ jobsdriver.Notifier       = (*Store)(nil)
 )
 
 // Errors reported by a [Store] beside the domain packages' sentinels.

@@ -1,6 +1,6 @@
 // Package redisstore keeps every validmail backend in Redis: accounts and
 // keys ([store.Accounts]), the credits ledger ([credits.Store]), the job
-// queue ([jobs.Driver], [jobs.ChargingDriver], [jobs.Notifier]) and the
+// queue ([jobsdriver.Driver], [jobsdriver.ChargingDriver], [jobsdriver.Notifier]) and the
 // webhook outbox and endpoints ([webhook.Outbox], [webhook.Endpoints], on
 // [Webhooks]), with a shared [RateLimiter]; [NewBackend] returns them all
 // as one [backend.Backend]. It runs on the host's go-redis client
@@ -139,7 +139,7 @@
 //     window (by the server's clock) that expires when the window ends;
 //     [RateLimiter.Refund], one script on that key, which does nothing once
 //     it is gone.
-//   - List drafts ([jobs.ListDraftDriver]): in the store's own slot,
+//   - List drafts ([jobsdriver.ListDraftDriver]): in the store's own slot,
 //     [Store.PutListDraft] and [Store.TakeListDraft] one script each;
 //     every key expires with its draft.
 package redisstore
