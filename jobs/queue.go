@@ -168,6 +168,19 @@ func (q *Queue) Cleanup(ctx context.Context) (int, error) {
 	return q.driver.Cleanup(ctx, jobsdriver.CleanupParams{CompletedBefore: time.Now().Add(-q.retention)})
 }
 
+// ErrNoStats reports a driver that cannot tell the queue's depth.
+var ErrNoStats = errors.New("jobs: the driver cannot tell the queue's depth")
+
+// Stats returns the queue's depth, for an operator's metrics, or
+// [ErrNoStats] when the driver cannot tell it.
+func (q *Queue) Stats(ctx context.Context) (QueueStats, error) {
+	sd, ok := q.driver.(jobsdriver.StatsDriver)
+	if !ok {
+		return QueueStats{}, ErrNoStats
+	}
+	return sd.QueueStats(ctx)
+}
+
 // UnknownResult is the result a job completes with when it could not be
 // validated at all and its validator cannot tell its own UNKNOWN for the
 // address ([UnknownValidator]): status UNKNOWN, syntax unchecked, provider

@@ -21,7 +21,6 @@ import (
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/internal/uploads"
 	"github.com/validmail/validmail/jobs"
-	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/jobs/lists"
 	"github.com/validmail/validmail/store"
 )
@@ -176,12 +175,12 @@ func shortPreview(pv lists.Preview) lists.Preview {
 }
 
 // drafts returns the store's waiting lists.
-func (d *Dashboard) drafts() (jobsdriver.ListDraftDriver, error) { return d.cfg.Queue.ListDrafts() }
+func (d *Dashboard) drafts() (*jobs.ListDrafts, error) { return d.cfg.Queue.ListDrafts() }
 
 // chunkWriter writes a waiting list's rows to the store in chunks.
 type chunkWriter struct {
 	ctx     context.Context
-	dd      jobsdriver.ListDraftDriver
+	dd      *jobs.ListDrafts
 	id      string
 	expires time.Time
 	buf     []byte
@@ -326,7 +325,7 @@ func (d *Dashboard) dropList(ctx context.Context, p *pendingList) {
 // chunkReader reads a waiting list's rows from the store, chunk by chunk.
 type chunkReader struct {
 	ctx  context.Context
-	dd   jobsdriver.ListDraftDriver
+	dd   *jobs.ListDrafts
 	p    *pendingList
 	n    int
 	left []byte
