@@ -106,7 +106,7 @@ func setup(t testing.TB, o *options) *fixture {
 		cs = o.ledger(st)
 	}
 	ledger := credits.New(cs, nil)
-	var d jobsdriver.Driver = st
+	var d jobsdriver.Driver = st.Backend().Jobs
 	if o.driver != nil {
 		d = o.driver(st)
 	}

@@ -62,7 +62,7 @@ func waitJob(t *testing.T, q *jobs.Queue, account, id string, ok func(jobs.Job) 
 func TestPoolRecordsTimedOutValidation(t *testing.T) {
 	t.Parallel()
 	s := memstore.New()
-	q, err := jobs.NewQueue(s, nil, nil)
+	q, err := jobs.NewQueue(s.Backend().Jobs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestPoolRecordsTimedOutValidation(t *testing.T) {
 func TestPoolCompletesWhenEventKeepsFailing(t *testing.T) {
 	t.Parallel()
 	s := memstore.New()
-	q, err := jobs.NewQueue(s, nil, nil)
+	q, err := jobs.NewQueue(s.Backend().Jobs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestPoolGivesUpWithTheValidatorsUnknown(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s := memstore.New()
-			q, err := jobs.NewQueue(s, nil, nil)
+			q, err := jobs.NewQueue(s.Backend().Jobs, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -210,7 +210,7 @@ func TestPoolGivesUpWithTheValidatorsUnknown(t *testing.T) {
 func TestSlowLaneShared(t *testing.T) {
 	t.Parallel()
 	d := memstore.New()
-	q, err := jobs.NewQueue(d, nil, nil)
+	q, err := jobs.NewQueue(d.Backend().Jobs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func (b *blockedCompleter) CompleteMany(ctx context.Context, ps []jobsdriver.Com
 func TestPoolLeasesWhileCompletionsAreWritten(t *testing.T) {
 	t.Parallel()
 	d := &blockedCompleter{Store: memstore.New(), release: make(chan struct{})}
-	q, err := jobs.NewQueue(d, nil, nil)
+	q, err := jobs.NewQueue(d.Backend().Jobs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

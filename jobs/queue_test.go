@@ -45,7 +45,7 @@ func TestFallbackRefundsFailedEnqueue(t *testing.T) {
 	if _, err := ledger.Grant(ctx, "a", 5, ""); err != nil {
 		t.Fatal(err)
 	}
-	q, err := jobs.NewQueue(failingEnqueue{s}, ledger, nil)
+	q, err := jobs.NewQueue(failingEnqueue{s.Backend().Jobs}, ledger, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,10 +64,10 @@ func TestConfigValidation(t *testing.T) {
 	if _, err := jobs.NewQueue(nil, nil, nil); err == nil {
 		t.Error("NewQueue(nil) succeeded")
 	}
-	if _, err := jobs.NewQueue(s, nil, &jobs.Config{Retention: -time.Hour}); err == nil {
+	if _, err := jobs.NewQueue(s.Backend().Jobs, nil, &jobs.Config{Retention: -time.Hour}); err == nil {
 		t.Error("negative retention accepted")
 	}
-	q, err := jobs.NewQueue(s, nil, nil)
+	q, err := jobs.NewQueue(s.Backend().Jobs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

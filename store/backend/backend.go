@@ -51,8 +51,10 @@ type Backend struct {
 	Accounts store.Accounts
 	// Credits is the credit ledger's storage.
 	Credits credits.Store
-	// Jobs is the job queue's storage. Every backend here also implements
-	// jobsdriver.ChargingDriver and jobsdriver.Notifier.
+	// Jobs is the job queue's storage, the backend's driver: a host
+	// hands it to jobs.NewQueue and calls the Queue, never the driver.
+	// Every backend here also implements jobsdriver.ChargingDriver and
+	// jobsdriver.Notifier.
 	Jobs jobsdriver.Driver
 	// Outbox holds the webhook events to deliver.
 	Outbox webhook.Outbox

@@ -9,7 +9,7 @@ import (
 	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobsdriver.ListDraftDriver = (*Store)(nil)
+var _ jobsdriver.ListDraftDriver = (*jobsDriver)(nil)
 
 // draftState keeps the lists waiting for confirmation: the drafts, their
 // order of arrival, and their chunks.
@@ -72,7 +72,7 @@ func cloneDraft(d jobtype.ListDraft) jobtype.ListDraft {
 }
 
 // PutListDraftChunk implements [jobsdriver.ListDraftDriver].
-func (s *Store) PutListDraftChunk(ctx context.Context, id string, n int, data []byte, expiresAt time.Time) error {
+func (s *jobsDriver) PutListDraftChunk(ctx context.Context, id string, n int, data []byte, expiresAt time.Time) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (s *Store) PutListDraftChunk(ctx context.Context, id string, n int, data []
 }
 
 // PutListDraft implements [jobsdriver.ListDraftDriver].
-func (s *Store) PutListDraft(ctx context.Context, p jobtype.PutListDraftParams) (bool, error) {
+func (s *jobsDriver) PutListDraft(ctx context.Context, p jobtype.PutListDraftParams) (bool, error) {
 	if err := ctxErr(ctx); err != nil {
 		return false, err
 	}
@@ -127,7 +127,7 @@ func (s *Store) PutListDraft(ctx context.Context, p jobtype.PutListDraftParams) 
 }
 
 // ListDraft implements [jobsdriver.ListDraftDriver].
-func (s *Store) ListDraft(ctx context.Context, accountID, id string) (jobtype.ListDraft, error) {
+func (s *jobsDriver) ListDraft(ctx context.Context, accountID, id string) (jobtype.ListDraft, error) {
 	if err := ctxErr(ctx); err != nil {
 		return jobtype.ListDraft{}, err
 	}
@@ -141,7 +141,7 @@ func (s *Store) ListDraft(ctx context.Context, accountID, id string) (jobtype.Li
 }
 
 // ListDraftChunk implements [jobsdriver.ListDraftDriver].
-func (s *Store) ListDraftChunk(ctx context.Context, id string, n int) ([]byte, error) {
+func (s *jobsDriver) ListDraftChunk(ctx context.Context, id string, n int) ([]byte, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func (s *Store) ListDraftChunk(ctx context.Context, id string, n int) ([]byte, e
 }
 
 // TakeListDraft implements [jobsdriver.ListDraftDriver].
-func (s *Store) TakeListDraft(ctx context.Context, accountID, id string) (jobtype.ListDraft, error) {
+func (s *jobsDriver) TakeListDraft(ctx context.Context, accountID, id string) (jobtype.ListDraft, error) {
 	if err := ctxErr(ctx); err != nil {
 		return jobtype.ListDraft{}, err
 	}
@@ -170,7 +170,7 @@ func (s *Store) TakeListDraft(ctx context.Context, accountID, id string) (jobtyp
 }
 
 // DeleteListDraft implements [jobsdriver.ListDraftDriver].
-func (s *Store) DeleteListDraft(ctx context.Context, id string) error {
+func (s *jobsDriver) DeleteListDraft(ctx context.Context, id string) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // Enqueue implements [jobsdriver.Driver].
-func (s *Store) Enqueue(ctx context.Context, p jobtype.EnqueueParams) ([]string, error) {
+func (s *jobsDriver) Enqueue(ctx context.Context, p jobtype.EnqueueParams) ([]string, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
@@ -31,7 +31,7 @@ func (s *Store) Enqueue(ctx context.Context, p jobtype.EnqueueParams) ([]string,
 
 // EnqueueCharged implements [jobsdriver.ChargingDriver]: the charge and the jobs
 // are written under one lock.
-func (s *Store) EnqueueCharged(ctx context.Context, p jobtype.EnqueueChargedParams) ([]string, error) {
+func (s *jobsDriver) EnqueueCharged(ctx context.Context, p jobtype.EnqueueChargedParams) ([]string, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func (s *Store) enqueueLocked(p jobtype.EnqueueParams) []string {
 }
 
 // Subscribe implements [jobsdriver.Notifier].
-func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
+func (s *jobsDriver) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 }
 
 // Lease implements [jobsdriver.Driver].
-func (s *Store) Lease(ctx context.Context, p jobsdriver.LeaseParams) ([]jobsdriver.Lease, error) {
+func (s *jobsDriver) Lease(ctx context.Context, p jobsdriver.LeaseParams) ([]jobsdriver.Lease, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
@@ -208,7 +208,7 @@ func (s *Store) heldLocked(id, token string) (*job, uint64, error) {
 }
 
 // Heartbeat implements [jobsdriver.Driver].
-func (s *Store) Heartbeat(ctx context.Context, p jobsdriver.HeartbeatParams) (time.Time, error) {
+func (s *jobsDriver) Heartbeat(ctx context.Context, p jobsdriver.HeartbeatParams) (time.Time, error) {
 	if err := ctxErr(ctx); err != nil {
 		return time.Time{}, err
 	}
@@ -223,7 +223,7 @@ func (s *Store) Heartbeat(ctx context.Context, p jobsdriver.HeartbeatParams) (ti
 }
 
 // Complete implements [jobsdriver.Driver].
-func (s *Store) Complete(ctx context.Context, p jobsdriver.CompleteParams) error {
+func (s *jobsDriver) Complete(ctx context.Context, p jobsdriver.CompleteParams) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
@@ -282,7 +282,7 @@ func (s *Store) Complete(ctx context.Context, p jobsdriver.CompleteParams) error
 }
 
 // Retry implements [jobsdriver.Driver].
-func (s *Store) Retry(ctx context.Context, p jobsdriver.RetryParams) error {
+func (s *jobsDriver) Retry(ctx context.Context, p jobsdriver.RetryParams) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
@@ -331,7 +331,7 @@ func (s *Store) makeAvailableLocked(j *job, n uint64, runAt time.Time) {
 }
 
 // RescueExpired implements [jobsdriver.Driver].
-func (s *Store) RescueExpired(ctx context.Context, p jobsdriver.RescueParams) (int, error) {
+func (s *jobsDriver) RescueExpired(ctx context.Context, p jobsdriver.RescueParams) (int, error) {
 	if err := ctxErr(ctx); err != nil {
 		return 0, err
 	}
@@ -367,7 +367,7 @@ func (s *Store) RescueExpired(ctx context.Context, p jobsdriver.RescueParams) (i
 }
 
 // Get implements [jobsdriver.Driver].
-func (s *Store) Get(ctx context.Context, account, id string) (jobtype.Job, error) {
+func (s *jobsDriver) Get(ctx context.Context, account, id string) (jobtype.Job, error) {
 	if err := ctxErr(ctx); err != nil {
 		return jobtype.Job{}, err
 	}
@@ -392,7 +392,7 @@ func (s *Store) Get(ctx context.Context, account, id string) (jobtype.Job, error
 }
 
 // Cleanup implements [jobsdriver.Driver].
-func (s *Store) Cleanup(ctx context.Context, p jobsdriver.CleanupParams) (int, error) {
+func (s *jobsDriver) Cleanup(ctx context.Context, p jobsdriver.CleanupParams) (int, error) {
 	if err := ctxErr(ctx); err != nil {
 		return 0, err
 	}
@@ -495,7 +495,7 @@ func (s *Store) batchJobsLocked(account, batchID string, after uint64, limit int
 }
 
 // Batch implements [jobsdriver.BatchDriver].
-func (s *Store) Batch(ctx context.Context, accountID, batchID string) (jobtype.Batch, error) {
+func (s *jobsDriver) Batch(ctx context.Context, accountID, batchID string) (jobtype.Batch, error) {
 	if err := ctxErr(ctx); err != nil {
 		return jobtype.Batch{}, err
 	}
@@ -509,7 +509,7 @@ func (s *Store) Batch(ctx context.Context, accountID, batchID string) (jobtype.B
 }
 
 // Batches implements [jobsdriver.BatchDriver].
-func (s *Store) Batches(ctx context.Context, p jobtype.BatchesParams) ([]jobtype.Batch, error) {
+func (s *jobsDriver) Batches(ctx context.Context, p jobtype.BatchesParams) ([]jobtype.Batch, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
@@ -537,7 +537,7 @@ func (s *Store) Batches(ctx context.Context, p jobtype.BatchesParams) ([]jobtype
 }
 
 // BatchJobs implements [jobsdriver.BatchDriver].
-func (s *Store) BatchJobs(ctx context.Context, p jobtype.BatchJobsParams) ([]jobtype.Job, error) {
+func (s *jobsDriver) BatchJobs(ctx context.Context, p jobtype.BatchJobsParams) ([]jobtype.Job, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
@@ -557,10 +557,10 @@ func (s *Store) BatchJobs(ctx context.Context, p jobtype.BatchJobsParams) ([]job
 	return s.batchJobsLocked(p.AccountID, p.BatchID, after, p.Limit), nil
 }
 
-var _ jobsdriver.BatchDeferrer = (*Store)(nil)
+var _ jobsdriver.BatchDeferrer = (*jobsDriver)(nil)
 
-// DeferMany implements [jobsdriver.BatchDeferrer]: each item as [Store.Retry].
-func (s *Store) DeferMany(ctx context.Context, ps []jobsdriver.RetryParams) []error {
+// DeferMany implements [jobsdriver.BatchDeferrer]: each item as Retry.
+func (s *jobsDriver) DeferMany(ctx context.Context, ps []jobsdriver.RetryParams) []error {
 	errs := make([]error, len(ps))
 	for i, p := range ps {
 		errs[i] = s.Retry(ctx, p)
@@ -568,12 +568,12 @@ func (s *Store) DeferMany(ctx context.Context, ps []jobsdriver.RetryParams) []er
 	return errs
 }
 
-var _ jobsdriver.BatchDeleter = (*Store)(nil)
+var _ jobsdriver.BatchDeleter = (*jobsDriver)(nil)
 
 // DeleteBatch implements [jobsdriver.BatchDeleter]: the batch's counters, jobs
 // and list rows go under the lock. The heaps and the completion order
 // may still name its jobs' ids; their readers skip ids with no job.
-func (s *Store) DeleteBatch(ctx context.Context, accountID, batchID string) error {
+func (s *jobsDriver) DeleteBatch(ctx context.Context, accountID, batchID string) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}

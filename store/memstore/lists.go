@@ -12,7 +12,7 @@ import (
 	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobsdriver.ListDriver = (*Store)(nil)
+var _ jobsdriver.ListDriver = (*jobsDriver)(nil)
 
 // memList is a committed list: its description and rows.
 type memList struct {
@@ -42,11 +42,11 @@ type listWriter struct {
 
 // BeginList implements [jobsdriver.ListDriver]: nothing reaches the store before
 // Commit.
-func (s *Store) BeginList(ctx context.Context, p jobtype.BeginListParams) (jobtype.ListWriter, error) {
+func (s *jobsDriver) BeginList(ctx context.Context, p jobtype.BeginListParams) (jobtype.ListWriter, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
-	return &listWriter{s: s, p: p, rows: make([]memRow, 0, max(p.Rows, 0)), unique: make(map[string]int)}, nil
+	return &listWriter{s: s.Store, p: p, rows: make([]memRow, 0, max(p.Rows, 0)), unique: make(map[string]int)}, nil
 }
 
 // Append implements [jobtype.ListWriter]. A row's job is recorded as the
@@ -187,7 +187,7 @@ func (s *Store) listLocked(account, batchID string) *memList {
 }
 
 // List implements [jobsdriver.ListDriver].
-func (s *Store) List(ctx context.Context, accountID, batchID string) (jobtype.ListInfo, error) {
+func (s *jobsDriver) List(ctx context.Context, accountID, batchID string) (jobtype.ListInfo, error) {
 	if err := ctxErr(ctx); err != nil {
 		return jobtype.ListInfo{}, err
 	}
@@ -203,7 +203,7 @@ func (s *Store) List(ctx context.Context, accountID, batchID string) (jobtype.Li
 }
 
 // ListRows implements [jobsdriver.ListDriver].
-func (s *Store) ListRows(ctx context.Context, p jobtype.ListRowsParams) ([]jobtype.ListRow, error) {
+func (s *jobsDriver) ListRows(ctx context.Context, p jobtype.ListRowsParams) ([]jobtype.ListRow, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}

@@ -8,11 +8,11 @@ import (
 	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobsdriver.StatsDriver = (*Store)(nil)
+var _ jobsdriver.StatsDriver = (*jobsDriver)(nil)
 
 // QueueStats implements [jobsdriver.StatsDriver]: one pass over the jobs not
 // yet completed.
-func (s *Store) QueueStats(ctx context.Context) (jobtype.QueueStats, error) {
+func (s *jobsDriver) QueueStats(ctx context.Context) (jobtype.QueueStats, error) {
 	if err := ctxErr(ctx); err != nil {
 		return jobtype.QueueStats{}, err
 	}

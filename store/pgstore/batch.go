@@ -13,7 +13,7 @@ import (
 	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobsdriver.BatchDriver = (*Store)(nil)
+var _ jobsdriver.BatchDriver = (*jobsDriver)(nil)
 
 // batchColumns are the columns scanBatch reads, in order.
 const batchColumns = `id, account, source, total, completed, counts, created_at, completed_at, name, coalesce(number, 0)`
@@ -48,7 +48,7 @@ func scanBatch(row pgx.Row) (jobtype.Batch, error) {
 
 // Batch implements [jobsdriver.BatchDriver]: one row of the batches table, whose
 // counters the completions keep.
-func (s *Store) Batch(ctx context.Context, accountID, batchID string) (jobtype.Batch, error) {
+func (s *jobsDriver) Batch(ctx context.Context, accountID, batchID string) (jobtype.Batch, error) {
 	n, ok := parseID(batchID)
 	if !ok {
 		return jobtype.Batch{}, jobtype.ErrNotFound
@@ -65,7 +65,7 @@ func (s *Store) Batch(ctx context.Context, accountID, batchID string) (jobtype.B
 }
 
 // Batches implements [jobsdriver.BatchDriver] on the (account, id) index.
-func (s *Store) Batches(ctx context.Context, p jobtype.BatchesParams) ([]jobtype.Batch, error) {
+func (s *jobsDriver) Batches(ctx context.Context, p jobtype.BatchesParams) ([]jobtype.Batch, error) {
 	var before *int64
 	if p.Before != "" {
 		n, ok := parseID(p.Before)
@@ -88,7 +88,7 @@ func (s *Store) Batches(ctx context.Context, p jobtype.BatchesParams) ([]jobtype
 }
 
 // BatchJobs implements [jobsdriver.BatchDriver].
-func (s *Store) BatchJobs(ctx context.Context, p jobtype.BatchJobsParams) ([]jobtype.Job, error) {
+func (s *jobsDriver) BatchJobs(ctx context.Context, p jobtype.BatchJobsParams) ([]jobtype.Job, error) {
 	n, ok := parseID(p.BatchID)
 	if !ok {
 		return nil, jobtype.ErrNotFound
@@ -120,13 +120,13 @@ func (s *Store) BatchJobs(ctx context.Context, p jobtype.BatchJobsParams) ([]job
 	return out, nil
 }
 
-var _ jobsdriver.BatchDeleter = (*Store)(nil)
+var _ jobsdriver.BatchDeleter = (*jobsDriver)(nil)
 
 // DeleteBatch implements [jobsdriver.BatchDeleter]: one transaction removes the
 // batch's jobs, then its row (the order completions lock them in, so
 // that a completion of one of its jobs waits, then finds nothing), then
 // its list and rows.
-func (s *Store) DeleteBatch(ctx context.Context, accountID, batchID string) error {
+func (s *jobsDriver) DeleteBatch(ctx context.Context, accountID, batchID string) error {
 	n, ok := parseID(batchID)
 	if !ok {
 		return jobtype.ErrNotFound

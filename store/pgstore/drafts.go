@@ -10,11 +10,11 @@ import (
 	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobsdriver.ListDraftDriver = (*Store)(nil)
+var _ jobsdriver.ListDraftDriver = (*jobsDriver)(nil)
 
 // PutListDraftChunk implements [jobsdriver.ListDraftDriver]: one row of
 // list_draft_chunks.
-func (s *Store) PutListDraftChunk(ctx context.Context, id string, n int, data []byte, expiresAt time.Time) error {
+func (s *jobsDriver) PutListDraftChunk(ctx context.Context, id string, n int, data []byte, expiresAt time.Time) error {
 	if data == nil {
 		data = []byte{}
 	}
@@ -29,7 +29,7 @@ func (s *Store) PutListDraftChunk(ctx context.Context, id string, n int, data []
 // which locks the account's and the network's drafts (an advisory lock
 // on each) so that concurrent puts keep the bounds; expired drafts and
 // chunks are removed first.
-func (s *Store) PutListDraft(ctx context.Context, p jobtype.PutListDraftParams) (bool, error) {
+func (s *jobsDriver) PutListDraft(ctx context.Context, p jobtype.PutListDraftParams) (bool, error) {
 	d := p.Draft
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -104,7 +104,7 @@ func scanDraft(row pgx.Row) (jobtype.ListDraft, error) {
 }
 
 // ListDraft implements [jobsdriver.ListDraftDriver].
-func (s *Store) ListDraft(ctx context.Context, accountID, id string) (jobtype.ListDraft, error) {
+func (s *jobsDriver) ListDraft(ctx context.Context, accountID, id string) (jobtype.ListDraft, error) {
 	d, err := scanDraft(s.pool.QueryRow(ctx, s.sql(`SELECT `+draftColumns+` FROM {schema}.list_drafts
 		WHERE id = $1 AND account = $2 AND expires_at > now()`), id, accountID))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -114,7 +114,7 @@ func (s *Store) ListDraft(ctx context.Context, accountID, id string) (jobtype.Li
 }
 
 // ListDraftChunk implements [jobsdriver.ListDraftDriver].
-func (s *Store) ListDraftChunk(ctx context.Context, id string, n int) ([]byte, error) {
+func (s *jobsDriver) ListDraftChunk(ctx context.Context, id string, n int) ([]byte, error) {
 	var data []byte
 	err := s.pool.QueryRow(ctx, s.sql(`SELECT data FROM {schema}.list_draft_chunks
 		WHERE draft_id = $1 AND n = $2 AND expires_at > now()`), id, n).Scan(&data)
@@ -129,7 +129,7 @@ func (s *Store) ListDraftChunk(ctx context.Context, id string, n int) ([]byte, e
 
 // TakeListDraft implements [jobsdriver.ListDraftDriver]: one DELETE …
 // RETURNING, which one of concurrent takes wins.
-func (s *Store) TakeListDraft(ctx context.Context, accountID, id string) (jobtype.ListDraft, error) {
+func (s *jobsDriver) TakeListDraft(ctx context.Context, accountID, id string) (jobtype.ListDraft, error) {
 	d, err := scanDraft(s.pool.QueryRow(ctx, s.sql(`DELETE FROM {schema}.list_drafts
 		WHERE id = $1 AND account = $2 AND expires_at > now() RETURNING `+draftColumns), id, accountID))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -139,7 +139,7 @@ func (s *Store) TakeListDraft(ctx context.Context, accountID, id string) (jobtyp
 }
 
 // DeleteListDraft implements [jobsdriver.ListDraftDriver].
-func (s *Store) DeleteListDraft(ctx context.Context, id string) error {
+func (s *jobsDriver) DeleteListDraft(ctx context.Context, id string) error {
 	_, err := s.pool.Exec(ctx, s.sql(`
 		WITH gone AS (DELETE FROM {schema}.list_drafts WHERE id = $1 RETURNING id)
 		DELETE FROM {schema}.list_draft_chunks WHERE draft_id = $1`), id)

@@ -122,7 +122,7 @@ func sourceArg(source string) *string {
 
 // Enqueue implements [jobsdriver.Driver]: the batch is one INSERT statement, and
 // its commit wakes subscribed workers.
-func (s *Store) Enqueue(ctx context.Context, p jobtype.EnqueueParams) ([]string, error) {
+func (s *jobsDriver) Enqueue(ctx context.Context, p jobtype.EnqueueParams) ([]string, error) {
 	if len(p.Emails) == 0 {
 		return nil, jobtype.ErrEmptyBatch
 	}
@@ -141,7 +141,7 @@ func (s *Store) Enqueue(ctx context.Context, p jobtype.EnqueueParams) ([]string,
 // the record of the batch's idempotency key are one transaction. The record
 // expires after p.IdempotencyTTL; the charge's ledger entry carries no
 // idempotency key, so an expired key can start a new batch.
-func (s *Store) EnqueueCharged(ctx context.Context, p jobtype.EnqueueChargedParams) ([]string, error) {
+func (s *jobsDriver) EnqueueCharged(ctx context.Context, p jobtype.EnqueueChargedParams) ([]string, error) {
 	if len(p.Emails) == 0 {
 		return nil, jobtype.ErrEmptyBatch
 	}
@@ -360,7 +360,7 @@ func (s *Store) promote(ctx context.Context, now time.Time, first, last int64) {
 
 // Lease implements [jobsdriver.Driver] with SELECT ... FOR UPDATE SKIP LOCKED, so
 // that concurrent leasers never wait for each other nor share a job.
-func (s *Store) Lease(ctx context.Context, p jobsdriver.LeaseParams) ([]jobsdriver.Lease, error) {
+func (s *jobsDriver) Lease(ctx context.Context, p jobsdriver.LeaseParams) ([]jobsdriver.Lease, error) {
 	if p.Max < 1 || p.Duration <= 0 {
 		return nil, fmt.Errorf("jobs: invalid lease request (max %d, duration %v)", p.Max, p.Duration)
 	}
@@ -451,7 +451,7 @@ func held(changed, exists bool) error {
 }
 
 // Heartbeat implements [jobsdriver.Driver].
-func (s *Store) Heartbeat(ctx context.Context, p jobsdriver.HeartbeatParams) (time.Time, error) {
+func (s *jobsDriver) Heartbeat(ctx context.Context, p jobsdriver.HeartbeatParams) (time.Time, error) {
 	id, ok := parseID(p.ID)
 	if !ok {
 		return time.Time{}, jobtype.ErrNotFound
@@ -537,7 +537,7 @@ const completeSQL = `
 // [Webhooks], due at its CreatedAt (the completion time when zero).
 // An event id already in the outbox fails the completion as a whole with
 // an error wrapping [webhook.ErrDuplicate]; the lease still holds.
-func (s *Store) Complete(ctx context.Context, p jobsdriver.CompleteParams) error {
+func (s *jobsDriver) Complete(ctx context.Context, p jobsdriver.CompleteParams) error {
 	args, err := completeArgs(p)
 	if err != nil {
 		return err
@@ -663,7 +663,7 @@ const completeManySQL = `
 // statement fails as a whole (an event id already in the outbox, say),
 // each job is completed on its own instead, so the failure stays with
 // its job.
-func (s *Store) CompleteMany(ctx context.Context, ps []jobsdriver.CompleteParams) []error {
+func (s *jobsDriver) CompleteMany(ctx context.Context, ps []jobsdriver.CompleteParams) []error {
 	errs := make([]error, len(ps))
 	n := len(ps)
 	var (
@@ -755,7 +755,7 @@ func (s *Store) CompleteMany(ctx context.Context, ps []jobsdriver.CompleteParams
 }
 
 // Retry implements [jobsdriver.Driver].
-func (s *Store) Retry(ctx context.Context, p jobsdriver.RetryParams) error {
+func (s *jobsDriver) Retry(ctx context.Context, p jobsdriver.RetryParams) error {
 	id, ok := parseID(p.ID)
 	if !ok {
 		return jobtype.ErrNotFound
@@ -806,7 +806,7 @@ func (s *Store) Retry(ctx context.Context, p jobsdriver.RetryParams) error {
 // state and expiry checked again under the lock, so a job completed or
 // re-leased meanwhile is left alone. Subscribed workers are woken when jobs
 // were rescued.
-func (s *Store) RescueExpired(ctx context.Context, p jobsdriver.RescueParams) (int, error) {
+func (s *jobsDriver) RescueExpired(ctx context.Context, p jobsdriver.RescueParams) (int, error) {
 	var limit *int64
 	if p.Limit > 0 {
 		l := int64(p.Limit)
@@ -843,7 +843,7 @@ func (s *Store) RescueExpired(ctx context.Context, p jobsdriver.RescueParams) (i
 }
 
 // Get implements [jobsdriver.Driver].
-func (s *Store) Get(ctx context.Context, account, id string) (jobtype.Job, error) {
+func (s *jobsDriver) Get(ctx context.Context, account, id string) (jobtype.Job, error) {
 	n, ok := parseID(id)
 	if !ok {
 		return jobtype.Job{}, jobtype.ErrNotFound
@@ -864,11 +864,11 @@ func (s *Store) Get(ctx context.Context, account, id string) (jobtype.Job, error
 // those finished before the start of p.CompletedBefore's day (UTC) are
 // removed, most of them by dropping their day's partition (see
 // [Store.EnsurePartitions]); a completed job is kept at most a day longer
-// than asked ([Store.CleanupGranularity]). p.Limit bounds the rows deleted
+// than asked (CleanupGranularity). p.Limit bounds the rows deleted
 // one by one, not the partitions dropped. Cleanup also makes the
 // partitions of the days ahead and removes expired idempotency records,
 // dashboard sessions and mailed tokens.
-func (s *Store) Cleanup(ctx context.Context, p jobsdriver.CleanupParams) (int, error) {
+func (s *jobsDriver) Cleanup(ctx context.Context, p jobsdriver.CleanupParams) (int, error) {
 	// One process at a time makes and drops partitions; another
 	// cleaning up meanwhile leaves it to the one holding the lock.
 	n := 0
@@ -915,15 +915,15 @@ func (s *Store) Cleanup(ctx context.Context, p jobsdriver.CleanupParams) (int, e
 
 // CleanupGranularity implements [jobsdriver.GranularCleanup]: jobs leave by
 // whole days.
-func (s *Store) CleanupGranularity() time.Duration { return 24 * time.Hour }
+func (s *jobsDriver) CleanupGranularity() time.Duration { return 24 * time.Hour }
 
-var _ jobsdriver.BatchDeferrer = (*Store)(nil)
+var _ jobsdriver.BatchDeferrer = (*jobsDriver)(nil)
 
 // DeferMany implements [jobsdriver.BatchDeferrer] with one statement: each job
 // still held by its token becomes delayed until its run-at, keeping its
 // errors, and takes its new turn when it comes due (promoteSQL), as
-// [Store.Retry] does for a job handed back for later.
-func (s *Store) DeferMany(ctx context.Context, ps []jobsdriver.RetryParams) []error {
+// Retry does for a job handed back for later.
+func (s *jobsDriver) DeferMany(ctx context.Context, ps []jobsdriver.RetryParams) []error {
 	errs := make([]error, len(ps))
 	ids := make([]int64, 0, len(ps))
 	tokens := make([]string, 0, len(ps))

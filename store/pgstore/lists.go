@@ -14,7 +14,7 @@ import (
 	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobsdriver.ListDriver = (*Store)(nil)
+var _ jobsdriver.ListDriver = (*jobsDriver)(nil)
 
 // listWriter stages a list inside one transaction: the rows go to a
 // temporary table, and Commit turns them into jobs, rows, the batch, the
@@ -33,12 +33,12 @@ type listWriter struct {
 // transaction, takes the batch's id (all of the transaction's ids share
 // its day, as now() is the transaction's start) and makes the staging
 // table.
-func (s *Store) BeginList(ctx context.Context, p jobtype.BeginListParams) (jobtype.ListWriter, error) {
+func (s *jobsDriver) BeginList(ctx context.Context, p jobtype.BeginListParams) (jobtype.ListWriter, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fail(ctx, "begin list", err)
 	}
-	w := &listWriter{s: s, tx: tx, p: p}
+	w := &listWriter{s: s.Store, tx: tx, p: p}
 	err = tx.QueryRow(ctx, s.sql(`SELECT {schema}.next_job_id()`)).Scan(&w.batchID)
 	if err == nil {
 		_, err = tx.Exec(ctx, `CREATE TEMP TABLE validmail_list_stage (n integer, record text[], email text, key text) ON COMMIT DROP`)
@@ -225,7 +225,7 @@ func (s *Store) takeListKey(ctx context.Context, tx pgx.Tx, p jobtype.BeginListP
 		return jobtype.ListInfo{}, true, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, p.IdempotencyKey)
 	}
 	rollback(tx)
-	info, err := s.List(ctx, p.AccountID, strconv.FormatInt(ids[0], 10))
+	info, err := (&jobsDriver{s}).List(ctx, p.AccountID, strconv.FormatInt(ids[0], 10))
 	if errors.Is(err, jobtype.ErrNotFound) {
 		return jobtype.ListInfo{}, true, jobtype.ErrBatchReplayed
 	}
@@ -262,7 +262,7 @@ func (w *listWriter) Abort(ctx context.Context) error {
 }
 
 // List implements [jobsdriver.ListDriver].
-func (s *Store) List(ctx context.Context, accountID, batchID string) (jobtype.ListInfo, error) {
+func (s *jobsDriver) List(ctx context.Context, accountID, batchID string) (jobtype.ListInfo, error) {
 	id, ok := parseID(batchID)
 	if !ok {
 		return jobtype.ListInfo{}, jobtype.ErrNotFound
@@ -287,7 +287,7 @@ func (s *Store) List(ctx context.Context, accountID, batchID string) (jobtype.Li
 }
 
 // ListRows implements [jobsdriver.ListDriver]: a page of rows, then their jobs.
-func (s *Store) ListRows(ctx context.Context, p jobtype.ListRowsParams) ([]jobtype.ListRow, error) {
+func (s *jobsDriver) ListRows(ctx context.Context, p jobtype.ListRowsParams) ([]jobtype.ListRow, error) {
 	id, ok := parseID(p.BatchID)
 	if !ok {
 		return nil, jobtype.ErrNotFound

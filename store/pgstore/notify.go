@@ -24,7 +24,7 @@ type listener struct {
 // once, since notifications may have been missed meanwhile. Subscribe
 // returns once notifications are flowing, or the error of the first attempt
 // to listen.
-func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
+func (s *jobsDriver) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

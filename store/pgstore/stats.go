@@ -8,11 +8,11 @@ import (
 	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobsdriver.StatsDriver = (*Store)(nil)
+var _ jobsdriver.StatsDriver = (*jobsDriver)(nil)
 
 // QueueStats implements [jobsdriver.StatsDriver] on the partial indexes of
 // available and running jobs.
-func (s *Store) QueueStats(ctx context.Context) (jobtype.QueueStats, error) {
+func (s *jobsDriver) QueueStats(ctx context.Context) (jobtype.QueueStats, error) {
 	var st jobtype.QueueStats
 	var oldest *time.Time
 	err := s.pool.QueryRow(ctx, s.sql(`

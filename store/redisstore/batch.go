@@ -16,7 +16,7 @@ import (
 	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobsdriver.BatchDriver = (*Store)(nil)
+var _ jobsdriver.BatchDriver = (*jobsDriver)(nil)
 
 // batchFrom reads a batch's record (bt:ID) for the account; a record of
 // another account, or none, is [jobtype.ErrNotFound].
@@ -104,7 +104,7 @@ func (s *Store) batchJobs(ctx context.Context, account, batchID string, after in
 
 // Batch implements [jobsdriver.BatchDriver]: the batch's record, whose counters
 // the completions keep.
-func (s *Store) Batch(ctx context.Context, accountID, batchID string) (jobtype.Batch, error) {
+func (s *jobsDriver) Batch(ctx context.Context, accountID, batchID string) (jobtype.Batch, error) {
 	if err := checkCtx(ctx, "batch"); err != nil {
 		return jobtype.Batch{}, err
 	}
@@ -120,7 +120,7 @@ func (s *Store) Batch(ctx context.Context, accountID, batchID string) (jobtype.B
 
 // Batches implements [jobsdriver.BatchDriver]: the account's list of batches,
 // then their records in one pipeline.
-func (s *Store) Batches(ctx context.Context, p jobtype.BatchesParams) ([]jobtype.Batch, error) {
+func (s *jobsDriver) Batches(ctx context.Context, p jobtype.BatchesParams) ([]jobtype.Batch, error) {
 	if err := checkCtx(ctx, "batches"); err != nil {
 		return nil, err
 	}
@@ -174,7 +174,7 @@ func (s *Store) Batches(ctx context.Context, p jobtype.BatchesParams) ([]jobtype
 }
 
 // BatchJobs implements [jobsdriver.BatchDriver].
-func (s *Store) BatchJobs(ctx context.Context, p jobtype.BatchJobsParams) ([]jobtype.Job, error) {
+func (s *jobsDriver) BatchJobs(ctx context.Context, p jobtype.BatchJobsParams) ([]jobtype.Job, error) {
 	if err := checkCtx(ctx, "batch jobs"); err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func (s *Store) BatchJobs(ctx context.Context, p jobtype.BatchJobsParams) ([]job
 	return s.batchJobs(ctx, p.AccountID, p.BatchID, after, p.Limit)
 }
 
-var _ jobsdriver.BatchDeleter = (*Store)(nil)
+var _ jobsdriver.BatchDeleter = (*jobsDriver)(nil)
 
 // scriptBatchDelete removes a batch's record, so that it reads as gone at
 // once, and the jobs of a batch that is not a list; a list is marked
@@ -222,7 +222,7 @@ return 1
 
 // DeleteBatch implements [jobsdriver.BatchDeleter] with [scriptBatchDelete],
 // then, for a list, drops its jobs and rows.
-func (s *Store) DeleteBatch(ctx context.Context, accountID, batchID string) error {
+func (s *jobsDriver) DeleteBatch(ctx context.Context, accountID, batchID string) error {
 	if err := checkCtx(ctx, "delete batch"); err != nil {
 		return err
 	}

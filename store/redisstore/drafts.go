@@ -11,7 +11,7 @@ import (
 	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobsdriver.ListDraftDriver = (*Store)(nil)
+var _ jobsdriver.ListDraftDriver = (*jobsDriver)(nil)
 
 // List drafts live in the store's own slot ("{prefix}"), as accounts and
 // sessions do: draft:ID, a hash of the record, and draftdata:ID, a hash
@@ -77,7 +77,7 @@ return f
 
 // PutListDraftChunk implements [jobsdriver.ListDraftDriver]: a field of
 // draftdata:ID, which expires with the draft.
-func (s *Store) PutListDraftChunk(ctx context.Context, id string, n int, data []byte, expiresAt time.Time) error {
+func (s *jobsDriver) PutListDraftChunk(ctx context.Context, id string, n int, data []byte, expiresAt time.Time) error {
 	k := s.key("draftdata:" + id)
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, k, strconv.Itoa(n), data)
@@ -88,7 +88,7 @@ func (s *Store) PutListDraftChunk(ctx context.Context, id string, n int, data []
 }
 
 // PutListDraft implements [jobsdriver.ListDraftDriver]: one script.
-func (s *Store) PutListDraft(ctx context.Context, p jobtype.PutListDraftParams) (bool, error) {
+func (s *jobsDriver) PutListDraft(ctx context.Context, p jobtype.PutListDraftParams) (bool, error) {
 	d := p.Draft
 	keys := []string{s.key("draft:" + d.ID), s.key("draftacct:" + d.AccountID), s.key("draftseq")}
 	if d.Network != "" {
@@ -107,7 +107,7 @@ func (s *Store) PutListDraft(ctx context.Context, p jobtype.PutListDraftParams) 
 }
 
 // ListDraft implements [jobsdriver.ListDraftDriver].
-func (s *Store) ListDraft(ctx context.Context, accountID, id string) (jobtype.ListDraft, error) {
+func (s *jobsDriver) ListDraft(ctx context.Context, accountID, id string) (jobtype.ListDraft, error) {
 	f, err := s.rdb.HMGet(ctx, s.key("draft:"+id), "account", "network", "meta", "chunks", "expires").Result()
 	if err != nil {
 		return jobtype.ListDraft{}, s.wrap(ctx, "list draft", err)
@@ -134,7 +134,7 @@ func draftOf(id, account string, f []any) (jobtype.ListDraft, error) {
 }
 
 // ListDraftChunk implements [jobsdriver.ListDraftDriver].
-func (s *Store) ListDraftChunk(ctx context.Context, id string, n int) ([]byte, error) {
+func (s *jobsDriver) ListDraftChunk(ctx context.Context, id string, n int) ([]byte, error) {
 	b, err := s.rdb.HGet(ctx, s.key("draftdata:"+id), strconv.Itoa(n)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, jobtype.ErrNotFound
@@ -149,7 +149,7 @@ func (s *Store) ListDraftChunk(ctx context.Context, id string, n int) ([]byte, e
 }
 
 // TakeListDraft implements [jobsdriver.ListDraftDriver]: one script.
-func (s *Store) TakeListDraft(ctx context.Context, accountID, id string) (jobtype.ListDraft, error) {
+func (s *jobsDriver) TakeListDraft(ctx context.Context, accountID, id string) (jobtype.ListDraft, error) {
 	f, err := s.run(ctx, scriptTakeDraft, []string{s.key("draft:" + id)}, accountID).Slice()
 	if errors.Is(err, redis.Nil) {
 		return jobtype.ListDraft{}, jobtype.ErrNotFound
@@ -164,7 +164,7 @@ func (s *Store) TakeListDraft(ctx context.Context, accountID, id string) (jobtyp
 }
 
 // DeleteListDraft implements [jobsdriver.ListDraftDriver].
-func (s *Store) DeleteListDraft(ctx context.Context, id string) error {
+func (s *jobsDriver) DeleteListDraft(ctx context.Context, id string) error {
 	err := s.rdb.Del(ctx, s.key("draft:"+id), s.key("draftdata:"+id)).Err()
 	return s.wrap(ctx, "delete list draft", err)
 }

@@ -21,7 +21,7 @@ import (
 
 // Enqueue implements [jobsdriver.Driver]: the ids come from one INCRBY-style
 // counter step and every job is written by one script.
-func (s *Store) Enqueue(ctx context.Context, p jobtype.EnqueueParams) ([]string, error) {
+func (s *jobsDriver) Enqueue(ctx context.Context, p jobtype.EnqueueParams) ([]string, error) {
 	if err := checkCtx(ctx, "enqueue"); err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func (s *Store) Enqueue(ctx context.Context, p jobtype.EnqueueParams) ([]string,
 // EnqueueCharged implements [jobsdriver.ChargingDriver]: one script checks the
 // batch's idempotency key (with the batch's size and fingerprint) and the
 // balance, then writes the jobs and the charge.
-func (s *Store) EnqueueCharged(ctx context.Context, p jobtype.EnqueueChargedParams) ([]string, error) {
+func (s *jobsDriver) EnqueueCharged(ctx context.Context, p jobtype.EnqueueChargedParams) ([]string, error) {
 	if err := checkCtx(ctx, "enqueue"); err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ const maxLease = 1000
 // instead of retrying across the cluster's redirects, a shard that fails
 // is skipped for [shardBackoff] while the others are leased from, and the
 // call fails only when no shard that answered had work.
-func (s *Store) Lease(ctx context.Context, p jobsdriver.LeaseParams) ([]jobsdriver.Lease, error) {
+func (s *jobsDriver) Lease(ctx context.Context, p jobsdriver.LeaseParams) ([]jobsdriver.Lease, error) {
 	if err := checkCtx(ctx, "lease"); err != nil {
 		return nil, err
 	}
@@ -485,7 +485,7 @@ func validID(id string) bool {
 }
 
 // Heartbeat implements [jobsdriver.Driver].
-func (s *Store) Heartbeat(ctx context.Context, p jobsdriver.HeartbeatParams) (time.Time, error) {
+func (s *jobsDriver) Heartbeat(ctx context.Context, p jobsdriver.HeartbeatParams) (time.Time, error) {
 	if err := checkCtx(ctx, "heartbeat"); err != nil {
 		return time.Time{}, err
 	}
@@ -513,7 +513,7 @@ type storedResult struct {
 // token, the ledger's idempotency key, that the event id is new and every
 // key's type before writing. A repeated event id fails with an error
 // wrapping [webhook.ErrDuplicate] and changes nothing.
-func (s *Store) Complete(ctx context.Context, p jobsdriver.CompleteParams) error {
+func (s *jobsDriver) Complete(ctx context.Context, p jobsdriver.CompleteParams) error {
 	if err := checkCtx(ctx, "complete"); err != nil {
 		return err
 	}
@@ -585,7 +585,7 @@ func (s *Store) completeErr(ctx context.Context, p jobsdriver.CompleteParams, er
 // writes), in one round trip. If the script fails as a whole (a wrong key
 // type, a refund conflicting with the ledger), the jobs are completed one
 // by one, so the failure stays with its job.
-func (s *Store) CompleteMany(ctx context.Context, ps []jobsdriver.CompleteParams) []error {
+func (s *jobsDriver) CompleteMany(ctx context.Context, ps []jobsdriver.CompleteParams) []error {
 	errs := make([]error, len(ps))
 	if err := checkCtx(ctx, "complete"); err != nil {
 		for i := range errs {
@@ -651,7 +651,7 @@ func (s *Store) CompleteMany(ctx context.Context, ps []jobsdriver.CompleteParams
 // Retry implements [jobsdriver.Driver]. A run-at puts the job in the delayed
 // sorted set; Lease moves it back, to a new place in its account's queue,
 // when it is due.
-func (s *Store) Retry(ctx context.Context, p jobsdriver.RetryParams) error {
+func (s *jobsDriver) Retry(ctx context.Context, p jobsdriver.RetryParams) error {
 	if err := checkCtx(ctx, "retry"); err != nil {
 		return err
 	}
@@ -671,7 +671,7 @@ func (s *Store) Retry(ctx context.Context, p jobsdriver.RetryParams) error {
 // RescueExpired implements [jobsdriver.Driver]. The script rescues a job only if
 // it is still running under an expired lease, so a job completed or
 // re-leased meanwhile is left alone.
-func (s *Store) RescueExpired(ctx context.Context, p jobsdriver.RescueParams) (int, error) {
+func (s *jobsDriver) RescueExpired(ctx context.Context, p jobsdriver.RescueParams) (int, error) {
 	if err := checkCtx(ctx, "rescue"); err != nil {
 		return 0, err
 	}
@@ -700,7 +700,7 @@ func (s *Store) RescueExpired(ctx context.Context, p jobsdriver.RescueParams) (i
 }
 
 // Get implements [jobsdriver.Driver].
-func (s *Store) Get(ctx context.Context, account, id string) (jobtype.Job, error) {
+func (s *jobsDriver) Get(ctx context.Context, account, id string) (jobtype.Job, error) {
 	if err := checkCtx(ctx, "get job"); err != nil {
 		return jobtype.Job{}, err
 	}
@@ -743,7 +743,7 @@ func jobFromHash(id string, m map[string]string) (jobtype.Job, error) {
 
 // Cleanup implements [jobsdriver.Driver]. Completed jobs also expire on their own
 // after [Config.Retention].
-func (s *Store) Cleanup(ctx context.Context, p jobsdriver.CleanupParams) (int, error) {
+func (s *jobsDriver) Cleanup(ctx context.Context, p jobsdriver.CleanupParams) (int, error) {
 	if err := checkCtx(ctx, "cleanup"); err != nil {
 		return 0, err
 	}
@@ -775,7 +775,7 @@ func (s *Store) Cleanup(ctx context.Context, p jobsdriver.CleanupParams) (int, e
 // channel the enqueueing scripts publish on. It returns once the server has
 // confirmed the subscription; the subscription's connection is closed when
 // ctx ends.
-func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
+func (s *jobsDriver) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 	if err := checkCtx(ctx, "subscribe"); err != nil {
 		return nil, err
 	}
@@ -811,12 +811,12 @@ func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 	return out, nil
 }
 
-var _ jobsdriver.BatchDeferrer = (*Store)(nil)
+var _ jobsdriver.BatchDeferrer = (*jobsDriver)(nil)
 
 // DeferMany implements [jobsdriver.BatchDeferrer]: one script per shard's jobs
 // (a pool's deferrals are mostly of one shard, as its leases are); an item
-// with an error or without a run-at goes through [Store.Retry].
-func (s *Store) DeferMany(ctx context.Context, ps []jobsdriver.RetryParams) []error {
+// with an error or without a run-at goes through Retry.
+func (s *jobsDriver) DeferMany(ctx context.Context, ps []jobsdriver.RetryParams) []error {
 	errs := make([]error, len(ps))
 	if err := checkCtx(ctx, "defer"); err != nil {
 		for i := range errs {

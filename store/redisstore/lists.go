@@ -15,7 +15,7 @@ import (
 	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobsdriver.ListDriver = (*Store)(nil)
+var _ jobsdriver.ListDriver = (*jobsDriver)(nil)
 
 // A list lives in its account's shard:
 //   - lst:FIRST, a hash: its description, its state ("s" staging, "ok"
@@ -245,7 +245,7 @@ func deadline() int64 { return time.Now().Add(listAbandonAfter).UnixMicro() }
 // BeginList implements [jobsdriver.ListDriver]: one script reserves an id for
 // every row (the unique addresses are at most that many; the batch's jobs
 // are the first of them, consecutive) and records the list as staging.
-func (s *Store) BeginList(ctx context.Context, p jobtype.BeginListParams) (jobtype.ListWriter, error) {
+func (s *jobsDriver) BeginList(ctx context.Context, p jobtype.BeginListParams) (jobtype.ListWriter, error) {
 	if err := checkCtx(ctx, "begin list"); err != nil {
 		return nil, err
 	}
@@ -268,7 +268,7 @@ func (s *Store) BeginList(ctx context.Context, p jobtype.BeginListParams) (jobty
 	if err != nil {
 		return nil, s.wrap(ctx, "begin list", err)
 	}
-	return &listWriter{s: s, k: k, base: base, batch: first, p: p}, nil
+	return &listWriter{s: s.Store, k: k, base: base, batch: first, p: p}, nil
 }
 
 // Append implements [jobtype.ListWriter].
@@ -317,7 +317,7 @@ func (w *listWriter) Commit(ctx context.Context) (jobtype.ListInfo, error) {
 		if err != nil {
 			return jobtype.ListInfo{}, s.creditErr(ctx, "commit list", 0, err)
 		}
-		info, err := s.List(ctx, w.p.AccountID, res[1])
+		info, err := (&jobsDriver{s}).List(ctx, w.p.AccountID, res[1])
 		if errors.Is(err, jobtype.ErrNotFound) {
 			return jobtype.ListInfo{}, jobtype.ErrBatchReplayed
 		}
@@ -425,7 +425,7 @@ func (s *Store) listInfo(ctx context.Context, accountID, batchID string) (jobtyp
 }
 
 // List implements [jobsdriver.ListDriver].
-func (s *Store) List(ctx context.Context, accountID, batchID string) (jobtype.ListInfo, error) {
+func (s *jobsDriver) List(ctx context.Context, accountID, batchID string) (jobtype.ListInfo, error) {
 	if err := checkCtx(ctx, "list"); err != nil {
 		return jobtype.ListInfo{}, err
 	}
@@ -441,7 +441,7 @@ func (s *Store) List(ctx context.Context, accountID, batchID string) (jobtype.Li
 
 // ListRows implements [jobsdriver.ListDriver]: the rows' chunks in one
 // pipeline, then their jobs in another.
-func (s *Store) ListRows(ctx context.Context, p jobtype.ListRowsParams) ([]jobtype.ListRow, error) {
+func (s *jobsDriver) ListRows(ctx context.Context, p jobtype.ListRowsParams) ([]jobtype.ListRow, error) {
 	if err := checkCtx(ctx, "list rows"); err != nil {
 		return nil, err
 	}

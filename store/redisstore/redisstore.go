@@ -28,9 +28,9 @@ var (
 	_ credits.Store             = (*Store)(nil)
 	_ credits.PageStore         = (*Store)(nil)
 	_ credits.TotalsStore       = (*Store)(nil)
-	_ jobsdriver.Driver         = (*Store)(nil)
-	_ jobsdriver.ChargingDriver = (*Store)(nil)
-	_ jobsdriver.Notifier       = (*Store)(nil)
+	_ jobsdriver.Driver         = (*jobsDriver)(nil)
+	_ jobsdriver.ChargingDriver = (*jobsDriver)(nil)
+	_ jobsdriver.Notifier       = (*jobsDriver)(nil)
 )
 
 // Errors reported by a [Store] besides the domain packages' sentinels.

@@ -10,7 +10,7 @@ import (
 	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobsdriver.StatsDriver = (*Store)(nil)
+var _ jobsdriver.StatsDriver = (*jobsDriver)(nil)
 
 // statsScan bounds the delayed and leased ids read to find the oldest
 // active job.
@@ -21,7 +21,7 @@ const statsScan = 1000
 // of each shard's lowest id among them (ids grow with creation within a
 // shard). Of the delayed and leased sets only the first statsScan ids by
 // score are looked at.
-func (s *Store) QueueStats(ctx context.Context) (jobtype.QueueStats, error) {
+func (s *jobsDriver) QueueStats(ctx context.Context) (jobtype.QueueStats, error) {
 	if err := checkCtx(ctx, "queue stats"); err != nil {
 		return jobtype.QueueStats{}, err
 	}
