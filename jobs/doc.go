@@ -1,21 +1,28 @@
 // Package jobs runs asynchronous validations: a durable [Queue] of one job
 // per address, and the worker [Pool] that validates them.
 //
-// # For users
+// # What a host calls
 //
 // Most hosts never touch this package: httpapi/service builds the queue and
 // the pool from a store/backend.Backend. A host that wires them itself calls
 // [NewQueue] over the backend's Jobs, then [Queue.EnqueueCharged] (or
-// [Queue.Enqueue]) to submit a batch and [Queue.Get] to read a job, and
-// runs a [NewPool] with [Pool.Run] to work the queue.
+// [Queue.Enqueue]) to submit a batch, [Queue.Get], [Queue.Batch] and
+// [Queue.List] to read, [Queue.BeginList] and [Queue.ListDrafts] for
+// lists, [Queue.Stats] for an operator's metrics, and runs a [NewPool] with
+// [Pool.Run] to work the queue. Everything a host calls is here; the types
+// it shares with the storage ([Job], [Batch], [ListInfo], the params and
+// errors) are declared in package jobs/jobtype and named here too, as
+// package os names io/fs's.
 //
-// # For backend authors
+// # What a backend implements
 //
-// The Queue runs over a [jobsdriver.Driver], the interface a backend implements
-// (store/memstore, store/pgstore, store/redisstore), optionally with
-// [jobsdriver.ChargingDriver] and [jobsdriver.Notifier]; the *Params types and [jobsdriver.Lease] belong to
-// that contract, with the [webhook.Event] a completion writes. The conformance suite jobs/jobstest, run through
-// storetest.RunBackend, defines what a correct Driver does.
+// The Queue runs over a [jobsdriver.Driver], the contract of package
+// jobs/jobsdriver, with its optional interfaces, its [jobsdriver.Lease] and
+// the params of the calls only the Queue and its Pool make. A backend
+// (store/memstore, store/pgstore, store/redisstore) implements it, hands
+// it to hosts as its Backend's Jobs, and imports jobsdriver and jobtype,
+// not this package. The conformance suite jobs/jobstest, run through
+// storetest.RunBackend, defines what a correct driver does.
 //
 // # Life of a job
 //

@@ -168,7 +168,7 @@ type PoolConfig struct {
 	AccountConcurrency func(ctx context.Context, account string) int
 	// AccountSlots holds the bound across the deployment's instances;
 	// nil bounds each account per instance.
-	AccountSlots AccountSlots
+	AccountSlots jobsdriver.AccountSlots
 	// Logger receives the pool's records. Default: discard.
 	Logger *slog.Logger
 }

@@ -269,16 +269,16 @@ func TestSlowLaneShared(t *testing.T) {
 	waitUntil("C's job, while A's and B's hang", func() bool { return quickDone.Load() == 1 })
 }
 
-// blockedCompleter is a memstore whose group completions wait until
-// release is closed, counting the jobs leased meanwhile.
+// blockedCompleter is a memstore's driver whose group completions wait
+// until release is closed, counting the jobs leased meanwhile.
 type blockedCompleter struct {
-	*memstore.Store
+	jobsdriver.Driver
 	release chan struct{}
 	leased  atomic.Int64
 }
 
 func (b *blockedCompleter) Lease(ctx context.Context, p jobsdriver.LeaseParams) ([]jobsdriver.Lease, error) {
-	ls, err := b.Store.Lease(ctx, p)
+	ls, err := b.Driver.Lease(ctx, p)
 	b.leased.Add(int64(len(ls)))
 	return ls, err
 }
@@ -301,8 +301,8 @@ func (b *blockedCompleter) CompleteMany(ctx context.Context, ps []jobsdriver.Com
 // is completed once the writes go through.
 func TestPoolLeasesWhileCompletionsAreWritten(t *testing.T) {
 	t.Parallel()
-	d := &blockedCompleter{Store: memstore.New(), release: make(chan struct{})}
-	q, err := jobs.NewQueue(d.Backend().Jobs, nil, nil)
+	d := &blockedCompleter{Driver: memstore.New().Backend().Jobs, release: make(chan struct{})}
+	q, err := jobs.NewQueue(d, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,6 @@ import (
 
 	"github.com/validmail/validmail/billing"
 	"github.com/validmail/validmail/credits"
-	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/ratelimit"
@@ -102,7 +101,7 @@ type Backend struct {
 	// AccountSlots counts each account's jobs being validated across the
 	// deployment, for a plan's concurrent jobs; nil means the backend
 	// keeps none (each instance then bounds an account on its own).
-	AccountSlots jobs.AccountSlots
+	AccountSlots jobsdriver.AccountSlots
 
 	mu      sync.Mutex
 	closers []func() error

@@ -10,7 +10,6 @@ import (
 	"github.com/validmail/validmail/billing"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/jobs"
 	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store"
@@ -47,7 +46,7 @@ type Store struct {
 	notices       noticeState               // finish mail choices and batch notices
 	team          teamState                 // members, invitations, audit logs
 	twoFactor     twoFactorState            // second factors, team requirements
-	slots         jobs.AccountSlots         // each account's jobs being validated
+	slots         jobsdriver.AccountSlots   // each account's jobs being validated
 
 	// credits
 	balances map[string]int64
@@ -136,7 +135,7 @@ type job struct {
 // New returns an empty Store.
 func New() *Store {
 	return &Store{
-		slots:         jobs.NewMemorySlots(),
+		slots:         jobsdriver.NewMemorySlots(),
 		accounts:      make(map[string]*store.Account),
 		byEmail:       make(map[string]string),
 		keys:          make(map[string]*store.Key),
