@@ -13,6 +13,7 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/ratelimit"
 )
@@ -218,7 +219,7 @@ func TestBatchInsufficientCredits(t *testing.T) {
 	if n := f.balance(t, f.acct.ID); n != 5 {
 		t.Fatalf("balance %d, want 5", n)
 	}
-	if ls, _ := f.st.Lease(context.Background(), jobs.LeaseParams{Max: 100, Duration: time.Second}); len(ls) != 0 {
+	if ls, _ := f.st.Backend().Jobs.Lease(context.Background(), jobsdriver.LeaseParams{Max: 100, Duration: time.Second}); len(ls) != 0 {
 		t.Fatalf("%d jobs created by a refused batch", len(ls))
 	}
 }

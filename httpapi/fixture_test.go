@@ -22,6 +22,7 @@ import (
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/internal/apicheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/store/ratelimit"
@@ -47,8 +48,8 @@ type options struct {
 	maxBody   int64
 	accounts  func(store.Accounts) store.Accounts // wraps the store
 	ledger    func(credits.Store) credits.Store
-	driver    func(*memstore.Store) jobs.Driver // wraps the queue's driver
-	validator jobs.Validator                    // default: the dnstest-backed validator
+	driver    func(*memstore.Store) jobsdriver.Driver // wraps the queue's driver
+	validator jobs.Validator                          // default: the dnstest-backed validator
 	noLog     bool
 	// webhooks serves the webhook routes over the memory store, with a
 	// dispatcher whose client reaches loopback only when loopback is set.
@@ -105,7 +106,7 @@ func setup(t testing.TB, o *options) *fixture {
 		cs = o.ledger(st)
 	}
 	ledger := credits.New(cs, nil)
-	var d jobs.Driver = st
+	var d jobsdriver.Driver = st.Backend().Jobs
 	if o.driver != nil {
 		d = o.driver(st)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 )
 
 // A list's Idempotency-Key outliving its list (a retention shorter than
@@ -37,7 +37,7 @@ func TestListReplayAfterListRemoved(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if _, err := f.st.Cleanup(context.Background(), jobs.CleanupParams{CompletedBefore: time.Now().Add(time.Hour)}); err != nil {
+	if _, err := f.st.Backend().Jobs.Cleanup(context.Background(), jobsdriver.CleanupParams{CompletedBefore: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	wantProblem(t, f.do(t, req{method: "GET", target: "/api/v1/batches/" + id, key: f.key}), 404, "batch_not_found")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/memstore"
 )
@@ -23,8 +24,20 @@ import (
 // lines that are not addresses, 2 MB sent in a moment, keeps the
 // store busy about 20 s, and from an account without credits ends 402
 // with nothing charged).
+// memDriver is what the memory store's driver implements.
+type memDriver interface {
+	jobsdriver.ChargingDriver
+	jobsdriver.Notifier
+	jobsdriver.StatsDriver
+	jobsdriver.BatchDeferrer
+	jobsdriver.BatchDriver
+	jobsdriver.BatchDeleter
+	jobsdriver.ListDriver
+	jobsdriver.ListDraftDriver
+}
+
 type slowLists struct {
-	*memstore.Store
+	memDriver
 	mu       sync.Mutex
 	slow     map[string]bool
 	release  chan struct{}
@@ -34,7 +47,7 @@ type slowLists struct {
 
 func (s *slowLists) BeginList(ctx context.Context, p jobs.BeginListParams) (jobs.ListWriter, error) {
 	s.begun.Add(1)
-	w, err := s.Store.BeginList(ctx, p)
+	w, err := s.memDriver.BeginList(ctx, p)
 	s.mu.Lock()
 	slow := s.slow[p.AccountID]
 	s.mu.Unlock()
@@ -69,7 +82,7 @@ func TestListUploadsHeldWhileSubmitted(t *testing.T) {
 	t.Parallel()
 	sl := &slowLists{slow: map[string]bool{}, release: make(chan struct{})}
 	f := setup(t, &options{
-		driver: func(st *memstore.Store) jobs.Driver { sl.Store = st; return sl },
+		driver: func(st *memstore.Store) jobsdriver.Driver { sl.memDriver = st.Backend().Jobs.(memDriver); return sl },
 		configure: func(c *httpapi.Config) {
 			c.ClientIP = func(r *http.Request) string { return r.Header.Get("X-Test-Client") }
 		},
@@ -123,7 +136,7 @@ func TestListSubmissionsPerAccount(t *testing.T) {
 	t.Parallel()
 	sl := &slowLists{slow: map[string]bool{}, release: make(chan struct{})}
 	f := setup(t, &options{
-		driver: func(st *memstore.Store) jobs.Driver { sl.Store = st; return sl },
+		driver: func(st *memstore.Store) jobsdriver.Driver { sl.memDriver = st.Backend().Jobs.(memDriver); return sl },
 	})
 	srv := httptest.NewServer(f.h)
 	t.Cleanup(srv.Close)

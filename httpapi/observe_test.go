@@ -99,7 +99,7 @@ func TestNewHandlerConfig(t *testing.T) {
 	f := setup(t, nil)
 	s := memstore.New()
 	ledger := credits.New(s, nil)
-	q, _ := jobs.NewQueue(s, ledger, nil)
+	q, _ := jobs.NewQueue(s.Backend().Jobs, ledger, nil)
 	// args are NewHandler's required arguments.
 	type args struct {
 		v        jobs.Validator

@@ -7,25 +7,9 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
-)
 
-// AccountSlots counts each account's jobs being validated across a
-// deployment, so that a per-account bound (a plan's concurrent jobs)
-// holds over every instance's pool. A slot is held by one holder (a
-// job's lease) until released or until its time to live passes, so
-// that an instance that dies frees its slots on its own. Like every backend
-// interface, it may be called concurrently from several processes
-// sharing the backend: of concurrent acquisitions of an account's last
-// free slot, one succeeds.
-type AccountSlots interface {
-	// AcquireSlot takes one of the account's limit slots for holder until
-	// ttl passes and reports whether it could: false when limit
-	// unexpired slots are held by others. A holder that holds a slot
-	// already has it renewed.
-	AcquireSlot(ctx context.Context, account, holder string, limit int, ttl time.Duration) (bool, error)
-	// ReleaseSlot frees holder's slot of the account; none is no error.
-	ReleaseSlot(ctx context.Context, account, holder string) error
-}
+	"github.com/validmail/validmail/jobs/jobsdriver"
+)
 
 // Deferrals of the jobs of an account at its bound. A gate spreads an
 // account's refused jobs over the time its slots take to free: each is
@@ -60,10 +44,10 @@ const limitCacheTTL = 5 * time.Second
 // accountGate applies [PoolConfig.AccountConcurrency] to a pool's jobs:
 // a job of an account at its bound goes back to the queue, uncounted,
 // for a while (see slotDeferral). The bound holds across instances with
-// [PoolConfig.AccountSlots]; without, per instance (memorySlots).
+// [PoolConfig.AccountSlots]; without, per instance ([jobsdriver.NewMemorySlots]).
 type accountGate struct {
 	limit  func(ctx context.Context, account string) int
-	slots  AccountSlots
+	slots  jobsdriver.AccountSlots
 	ttl    time.Duration
 	logger *slog.Logger
 
@@ -93,7 +77,7 @@ func newAccountGate(cfg *PoolConfig, ttl time.Duration, logger *slog.Logger) *ac
 	}
 	slots := cfg.AccountSlots
 	if slots == nil {
-		slots = &memorySlots{}
+		slots = jobsdriver.NewMemorySlots()
 	}
 	return &accountGate{limit: cfg.AccountConcurrency, slots: slots, ttl: ttl, logger: logger,
 		cached: make(map[string]cachedLimit), accts: make(map[string]*gateAccount)}
@@ -127,7 +111,7 @@ func (g *accountGate) bound(ctx context.Context, account string) int {
 // again elsewhere (its first lease lost) does not share the slot its
 // first lease holds. A failing slot store lets the job through
 // (logged): the bound is a fairness measure, not a guard.
-func (g *accountGate) acquire(ctx context.Context, l Lease) (release func(), wait time.Duration, ok bool) {
+func (g *accountGate) acquire(ctx context.Context, l jobsdriver.Lease) (release func(), wait time.Duration, ok bool) {
 	n := g.bound(ctx, l.AccountID)
 	if n == 0 {
 		return func() {}, 0, true
@@ -228,55 +212,4 @@ func (g *accountGate) released(account string, start time.Time) {
 		// Idle and nothing due back: forget it.
 		delete(g.accts, account)
 	}
-}
-
-// memorySlots is an [AccountSlots] of one process: a pool without a
-// shared one bounds each account per instance.
-type memorySlots struct {
-	mu      sync.Mutex
-	holders map[string]map[string]time.Time // account → holder → expiry
-}
-
-// NewMemorySlots returns an [AccountSlots] kept in this process: the
-// bound it gives holds for the pools sharing it, not across processes.
-func NewMemorySlots() AccountSlots { return &memorySlots{} }
-
-func (m *memorySlots) AcquireSlot(ctx context.Context, account, holder string, limit int, ttl time.Duration) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	now := time.Now()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.holders == nil {
-		m.holders = make(map[string]map[string]time.Time)
-	}
-	hs := m.holders[account]
-	for h, exp := range hs {
-		if !now.Before(exp) {
-			delete(hs, h)
-		}
-	}
-	if _, ok := hs[holder]; !ok && len(hs) >= limit {
-		return false, nil
-	}
-	if hs == nil {
-		hs = make(map[string]time.Time)
-		m.holders[account] = hs
-	}
-	hs[holder] = now.Add(ttl)
-	return true, nil
-}
-
-func (m *memorySlots) ReleaseSlot(ctx context.Context, account, holder string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.holders[account], holder)
-	if len(m.holders[account]) == 0 {
-		delete(m.holders, account)
-	}
-	return nil
 }

@@ -9,12 +9,13 @@ import (
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store/memstore"
 )
 
 // countingSlots counts the slot acquisitions asked of the store.
 type countingSlots struct {
-	jobs.AccountSlots
+	jobsdriver.AccountSlots
 	acquires atomic.Int64
 }
 
@@ -29,7 +30,7 @@ func (c *countingSlots) AcquireSlot(ctx context.Context, account, holder string,
 // the jobs validated, as the slow lane's deferrals back off.
 func TestPoolAccountBoundBacklogCost(t *testing.T) {
 	s := memstore.New()
-	q, err := jobs.NewQueue(s, nil, nil)
+	q, err := jobs.NewQueue(s.Backend().Jobs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

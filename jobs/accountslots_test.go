@@ -64,7 +64,7 @@ func (f *inFlight) most(account string) int {
 func TestPoolAccountConcurrency(t *testing.T) {
 	t.Parallel()
 	s := memstore.New()
-	q, err := jobs.NewQueue(s, nil, nil)
+	q, err := jobs.NewQueue(s.Backend().Jobs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,27 +1,34 @@
 // Package jobs runs asynchronous validations: a durable [Queue] of one job
 // per address, and the worker [Pool] that validates them.
 //
-// # For users
+// # What a host calls
 //
 // Most hosts never touch this package: httpapi/service builds the queue and
 // the pool from a store/backend.Backend. A host that wires them itself calls
 // [NewQueue] over the backend's Jobs, then [Queue.EnqueueCharged] (or
-// [Queue.Enqueue]) to submit a batch and [Queue.Get] to read a job, and
-// runs a [NewPool] with [Pool.Run] to work the queue.
+// [Queue.Enqueue]) to submit a batch, [Queue.Get], [Queue.Batch] and
+// [Queue.List] to read, [Queue.BeginList] and [Queue.ListDrafts] for
+// lists, [Queue.Stats] for an operator's metrics, and runs a [NewPool] with
+// [Pool.Run] to work the queue. Everything a host calls is here; the types
+// it shares with the storage ([Job], [Batch], [ListInfo], the params and
+// errors) are declared in package jobs/jobtype and named here too, as
+// package os names io/fs's.
 //
-// # For backend authors
+// # What a backend implements
 //
-// The Queue runs over a [Driver], the interface a backend implements
-// (store/memstore, store/pgstore, store/redisstore), optionally with
-// [ChargingDriver] and [Notifier]; the *Params types and [Lease] belong to
-// that contract, with the [webhook.Event] a completion writes. The conformance suite jobs/jobstest, run through
-// storetest.RunBackend, defines what a correct Driver does.
+// The Queue runs over a [jobsdriver.Driver], the contract of package
+// jobs/jobsdriver, with its optional interfaces, its [jobsdriver.Lease] and
+// the params of the calls only the Queue and its Pool make. A backend
+// (store/memstore, store/pgstore, store/redisstore) implements it, hands
+// it to hosts as its Backend's Jobs, and imports jobsdriver and jobtype,
+// not this package. The conformance suite jobs/jobstest, run through
+// storetest.RunBackend, defines what a correct driver does.
 //
 // # Life of a job
 //
 // Enqueue makes a job available. A worker leases it: the driver hands it out
 // with a fresh lease token and an expiry, and the worker renews the lease by
-// [Driver.Heartbeat] while it works. The worker then either completes the job
+// [jobsdriver.Driver.Heartbeat] while it works. The worker then either completes the job
 // with its result, or retries it later (the failure counts towards the
 // attempt limit). A lease that expires (its worker died) is rescued by
 // [Queue.RescueExpired]: the job becomes available again and the failure is
@@ -34,7 +41,7 @@
 // one a single validation gives when the DNS gives no verdict
 // ([UnknownValidator]; [UnknownResult] from a validator that cannot tell
 // it), and refunds its credit. Completing, refunding and recording the completion's outbox
-// events ([CompleteParams.Event], and [CompleteParams.BatchEvent] for a
+// events ([jobsdriver.CompleteParams.Event], and [jobsdriver.CompleteParams.BatchEvent] for a
 // batch's last job, with the batch's final counts) are one atomic step in
 // the driver.
 //
@@ -61,7 +68,7 @@
 // # Sharing the workers between accounts
 //
 // A queue serves many accounts at once, and none waits for another's
-// work: the driver hands jobs out in a fair order ([Driver]'s Lease),
+// work: the driver hands jobs out in a fair order ([jobsdriver.Driver]'s Lease),
 // accounts with jobs ready taking turns one job each, so that a quiet
 // account's batch is leased within a few jobs of its arrival, whatever
 // another account has queued (a list of a million rows included); an

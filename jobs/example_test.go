@@ -23,7 +23,7 @@ func Example() {
 	s := memstore.New()
 	ledger := credits.New(s, nil)
 	ledger.Grant(ctx, "acct-1", 10, "")
-	q, _ := jobs.NewQueue(s, ledger, nil)
+	q, _ := jobs.NewQueue(s.Backend().Jobs, ledger, nil)
 
 	ids, err := q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{
 		AccountID: "acct-1",

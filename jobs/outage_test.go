@@ -16,6 +16,7 @@ import (
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/emailcheck/dnstest"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store/memstore"
 )
 
@@ -289,7 +290,7 @@ func TestRescuesLeaveUnansweredAttempts(t *testing.T) {
 	ids := f.submit(t, "acct", "", []string{"x@flaky.example.net"})
 	ctx := context.Background()
 	for range 2 { // two workers lease the job and die
-		ls, err := b.Jobs.Lease(ctx, jobs.LeaseParams{Max: 1, Duration: time.Millisecond})
+		ls, err := b.Jobs.Lease(ctx, jobsdriver.LeaseParams{Max: 1, Duration: time.Millisecond})
 		if err != nil || len(ls) != 1 {
 			t.Fatalf("lease: %v, %v", ls, err)
 		}

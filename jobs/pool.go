@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/webhook"
 )
 
@@ -142,12 +143,12 @@ type PoolConfig struct {
 	// turned slow keeps its worker. Default 32 times Workers.
 	MaxSlow int
 	// Notifier wakes idle workers when jobs are enqueued. Default: the
-	// queue's driver, if it implements [Notifier].
-	Notifier Notifier
+	// queue's driver, if it implements [jobsdriver.Notifier].
+	Notifier jobsdriver.Notifier
 	// NewEvents, when set, builds the outbox events written in the same
 	// atomic step as a job's completion: ev (written always) and batch
 	// (written only by the last completion of the job's batch,
-	// [CompleteParams.BatchEvent]; asked on every completion, since only
+	// [jobsdriver.CompleteParams.BatchEvent]; asked on every completion, since only
 	// the backend knows which one is last); nil means none. job is in its
 	// completed state, with result. An error is logged and the job is
 	// retried, counting a failed attempt. The webhook/jobevents package
@@ -157,7 +158,7 @@ type PoolConfig struct {
 	// OnComplete, when set, is called after each job this pool completed,
 	// with the job in its completed state. It runs on the worker's
 	// goroutine, or on the group completer's when the driver is a
-	// [BatchCompleter], and must not block for long.
+	// [jobsdriver.BatchCompleter], and must not block for long.
 	OnComplete func(ctx context.Context, job Job)
 	// AccountConcurrency, when set, returns how many jobs of an account
 	// may be validated at once (its plan's concurrent jobs; 0: no bound),
@@ -167,7 +168,7 @@ type PoolConfig struct {
 	AccountConcurrency func(ctx context.Context, account string) int
 	// AccountSlots holds the bound across the deployment's instances;
 	// nil bounds each account per instance.
-	AccountSlots AccountSlots
+	AccountSlots jobsdriver.AccountSlots
 	// Logger receives the pool's records. Default: discard.
 	Logger *slog.Logger
 }
@@ -178,7 +179,7 @@ type Pool struct {
 	q         *Queue
 	v         Validator
 	cfg       PoolConfig
-	notifier  Notifier
+	notifier  jobsdriver.Notifier
 	logger    *slog.Logger
 	running   atomic.Bool
 	completed atomic.Int64
@@ -226,7 +227,7 @@ func NewPool(q *Queue, v Validator, cfg *PoolConfig) (*Pool, error) {
 	}
 	n := c.Notifier
 	if n == nil {
-		n, _ = q.driver.(Notifier)
+		n, _ = q.driver.(jobsdriver.Notifier)
 	}
 	logger := cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	return &Pool{
@@ -304,7 +305,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	}
 
 	var completer sync.WaitGroup
-	if bc, ok := p.q.driver.(BatchCompleter); ok {
+	if bc, ok := p.q.driver.(jobsdriver.BatchCompleter); ok {
 		// Completions wait for their write outside the leases to
 		// refill (see runJob): room for a few groups of them, so that
 		// a slow commit grows the next group rather than stops the
@@ -315,7 +316,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	r.deferrals = make(chan deferral, r.capacity)
 	var deferrer sync.WaitGroup
 	deferrer.Go(func() { r.deferInGroups(ctx) })
-	work := make(chan Lease, r.capacity)
+	work := make(chan jobsdriver.Lease, r.capacity)
 	r.work = work
 	for range p.cfg.Workers {
 		r.workers.Go(func() { r.worker(ctx) })
@@ -347,7 +348,7 @@ type run struct {
 	p           *Pool
 	capacity    int
 	outstanding atomic.Int64 // leased and not yet finished, but for the jobs aside and those unloaded
-	work        <-chan Lease
+	work        <-chan jobsdriver.Lease
 	workers     sync.WaitGroup
 	mu          sync.Mutex
 	held        map[string]string   // job id → lease token, for heartbeats
@@ -365,14 +366,14 @@ type run struct {
 // deferral is a job a worker hands back for later, for deferInGroups to
 // write.
 type deferral struct {
-	l     Lease
+	l     jobsdriver.Lease
 	runAt time.Time
 }
 
 // completion is a job a worker finished, for the group completer to
 // write.
 type completion struct {
-	p   CompleteParams
+	p   jobsdriver.CompleteParams
 	job Job
 }
 
@@ -386,10 +387,10 @@ const completionsQueued = 4
 // idle pool adds no wait. Workers do not wait for the write: a job stays
 // leased, and heartbeated, until its completion is written, so a crash
 // meanwhile leaves it to be rescued, never completed twice.
-func (r *run) completeInGroups(ctx context.Context, bc BatchCompleter) {
+func (r *run) completeInGroups(ctx context.Context, bc jobsdriver.BatchCompleter) {
 	max := completionsQueued * r.capacity
 	group := make([]completion, 0, max)
-	params := make([]CompleteParams, 0, max)
+	params := make([]jobsdriver.CompleteParams, 0, max)
 	for c := range r.completions {
 		group = append(group[:0], c)
 	collect:
@@ -430,7 +431,7 @@ func signal(ch chan struct{}) {
 }
 
 // fetch leases jobs into work until ctx ends.
-func (r *run) fetch(ctx context.Context, work chan<- Lease, notify <-chan struct{}) {
+func (r *run) fetch(ctx context.Context, work chan<- jobsdriver.Lease, notify <-chan struct{}) {
 	p := r.p
 	poll := time.NewTimer(p.cfg.PollInterval)
 	defer poll.Stop()
@@ -451,7 +452,7 @@ func (r *run) fetch(ctx context.Context, work chan<- Lease, notify <-chan struct
 			continue
 		}
 		want := r.capacity - int(r.outstanding.Load())
-		leases, err := p.q.driver.Lease(ctx, LeaseParams{Max: want, Duration: p.cfg.LeaseDuration})
+		leases, err := p.q.driver.Lease(ctx, jobsdriver.LeaseParams{Max: want, Duration: p.cfg.LeaseDuration})
 		if err != nil && ctx.Err() == nil {
 			p.logger.ErrorContext(ctx, "jobs: lease", "err", err)
 		}
@@ -496,7 +497,7 @@ type slowJob struct {
 }
 
 // runJob works one lease and reports whether the job went aside.
-func (r *run) runJob(ctx context.Context, l Lease) (aside bool) {
+func (r *run) runJob(ctx context.Context, l jobsdriver.Lease) (aside bool) {
 	if ctx.Err() != nil {
 		r.handBack(ctx, l)
 		r.release(l.ID)
@@ -621,13 +622,13 @@ func (r *run) deferralDelay(account string) time.Duration {
 
 // deferInGroups writes the deferrals workers hand it, as many in one call
 // as have arrived while the previous call ran, when the driver is a
-// [BatchDeferrer] (else one by one), and releases their jobs. Workers do
+// [jobsdriver.BatchDeferrer] (else one by one), and releases their jobs. Workers do
 // not wait for the write: a job stays leased, and heartbeated, until its
 // deferral is written. No attempt is counted.
 func (r *run) deferInGroups(ctx context.Context) {
-	bd, _ := r.p.q.driver.(BatchDeferrer)
+	bd, _ := r.p.q.driver.(jobsdriver.BatchDeferrer)
 	group := make([]deferral, 0, r.capacity)
-	params := make([]RetryParams, 0, r.capacity)
+	params := make([]jobsdriver.RetryParams, 0, r.capacity)
 	for d := range r.deferrals {
 		group = append(group[:0], d)
 	collect:
@@ -644,7 +645,7 @@ func (r *run) deferInGroups(ctx context.Context) {
 		}
 		params = params[:0]
 		for _, d := range group {
-			params = append(params, RetryParams{ID: d.l.ID, Token: d.l.Token, RunAt: d.runAt})
+			params = append(params, jobsdriver.RetryParams{ID: d.l.ID, Token: d.l.Token, RunAt: d.runAt})
 		}
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 		var errs []error
@@ -711,10 +712,10 @@ func (r *run) release(id string) {
 	signal(r.freed)
 }
 
-func (r *run) handBack(ctx context.Context, l Lease) {
+func (r *run) handBack(ctx context.Context, l jobsdriver.Lease) {
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	err := r.p.q.driver.Retry(hctx, RetryParams{ID: l.ID, Token: l.Token})
+	err := r.p.q.driver.Retry(hctx, jobsdriver.RetryParams{ID: l.ID, Token: l.Token})
 	if err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrNotFound) {
 		r.p.logger.WarnContext(ctx, "jobs: hand back lease", "job", l.ID, "err", err)
 	}
@@ -728,7 +729,7 @@ const bookkeepingTimeout = 10 * time.Second
 // process validates a leased job and completes it. It reports whether it
 // handed the completion to the group completer, which then finishes the
 // job's bookkeeping.
-func (r *run) process(ctx context.Context, l Lease) (handedOff bool) {
+func (r *run) process(ctx context.Context, l jobsdriver.Lease) (handedOff bool) {
 	p := r.p
 	p.busy.Add(1)
 	defer p.busy.Add(-1)
@@ -798,7 +799,7 @@ func (r *run) process(ctx context.Context, l Lease) (handedOff bool) {
 	}
 	res.Meta.Source = resultSource(l.Job)
 
-	cp := CompleteParams{ID: l.ID, Token: l.Token, Result: res, Retention: p.q.retention}
+	cp := jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: res, Retention: p.q.retention}
 	if res.Confidence.Status == emailcheck.StatusUnknown {
 		cp.Refund = l.Cost
 	}
@@ -815,7 +816,7 @@ func (r *run) process(ctx context.Context, l Lease) (handedOff bool) {
 	if err != nil {
 		if l.Errors+1 < p.cfg.MaxAttempts {
 			p.logger.ErrorContext(ctx, "jobs: build event", "job", l.ID, "err", err)
-			_ = p.q.driver.Retry(bctx, RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(p.cfg.Backoff(l.Errors + 1)), Error: err.Error()})
+			_ = p.q.driver.Retry(bctx, jobsdriver.RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(p.cfg.Backoff(l.Errors + 1)), Error: err.Error()})
 			return false
 		}
 		// A job never ends without a result: once attempts run out it
@@ -853,7 +854,7 @@ func retryable(res emailcheck.Result, unanswered bool) string {
 // unknown is the UNKNOWN result a job completes with when its attempts
 // ran out without one of the validator's own: the validator's
 // ([UnknownValidator]) when it can tell it, else [UnknownResult].
-func (p *Pool) unknown(l Lease, reason emailcheck.Reason) emailcheck.Result {
+func (p *Pool) unknown(l jobsdriver.Lease, reason emailcheck.Reason) emailcheck.Result {
 	if u, ok := p.v.(UnknownValidator); ok {
 		return u.Unknown(l.Email, reason, emailcheck.WithSource(resultSource(l.Job)))
 	}
@@ -862,8 +863,8 @@ func (p *Pool) unknown(l Lease, reason emailcheck.Reason) emailcheck.Result {
 
 // putBack hands a job back to the queue, available at once, without
 // counting an attempt.
-func (r *run) putBack(ctx context.Context, l Lease) {
-	if err := r.p.q.driver.Retry(ctx, RetryParams{ID: l.ID, Token: l.Token}); err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrNotFound) {
+func (r *run) putBack(ctx context.Context, l jobsdriver.Lease) {
+	if err := r.p.q.driver.Retry(ctx, jobsdriver.RetryParams{ID: l.ID, Token: l.Token}); err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrNotFound) {
 		r.p.logger.ErrorContext(ctx, "jobs: put back", "job", l.ID, "err", err)
 	}
 }
@@ -871,8 +872,8 @@ func (r *run) putBack(ctx context.Context, l Lease) {
 // retry hands a job back to the queue for a later attempt at runAt,
 // counting a failed one; unjudged is the job's count of unjudged attempts
 // in a row after it (0 for a failure of another kind).
-func (r *run) retry(ctx, bctx context.Context, l Lease, runAt time.Time, reason string, unjudged int) {
-	err := r.p.q.driver.Retry(bctx, RetryParams{ID: l.ID, Token: l.Token, RunAt: runAt, Error: reason, Unjudged: unjudged})
+func (r *run) retry(ctx, bctx context.Context, l jobsdriver.Lease, runAt time.Time, reason string, unjudged int) {
+	err := r.p.q.driver.Retry(bctx, jobsdriver.RetryParams{ID: l.ID, Token: l.Token, RunAt: runAt, Error: reason, Unjudged: unjudged})
 	if err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrNotFound) {
 		r.p.logger.ErrorContext(ctx, "jobs: retry", "job", l.ID, "err", err)
 	}
@@ -920,9 +921,9 @@ func (r *run) heartbeats(ctx context.Context, stop <-chan struct{}) {
 		case <-t.C:
 		}
 		r.mu.Lock()
-		held := make([]HeartbeatParams, 0, len(r.held))
+		held := make([]jobsdriver.HeartbeatParams, 0, len(r.held))
 		for id, tok := range r.held {
-			held = append(held, HeartbeatParams{ID: id, Token: tok, Duration: p.cfg.LeaseDuration})
+			held = append(held, jobsdriver.HeartbeatParams{ID: id, Token: tok, Duration: p.cfg.LeaseDuration})
 		}
 		r.mu.Unlock()
 		for _, h := range held {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/webhook"
 )
@@ -61,7 +62,7 @@ func waitJob(t *testing.T, q *jobs.Queue, account, id string, ok func(jobs.Job) 
 func TestPoolRecordsTimedOutValidation(t *testing.T) {
 	t.Parallel()
 	s := memstore.New()
-	q, err := jobs.NewQueue(s, nil, nil)
+	q, err := jobs.NewQueue(s.Backend().Jobs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestPoolRecordsTimedOutValidation(t *testing.T) {
 func TestPoolCompletesWhenEventKeepsFailing(t *testing.T) {
 	t.Parallel()
 	s := memstore.New()
-	q, err := jobs.NewQueue(s, nil, nil)
+	q, err := jobs.NewQueue(s.Backend().Jobs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestPoolGivesUpWithTheValidatorsUnknown(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s := memstore.New()
-			q, err := jobs.NewQueue(s, nil, nil)
+			q, err := jobs.NewQueue(s.Backend().Jobs, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -209,7 +210,7 @@ func TestPoolGivesUpWithTheValidatorsUnknown(t *testing.T) {
 func TestSlowLaneShared(t *testing.T) {
 	t.Parallel()
 	d := memstore.New()
-	q, err := jobs.NewQueue(d, nil, nil)
+	q, err := jobs.NewQueue(d.Backend().Jobs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,21 +269,21 @@ func TestSlowLaneShared(t *testing.T) {
 	waitUntil("C's job, while A's and B's hang", func() bool { return quickDone.Load() == 1 })
 }
 
-// blockedCompleter is a memstore whose group completions wait until
-// release is closed, counting the jobs leased meanwhile.
+// blockedCompleter is a memstore's driver whose group completions wait
+// until release is closed, counting the jobs leased meanwhile.
 type blockedCompleter struct {
-	*memstore.Store
+	jobsdriver.Driver
 	release chan struct{}
 	leased  atomic.Int64
 }
 
-func (b *blockedCompleter) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, error) {
-	ls, err := b.Store.Lease(ctx, p)
+func (b *blockedCompleter) Lease(ctx context.Context, p jobsdriver.LeaseParams) ([]jobsdriver.Lease, error) {
+	ls, err := b.Driver.Lease(ctx, p)
 	b.leased.Add(int64(len(ls)))
 	return ls, err
 }
 
-func (b *blockedCompleter) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []error {
+func (b *blockedCompleter) CompleteMany(ctx context.Context, ps []jobsdriver.CompleteParams) []error {
 	select {
 	case <-b.release:
 	case <-ctx.Done():
@@ -300,7 +301,7 @@ func (b *blockedCompleter) CompleteMany(ctx context.Context, ps []jobs.CompleteP
 // is completed once the writes go through.
 func TestPoolLeasesWhileCompletionsAreWritten(t *testing.T) {
 	t.Parallel()
-	d := &blockedCompleter{Store: memstore.New(), release: make(chan struct{})}
+	d := &blockedCompleter{Driver: memstore.New().Backend().Jobs, release: make(chan struct{})}
 	q, err := jobs.NewQueue(d, nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -10,10 +10,8 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 )
-
-// DefaultRetention is how long completed jobs are kept by default.
-const DefaultRetention = 7 * 24 * time.Hour
 
 // Config configures a [Queue]. The zero value gives the defaults.
 type Config struct {
@@ -30,7 +28,7 @@ type Config struct {
 
 // Queue is the job queue. It is safe for concurrent use.
 type Queue struct {
-	driver    Driver
+	driver    jobsdriver.Driver
 	ledger    *credits.Ledger
 	retention time.Duration
 	idemTTL   time.Duration
@@ -38,9 +36,9 @@ type Queue struct {
 }
 
 // NewQueue returns a Queue over driver. ledger charges batches when driver
-// is not a [ChargingDriver]; it may be nil when [Queue.EnqueueCharged] is
+// is not a [jobsdriver.ChargingDriver]; it may be nil when [Queue.EnqueueCharged] is
 // not used with such a driver. cfg may be nil.
-func NewQueue(driver Driver, ledger *credits.Ledger, cfg *Config) (*Queue, error) {
+func NewQueue(driver jobsdriver.Driver, ledger *credits.Ledger, cfg *Config) (*Queue, error) {
 	if driver == nil {
 		return nil, errors.New("jobs: nil driver")
 	}
@@ -83,7 +81,7 @@ func (q *Queue) EnqueueWith(ctx context.Context, p EnqueueParams) ([]string, err
 // Too few credits: a *credits.InsufficientError (matching
 // credits.ErrInsufficient) and nothing is charged or enqueued.
 //
-// With a [ChargingDriver] this is one step in the backend. Otherwise the
+// With a [jobsdriver.ChargingDriver] this is one step in the backend. Otherwise the
 // ledger charges first and the jobs are enqueued after; if that fails the
 // charge is refunded. That fallback is weaker in three ways, which is why
 // every backend here implements ChargingDriver: a replayed idempotency key
@@ -97,7 +95,7 @@ func (q *Queue) EnqueueCharged(ctx context.Context, p EnqueueChargedParams) ([]s
 	if p.IdempotencyTTL <= 0 {
 		p.IdempotencyTTL = q.idemTTL
 	}
-	if cd, ok := q.driver.(ChargingDriver); ok {
+	if cd, ok := q.driver.(jobsdriver.ChargingDriver); ok {
 		return cd.EnqueueCharged(ctx, p)
 	}
 	if q.ledger == nil {
@@ -155,7 +153,7 @@ func checkBatch(account string, emails []string) error {
 // RescueExpired makes jobs whose leases expired available again and returns
 // how many.
 func (q *Queue) RescueExpired(ctx context.Context) (int, error) {
-	return q.driver.RescueExpired(ctx, RescueParams{})
+	return q.driver.RescueExpired(ctx, jobsdriver.RescueParams{})
 }
 
 // Get returns the job with the id within the account; another account's job
@@ -167,7 +165,20 @@ func (q *Queue) Get(ctx context.Context, account, id string) (Job, error) {
 // Cleanup removes jobs completed longer ago than the retention and returns
 // how many it removed.
 func (q *Queue) Cleanup(ctx context.Context) (int, error) {
-	return q.driver.Cleanup(ctx, CleanupParams{CompletedBefore: time.Now().Add(-q.retention)})
+	return q.driver.Cleanup(ctx, jobsdriver.CleanupParams{CompletedBefore: time.Now().Add(-q.retention)})
+}
+
+// ErrNoStats reports a driver that cannot tell the queue's depth.
+var ErrNoStats = errors.New("jobs: the driver cannot tell the queue's depth")
+
+// Stats returns the queue's depth, for an operator's metrics, or
+// [ErrNoStats] when the driver cannot tell it.
+func (q *Queue) Stats(ctx context.Context) (QueueStats, error) {
+	sd, ok := q.driver.(jobsdriver.StatsDriver)
+	if !ok {
+		return QueueStats{}, ErrNoStats
+	}
+	return sd.QueueStats(ctx)
 }
 
 // UnknownResult is the result a job completes with when it could not be

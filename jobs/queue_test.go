@@ -9,6 +9,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/jobs/jobstest"
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/store/storetest"
@@ -17,7 +18,7 @@ import (
 // plainDriver hides every optional interface of its driver, so the Queue
 // takes its fallback paths (charge through the ledger, then enqueue) and the
 // Pool only polls.
-type plainDriver struct{ jobs.Driver }
+type plainDriver struct{ jobsdriver.Driver }
 
 func TestFallbackDriver(t *testing.T) {
 	jobstest.Run(t, func(tb testing.TB) jobstest.Backend {
@@ -28,7 +29,7 @@ func TestFallbackDriver(t *testing.T) {
 }
 
 // failingEnqueue fails every Enqueue after the ledger charged.
-type failingEnqueue struct{ jobs.Driver }
+type failingEnqueue struct{ jobsdriver.Driver }
 
 var errDown = errors.New("database down")
 
@@ -44,7 +45,7 @@ func TestFallbackRefundsFailedEnqueue(t *testing.T) {
 	if _, err := ledger.Grant(ctx, "a", 5, ""); err != nil {
 		t.Fatal(err)
 	}
-	q, err := jobs.NewQueue(failingEnqueue{s}, ledger, nil)
+	q, err := jobs.NewQueue(failingEnqueue{s.Backend().Jobs}, ledger, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,10 +64,10 @@ func TestConfigValidation(t *testing.T) {
 	if _, err := jobs.NewQueue(nil, nil, nil); err == nil {
 		t.Error("NewQueue(nil) succeeded")
 	}
-	if _, err := jobs.NewQueue(s, nil, &jobs.Config{Retention: -time.Hour}); err == nil {
+	if _, err := jobs.NewQueue(s.Backend().Jobs, nil, &jobs.Config{Retention: -time.Hour}); err == nil {
 		t.Error("negative retention accepted")
 	}
-	q, err := jobs.NewQueue(s, nil, nil)
+	q, err := jobs.NewQueue(s.Backend().Jobs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

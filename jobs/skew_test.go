@@ -10,12 +10,13 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
 )
 
 // newFixtureOn is newFixture over driver d, in front of b's jobs.
-func newFixtureOn(t *testing.T, d jobs.Driver, b *backend.Backend) fixture {
+func newFixtureOn(t *testing.T, d jobsdriver.Driver, b *backend.Backend) fixture {
 	t.Helper()
 	ledger := credits.New(b.Credits, nil)
 	q, err := jobs.NewQueue(d, ledger, nil)
@@ -29,11 +30,11 @@ func newFixtureOn(t *testing.T, d jobs.Driver, b *backend.Backend) fixture {
 // store's by skew: the run-at of every job the pool hands back for later
 // reads skew earlier by the store's clock.
 type skewedDriver struct {
-	jobs.Driver
+	jobsdriver.Driver
 	skew time.Duration
 }
 
-func (d skewedDriver) Retry(ctx context.Context, p jobs.RetryParams) error {
+func (d skewedDriver) Retry(ctx context.Context, p jobsdriver.RetryParams) error {
 	if !p.RunAt.IsZero() {
 		p.RunAt = p.RunAt.Add(-d.skew)
 	}

@@ -28,7 +28,7 @@ var (
 
 // Errors any backend may report from any method, of this package's
 // interfaces and of the other storage interfaces a backend implements
-// (credits.Store, jobs.Driver, webhook.Outbox, …). The HTTP API answers
+// (credits.Store, jobsdriver.Driver, webhook.Outbox, …). The HTTP API answers
 // both with 503 unavailable.
 var (
 	// ErrUnavailable reports a backend that could not be reached, or

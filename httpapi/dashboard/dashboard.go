@@ -370,8 +370,8 @@ type Config struct {
 	// [httpapi.DefaultMaxListUploads]. The readings take at most
 	// MaxListUploads × Lists.MaxBytes of the temporary directory's disk
 	// (16 × 256 MiB = 4 GiB by default); the lists waiting for their
-	// confirmation are kept in the store (the Queue's driver must be a
-	// jobs.ListDraftDriver, as every backend here is).
+	// confirmation are kept in the store (the Queue's driver must keep
+	// them, [jobs.Queue.ListDrafts], as every backend here does).
 	MaxListUploads int
 	// MaxListUploadsPerNetwork, ListReadWindow, ListReadMinBytes,
 	// ListMaxDuration, ListHealthyRate and ListEvictAfter pace the bulk

@@ -24,6 +24,7 @@ import (
 	"github.com/validmail/validmail/httpapi/dashboard/mail/mailtest"
 	"github.com/validmail/validmail/httpapi/service"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store/backend"
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/store/ratelimit"
@@ -529,7 +530,7 @@ func TestTestEventsLimited(t *testing.T) {
 
 // failingJobs is a job driver whose enqueues fail while fail is set.
 type failingJobs struct {
-	jobs.Driver
+	jobsdriver.Driver
 	fail atomic.Bool
 }
 

@@ -175,12 +175,12 @@ func shortPreview(pv lists.Preview) lists.Preview {
 }
 
 // drafts returns the store's waiting lists.
-func (d *Dashboard) drafts() (jobs.ListDraftDriver, error) { return d.cfg.Queue.ListDrafts() }
+func (d *Dashboard) drafts() (*jobs.ListDrafts, error) { return d.cfg.Queue.ListDrafts() }
 
 // chunkWriter writes a waiting list's rows to the store in chunks.
 type chunkWriter struct {
 	ctx     context.Context
-	dd      jobs.ListDraftDriver
+	dd      *jobs.ListDrafts
 	id      string
 	expires time.Time
 	buf     []byte
@@ -325,7 +325,7 @@ func (d *Dashboard) dropList(ctx context.Context, p *pendingList) {
 // chunkReader reads a waiting list's rows from the store, chunk by chunk.
 type chunkReader struct {
 	ctx  context.Context
-	dd   jobs.ListDraftDriver
+	dd   *jobs.ListDrafts
 	p    *pendingList
 	n    int
 	left []byte

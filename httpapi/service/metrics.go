@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,11 +33,11 @@ type trustValidator interface {
 // pacing per nameserver, the queue's depth and the worker pool's utilisation: the numbers an
 // operator watches that no request path counts.
 type opsCollector struct {
-	validator statsValidator   // nil when the validator keeps no statistics
-	pacing    pacingValidator  // nil when the validator does not pace queries
-	trust     trustValidator   // nil when the validator does not judge its nameservers
-	queue     jobs.StatsDriver // nil when the driver cannot tell
-	pool      *jobs.Pool       // nil without workers
+	validator statsValidator  // nil when the validator keeps no statistics
+	pacing    pacingValidator // nil when the validator does not pace queries
+	trust     trustValidator  // nil when the validator does not judge its nameservers
+	queue     *jobs.Queue     // nil without one; its Stats may be ErrNoStats
+	pool      *jobs.Pool      // nil without workers
 	now       func() time.Time
 
 	cacheHits, cacheMisses, cacheEvictions, cacheEntries, inFlight, queries, queryLatency *prometheus.Desc
@@ -46,10 +47,11 @@ type opsCollector struct {
 	dnsTrusted, dnsPaused                                                                 *prometheus.Desc
 }
 
-func newOpsCollector(v jobs.Validator, d jobs.Driver, pool *jobs.Pool) *opsCollector {
+func newOpsCollector(v jobs.Validator, q *jobs.Queue, pool *jobs.Pool) *opsCollector {
 	c := &opsCollector{
-		pool: pool,
-		now:  time.Now,
+		queue: q,
+		pool:  pool,
+		now:   time.Now,
 		cacheHits: prometheus.NewDesc("validmail_dns_cache_hits_total",
 			"Domain verdicts found in the validator's cache.", nil, nil),
 		cacheMisses: prometheus.NewDesc("validmail_dns_cache_misses_total",
@@ -99,9 +101,6 @@ func newOpsCollector(v jobs.Validator, d jobs.Driver, pool *jobs.Pool) *opsColle
 	}
 	if tv, ok := v.(trustValidator); ok {
 		c.trust = tv
-	}
-	if sd, ok := d.(jobs.StatsDriver); ok {
-		c.queue = sd
 	}
 	return c
 }
@@ -163,27 +162,36 @@ func (c *opsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.dnsPaused, prometheus.GaugeValue, paused)
 	}
 	if c.queue != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
-		st, err := c.queue.QueueStats(ctx)
-		cancel()
-		up := 1.0
-		if err != nil {
-			up = 0
-		} else {
-			ch <- prometheus.MustNewConstMetric(c.queueJobs, prometheus.GaugeValue, float64(st.Available), "available")
-			ch <- prometheus.MustNewConstMetric(c.queueJobs, prometheus.GaugeValue, float64(st.Delayed), "delayed")
-			ch <- prometheus.MustNewConstMetric(c.queueJobs, prometheus.GaugeValue, float64(st.Running), "running")
-			age := 0.0
-			if !st.OldestActive.IsZero() {
-				age = max(c.now().Sub(st.OldestActive).Seconds(), 0)
-			}
-			ch <- prometheus.MustNewConstMetric(c.oldestActive, prometheus.GaugeValue, age)
-		}
-		ch <- prometheus.MustNewConstMetric(c.queueUp, prometheus.GaugeValue, up)
+		c.collectQueue(ch)
 	}
 	if c.pool != nil {
 		ch <- prometheus.MustNewConstMetric(c.workers, prometheus.GaugeValue, float64(c.pool.Workers()))
 		ch <- prometheus.MustNewConstMetric(c.workersBusy, prometheus.GaugeValue, float64(c.pool.Busy()))
 		ch <- prometheus.MustNewConstMetric(c.jobRefunds, prometheus.CounterValue, float64(c.pool.Refunded()))
 	}
+}
+
+// collectQueue sends the queue's depth, with whether it could be read;
+// nothing when the queue's driver cannot tell it.
+func (c *opsCollector) collectQueue(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	st, err := c.queue.Stats(ctx)
+	cancel()
+	if errors.Is(err, jobs.ErrNoStats) {
+		return
+	}
+	up := 1.0
+	if err != nil {
+		up = 0
+	} else {
+		ch <- prometheus.MustNewConstMetric(c.queueJobs, prometheus.GaugeValue, float64(st.Available), "available")
+		ch <- prometheus.MustNewConstMetric(c.queueJobs, prometheus.GaugeValue, float64(st.Delayed), "delayed")
+		ch <- prometheus.MustNewConstMetric(c.queueJobs, prometheus.GaugeValue, float64(st.Running), "running")
+		age := 0.0
+		if !st.OldestActive.IsZero() {
+			age = max(c.now().Sub(st.OldestActive).Seconds(), 0)
+		}
+		ch <- prometheus.MustNewConstMetric(c.oldestActive, prometheus.GaugeValue, age)
+	}
+	ch <- prometheus.MustNewConstMetric(c.queueUp, prometheus.GaugeValue, up)
 }

@@ -429,7 +429,7 @@ func (s *Service) buildAPI() (httpapi.Config, error) {
 		return acfg, err
 	}
 	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(newOpsCollector(s.validator, b.Jobs, s.pool)); err != nil {
+		if err := cfg.Registerer.Register(newOpsCollector(s.validator, s.queue, s.pool)); err != nil {
 			return acfg, fmt.Errorf("service: register metrics: %w", err)
 		}
 	}

@@ -13,13 +13,15 @@ import (
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/webhook"
 )
 
 func testBatches(t *testing.T, b *bundle) {
-	bd, ok := b.Driver.(jobs.BatchDriver)
+	bd, ok := b.Driver.(jobsdriver.BatchDriver)
 	if !ok {
-		t.Skip("driver does not implement jobs.BatchDriver")
+		t.Skip("driver does not implement jobsdriver.BatchDriver")
 	}
 	ctx := context.Background()
 	acct, other := account(), account()
@@ -45,11 +47,11 @@ func testBatches(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	if got.ID != batches[1][0] || got.AccountID != acct || got.Total != 5 || got.Completed != 0 ||
-		got.State != jobs.StateActive || got.CreatedAt.IsZero() || !got.CompletedAt.IsZero() || len(got.Counts) != 0 {
+		got.State != jobtype.StateActive || got.CreatedAt.IsZero() || !got.CompletedAt.IsZero() || len(got.Counts) != 0 {
 		t.Fatalf("new batch %+v", got)
 	}
 	for _, id := range []string{batches[1][0], "999999999", "nonsense"} {
-		if _, err := bd.Batch(ctx, other, id); !errors.Is(err, jobs.ErrNotFound) {
+		if _, err := bd.Batch(ctx, other, id); !errors.Is(err, jobtype.ErrNotFound) {
 			t.Errorf("Batch(other account, %s): %v, want ErrNotFound", id, err)
 		}
 	}
@@ -58,7 +60,7 @@ func testBatches(t *testing.T, b *bundle) {
 	ls := mustLease(t, b, 100, time.Minute)
 	for _, l := range ls {
 		if l.BatchID != batches[1][0] {
-			if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token}); err != nil {
+			if err := b.Driver.Retry(ctx, jobsdriver.RetryParams{ID: l.ID, Token: l.Token}); err != nil {
 				t.Fatal(err)
 			}
 			continue
@@ -67,7 +69,7 @@ func testBatches(t *testing.T, b *bundle) {
 		if l.ID == batches[1][4] {
 			r.Confidence.Status = emailcheck.StatusUnknown
 		}
-		if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
+		if err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,20 +77,20 @@ func testBatches(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != jobs.StateCompleted || got.Completed != 5 || got.CompletedAt.IsZero() ||
+	if got.State != jobtype.StateCompleted || got.Completed != 5 || got.CompletedAt.IsZero() ||
 		got.Counts[emailcheck.StatusLikely] != 4 || got.Counts[emailcheck.StatusUnknown] != 1 || len(got.Counts) != 2 {
 		t.Fatalf("completed batch %+v", got)
 	}
 
 	// The account's batches, newest first, paged.
-	page, err := bd.Batches(ctx, jobs.BatchesParams{AccountID: acct, Limit: 2})
+	page, err := bd.Batches(ctx, jobtype.BatchesParams{AccountID: acct, Limit: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(page) != 2 || page[0].ID != batches[2][0] || page[1].ID != batches[1][0] || page[0].Total != 2 {
 		t.Fatalf("first page %+v", page)
 	}
-	page, err = bd.Batches(ctx, jobs.BatchesParams{AccountID: acct, Limit: 2, Before: page[1].ID})
+	page, err = bd.Batches(ctx, jobtype.BatchesParams{AccountID: acct, Limit: 2, Before: page[1].ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +102,7 @@ func testBatches(t *testing.T, b *bundle) {
 	var seen []string
 	after := ""
 	for range 10 {
-		js, err := bd.BatchJobs(ctx, jobs.BatchJobsParams{AccountID: acct, BatchID: batches[1][0], Limit: 2, After: after})
+		js, err := bd.BatchJobs(ctx, jobtype.BatchJobsParams{AccountID: acct, BatchID: batches[1][0], Limit: 2, After: after})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +111,7 @@ func testBatches(t *testing.T, b *bundle) {
 		}
 		for _, j := range js {
 			seen = append(seen, j.ID)
-			if j.State != jobs.StateCompleted || j.Result == nil {
+			if j.State != jobtype.StateCompleted || j.Result == nil {
 				t.Fatalf("job %s of the completed batch: %+v", j.ID, j)
 			}
 		}
@@ -123,7 +125,7 @@ func testBatches(t *testing.T, b *bundle) {
 			t.Fatalf("paged %v, want %v in submission order", seen, batches[1])
 		}
 	}
-	if _, err := bd.BatchJobs(ctx, jobs.BatchJobsParams{AccountID: other, BatchID: batches[1][0], Limit: 10}); !errors.Is(err, jobs.ErrNotFound) {
+	if _, err := bd.BatchJobs(ctx, jobtype.BatchJobsParams{AccountID: other, BatchID: batches[1][0], Limit: 10}); !errors.Is(err, jobtype.ErrNotFound) {
 		t.Errorf("BatchJobs of another account's batch: %v, want ErrNotFound", err)
 	}
 }
@@ -149,7 +151,7 @@ func batchEvents(t *testing.T, b *bundle, acct, typ string) []webhook.Event {
 // the completed batch.
 func checkBatchEvent(t *testing.T, b *bundle, acct, id string) {
 	t.Helper()
-	bd := b.Driver.(jobs.BatchDriver)
+	bd := b.Driver.(jobsdriver.BatchDriver)
 	got, err := bd.Batch(context.Background(), acct, id)
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +166,7 @@ func checkBatchEvent(t *testing.T, b *bundle, acct, id string) {
 		t.Fatalf("batch %s: %d completion events, want exactly 1", id, len(mine))
 	}
 	e := mine[0]
-	data := jobs.BatchCompleted(got)
+	data := jobsdriver.BatchCompleted(got)
 	want := webhook.BatchCompletedPayload(e.CreatedAt, data)
 	if string(e.Payload) != string(want) {
 		t.Fatalf("batch event payload\n got %s\nwant %s", e.Payload, want)
@@ -179,14 +181,14 @@ const batchEventType = "batch.completed"
 
 // newBatchEvent returns a batch.completed event for the job's
 // completion, written only if it is its batch's last.
-func newBatchEvent(j jobs.Job) *webhook.Event {
+func newBatchEvent(j jobtype.Job) *webhook.Event {
 	e := webhook.NewBatchEvent(j.AccountID, j.ID, time.Now())
 	return &e
 }
 
 // batchEventsOnly is a [jobs.PoolConfig.NewEvents] that asks for a batch
 // event on every completion, and for no other event.
-func batchEventsOnly(_ context.Context, j jobs.Job, _ emailcheck.Result) (ev, batch *webhook.Event, err error) {
+func batchEventsOnly(_ context.Context, j jobtype.Job, _ emailcheck.Result) (ev, batch *webhook.Event, err error) {
 	return nil, newBatchEvent(j), nil
 }
 
@@ -194,8 +196,8 @@ func batchEventsOnly(_ context.Context, j jobs.Job, _ emailcheck.Result) (ev, ba
 // event; only the last writes it, once, with the batch's final counts,
 // while several workers complete the batch's jobs at once.
 func testBatchEventOnce(t *testing.T, b *bundle) {
-	if _, ok := b.Driver.(jobs.BatchDriver); !ok {
-		t.Skip("driver does not implement jobs.BatchDriver")
+	if _, ok := b.Driver.(jobsdriver.BatchDriver); !ok {
+		t.Skip("driver does not implement jobsdriver.BatchDriver")
 	}
 	ctx := context.Background()
 	acct := account()
@@ -209,7 +211,7 @@ func testBatchEventOnce(t *testing.T, b *bundle) {
 			r.Confidence.Status = emailcheck.StatusDisposable
 		}
 		ev := newBatchEvent(l.Job)
-		if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r, BatchEvent: ev}); err != nil {
+		if err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: r, BatchEvent: ev}); err != nil {
 			t.Fatal(err)
 		}
 		if n := len(batchEvents(t, b, acct, batchEventType)); (i < 2 && n != 0) || (i == 2 && n != 1) {
@@ -241,22 +243,22 @@ func testBatchEventOnce(t *testing.T, b *bundle) {
 // testBatchSource: a batch records who submitted it, its jobs carry it,
 // and the pool reports it as the results' meta.source.
 func testBatchSource(t *testing.T, b *bundle) {
-	bd, ok := b.Driver.(jobs.BatchDriver)
+	bd, ok := b.Driver.(jobsdriver.BatchDriver)
 	if !ok {
-		t.Skip("driver does not implement jobs.BatchDriver")
+		t.Skip("driver does not implement jobsdriver.BatchDriver")
 	}
 	ctx := context.Background()
 	acct := account()
-	dash, err := b.q.EnqueueWith(ctx, jobs.EnqueueParams{AccountID: acct, Emails: emails(2, "d"), Source: jobs.SourceDashboard})
+	dash, err := b.q.EnqueueWith(ctx, jobtype.EnqueueParams{AccountID: acct, Emails: emails(2, "d"), Source: jobtype.SourceDashboard})
 	if err != nil {
 		t.Fatal(err)
 	}
 	grant(t, b, acct, 2)
-	api, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(2, "a")})
+	api, err := b.q.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: acct, Emails: emails(2, "a")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for id, want := range map[string]string{dash[0]: jobs.SourceDashboard, api[0]: jobs.SourceAPI} {
+	for id, want := range map[string]string{dash[0]: jobtype.SourceDashboard, api[0]: jobtype.SourceAPI} {
 		got, err := bd.Batch(ctx, acct, id)
 		if err != nil {
 			t.Fatal(err)
@@ -265,8 +267,8 @@ func testBatchSource(t *testing.T, b *bundle) {
 			t.Errorf("batch %s: source %q, want %q", id, got.Source, want)
 		}
 	}
-	if js, err := bd.Batches(ctx, jobs.BatchesParams{AccountID: acct, Limit: 10}); err != nil || len(js) != 2 ||
-		js[0].Source != jobs.SourceAPI || js[1].Source != jobs.SourceDashboard {
+	if js, err := bd.Batches(ctx, jobtype.BatchesParams{AccountID: acct, Limit: 10}); err != nil || len(js) != 2 ||
+		js[0].Source != jobtype.SourceAPI || js[1].Source != jobtype.SourceDashboard {
 		t.Fatalf("Batches: %+v, %v", js, err)
 	}
 	c := &counter{n: map[string]int{}}
@@ -292,14 +294,14 @@ func testBatchSource(t *testing.T, b *bundle) {
 // and nothing after it: the same key then starts a new batch, charged
 // anew, whatever its body.
 func testIdempotencyExpires(t *testing.T, b *bundle) {
-	if _, ok := b.Driver.(jobs.ChargingDriver); !ok {
-		t.Skip("driver does not implement jobs.ChargingDriver")
+	if _, ok := b.Driver.(jobsdriver.ChargingDriver); !ok {
+		t.Skip("driver does not implement jobsdriver.ChargingDriver")
 	}
 	ctx := context.Background()
 	acct := account()
 	grant(t, b, acct, 10)
 	const ttl = 300 * time.Millisecond
-	p := jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(2, "e"), IdempotencyKey: "k", Fingerprint: "f1", IdempotencyTTL: ttl}
+	p := jobtype.EnqueueChargedParams{AccountID: acct, Emails: emails(2, "e"), IdempotencyKey: "k", Fingerprint: "f1", IdempotencyTTL: ttl}
 	// A busy machine may take longer than the TTL between two calls; a
 	// replay that came too late is a new batch, charged anew, and counted.
 	start := time.Now()
@@ -355,9 +357,9 @@ func testIdempotencyExpires(t *testing.T, b *bundle) {
 // complete never skips or repeats one, and a batch goes with its jobs
 // once they are past the retention.
 func testBatchPagingWhileCompleting(t *testing.T, b *bundle) {
-	bd, ok := b.Driver.(jobs.BatchDriver)
+	bd, ok := b.Driver.(jobsdriver.BatchDriver)
 	if !ok {
-		t.Skip("driver does not implement jobs.BatchDriver")
+		t.Skip("driver does not implement jobsdriver.BatchDriver")
 	}
 	ctx := context.Background()
 	acct := account()
@@ -365,7 +367,7 @@ func testBatchPagingWhileCompleting(t *testing.T, b *bundle) {
 	var seen []string
 	after := ""
 	for range 20 {
-		js, err := bd.BatchJobs(ctx, jobs.BatchJobsParams{AccountID: acct, BatchID: ids[0], Limit: 3, After: after})
+		js, err := bd.BatchJobs(ctx, jobtype.BatchJobsParams{AccountID: acct, BatchID: ids[0], Limit: 3, After: after})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +381,7 @@ func testBatchPagingWhileCompleting(t *testing.T, b *bundle) {
 		// Complete two jobs, wherever they are, between pages.
 		for _, l := range mustLease(t, b, 2, time.Minute) {
 			r, _ := likely(ctx, l.Email)
-			if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
+			if err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -389,21 +391,21 @@ func testBatchPagingWhileCompleting(t *testing.T, b *bundle) {
 	}
 	for _, l := range mustLease(t, b, 10, time.Minute) {
 		r, _ := likely(ctx, l.Email)
-		if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
+		if err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got, err := bd.Batch(ctx, acct, ids[0]); err != nil || got.State != jobs.StateCompleted || got.Completed != 10 {
+	if got, err := bd.Batch(ctx, acct, ids[0]); err != nil || got.State != jobtype.StateCompleted || got.Completed != 10 {
 		t.Fatalf("batch after every completion: %+v, %v", got, err)
 	}
 	// Past the retention, the batch goes with its jobs.
-	if _, err := b.Driver.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: time.Now().Add(time.Hour + cleanupGranularity(b.Driver))}); err != nil {
+	if _, err := b.Driver.Cleanup(ctx, jobsdriver.CleanupParams{CompletedBefore: time.Now().Add(time.Hour + cleanupGranularity(b.Driver))}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bd.Batch(ctx, acct, ids[0]); !errors.Is(err, jobs.ErrNotFound) {
+	if _, err := bd.Batch(ctx, acct, ids[0]); !errors.Is(err, jobtype.ErrNotFound) {
 		t.Errorf("batch after cleanup: %v, want ErrNotFound", err)
 	}
-	if bs, err := bd.Batches(ctx, jobs.BatchesParams{AccountID: acct, Limit: 10}); err != nil || len(bs) != 0 {
+	if bs, err := bd.Batches(ctx, jobtype.BatchesParams{AccountID: acct, Limit: 10}); err != nil || len(bs) != 0 {
 		t.Errorf("batches after cleanup: %+v, %v; want none", bs, err)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
 // Bench measures a backend made by newBackend, which must return a fresh,
@@ -33,9 +35,9 @@ func Bench(b *testing.B, newBackend func(tb testing.TB) Backend) {
 		// A completed batch of 1,000 read the way an export reads it:
 		// pages of 200 jobs with their results.
 		be := newBackend(b)
-		bd, ok := be.Driver.(jobs.BatchDriver)
+		bd, ok := be.Driver.(jobsdriver.BatchDriver)
 		if !ok {
-			b.Skip("driver does not implement jobs.BatchDriver")
+			b.Skip("driver does not implement jobsdriver.BatchDriver")
 		}
 		q := newQueue(b, be)
 		ids, err := q.Enqueue(ctx, "bench", batch)
@@ -43,13 +45,13 @@ func Bench(b *testing.B, newBackend func(tb testing.TB) Backend) {
 			b.Fatal(err)
 		}
 		for left := len(ids); left > 0; {
-			ls, err := be.Driver.Lease(ctx, jobs.LeaseParams{Max: 500, Duration: time.Minute})
+			ls, err := be.Driver.Lease(ctx, jobsdriver.LeaseParams{Max: 500, Duration: time.Minute})
 			if err != nil {
 				b.Fatal(err)
 			}
 			for _, l := range ls {
 				r, _ := instant{}.Validate(ctx, l.Email)
-				if err := be.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
+				if err := be.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -59,7 +61,7 @@ func Bench(b *testing.B, newBackend func(tb testing.TB) Backend) {
 		for b.Loop() {
 			n, after := 0, ""
 			for {
-				js, err := bd.BatchJobs(ctx, jobs.BatchJobsParams{AccountID: "bench", BatchID: ids[0], Limit: 200, After: after})
+				js, err := bd.BatchJobs(ctx, jobtype.BatchJobsParams{AccountID: "bench", BatchID: ids[0], Limit: 200, After: after})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -106,7 +108,7 @@ func Bench(b *testing.B, newBackend func(tb testing.TB) Backend) {
 				fresh()
 				b.StartTimer()
 			}
-			if _, err := q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: "bench", Emails: batch}); err != nil {
+			if _, err := q.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: "bench", Emails: batch}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -147,7 +149,7 @@ func benchDrain(b *testing.B, be Backend, batch []string) {
 	p, err := jobs.NewPool(q, instant{}, &jobs.PoolConfig{
 		Workers:         8,
 		CleanupInterval: -1,
-		OnComplete: func(context.Context, jobs.Job) {
+		OnComplete: func(context.Context, jobtype.Job) {
 			if done.Add(1) == int64(b.N) {
 				close(finished)
 			}

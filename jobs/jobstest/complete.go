@@ -15,6 +15,8 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/webhook"
 )
 
@@ -25,7 +27,7 @@ func checkCompleted(t *testing.T, b *bundle, acct string, ids []string) {
 		if err != nil {
 			t.Fatalf("Get(%s): %v", id, err)
 		}
-		if j.State != jobs.StateCompleted || j.Result == nil || j.Result.Email != j.Email || j.CompletedAt.IsZero() {
+		if j.State != jobtype.StateCompleted || j.Result == nil || j.Result.Email != j.Email || j.CompletedAt.IsZero() {
 			t.Fatalf("job %s not completed with its result: %+v", id, j)
 		}
 	}
@@ -35,7 +37,7 @@ func testDrainByPool(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	grant(t, b, acct, 1000)
-	ids, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(1000, "drain")})
+	ids, err := b.q.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: acct, Emails: emails(1000, "drain")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func testConcurrentWorkers(t *testing.T, b *bundle) {
 	for range 8 {
 		wg.Go(func() {
 			for {
-				ls, err := b.Driver.Lease(ctx, jobs.LeaseParams{Max: 10, Duration: 5 * time.Second})
+				ls, err := b.Driver.Lease(ctx, jobsdriver.LeaseParams{Max: 10, Duration: 5 * time.Second})
 				if err != nil {
 					t.Error(err)
 					return
@@ -83,7 +85,7 @@ func testConcurrentWorkers(t *testing.T, b *bundle) {
 				}
 				for _, l := range ls {
 					r, _ := likely(ctx, l.Email)
-					if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
+					if err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
 						t.Errorf("Complete(%s): %v", l.ID, err)
 						continue
 					}
@@ -108,7 +110,7 @@ func testUnknownRefund(t *testing.T, b *bundle) {
 	acct := account()
 	grant(t, b, acct, 6)
 	batch := []string{"a@ok.example", "b@unknown.example", "c@ok.example", "d@unknown.example", "e@ok.example"}
-	ids, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: batch, IdempotencyKey: "k"})
+	ids, err := b.q.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: acct, Emails: batch, IdempotencyKey: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +124,7 @@ func testUnknownRefund(t *testing.T, b *bundle) {
 	})
 	var c counter
 	created := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
-	newEvents := func(_ context.Context, j jobs.Job, r emailcheck.Result) (ev, batch *webhook.Event, err error) {
+	newEvents := func(_ context.Context, j jobtype.Job, r emailcheck.Result) (ev, batch *webhook.Event, err error) {
 		if j.Email == "c@ok.example" {
 			return nil, nil, nil // no event for this job
 		}
@@ -198,7 +200,7 @@ func testDuplicateEvent(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	grant(t, b, acct, 2)
-	ids, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(2, "dup")})
+	ids, err := b.q.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: acct, Emails: emails(2, "dup")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,14 +210,14 @@ func testDuplicateEvent(t *testing.T, b *bundle) {
 	}
 	ev := &webhook.Event{ID: "evt_dup_" + ids[0], Type: "test.completed", Payload: []byte(`{}`)}
 	r, _ := likely(ctx, ls[0].Email)
-	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: r, Event: ev}); err != nil {
+	if err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: r, Event: ev}); err != nil {
 		t.Fatal(err)
 	}
 	r = jobs.UnknownResult(ls[1].Email)
-	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: ls[1].ID, Token: ls[1].Token, Result: r, Refund: 1, Event: ev}); err == nil {
+	if err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: ls[1].ID, Token: ls[1].Token, Result: r, Refund: 1, Event: ev}); err == nil {
 		t.Fatal("completion with a duplicate event id succeeded")
 	}
-	if j, err := b.q.Get(ctx, acct, ls[1].ID); err != nil || j.State != jobs.StateActive || j.Result != nil {
+	if j, err := b.q.Get(ctx, acct, ls[1].ID); err != nil || j.State != jobtype.StateActive || j.Result != nil {
 		t.Fatalf("job after the failed completion: %+v, %v; want active without result", j, err)
 	}
 	if n := balance(t, b, acct); n != 0 {
@@ -224,7 +226,7 @@ func testDuplicateEvent(t *testing.T, b *bundle) {
 	if evs, err := b.Events(ctx, acct); err != nil || len(evs) != 1 {
 		t.Fatalf("%d events (%v), want 1", len(evs), err)
 	}
-	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: ls[1].ID, Token: ls[1].Token, Result: r, Refund: 1}); err != nil {
+	if err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: ls[1].ID, Token: ls[1].Token, Result: r, Refund: 1}); err != nil {
 		t.Fatalf("the lease did not survive the failed completion: %v", err)
 	}
 	if n := balance(t, b, acct); n != 1 {
@@ -236,14 +238,14 @@ func testDuplicateEvent(t *testing.T, b *bundle) {
 // each item as if completed alone: a lost lease or a duplicate event fails
 // that item only.
 func testCompleteMany(t *testing.T, b *bundle) {
-	bc, ok := b.Driver.(jobs.BatchCompleter)
+	bc, ok := b.Driver.(jobsdriver.BatchCompleter)
 	if !ok {
-		t.Skip("driver does not implement jobs.BatchCompleter")
+		t.Skip("driver does not implement jobsdriver.BatchCompleter")
 	}
 	ctx := context.Background()
 	acct := account()
 	grant(t, b, acct, 4)
-	if _, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(4, "many")}); err != nil {
+	if _, err := b.q.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: acct, Emails: emails(4, "many")}); err != nil {
 		t.Fatal(err)
 	}
 	ls := mustLease(t, b, 4, time.Minute)
@@ -253,12 +255,12 @@ func testCompleteMany(t *testing.T, b *bundle) {
 	// An event already in the outbox, for the third item.
 	dup := &webhook.Event{ID: "evt_many_" + ls[0].ID, Type: "test.completed", Payload: []byte(`{}`)}
 	r0, _ := likely(ctx, ls[0].Email)
-	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: r0, Event: dup}); err != nil {
+	if err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: r0, Event: dup}); err != nil {
 		t.Fatal(err)
 	}
-	ps := make([]jobs.CompleteParams, 0, 3)
+	ps := make([]jobsdriver.CompleteParams, 0, 3)
 	for i, l := range ls[1:] {
-		p := jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: jobs.UnknownResult(l.Email), Refund: 1,
+		p := jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: jobs.UnknownResult(l.Email), Refund: 1,
 			Event: &webhook.Event{ID: "evt_many_" + l.ID, Type: "test.completed", Payload: []byte(`{}`)}}
 		switch i {
 		case 0:
@@ -271,7 +273,7 @@ func testCompleteMany(t *testing.T, b *bundle) {
 	// In reverse order: the driver must answer in the caller's.
 	slices.Reverse(ps)
 	errs := bc.CompleteMany(ctx, ps)
-	if len(errs) != 3 || errs[0] != nil || !errors.Is(errs[1], webhook.ErrDuplicate) || !errors.Is(errs[2], jobs.ErrLeaseLost) {
+	if len(errs) != 3 || errs[0] != nil || !errors.Is(errs[1], webhook.ErrDuplicate) || !errors.Is(errs[2], jobtype.ErrLeaseLost) {
 		t.Fatalf("CompleteMany: %v; want nil, a duplicate event, a lost lease", errs)
 	}
 	for i, l := range ls {
@@ -279,7 +281,7 @@ func testCompleteMany(t *testing.T, b *bundle) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if done := j.State == jobs.StateCompleted; done != (i == 0 || i == 3) {
+		if done := j.State == jobtype.StateCompleted; done != (i == 0 || i == 3) {
 			t.Errorf("job %d: state %s", i, j.State)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store/crashtest"
 	"github.com/validmail/validmail/webhook"
 )
@@ -94,7 +96,7 @@ func RunCrash(t *testing.T, d crashtest.Durable[Backend]) {
 }
 
 // RunCrashCompleting checks that a worker killed while a group of
-// completions is being written ([jobs.BatchCompleter]) leaves no job
+// completions is being written ([jobsdriver.BatchCompleter]) leaves no job
 // completed twice and none lost. A child process leases the whole batch
 // of [RunCrash] and writes its completions in groups of 200; half a
 // millisecond into the call that writes the fourth group, it sends itself
@@ -103,12 +105,12 @@ func RunCrash(t *testing.T, d crashtest.Durable[Backend]) {
 // with a [jobs.Pool], after the killed worker's leases expire; the
 // checks are those of [RunCrash].
 //
-// It is skipped for a driver that is not a [jobs.BatchCompleter].
+// It is skipped for a driver that is not a [jobsdriver.BatchCompleter].
 func RunCrashCompleting(t *testing.T, d crashtest.Durable[Backend]) {
 	ns, b := crashtest.Begin(t, d, EnvCrashNamespace)
 	be := b.check(t)
-	if _, ok := be.Driver.(jobs.BatchCompleter); !ok {
-		t.Skip("driver does not implement jobs.BatchCompleter")
+	if _, ok := be.Driver.(jobsdriver.BatchCompleter); !ok {
+		t.Skip("driver does not implement jobsdriver.BatchCompleter")
 	}
 	c := newCrashBatch(t, b)
 	child := crashtest.Start(t, d.ChildTest, EnvCrashNamespace+"="+ns, envCrashMode+"="+crashModeGroups)
@@ -160,7 +162,7 @@ func newCrashBatch(t *testing.T, b Backend) *crashBatch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.ids, err = q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: crashAccount, Emails: c.emails, IdempotencyKey: "crash-batch"})
+	c.ids, err = q.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: crashAccount, Emails: c.emails, IdempotencyKey: "crash-batch"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +204,7 @@ func (c *crashBatch) finish(t *testing.T, d crashtest.Durable[Backend], ns strin
 	evs := jobEvents(all)
 	// And the batch's event, once, though both workers asked for it with
 	// every completion.
-	if bd, ok := be.Driver.(jobs.BatchDriver); ok {
+	if bd, ok := be.Driver.(jobsdriver.BatchDriver); ok {
 		var bevs []webhook.Event
 		for _, e := range all {
 			if e.Type == batchEventType {
@@ -217,7 +219,7 @@ func (c *crashBatch) finish(t *testing.T, d crashtest.Durable[Backend], ns strin
 			t.Fatal(err)
 		}
 		e := bevs[0]
-		if want := webhook.BatchCompletedPayload(e.CreatedAt, jobs.BatchCompleted(b)); string(e.Payload) != string(want) {
+		if want := webhook.BatchCompletedPayload(e.CreatedAt, jobsdriver.BatchCompleted(b)); string(e.Payload) != string(want) {
 			t.Fatalf("batch event payload\n got %s\nwant %s", e.Payload, want)
 		}
 		t.Logf("one batch event: %s", e.Payload)
@@ -243,7 +245,7 @@ func (c *crashBatch) finish(t *testing.T, d crashtest.Durable[Backend], ns strin
 			t.Fatalf("Get(%s): %v", id, err)
 		}
 		wantUnknown := crashUnknown(c.emails[i])
-		if j.State != jobs.StateCompleted || j.Result == nil || j.Email != c.emails[i] || j.Cost != 1 ||
+		if j.State != jobtype.StateCompleted || j.Result == nil || j.Email != c.emails[i] || j.Cost != 1 ||
 			(j.Result.Confidence.Status == emailcheck.StatusUnknown) != wantUnknown {
 			t.Fatalf("job %s: state %s, email %s, cost %d, result %+v", id, j.State, j.Email, j.Cost, j.Result)
 		}
@@ -301,7 +303,7 @@ func CrashChild(t *testing.T, d crashtest.Durable[Backend]) {
 		LeaseDuration:  time.Second,
 		RescueInterval: 100 * time.Millisecond,
 		PollInterval:   50 * time.Millisecond,
-		NewEvents: func(_ context.Context, j jobs.Job, _ emailcheck.Result) (ev, batch *webhook.Event, err error) {
+		NewEvents: func(_ context.Context, j jobtype.Job, _ emailcheck.Result) (ev, batch *webhook.Event, err error) {
 			return &webhook.Event{ID: "evt_" + j.ID, Type: crashEventType, Payload: []byte(crashPayload(j.ID))}, newBatchEvent(j), nil
 		},
 	})
@@ -336,10 +338,10 @@ func CrashChild(t *testing.T, d crashtest.Durable[Backend]) {
 // group crashKillGroup.
 func completeInGroups(t *testing.T, be Backend) {
 	ctx := context.Background()
-	bc := be.Driver.(jobs.BatchCompleter)
-	var leases []jobs.Lease
+	bc := be.Driver.(jobsdriver.BatchCompleter)
+	var leases []jobsdriver.Lease
 	for len(leases) < crashJobs {
-		ls, err := be.Driver.Lease(ctx, jobs.LeaseParams{Max: crashJobs - len(leases), Duration: 2 * time.Second})
+		ls, err := be.Driver.Lease(ctx, jobsdriver.LeaseParams{Max: crashJobs - len(leases), Duration: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -351,10 +353,10 @@ func completeInGroups(t *testing.T, be Backend) {
 	v := crashValidator{}
 	for g := 0; g*crashGroupSize < len(leases); g++ {
 		group := leases[g*crashGroupSize : min((g+1)*crashGroupSize, len(leases))]
-		ps := make([]jobs.CompleteParams, 0, len(group))
+		ps := make([]jobsdriver.CompleteParams, 0, len(group))
 		for _, l := range group {
 			r, _ := v.Validate(ctx, l.Email)
-			p := jobs.CompleteParams{
+			p := jobsdriver.CompleteParams{
 				ID: l.ID, Token: l.Token, Result: r,
 				Event: &webhook.Event{ID: "evt_" + l.ID, Type: crashEventType, Payload: []byte(crashPayload(l.ID))},
 			}

@@ -12,10 +12,12 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
 // RunListDrafts checks that backends made by newBackend keep lists
-// waiting for their confirmation as [jobs.ListDraftDriver] promises: a
+// waiting for their confirmation as [jobsdriver.ListDraftDriver] promises: a
 // draft and its chunks are read back from the store, one an account, a
 // bounded number a network, taken once, gone when expired or deleted.
 // Each subtest runs in parallel on its own backend; a driver without
@@ -50,22 +52,22 @@ func RunListDrafts(t *testing.T, newBackend func(tb testing.TB) Backend) {
 }
 
 type draftBundle struct {
-	d   jobs.ListDraftDriver
+	d   jobsdriver.ListDraftDriver
 	ctx context.Context
 }
 
 // put stores a draft of account from network with chunks, living a
 // minute, and returns it.
-func (b *draftBundle) put(t *testing.T, account, network string, chunks ...string) jobs.ListDraft {
+func (b *draftBundle) put(t *testing.T, account, network string, chunks ...string) jobtype.ListDraft {
 	t.Helper()
-	d := jobs.ListDraft{ID: uuid.NewString(), AccountID: account, Network: network, Meta: []byte(`{"name":"` + account + `"}`),
+	d := jobtype.ListDraft{ID: uuid.NewString(), AccountID: account, Network: network, Meta: []byte(`{"name":"` + account + `"}`),
 		Chunks: len(chunks), ExpiresAt: time.Now().Add(time.Hour)}
 	for i, c := range chunks {
 		if err := b.d.PutListDraftChunk(b.ctx, d.ID, i, []byte(c), d.ExpiresAt); err != nil {
 			t.Fatal(err)
 		}
 	}
-	kept, err := b.d.PutListDraft(b.ctx, jobs.PutListDraftParams{Draft: d, PerNetwork: 2})
+	kept, err := b.d.PutListDraft(b.ctx, jobtype.PutListDraftParams{Draft: d, PerNetwork: 2})
 	if err != nil || !kept {
 		t.Fatalf("put: %v, kept %v", err, kept)
 	}
@@ -73,20 +75,20 @@ func (b *draftBundle) put(t *testing.T, account, network string, chunks ...strin
 }
 
 // gone checks that draft d and its first chunk are gone.
-func (b *draftBundle) gone(t *testing.T, d jobs.ListDraft) {
+func (b *draftBundle) gone(t *testing.T, d jobtype.ListDraft) {
 	t.Helper()
-	if _, err := b.d.ListDraft(b.ctx, d.AccountID, d.ID); !errors.Is(err, jobs.ErrNotFound) {
+	if _, err := b.d.ListDraft(b.ctx, d.AccountID, d.ID); !errors.Is(err, jobtype.ErrNotFound) {
 		t.Fatalf("draft %s of %s: %v, want ErrNotFound", d.ID, d.AccountID, err)
 	}
 	if d.Chunks > 0 {
-		if _, err := b.d.ListDraftChunk(b.ctx, d.ID, 0); !errors.Is(err, jobs.ErrNotFound) {
+		if _, err := b.d.ListDraftChunk(b.ctx, d.ID, 0); !errors.Is(err, jobtype.ErrNotFound) {
 			t.Fatalf("chunk of draft %s: %v, want ErrNotFound", d.ID, err)
 		}
 	}
 }
 
 // there checks that draft d is kept as it was put.
-func (b *draftBundle) there(t *testing.T, d jobs.ListDraft) {
+func (b *draftBundle) there(t *testing.T, d jobtype.ListDraft) {
 	t.Helper()
 	got, err := b.d.ListDraft(b.ctx, d.AccountID, d.ID)
 	if err != nil || got.ID != d.ID || got.AccountID != d.AccountID || got.Network != d.Network || got.Chunks != d.Chunks || !bytes.Equal(got.Meta, d.Meta) {
@@ -105,13 +107,13 @@ func testDraftPutAndRead(t *testing.T, b *draftBundle) {
 			t.Fatalf("chunk %d: %d bytes, %v", i, len(got), err)
 		}
 	}
-	if _, err := b.d.ListDraftChunk(b.ctx, d.ID, 3); !errors.Is(err, jobs.ErrNotFound) {
+	if _, err := b.d.ListDraftChunk(b.ctx, d.ID, 3); !errors.Is(err, jobtype.ErrNotFound) {
 		t.Fatalf("a chunk past the last: %v", err)
 	}
-	if _, err := b.d.ListDraft(b.ctx, uuid.NewString(), d.ID); !errors.Is(err, jobs.ErrNotFound) {
+	if _, err := b.d.ListDraft(b.ctx, uuid.NewString(), d.ID); !errors.Is(err, jobtype.ErrNotFound) {
 		t.Fatalf("another account's draft: %v", err)
 	}
-	if _, err := b.d.TakeListDraft(b.ctx, uuid.NewString(), d.ID); !errors.Is(err, jobs.ErrNotFound) {
+	if _, err := b.d.TakeListDraft(b.ctx, uuid.NewString(), d.ID); !errors.Is(err, jobtype.ErrNotFound) {
 		t.Fatalf("another account's take: %v", err)
 	}
 	b.there(t, d)
@@ -141,7 +143,7 @@ func testDraftRestore(t *testing.T, b *draftBundle) {
 	if err != nil || taken.ID != d.ID {
 		t.Fatalf("take: %+v %v", taken, err)
 	}
-	if kept, err := b.d.PutListDraft(b.ctx, jobs.PutListDraftParams{Draft: taken, Restore: true}); err != nil || !kept {
+	if kept, err := b.d.PutListDraft(b.ctx, jobtype.PutListDraftParams{Draft: taken, Restore: true}); err != nil || !kept {
 		t.Fatalf("restore with no other draft: %v %v", kept, err)
 	}
 	b.there(t, d)
@@ -149,11 +151,11 @@ func testDraftRestore(t *testing.T, b *draftBundle) {
 		t.Fatal(err)
 	}
 	newer := b.put(t, a, "n", "y")
-	if kept, err := b.d.PutListDraft(b.ctx, jobs.PutListDraftParams{Draft: taken, Restore: true}); err != nil || kept {
+	if kept, err := b.d.PutListDraft(b.ctx, jobtype.PutListDraftParams{Draft: taken, Restore: true}); err != nil || kept {
 		t.Fatalf("restore beside a newer draft: %v %v", kept, err)
 	}
 	b.there(t, newer)
-	if _, err := b.d.ListDraft(b.ctx, a, d.ID); !errors.Is(err, jobs.ErrNotFound) {
+	if _, err := b.d.ListDraft(b.ctx, a, d.ID); !errors.Is(err, jobtype.ErrNotFound) {
 		t.Fatalf("the refused restore is kept: %v", err)
 	}
 }
@@ -190,7 +192,7 @@ func testDraftTakenOnce(t *testing.T, b *draftBundle) {
 				mu.Lock()
 				won++
 				mu.Unlock()
-			case !errors.Is(err, jobs.ErrNotFound):
+			case !errors.Is(err, jobtype.ErrNotFound):
 				t.Error(err)
 			}
 		}()
@@ -199,7 +201,7 @@ func testDraftTakenOnce(t *testing.T, b *draftBundle) {
 	if won != 1 {
 		t.Fatalf("%d takes won", won)
 	}
-	if _, err := b.d.ListDraft(b.ctx, a, d.ID); !errors.Is(err, jobs.ErrNotFound) {
+	if _, err := b.d.ListDraft(b.ctx, a, d.ID); !errors.Is(err, jobtype.ErrNotFound) {
 		t.Fatalf("a taken draft: %v", err)
 	}
 	// The body stays for the taker until it deletes the draft.
@@ -215,20 +217,20 @@ func testDraftTakenOnce(t *testing.T, b *draftBundle) {
 func testDraftExpired(t *testing.T, b *draftBundle) {
 	a := uuid.NewString()
 	past := time.Now().Add(-time.Minute)
-	d := jobs.ListDraft{ID: uuid.NewString(), AccountID: a, Meta: []byte("m"), Chunks: 1, ExpiresAt: past}
+	d := jobtype.ListDraft{ID: uuid.NewString(), AccountID: a, Meta: []byte("m"), Chunks: 1, ExpiresAt: past}
 	if err := b.d.PutListDraftChunk(b.ctx, d.ID, 0, []byte("old"), past); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.d.PutListDraft(b.ctx, jobs.PutListDraftParams{Draft: d}); err != nil {
+	if _, err := b.d.PutListDraft(b.ctx, jobtype.PutListDraftParams{Draft: d}); err != nil {
 		t.Fatal(err)
 	}
 	b.gone(t, d)
-	if _, err := b.d.TakeListDraft(b.ctx, a, d.ID); !errors.Is(err, jobs.ErrNotFound) {
+	if _, err := b.d.TakeListDraft(b.ctx, a, d.ID); !errors.Is(err, jobtype.ErrNotFound) {
 		t.Fatalf("take of an expired draft: %v", err)
 	}
 	// An expired draft does not count as the account's.
 	fresh := b.put(t, a, "", "new")
-	if kept, err := b.d.PutListDraft(b.ctx, jobs.PutListDraftParams{Draft: d, Restore: true}); err != nil || kept {
+	if kept, err := b.d.PutListDraft(b.ctx, jobtype.PutListDraftParams{Draft: d, Restore: true}); err != nil || kept {
 		t.Fatalf("restore beside a fresh draft: %v %v", kept, err)
 	}
 	b.there(t, fresh)

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/credits"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
 func testEnqueueIDs(t *testing.T, b *bundle) {
@@ -26,15 +27,15 @@ func testEnqueueIDs(t *testing.T, b *bundle) {
 		if err != nil {
 			t.Fatalf("Get(%s): %v", id, err)
 		}
-		if j.ID != id || j.AccountID != acct || j.Email != emails(5, acct)[i] || j.State != jobs.StateActive ||
+		if j.ID != id || j.AccountID != acct || j.Email != emails(5, acct)[i] || j.State != jobtype.StateActive ||
 			j.Result != nil || j.Cost != 0 || j.CreatedAt.IsZero() || !j.CompletedAt.IsZero() {
 			t.Fatalf("new job %+v", j)
 		}
 	}
-	if _, err := b.q.Enqueue(ctx, acct, nil); !errors.Is(err, jobs.ErrEmptyBatch) {
+	if _, err := b.q.Enqueue(ctx, acct, nil); !errors.Is(err, jobtype.ErrEmptyBatch) {
 		t.Fatalf("empty batch: %v", err)
 	}
-	if _, err := b.Driver.Enqueue(ctx, jobs.EnqueueParams{AccountID: acct}); !errors.Is(err, jobs.ErrEmptyBatch) {
+	if _, err := b.Driver.Enqueue(ctx, jobtype.EnqueueParams{AccountID: acct}); !errors.Is(err, jobtype.ErrEmptyBatch) {
 		t.Fatalf("driver, empty batch: %v", err)
 	}
 }
@@ -49,7 +50,7 @@ func testGetWithinAccount(t *testing.T, b *bundle) {
 	for _, tc := range []struct{ acct, id string }{
 		{other, ids[0]}, {other, ids[1]}, {a, "999999999999"}, {a, "abc"}, {a, ""}, {a, "-1"}, {a, ids[0] + "0000000000000000000000"},
 	} {
-		if j, err := b.q.Get(ctx, tc.acct, tc.id); !errors.Is(err, jobs.ErrNotFound) {
+		if j, err := b.q.Get(ctx, tc.acct, tc.id); !errors.Is(err, jobtype.ErrNotFound) {
 			t.Errorf("Get(%q, %q) = %+v, %v; want ErrNotFound", tc.acct, tc.id, j, err)
 		}
 	}
@@ -59,7 +60,7 @@ func testChargedInsufficient(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	grant(t, b, acct, 3)
-	_, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(4, "x"), IdempotencyKey: "batch-1"})
+	_, err := b.q.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: acct, Emails: emails(4, "x"), IdempotencyKey: "batch-1"})
 	var ie *credits.InsufficientError
 	if !errors.Is(err, credits.ErrInsufficient) || !errors.As(err, &ie) || ie.Balance != 3 || ie.Required != 4 {
 		t.Fatalf("EnqueueCharged of 4 with 3 credits: %v", err)
@@ -79,7 +80,7 @@ func testChargedIdempotent(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	grant(t, b, acct, 10)
-	p := jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(3, "y"), IdempotencyKey: "batch-1"}
+	p := jobtype.EnqueueChargedParams{AccountID: acct, Emails: emails(3, "y"), IdempotencyKey: "batch-1"}
 	ids, err := b.q.EnqueueCharged(ctx, p)
 	if err != nil {
 		t.Fatal(err)
@@ -93,8 +94,8 @@ func testChargedIdempotent(t *testing.T, b *bundle) {
 		t.Fatalf("charged job %+v, %v; want cost 1", j, err)
 	}
 	again, err := b.q.EnqueueCharged(ctx, p)
-	if _, ok := b.Driver.(jobs.ChargingDriver); !ok {
-		if !errors.Is(err, jobs.ErrBatchReplayed) {
+	if _, ok := b.Driver.(jobsdriver.ChargingDriver); !ok {
+		if !errors.Is(err, jobtype.ErrBatchReplayed) {
 			t.Fatalf("replayed batch: %v, want ErrBatchReplayed", err)
 		}
 	} else if err != nil || strings.Join(again, ",") != strings.Join(ids, ",") {
@@ -111,7 +112,7 @@ func testChargedIdempotent(t *testing.T, b *bundle) {
 		t.Fatalf("%d jobs exist, want 3", len(ls))
 	}
 	// Without a key, every call is a new batch.
-	p = jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(2, "w")}
+	p = jobtype.EnqueueChargedParams{AccountID: acct, Emails: emails(2, "w")}
 	for range 2 {
 		if _, err := b.q.EnqueueCharged(ctx, p); err != nil {
 			t.Fatal(err)
@@ -128,14 +129,14 @@ func testChargedFingerprint(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	grant(t, b, acct, 10)
-	p := jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(3, "f"), IdempotencyKey: "batch-fp", Fingerprint: "fp-1"}
+	p := jobtype.EnqueueChargedParams{AccountID: acct, Emails: emails(3, "f"), IdempotencyKey: "batch-fp", Fingerprint: "fp-1"}
 	ids, err := b.q.EnqueueCharged(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	again, err := b.q.EnqueueCharged(ctx, p)
-	if _, ok := b.Driver.(jobs.ChargingDriver); !ok {
-		if !errors.Is(err, jobs.ErrBatchReplayed) {
+	if _, ok := b.Driver.(jobsdriver.ChargingDriver); !ok {
+		if !errors.Is(err, jobtype.ErrBatchReplayed) {
 			t.Fatalf("replayed batch: %v, want ErrBatchReplayed", err)
 		}
 	} else if err != nil || strings.Join(again, ",") != strings.Join(ids, ",") {

@@ -1,6 +1,6 @@
 package jobstest
 
-// The fair order between accounts (see jobs.Driver's Lease).
+// The fair order between accounts (see jobsdriver.Driver's Lease).
 
 import (
 	"context"
@@ -13,13 +13,15 @@ import (
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
 // leaseAll leases max jobs at a time until none is left, completing
 // nothing, and returns the leases in the order they were handed out.
-func leaseAll(t *testing.T, b *bundle, max int) []jobs.Lease {
+func leaseAll(t *testing.T, b *bundle, max int) []jobsdriver.Lease {
 	t.Helper()
-	var out []jobs.Lease
+	var out []jobsdriver.Lease
 	for range 10_000 {
 		ls := mustLease(t, b, max, time.Minute)
 		if len(ls) == 0 {
@@ -76,14 +78,14 @@ func testRetryTakesNewTurn(t *testing.T, b *bundle) {
 	if len(l) != 1 || l[0].ID != ids[0] {
 		t.Fatalf("first lease %+v, want job %s", l, ids[0])
 	}
-	if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: l[0].ID, Token: l[0].Token, Error: "boom"}); err != nil {
+	if err := b.Driver.Retry(ctx, jobsdriver.RetryParams{ID: l[0].ID, Token: l[0].Token, Error: "boom"}); err != nil {
 		t.Fatal(err)
 	}
 	l = mustLease(t, b, 1, time.Minute)
 	if len(l) != 1 || l[0].ID != ids[1] {
 		t.Fatalf("lease after a failed attempt %+v, want job %s (the failed one waits behind the others)", l, ids[1])
 	}
-	if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: l[0].ID, Token: l[0].Token}); err != nil {
+	if err := b.Driver.Retry(ctx, jobsdriver.RetryParams{ID: l[0].ID, Token: l[0].Token}); err != nil {
 		t.Fatal(err)
 	}
 	var order []string
@@ -115,7 +117,7 @@ func testPoolServesQuietAccount(t *testing.T, b *bundle) {
 		// Each job takes a moment, as a DNS round trip does.
 		time.Sleep(200 * time.Microsecond)
 		return likely(ctx, email)
-	}), &jobs.PoolConfig{Workers: 4, PollInterval: 50 * time.Millisecond, OnComplete: func(_ context.Context, j jobs.Job) {
+	}), &jobs.PoolConfig{Workers: 4, PollInterval: 50 * time.Millisecond, OnComplete: func(_ context.Context, j jobtype.Job) {
 		mu.Lock()
 		defer mu.Unlock()
 		done[j.AccountID]++
@@ -159,7 +161,7 @@ func testNewcomerNoHeadStart(t *testing.T, b *bundle) {
 	big, delayed, newcomer := account(), account(), account()
 	mustEnqueue(t, b, big, 600)
 	dIDs := mustEnqueue(t, b, delayed, 1)
-	var held jobs.Lease
+	var held jobsdriver.Lease
 	// Lease until the delayed account's job is out, then defer it.
 	for held.ID == "" {
 		ls := mustLease(t, b, 2, time.Minute)
@@ -173,7 +175,7 @@ func testNewcomerNoHeadStart(t *testing.T, b *bundle) {
 		}
 	}
 	due := time.Now().Add(300 * time.Millisecond)
-	if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: held.ID, Token: held.Token, RunAt: due}); err != nil {
+	if err := b.Driver.Retry(ctx, jobsdriver.RetryParams{ID: held.ID, Token: held.Token, RunAt: due}); err != nil {
 		t.Fatal(err)
 	}
 	// The queue moves on, and the deferred job comes due.
@@ -203,7 +205,7 @@ func testDueJobsTakeTurns(t *testing.T, b *bundle) {
 	const deferredN = 40
 	mustEnqueue(t, b, busy, 600)
 	mustEnqueue(t, b, deferred, deferredN)
-	held := map[string]jobs.Lease{}
+	held := map[string]jobsdriver.Lease{}
 	for len(held) < deferredN {
 		ls := mustLease(t, b, 20, time.Minute)
 		if len(ls) == 0 {
@@ -217,7 +219,7 @@ func testDueJobsTakeTurns(t *testing.T, b *bundle) {
 	}
 	due := time.Now().Add(time.Second)
 	for _, l := range held {
-		if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token, RunAt: due}); err != nil {
+		if err := b.Driver.Retry(ctx, jobsdriver.RetryParams{ID: l.ID, Token: l.Token, RunAt: due}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -249,7 +251,7 @@ func testDeferredIntoThePast(t *testing.T, b *bundle) {
 	if len(l) != 1 || l[0].ID != ids[0] {
 		t.Fatalf("first lease %+v, want job %s", l, ids[0])
 	}
-	if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: l[0].ID, Token: l[0].Token, RunAt: time.Now().Add(-time.Hour)}); err != nil {
+	if err := b.Driver.Retry(ctx, jobsdriver.RetryParams{ID: l[0].ID, Token: l[0].Token, RunAt: time.Now().Add(-time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	var order []string
@@ -274,17 +276,17 @@ func testDeferredIntoThePast(t *testing.T, b *bundle) {
 // testListTakesTurns: a list's jobs take turns with the jobs of other
 // accounts as a batch's do.
 func testListTakesTurns(t *testing.T, b *bundle) {
-	if _, ok := b.Driver.(jobs.ListDriver); !ok {
+	if _, ok := b.Driver.(jobsdriver.ListDriver); !ok {
 		t.Skip("the driver has no lists")
 	}
 	ctx := context.Background()
 	big, small := account(), account()
-	rows := make([]jobs.ListRow, 200)
+	rows := make([]jobtype.ListRow, 200)
 	for i := range rows {
 		e := fmt.Sprintf("row%d@example.org", i)
-		rows[i] = jobs.ListRow{N: i, Record: []string{e}, Email: e, Key: e}
+		rows[i] = jobtype.ListRow{N: i, Record: []string{e}, Email: e, Key: e}
 	}
-	w, err := b.q.BeginList(ctx, jobs.BeginListParams{AccountID: big, Header: []string{"email"}, Rows: len(rows)})
+	w, err := b.q.BeginList(ctx, jobtype.BeginListParams{AccountID: big, Header: []string{"email"}, Rows: len(rows)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +316,7 @@ func testListTakesTurns(t *testing.T, b *bundle) {
 // would alone: a wrong token or an unknown job fails its own item only,
 // and the jobs deferred come back once due, with no attempt counted.
 func testDeferManyIndependent(t *testing.T, b *bundle) {
-	bd, ok := b.Driver.(jobs.BatchDeferrer)
+	bd, ok := b.Driver.(jobsdriver.BatchDeferrer)
 	if !ok {
 		t.Skip("the driver defers jobs one by one")
 	}
@@ -326,16 +328,16 @@ func testDeferManyIndependent(t *testing.T, b *bundle) {
 		t.Fatalf("leased %d jobs, want 3", len(ls))
 	}
 	soon := time.Now().Add(200 * time.Millisecond)
-	errs := bd.DeferMany(ctx, []jobs.RetryParams{
+	errs := bd.DeferMany(ctx, []jobsdriver.RetryParams{
 		{ID: ls[0].ID, Token: ls[0].Token, RunAt: soon},
 		{ID: ls[1].ID, Token: "not-the-token", RunAt: soon},
 		{ID: "999999999999", Token: "x", RunAt: soon},
 		{ID: ls[2].ID, Token: ls[2].Token, RunAt: time.Now().Add(-time.Hour)},
 	})
-	if len(errs) != 4 || errs[0] != nil || !errors.Is(errs[1], jobs.ErrLeaseLost) || !errors.Is(errs[2], jobs.ErrNotFound) || errs[3] != nil {
+	if len(errs) != 4 || errs[0] != nil || !errors.Is(errs[1], jobtype.ErrLeaseLost) || !errors.Is(errs[2], jobtype.ErrNotFound) || errs[3] != nil {
 		t.Fatalf("DeferMany: %v; want nil, ErrLeaseLost, ErrNotFound, nil", errs)
 	}
-	back := map[string]jobs.Lease{}
+	back := map[string]jobsdriver.Lease{}
 	deadline := time.Now().Add(time.Minute)
 	for len(back) < 2 {
 		if time.Now().After(deadline) {

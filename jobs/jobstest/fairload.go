@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
 // testManyAccountsTakeTurns: forty accounts, each with a batch, and one
@@ -92,7 +93,7 @@ func testLeasersGiveBackEveryWay(t *testing.T, b *bundle) {
 					fail(errors.New("the jobs were not all completed within 2 minutes"))
 					return
 				}
-				ls, err := b.Driver.Lease(ctx, jobs.LeaseParams{Max: 1 + rng.IntN(6), Duration: time.Minute})
+				ls, err := b.Driver.Lease(ctx, jobsdriver.LeaseParams{Max: 1 + rng.IntN(6), Duration: time.Minute})
 				if err != nil {
 					fail(fmt.Errorf("lease: %w", err))
 					return
@@ -134,7 +135,7 @@ func testLeasersGiveBackEveryWay(t *testing.T, b *bundle) {
 	}
 	for id, a := range owner {
 		j, err := b.Driver.Get(ctx, a, id)
-		if err != nil || j.State != jobs.StateCompleted || completed[id] != 1 {
+		if err != nil || j.State != jobtype.StateCompleted || completed[id] != 1 {
 			t.Fatalf("job %s: %v %v, completed %d times", id, j.State, err, completed[id])
 		}
 	}
@@ -142,18 +143,18 @@ func testLeasersGiveBackEveryWay(t *testing.T, b *bundle) {
 
 // giveBack completes l or gives it back, one way or another, at random:
 // a job that failed three times is completed.
-func giveBack(ctx context.Context, b *bundle, rng *rand.Rand, l jobs.Lease, mu *sync.Mutex, held map[string]string, completed map[string]int) error {
+func giveBack(ctx context.Context, b *bundle, rng *rand.Rand, l jobsdriver.Lease, mu *sync.Mutex, held map[string]string, completed map[string]int) error {
 	release := func() {
 		mu.Lock()
 		delete(held, l.ID)
 		mu.Unlock()
 	}
-	p := jobs.RetryParams{ID: l.ID, Token: l.Token}
+	p := jobsdriver.RetryParams{ID: l.ID, Token: l.Token}
 	switch k := rng.IntN(5); {
 	case l.Errors >= 3 || k == 0:
 		release() // before the write: once written, another may lease it
 		res, _ := likely(ctx, l.Email)
-		if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: res}); err != nil {
+		if err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: res}); err != nil {
 			return fmt.Errorf("complete %s: %w", l.ID, err)
 		}
 		mu.Lock()

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/webhook"
 )
 
@@ -44,14 +45,14 @@ func goldenResult(i int, email string) emailcheck.Result {
 // testEventBytes: the events of a batch, built by the webhook package
 // for fixed results at a fixed time and written by the
 // driver, are exactly the golden bytes, whether the jobs complete one by
-// one or, for a [jobs.BatchCompleter], in one group.
+// one or, for a [jobsdriver.BatchCompleter], in one group.
 func testEventBytes(t *testing.T, b *bundle) {
-	if _, ok := b.Driver.(jobs.BatchDriver); !ok {
-		t.Skip("driver does not implement jobs.BatchDriver")
+	if _, ok := b.Driver.(jobsdriver.BatchDriver); !ok {
+		t.Skip("driver does not implement jobsdriver.BatchDriver")
 	}
 	ctx := context.Background()
 	for _, group := range []bool{false, true} {
-		bc, ok := b.Driver.(jobs.BatchCompleter)
+		bc, ok := b.Driver.(jobsdriver.BatchCompleter)
 		if group && !ok {
 			continue
 		}
@@ -68,12 +69,12 @@ func testEventBytes(t *testing.T, b *bundle) {
 		if len(ls) != len(ids) {
 			t.Fatalf("leased %d jobs, want %d", len(ls), len(ids))
 		}
-		ps := make([]jobs.CompleteParams, len(ls))
+		ps := make([]jobsdriver.CompleteParams, len(ls))
 		for _, l := range ls {
 			i := indexOf(ids, l.ID)
 			res := goldenResult(i, l.Email)
 			job := l.Job
-			job.State, job.Result = jobs.StateCompleted, &res
+			job.State, job.Result = jobtype.StateCompleted, &res
 			body, err := json.Marshal(res)
 			if err != nil {
 				t.Fatal(err)
@@ -83,7 +84,7 @@ func testEventBytes(t *testing.T, b *bundle) {
 				t.Fatal(err)
 			}
 			bev := webhook.NewBatchEvent(job.AccountID, job.ID, goldenAt)
-			ps[i] = jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: res, Event: &ev, BatchEvent: &bev}
+			ps[i] = jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: res, Event: &ev, BatchEvent: &bev}
 		}
 		if group {
 			for i, err := range bc.CompleteMany(ctx, ps) {

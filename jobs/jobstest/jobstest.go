@@ -1,4 +1,4 @@
-// Package jobstest is the conformance suite for [jobs.Driver] backends.
+// Package jobstest is the conformance suite for [jobsdriver.Driver] backends.
 // [Run] takes a constructor of fresh [Backend] harnesses: the driver, the
 // credits storage it charges and the events its completions record; a
 // deployment's backend runs it through storetest.RunBackend. A backend
@@ -20,6 +20,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/webhook"
 )
 
@@ -29,7 +30,7 @@ import (
 // a deployment's backend.
 type Backend struct {
 	// Driver is the queue storage under test.
-	Driver jobs.Driver
+	Driver jobsdriver.Driver
 	// Credits is the ledger storage the driver charges and refunds.
 	Credits credits.Store
 	// Events returns the outbox events recorded for an account by
@@ -46,8 +47,8 @@ func (be Backend) check(tb testing.TB) Backend {
 	return be
 }
 
-// Run checks that backends made by newBackend behave as [jobs.Driver]
-// (and, when implemented, [jobs.ChargingDriver] and [jobs.Notifier])
+// Run checks that backends made by newBackend behave as [jobsdriver.Driver]
+// (and, when implemented, [jobsdriver.ChargingDriver] and [jobsdriver.Notifier])
 // promise. Each subtest runs in parallel with its own backend from
 // newBackend; the suite's assertions about leasing assume that no other
 // test enqueues jobs into the same backend, so return a fresh namespace
@@ -182,9 +183,9 @@ func mustEnqueue(t *testing.T, b *bundle, acct string, n int) []string {
 	return ids
 }
 
-func mustLease(t *testing.T, b *bundle, max int, d time.Duration) []jobs.Lease {
+func mustLease(t *testing.T, b *bundle, max int, d time.Duration) []jobsdriver.Lease {
 	t.Helper()
-	ls, err := b.Driver.Lease(context.Background(), jobs.LeaseParams{Max: max, Duration: d})
+	ls, err := b.Driver.Lease(context.Background(), jobsdriver.LeaseParams{Max: max, Duration: d})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
 func testLeaseExclusive(t *testing.T, b *bundle) {
@@ -39,7 +41,7 @@ func testLeaseExclusive(t *testing.T, b *bundle) {
 	if ls := mustLease(t, b, 100, time.Minute); len(ls) != 0 {
 		t.Fatalf("leased %d jobs already held", len(ls))
 	}
-	if _, err := b.Driver.Lease(context.Background(), jobs.LeaseParams{Max: 0, Duration: time.Second}); err == nil {
+	if _, err := b.Driver.Lease(context.Background(), jobsdriver.LeaseParams{Max: 0, Duration: time.Second}); err == nil {
 		t.Fatal("Lease with Max 0 succeeded")
 	}
 }
@@ -55,7 +57,7 @@ func testHeartbeat(t *testing.T, b *bundle) {
 	for range 3 {
 		time.Sleep(10 * time.Millisecond)
 		before := time.Now()
-		exp, err := b.Driver.Heartbeat(ctx, jobs.HeartbeatParams{ID: l.ID, Token: l.Token, Duration: time.Minute})
+		exp, err := b.Driver.Heartbeat(ctx, jobsdriver.HeartbeatParams{ID: l.ID, Token: l.Token, Duration: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,22 +70,22 @@ func testHeartbeat(t *testing.T, b *bundle) {
 	}
 	bad := l
 	bad.Token = "not-the-token"
-	if _, err := b.Driver.Heartbeat(ctx, jobs.HeartbeatParams{ID: bad.ID, Token: bad.Token, Duration: time.Second}); !errors.Is(err, jobs.ErrLeaseLost) {
+	if _, err := b.Driver.Heartbeat(ctx, jobsdriver.HeartbeatParams{ID: bad.ID, Token: bad.Token, Duration: time.Second}); !errors.Is(err, jobtype.ErrLeaseLost) {
 		t.Fatalf("heartbeat with a wrong token: %v, want ErrLeaseLost", err)
 	}
-	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: bad.Token}); !errors.Is(err, jobs.ErrLeaseLost) {
+	if err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: bad.Token}); !errors.Is(err, jobtype.ErrLeaseLost) {
 		t.Fatalf("complete with a wrong token: %v, want ErrLeaseLost", err)
 	}
 	unknown := l
 	unknown.ID = "999999999999"
-	if _, err := b.Driver.Heartbeat(ctx, jobs.HeartbeatParams{ID: unknown.ID, Token: unknown.Token, Duration: time.Second}); !errors.Is(err, jobs.ErrNotFound) {
+	if _, err := b.Driver.Heartbeat(ctx, jobsdriver.HeartbeatParams{ID: unknown.ID, Token: unknown.Token, Duration: time.Second}); !errors.Is(err, jobtype.ErrNotFound) {
 		t.Fatalf("heartbeat of an unknown job: %v, want ErrNotFound", err)
 	}
 	r, _ := likely(ctx, l.Email)
-	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
+	if err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Driver.Heartbeat(ctx, jobs.HeartbeatParams{ID: l.ID, Token: l.Token, Duration: time.Second}); !errors.Is(err, jobs.ErrLeaseLost) {
+	if _, err := b.Driver.Heartbeat(ctx, jobsdriver.HeartbeatParams{ID: l.ID, Token: l.Token, Duration: time.Second}); !errors.Is(err, jobtype.ErrLeaseLost) {
 		t.Fatalf("heartbeat of a completed job: %v, want ErrLeaseLost", err)
 	}
 }
@@ -93,20 +95,20 @@ func testRetry(t *testing.T, b *bundle) {
 	acct := account()
 	ids := mustEnqueue(t, b, acct, 1)
 	l := mustLease(t, b, 1, time.Minute)[0]
-	if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(time.Second), Error: "boom"}); err != nil {
+	if err := b.Driver.Retry(ctx, jobsdriver.RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(time.Second), Error: "boom"}); err != nil {
 		t.Fatal(err)
 	}
 	j, err := b.q.Get(ctx, acct, ids[0])
-	if err != nil || j.State != jobs.StateActive || j.Errors != 1 || j.LastError != "boom" {
+	if err != nil || j.State != jobtype.StateActive || j.Errors != 1 || j.LastError != "boom" {
 		t.Fatalf("job after retry: %+v, %v", j, err)
 	}
 	if ls := mustLease(t, b, 1, time.Minute); len(ls) != 0 {
 		t.Fatal("job leased before its run-at")
 	}
-	if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token}); !errors.Is(err, jobs.ErrLeaseLost) {
+	if err := b.Driver.Retry(ctx, jobsdriver.RetryParams{ID: l.ID, Token: l.Token}); !errors.Is(err, jobtype.ErrLeaseLost) {
 		t.Fatalf("second retry under the same lease: %v, want ErrLeaseLost", err)
 	}
-	var l2 jobs.Lease
+	var l2 jobsdriver.Lease
 	waitFor(t, 5*time.Second, "the retried job", func() bool {
 		ls := mustLease(t, b, 1, time.Minute)
 		if len(ls) == 1 {
@@ -119,7 +121,7 @@ func testRetry(t *testing.T, b *bundle) {
 	}
 	// Handing a job back without an error does not count an attempt and
 	// makes it available at once.
-	if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: l2.ID, Token: l2.Token}); err != nil {
+	if err := b.Driver.Retry(ctx, jobsdriver.RetryParams{ID: l2.ID, Token: l2.Token}); err != nil {
 		t.Fatal(err)
 	}
 	ls := mustLease(t, b, 1, time.Minute)
@@ -140,14 +142,14 @@ func testRetryUnjudged(t *testing.T, b *bundle) {
 		t.Fatalf("a new job has Unjudged %d", l.Unjudged)
 	}
 	for i, step := range []struct {
-		retry jobs.RetryParams
+		retry jobsdriver.RetryParams
 		want  int
 	}{
-		{jobs.RetryParams{Error: "no verdict", Unjudged: 1}, 1},
-		{jobs.RetryParams{Error: "no verdict again", Unjudged: 2}, 2},
-		{jobs.RetryParams{}, 2}, // handed back: kept
-		{jobs.RetryParams{Error: "boom"}, 0},
-		{jobs.RetryParams{Error: "no verdict", Unjudged: 1}, 1},
+		{jobsdriver.RetryParams{Error: "no verdict", Unjudged: 1}, 1},
+		{jobsdriver.RetryParams{Error: "no verdict again", Unjudged: 2}, 2},
+		{jobsdriver.RetryParams{}, 2}, // handed back: kept
+		{jobsdriver.RetryParams{Error: "boom"}, 0},
+		{jobsdriver.RetryParams{Error: "no verdict", Unjudged: 1}, 1},
 	} {
 		p := step.retry
 		p.ID, p.Token = l.ID, l.Token
@@ -161,12 +163,12 @@ func testRetryUnjudged(t *testing.T, b *bundle) {
 		l = ls[0]
 	}
 	// A rescued lease is a failure of another kind.
-	if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token}); err != nil {
+	if err := b.Driver.Retry(ctx, jobsdriver.RetryParams{ID: l.ID, Token: l.Token}); err != nil {
 		t.Fatal(err)
 	}
 	l = mustLease(t, b, 1, time.Millisecond)[0]
 	waitFor(t, 10*time.Second, "the expired lease rescued", func() bool {
-		n, err := b.Driver.RescueExpired(ctx, jobs.RescueParams{})
+		n, err := b.Driver.RescueExpired(ctx, jobsdriver.RescueParams{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +184,7 @@ func testExhausted(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	grant(t, b, acct, 2)
-	ids, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: []string{"a@x.example", "b@x.example"}})
+	ids, err := b.q.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: acct, Emails: []string{"a@x.example", "b@x.example"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +206,7 @@ func testExhausted(t *testing.T, b *bundle) {
 	}
 	for _, id := range ids {
 		j, err := b.q.Get(ctx, acct, id)
-		if err != nil || j.State != jobs.StateCompleted || j.Result == nil || j.Result.Confidence.Status != emailcheck.StatusUnknown || j.Result.Email != j.Email {
+		if err != nil || j.State != jobtype.StateCompleted || j.Result == nil || j.Result.Confidence.Status != emailcheck.StatusUnknown || j.Result.Email != j.Email {
 			t.Fatalf("exhausted job: %+v, %v; want completed UNKNOWN", j, err)
 		}
 	}
@@ -215,12 +217,12 @@ func testExhausted(t *testing.T, b *bundle) {
 
 // testQueueStats: the queue's depth by state and its oldest active job.
 func testQueueStats(t *testing.T, b *bundle) {
-	sd, ok := b.Driver.(jobs.StatsDriver)
+	sd, ok := b.Driver.(jobsdriver.StatsDriver)
 	if !ok {
-		t.Skip("driver does not implement jobs.StatsDriver")
+		t.Skip("driver does not implement jobsdriver.StatsDriver")
 	}
 	ctx := context.Background()
-	stats := func() jobs.QueueStats {
+	stats := func() jobtype.QueueStats {
 		t.Helper()
 		st, err := sd.QueueStats(ctx)
 		if err != nil {
@@ -228,7 +230,7 @@ func testQueueStats(t *testing.T, b *bundle) {
 		}
 		return st
 	}
-	if st := stats(); st != (jobs.QueueStats{}) {
+	if st := stats(); st != (jobtype.QueueStats{}) {
 		t.Fatalf("empty queue: %+v", st)
 	}
 	acct := account()
@@ -238,7 +240,7 @@ func testQueueStats(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	ls := mustLease(t, b, 2, time.Minute)
-	if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: ls[1].ID, Token: ls[1].Token, RunAt: time.Now().Add(time.Hour)}); err != nil {
+	if err := b.Driver.Retry(ctx, jobsdriver.RetryParams{ID: ls[1].ID, Token: ls[1].Token, RunAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	st := stats()
@@ -246,7 +248,7 @@ func testQueueStats(t *testing.T, b *bundle) {
 		t.Fatalf("stats %+v, want 1 available, 1 delayed, 1 running, oldest created %v", st, first.CreatedAt)
 	}
 	r, _ := likely(ctx, ls[0].Email)
-	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: r}); err != nil {
+	if err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: r}); err != nil {
 		t.Fatal(err)
 	}
 	if st := stats(); st.Running != 0 || st.Available != 1 || st.Delayed != 1 || st.OldestActive.IsZero() {

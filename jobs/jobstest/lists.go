@@ -11,10 +11,12 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
 // RunLists checks that backends made by newBackend behave as
-// [jobs.ListDriver] promises: a list is invisible, uncharged and
+// [jobsdriver.ListDriver] promises: a list is invisible, uncharged and
 // unleasable until its commit, whole after it, and gone without a trace
 // when aborted, refused or abandoned; batches are numbered per account.
 // Each subtest runs in parallel on its own backend.
@@ -37,7 +39,7 @@ func RunLists(t *testing.T, newBackend func(tb testing.TB) Backend) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := newBackend(t).check(t)
-			ld, ok := b.Driver.(jobs.ListDriver)
+			ld, ok := b.Driver.(jobsdriver.ListDriver)
 			if !ok {
 				t.Skip("the driver keeps no lists")
 			}
@@ -51,8 +53,8 @@ func RunLists(t *testing.T, newBackend func(tb testing.TB) Backend) {
 }
 
 type listBundle struct {
-	ld     jobs.ListDriver
-	driver jobs.Driver
+	ld     jobsdriver.ListDriver
+	driver jobsdriver.Driver
 	q      *jobs.Queue
 	ledger *credits.Ledger
 	ctx    context.Context
@@ -70,10 +72,10 @@ func (l *listBundle) account(t *testing.T, n int64) string {
 	return a
 }
 
-func listRows(cells ...string) []jobs.ListRow {
-	out := make([]jobs.ListRow, len(cells))
+func listRows(cells ...string) []jobtype.ListRow {
+	out := make([]jobtype.ListRow, len(cells))
 	for i, c := range cells {
-		out[i] = jobs.ListRow{N: i, Record: []string{c, "row " + string(rune('A'+i))}}
+		out[i] = jobtype.ListRow{N: i, Record: []string{c, "row " + string(rune('A'+i))}}
 		if k := trimLower(c); k != "" && k != "junk" {
 			out[i].Email, out[i].Key = trim(c), k
 		}
@@ -102,15 +104,15 @@ func trimLower(s string) string {
 }
 
 // stage begins a list of rows and appends them in chunks of two.
-func (l *listBundle) stage(t *testing.T, account string, charge bool, rows []jobs.ListRow) jobs.ListWriter {
+func (l *listBundle) stage(t *testing.T, account string, charge bool, rows []jobtype.ListRow) jobtype.ListWriter {
 	t.Helper()
 	return l.stageFree(t, account, charge, 0, rows)
 }
 
 // stageFree is stage with free addresses.
-func (l *listBundle) stageFree(t *testing.T, account string, charge bool, free int, rows []jobs.ListRow) jobs.ListWriter {
+func (l *listBundle) stageFree(t *testing.T, account string, charge bool, free int, rows []jobtype.ListRow) jobtype.ListWriter {
 	t.Helper()
-	w, err := l.q.BeginList(l.ctx, jobs.BeginListParams{
+	w, err := l.q.BeginList(l.ctx, jobtype.BeginListParams{
 		AccountID: account, Name: "customers.csv", Header: []string{"email", "name"}, Column: 0, Rows: len(rows), Charge: charge, Free: free,
 	})
 	if err != nil {
@@ -128,7 +130,7 @@ func (l *listBundle) stageFree(t *testing.T, account string, charge bool, free i
 // no job a worker can lease.
 func (l *listBundle) nothingVisible(t *testing.T, account string, bal int64) {
 	t.Helper()
-	bs, err := l.q.Batches(l.ctx, jobs.BatchesParams{AccountID: account, Limit: 10})
+	bs, err := l.q.Batches(l.ctx, jobtype.BatchesParams{AccountID: account, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +140,7 @@ func (l *listBundle) nothingVisible(t *testing.T, account string, bal int64) {
 	if got, err := l.ledger.Balance(l.ctx, account); err != nil || got != bal {
 		t.Fatalf("balance %d, %v; want %d", got, err, bal)
 	}
-	ls, err := l.driver.Lease(l.ctx, jobs.LeaseParams{Max: 100, Duration: time.Minute})
+	ls, err := l.driver.Lease(l.ctx, jobsdriver.LeaseParams{Max: 100, Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,14 +171,14 @@ func testListCommit(t *testing.T, l *listBundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Total != 3 || b.Name != "customers.csv" || b.Number != 1 || b.State != jobs.StateActive {
+	if b.Total != 3 || b.Name != "customers.csv" || b.Number != 1 || b.State != jobtype.StateActive {
 		t.Fatalf("batch %+v", b)
 	}
 	got, err := l.q.List(l.ctx, a, info.BatchID)
 	if err != nil || got.Rows != 6 || got.Addresses != 3 || len(got.Header) != 2 || got.Header[1] != "name" || got.Charged != 3 {
 		t.Fatalf("List: %+v, %v", got, err)
 	}
-	js, err := l.q.BatchJobs(l.ctx, jobs.BatchJobsParams{AccountID: a, BatchID: info.BatchID, Limit: 10})
+	js, err := l.q.BatchJobs(l.ctx, jobtype.BatchJobsParams{AccountID: a, BatchID: info.BatchID, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +187,7 @@ func testListCommit(t *testing.T, l *listBundle) {
 	}
 	// Complete every job.
 	for done := 0; done < 3; {
-		ls, err := l.driver.Lease(l.ctx, jobs.LeaseParams{Max: 10, Duration: time.Minute})
+		ls, err := l.driver.Lease(l.ctx, jobsdriver.LeaseParams{Max: 10, Duration: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,17 +197,17 @@ func testListCommit(t *testing.T, l *listBundle) {
 		for _, le := range ls {
 			res := emailcheck.Result{Email: le.Email}
 			res.Confidence.Status = emailcheck.StatusLikely
-			if err := l.driver.Complete(l.ctx, jobs.CompleteParams{ID: le.ID, Token: le.Token, Result: res}); err != nil {
+			if err := l.driver.Complete(l.ctx, jobsdriver.CompleteParams{ID: le.ID, Token: le.Token, Result: res}); err != nil {
 				t.Fatal(err)
 			}
 			done++
 		}
 	}
-	page1, err := l.q.ListRows(l.ctx, jobs.ListRowsParams{AccountID: a, BatchID: info.BatchID, After: -1, Limit: 4})
+	page1, err := l.q.ListRows(l.ctx, jobtype.ListRowsParams{AccountID: a, BatchID: info.BatchID, After: -1, Limit: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	page2, err := l.q.ListRows(l.ctx, jobs.ListRowsParams{AccountID: a, BatchID: info.BatchID, After: 3, Limit: 10})
+	page2, err := l.q.ListRows(l.ctx, jobtype.ListRowsParams{AccountID: a, BatchID: info.BatchID, After: 3, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,24 +222,24 @@ func testListCommit(t *testing.T, l *listBundle) {
 		if (r.Job == nil) != (i == 2) {
 			t.Fatalf("row %d: job %+v", i, r.Job)
 		}
-		if r.Job != nil && (r.Job.State != jobs.StateCompleted || r.Job.Result == nil || r.Job.BatchID != info.BatchID) {
+		if r.Job != nil && (r.Job.State != jobtype.StateCompleted || r.Job.Result == nil || r.Job.BatchID != info.BatchID) {
 			t.Fatalf("row %d: job %+v", i, r.Job)
 		}
 	}
 	if all[0].Job.ID != all[1].Job.ID || all[3].Job.ID != all[5].Job.ID || all[3].Job.ID == all[4].Job.ID {
 		t.Fatal("rows of one address do not share its job")
 	}
-	if b, _ := l.q.Batch(l.ctx, a, info.BatchID); b.State != jobs.StateCompleted || b.Completed != 3 {
+	if b, _ := l.q.Batch(l.ctx, a, info.BatchID); b.State != jobtype.StateCompleted || b.Completed != 3 {
 		t.Fatalf("batch after completions: %+v", b)
 	}
 	other := l.account(t, 0)
-	if _, err := l.q.List(l.ctx, other, info.BatchID); !errors.Is(err, jobs.ErrNotFound) {
+	if _, err := l.q.List(l.ctx, other, info.BatchID); !errors.Is(err, jobtype.ErrNotFound) {
 		t.Fatalf("another account's List: %v", err)
 	}
-	if _, err := l.q.ListRows(l.ctx, jobs.ListRowsParams{AccountID: other, BatchID: info.BatchID, After: -1, Limit: 5}); !errors.Is(err, jobs.ErrNotFound) {
+	if _, err := l.q.ListRows(l.ctx, jobtype.ListRowsParams{AccountID: other, BatchID: info.BatchID, After: -1, Limit: 5}); !errors.Is(err, jobtype.ErrNotFound) {
 		t.Fatalf("another account's ListRows: %v", err)
 	}
-	if _, err := l.q.List(l.ctx, a, "999999999"); !errors.Is(err, jobs.ErrNotFound) {
+	if _, err := l.q.List(l.ctx, a, "999999999"); !errors.Is(err, jobtype.ErrNotFound) {
 		t.Fatalf("unknown list: %v", err)
 	}
 }
@@ -289,7 +291,7 @@ func testListUncharged(t *testing.T, l *listBundle) {
 	if err != nil || info.Charged != 0 || info.Addresses != 2 {
 		t.Fatalf("commit: %+v, %v", info, err)
 	}
-	js, err := l.q.BatchJobs(l.ctx, jobs.BatchJobsParams{AccountID: a, BatchID: info.BatchID, Limit: 10})
+	js, err := l.q.BatchJobs(l.ctx, jobtype.BatchJobsParams{AccountID: a, BatchID: info.BatchID, Limit: 10})
 	if err != nil || len(js) != 2 || js[0].Cost != 0 {
 		t.Fatalf("jobs %+v, %v", js, err)
 	}
@@ -298,7 +300,7 @@ func testListUncharged(t *testing.T, l *listBundle) {
 func testListEmpty(t *testing.T, l *listBundle) {
 	a := l.account(t, 10)
 	w := l.stage(t, a, true, listRows("junk", "junk"))
-	if _, err := w.Commit(l.ctx); !errors.Is(err, jobs.ErrEmptyBatch) {
+	if _, err := w.Commit(l.ctx); !errors.Is(err, jobtype.ErrEmptyBatch) {
 		t.Fatalf("commit of no address: %v", err)
 	}
 	w.Abort(l.ctx)
@@ -320,7 +322,7 @@ func testBatchNumbers(t *testing.T, l *listBundle) {
 	if _, err := l.q.Enqueue(l.ctx, a, []string{"y@example.org"}); err != nil {
 		t.Fatal(err)
 	}
-	bs, err := l.q.Batches(l.ctx, jobs.BatchesParams{AccountID: a, Limit: 10})
+	bs, err := l.q.Batches(l.ctx, jobtype.BatchesParams{AccountID: a, Limit: 10})
 	if err != nil || len(bs) != 3 {
 		t.Fatalf("batches %+v, %v", bs, err)
 	}
@@ -332,7 +334,7 @@ func testBatchNumbers(t *testing.T, l *listBundle) {
 	if bs[1].ID != info.BatchID || bs[1].Name != "customers.csv" || bs[0].Name != "" {
 		t.Fatalf("batches %+v", bs)
 	}
-	if bb, _ := l.q.Batches(l.ctx, jobs.BatchesParams{AccountID: b, Limit: 10}); len(bb) != 1 || bb[0].Number != 1 {
+	if bb, _ := l.q.Batches(l.ctx, jobtype.BatchesParams{AccountID: b, Limit: 10}); len(bb) != 1 || bb[0].Number != 1 {
 		t.Fatalf("the other account's batches: %+v", bb)
 	}
 }
@@ -347,7 +349,7 @@ func testListFree(t *testing.T, l *listBundle) {
 	if bal, _ := l.ledger.Balance(l.ctx, a); bal != 9 {
 		t.Fatalf("balance %d; want 9", bal)
 	}
-	js, err := l.q.BatchJobs(l.ctx, jobs.BatchJobsParams{AccountID: a, BatchID: info.BatchID, Limit: 10})
+	js, err := l.q.BatchJobs(l.ctx, jobtype.BatchJobsParams{AccountID: a, BatchID: info.BatchID, Limit: 10})
 	if err != nil || len(js) != 3 || js[0].Cost != 0 || js[1].Cost != 0 || js[2].Cost != 1 {
 		t.Fatalf("jobs %+v, %v; want costs 0, 0, 1", js, err)
 	}
@@ -366,9 +368,9 @@ func testListFree(t *testing.T, l *listBundle) {
 }
 
 // stageKeyed stages rows as a list under an idempotency key.
-func (l *listBundle) stageKeyed(t *testing.T, account, key, fingerprint string, ttl time.Duration, rows []jobs.ListRow) jobs.ListWriter {
+func (l *listBundle) stageKeyed(t *testing.T, account, key, fingerprint string, ttl time.Duration, rows []jobtype.ListRow) jobtype.ListWriter {
 	t.Helper()
-	w, err := l.q.BeginList(l.ctx, jobs.BeginListParams{
+	w, err := l.q.BeginList(l.ctx, jobtype.BeginListParams{
 		AccountID: account, Name: "keyed.csv", Header: []string{"email", "name"}, Column: 0, Rows: len(rows), Charge: true,
 		IdempotencyKey: key, Fingerprint: fingerprint, IdempotencyTTL: ttl,
 	})
@@ -407,11 +409,11 @@ func testListIdempotency(t *testing.T, l *listBundle) {
 
 	// Concurrent commits under one key: one batch, one charge.
 	const n = 6
-	writers := make([]jobs.ListWriter, n)
+	writers := make([]jobtype.ListWriter, n)
 	for i := range writers {
 		writers[i] = l.stageKeyed(t, a, "list:k2", "fp3", 0, rows)
 	}
-	infos := make([]jobs.ListInfo, n)
+	infos := make([]jobtype.ListInfo, n)
 	errs := make([]error, n)
 	done := make(chan struct{})
 	for i, w := range writers {
@@ -441,7 +443,7 @@ func testListIdempotency(t *testing.T, l *listBundle) {
 	l.wantLists(t, a, 96, 2)
 	// Only the committed lists' jobs can be leased: no replayed staging
 	// is left behind.
-	ls, err := l.driver.Lease(l.ctx, jobs.LeaseParams{Max: 100, Duration: time.Minute})
+	ls, err := l.driver.Lease(l.ctx, jobsdriver.LeaseParams{Max: 100, Duration: time.Minute})
 	if err != nil || len(ls) != 4 {
 		t.Fatalf("leased %d jobs, %v; want the 4 of two lists", len(ls), err)
 	}
@@ -465,7 +467,7 @@ func (l *listBundle) wantLists(t *testing.T, account string, bal int64, n int) {
 	if got, err := l.ledger.Balance(l.ctx, account); err != nil || got != bal {
 		t.Fatalf("balance %d, %v; want %d", got, err, bal)
 	}
-	bs, err := l.q.Batches(l.ctx, jobs.BatchesParams{AccountID: account, Limit: 10})
+	bs, err := l.q.Batches(l.ctx, jobtype.BatchesParams{AccountID: account, Limit: 10})
 	if err != nil || len(bs) != n {
 		t.Fatalf("%d batches, %v; want %d", len(bs), err, n)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
 // runPool runs a pool over b until stop is called; stop waits for Run.
@@ -47,7 +49,7 @@ type counter struct {
 	n  map[string]int
 }
 
-func (c *counter) hook(_ context.Context, j jobs.Job) {
+func (c *counter) hook(_ context.Context, j jobtype.Job) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.n == nil {
@@ -121,8 +123,8 @@ func testPoolDrain(t *testing.T, b *bundle) {
 }
 
 func testNotifier(t *testing.T, b *bundle) {
-	if _, ok := b.Driver.(jobs.Notifier); !ok {
-		t.Skip("driver does not implement jobs.Notifier")
+	if _, ok := b.Driver.(jobsdriver.Notifier); !ok {
+		t.Skip("driver does not implement jobsdriver.Notifier")
 	}
 	acct := account()
 	var c counter
@@ -153,13 +155,13 @@ func testNotifier(t *testing.T, b *bundle) {
 // subscribeSpy is a driver whose Subscribe closes subscribed once the
 // underlying driver has subscribed.
 type subscribeSpy struct {
-	jobs.Driver
+	jobsdriver.Driver
 	subscribed chan struct{}
 	once       sync.Once
 }
 
 func (s *subscribeSpy) Subscribe(ctx context.Context) (<-chan struct{}, error) {
-	ch, err := s.Driver.(jobs.Notifier).Subscribe(ctx)
+	ch, err := s.Driver.(jobsdriver.Notifier).Subscribe(ctx)
 	if err == nil {
 		s.once.Do(func() { close(s.subscribed) })
 	}
@@ -172,25 +174,25 @@ func testCleanup(t *testing.T, b *bundle) {
 	ids := mustEnqueue(t, b, acct, 3)
 	ls := mustLease(t, b, 2, time.Minute)
 	r, _ := likely(ctx, ls[0].Email)
-	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: r}); err != nil {
+	if err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: r}); err != nil {
 		t.Fatal(err)
 	}
-	n, err := b.Driver.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: time.Now().Add(-time.Minute)})
+	n, err := b.Driver.Cleanup(ctx, jobsdriver.CleanupParams{CompletedBefore: time.Now().Add(-time.Minute)})
 	if err != nil || n != 0 {
 		t.Fatalf("cleanup of recent jobs: %d, %v; want 0", n, err)
 	}
 	if n, err := b.q.Cleanup(ctx); err != nil || n != 0 {
 		t.Fatalf("cleanup with the default retention: %d, %v; want 0", n, err)
 	}
-	n, err = b.Driver.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: time.Now().Add(time.Minute + cleanupGranularity(b.Driver))})
+	n, err = b.Driver.Cleanup(ctx, jobsdriver.CleanupParams{CompletedBefore: time.Now().Add(time.Minute + cleanupGranularity(b.Driver))})
 	if err != nil || n != 1 {
 		t.Fatalf("cleanup: %d, %v; want 1", n, err)
 	}
-	if _, err := b.q.Get(ctx, acct, ids[0]); !errors.Is(err, jobs.ErrNotFound) {
+	if _, err := b.q.Get(ctx, acct, ids[0]); !errors.Is(err, jobtype.ErrNotFound) {
 		t.Fatalf("removed job: %v, want ErrNotFound", err)
 	}
 	for _, id := range ids[1:] {
-		if j, err := b.q.Get(ctx, acct, id); err != nil || j.State != jobs.StateActive {
+		if j, err := b.q.Get(ctx, acct, id); err != nil || j.State != jobtype.StateActive {
 			t.Fatalf("active job %s after cleanup: %+v, %v", id, j, err)
 		}
 	}
@@ -206,15 +208,15 @@ func testCanceled(t *testing.T, b *bundle) {
 	if ls := mustLease(t, b, 10, time.Second); len(ls) != 0 {
 		t.Fatal("a canceled Enqueue created a job")
 	}
-	if _, err := b.Driver.Lease(ctx, jobs.LeaseParams{Max: 1, Duration: time.Second}); !errors.Is(err, context.Canceled) {
+	if _, err := b.Driver.Lease(ctx, jobsdriver.LeaseParams{Max: 1, Duration: time.Second}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Lease with a canceled context: %v", err)
 	}
 }
 
 // cleanupGranularity is how much later than a job's completion a driver's
 // Cleanup must be asked to remove it: its granularity, if it has one.
-func cleanupGranularity(d jobs.Driver) time.Duration {
-	if g, ok := d.(jobs.GranularCleanup); ok {
+func cleanupGranularity(d jobsdriver.Driver) time.Duration {
+	if g, ok := d.(jobsdriver.GranularCleanup); ok {
 		return g.CleanupGranularity()
 	}
 	return 0

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
 func testCrashRescue(t *testing.T, b *bundle) {
@@ -51,7 +53,7 @@ func testCrashRescue(t *testing.T, b *bundle) {
 	}
 	for _, l := range crashed {
 		r, _ := likely(ctx, l.Email)
-		if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); !errors.Is(err, jobs.ErrLeaseLost) {
+		if err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); !errors.Is(err, jobtype.ErrLeaseLost) {
 			t.Fatalf("completion under an expired, rescued lease: %v, want ErrLeaseLost", err)
 		}
 	}
@@ -60,7 +62,7 @@ func testCrashRescue(t *testing.T, b *bundle) {
 			t.Fatalf("rescued job %s has Errors %d, want 1", l.ID, l.Errors)
 		}
 		r, _ := likely(ctx, l.Email)
-		if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
+		if err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -71,7 +73,7 @@ func testCrashPool(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	acct := account()
 	grant(t, b, acct, 100)
-	ids, err := b.q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: emails(100, "crash")})
+	ids, err := b.q.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: acct, Emails: emails(100, "crash")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +102,7 @@ func testRescueRace(t *testing.T, b *bundle) {
 	l := mustLease(t, b, 1, 300*time.Millisecond)[0]
 	r, _ := likely(ctx, l.Email)
 	r.Provider.Name = "Marker"
-	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
+	if err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(400 * time.Millisecond) // the old lease would have expired by now
@@ -108,16 +110,16 @@ func testRescueRace(t *testing.T, b *bundle) {
 		t.Fatalf("rescue after completion: %d, %v; want 0", n, err)
 	}
 	j, err := b.q.Get(ctx, acct, ids[0])
-	if err != nil || j.State != jobs.StateCompleted || j.Result == nil || j.Result.Provider.Name != "Marker" {
+	if err != nil || j.State != jobtype.StateCompleted || j.Result == nil || j.Result.Provider.Name != "Marker" {
 		t.Fatalf("completed job after rescue: %+v, %v", j, err)
 	}
 	if ls := mustLease(t, b, 10, time.Second); len(ls) != 0 {
 		t.Fatalf("a completed job was leased again: %+v", ls)
 	}
-	if err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); !errors.Is(err, jobs.ErrLeaseLost) {
+	if err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); !errors.Is(err, jobtype.ErrLeaseLost) {
 		t.Fatalf("second completion: %v, want ErrLeaseLost", err)
 	}
-	if err := b.Driver.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token}); !errors.Is(err, jobs.ErrLeaseLost) {
+	if err := b.Driver.Retry(ctx, jobsdriver.RetryParams{ID: l.ID, Token: l.Token}); !errors.Is(err, jobtype.ErrLeaseLost) {
 		t.Fatalf("retry of a completed job: %v, want ErrLeaseLost", err)
 	}
 }
@@ -149,11 +151,11 @@ func testRescueRaceConcurrent(t *testing.T, b *bundle) {
 		workers.Go(func() {
 			for i := w; i < len(ls); i += 4 {
 				r, _ := likely(ctx, ls[i].Email)
-				err := b.Driver.Complete(ctx, jobs.CompleteParams{ID: ls[i].ID, Token: ls[i].Token, Result: r})
+				err := b.Driver.Complete(ctx, jobsdriver.CompleteParams{ID: ls[i].ID, Token: ls[i].Token, Result: r})
 				switch {
 				case err == nil:
 					completed[i] = true
-				case !errors.Is(err, jobs.ErrLeaseLost):
+				case !errors.Is(err, jobtype.ErrLeaseLost):
 					t.Error(err)
 				}
 			}
@@ -171,7 +173,7 @@ func testRescueRaceConcurrent(t *testing.T, b *bundle) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if completed[i] != (j.State == jobs.StateCompleted) || completed[i] != (j.Result != nil) {
+		if completed[i] != (j.State == jobtype.StateCompleted) || completed[i] != (j.Result != nil) {
 			t.Fatalf("job %s: Complete succeeded %v, but state %s result %v", l.ID, completed[i], j.State, j.Result)
 		}
 	}

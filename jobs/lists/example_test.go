@@ -18,7 +18,7 @@ func Example() {
 	st := memstore.New()
 	ledger := credits.New(st, nil)
 	ledger.Grant(ctx, "acct", 10, "")
-	q, _ := jobs.NewQueue(st, ledger, nil)
+	q, _ := jobs.NewQueue(st.Backend().Jobs, ledger, nil)
 
 	file := strings.NewReader("name,email\nAnn,ann@example.org\nBob,bob@example.org\nAnn again, ANN@example.org\nNobody,n/a\n")
 	sp, err := lists.Read(ctx, file, nil)

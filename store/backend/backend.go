@@ -6,7 +6,7 @@
 // opens one from a URL, and httpapi/service runs a deployment from one.
 //
 // The interfaces themselves live in the packages that use them
-// ([store.Accounts], [credits.Store], [jobs.Driver], [webhook.Outbox], …);
+// ([store.Accounts], [credits.Store], [jobsdriver.Driver], [webhook.Outbox], …);
 // this package only gathers them. It imports the domain packages and the
 // rate limiter's contract (store/ratelimit, which imports nothing of the
 // project), so that the store package itself imports nothing of the
@@ -21,7 +21,7 @@ import (
 
 	"github.com/validmail/validmail/billing"
 	"github.com/validmail/validmail/credits"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/ratelimit"
 	"github.com/validmail/validmail/webhook"
@@ -50,9 +50,11 @@ type Backend struct {
 	Accounts store.Accounts
 	// Credits is the credit ledger's storage.
 	Credits credits.Store
-	// Jobs is the job queue's storage. Every backend here also implements
-	// jobs.ChargingDriver and jobs.Notifier.
-	Jobs jobs.Driver
+	// Jobs is the job queue's storage, the backend's driver: a host
+	// hands it to jobs.NewQueue and calls the Queue, never the driver.
+	// Every backend here also implements jobsdriver.ChargingDriver and
+	// jobsdriver.Notifier.
+	Jobs jobsdriver.Driver
 	// Outbox holds the webhook events to deliver.
 	Outbox webhook.Outbox
 	// Endpoints holds each account's webhook endpoint.
@@ -99,7 +101,7 @@ type Backend struct {
 	// AccountSlots counts each account's jobs being validated across the
 	// deployment, for a plan's concurrent jobs; nil means the backend
 	// keeps none (each instance then bounds an account on its own).
-	AccountSlots jobs.AccountSlots
+	AccountSlots jobsdriver.AccountSlots
 
 	mu      sync.Mutex
 	closers []func() error

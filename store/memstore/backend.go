@@ -8,7 +8,7 @@ import (
 func NewBackend() *backend.Backend { return New().Backend() }
 
 // Backend returns the store as a [backend.Backend]: the Store itself as
-// accounts, credits, checkouts, passwords, tokens and job queue, its [Webhooks] as outbox and
+// accounts, credits, checkouts, passwords and tokens, the job queue's driver (Jobs), its [Webhooks] as outbox and
 // endpoints, and a new [Sessions]. The backend is not shared and has no rate limiter; closing it
 // does nothing.
 func (s *Store) Backend() *backend.Backend {
@@ -17,7 +17,7 @@ func (s *Store) Backend() *backend.Backend {
 		Name:         "memory",
 		Accounts:     s,
 		Credits:      s,
-		Jobs:         s,
+		Jobs:         &jobsDriver{s},
 		Outbox:       w,
 		Endpoints:    w,
 		Passwords:    s,

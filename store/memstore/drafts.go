@@ -5,10 +5,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobs.ListDraftDriver = (*Store)(nil)
+var _ jobsdriver.ListDraftDriver = (*jobsDriver)(nil)
 
 // draftState keeps the lists waiting for confirmation: the drafts, their
 // order of arrival, and their chunks.
@@ -19,7 +20,7 @@ type draftState struct {
 }
 
 type memDraft struct {
-	d   jobs.ListDraft
+	d   jobtype.ListDraft
 	seq uint64 // order of arrival
 }
 
@@ -65,13 +66,13 @@ func (s *Store) dropDraftLocked(id string) {
 	delete(s.drafts.chunks, id)
 }
 
-func cloneDraft(d jobs.ListDraft) jobs.ListDraft {
+func cloneDraft(d jobtype.ListDraft) jobtype.ListDraft {
 	d.Meta = slices.Clone(d.Meta)
 	return d
 }
 
-// PutListDraftChunk implements [jobs.ListDraftDriver].
-func (s *Store) PutListDraftChunk(ctx context.Context, id string, n int, data []byte, expiresAt time.Time) error {
+// PutListDraftChunk implements [jobsdriver.ListDraftDriver].
+func (s *jobsDriver) PutListDraftChunk(ctx context.Context, id string, n int, data []byte, expiresAt time.Time) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
@@ -86,8 +87,8 @@ func (s *Store) PutListDraftChunk(ctx context.Context, id string, n int, data []
 	return nil
 }
 
-// PutListDraft implements [jobs.ListDraftDriver].
-func (s *Store) PutListDraft(ctx context.Context, p jobs.PutListDraftParams) (bool, error) {
+// PutListDraft implements [jobsdriver.ListDraftDriver].
+func (s *jobsDriver) PutListDraft(ctx context.Context, p jobtype.PutListDraftParams) (bool, error) {
 	if err := ctxErr(ctx); err != nil {
 		return false, err
 	}
@@ -125,22 +126,22 @@ func (s *Store) PutListDraft(ctx context.Context, p jobs.PutListDraftParams) (bo
 	return true, nil
 }
 
-// ListDraft implements [jobs.ListDraftDriver].
-func (s *Store) ListDraft(ctx context.Context, accountID, id string) (jobs.ListDraft, error) {
+// ListDraft implements [jobsdriver.ListDraftDriver].
+func (s *jobsDriver) ListDraft(ctx context.Context, accountID, id string) (jobtype.ListDraft, error) {
 	if err := ctxErr(ctx); err != nil {
-		return jobs.ListDraft{}, err
+		return jobtype.ListDraft{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.liveDraftLocked(id, now())
 	if d == nil || d.d.AccountID != accountID {
-		return jobs.ListDraft{}, jobs.ErrNotFound
+		return jobtype.ListDraft{}, jobtype.ErrNotFound
 	}
 	return cloneDraft(d.d), nil
 }
 
-// ListDraftChunk implements [jobs.ListDraftDriver].
-func (s *Store) ListDraftChunk(ctx context.Context, id string, n int) ([]byte, error) {
+// ListDraftChunk implements [jobsdriver.ListDraftDriver].
+func (s *jobsDriver) ListDraftChunk(ctx context.Context, id string, n int) ([]byte, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
@@ -148,28 +149,28 @@ func (s *Store) ListDraftChunk(ctx context.Context, id string, n int) ([]byte, e
 	defer s.mu.Unlock()
 	c, ok := s.drafts.chunks[id][n]
 	if !ok || !now().Before(c.expires) {
-		return nil, jobs.ErrNotFound
+		return nil, jobtype.ErrNotFound
 	}
 	return slices.Clone(c.data), nil
 }
 
-// TakeListDraft implements [jobs.ListDraftDriver].
-func (s *Store) TakeListDraft(ctx context.Context, accountID, id string) (jobs.ListDraft, error) {
+// TakeListDraft implements [jobsdriver.ListDraftDriver].
+func (s *jobsDriver) TakeListDraft(ctx context.Context, accountID, id string) (jobtype.ListDraft, error) {
 	if err := ctxErr(ctx); err != nil {
-		return jobs.ListDraft{}, err
+		return jobtype.ListDraft{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.liveDraftLocked(id, now())
 	if d == nil || d.d.AccountID != accountID {
-		return jobs.ListDraft{}, jobs.ErrNotFound
+		return jobtype.ListDraft{}, jobtype.ErrNotFound
 	}
 	delete(s.drafts.byID, id)
 	return cloneDraft(d.d), nil
 }
 
-// DeleteListDraft implements [jobs.ListDraftDriver].
-func (s *Store) DeleteListDraft(ctx context.Context, id string) error {
+// DeleteListDraft implements [jobsdriver.ListDraftDriver].
+func (s *jobsDriver) DeleteListDraft(ctx context.Context, id string) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}

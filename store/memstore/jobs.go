@@ -11,31 +11,32 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/webhook"
 )
 
-// Enqueue implements [jobs.Driver].
-func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) ([]string, error) {
+// Enqueue implements [jobsdriver.Driver].
+func (s *jobsDriver) Enqueue(ctx context.Context, p jobtype.EnqueueParams) ([]string, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
 	if len(p.Emails) == 0 {
-		return nil, jobs.ErrEmptyBatch
+		return nil, jobtype.ErrEmptyBatch
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.enqueueLocked(p), nil
 }
 
-// EnqueueCharged implements [jobs.ChargingDriver]: the charge and the jobs
+// EnqueueCharged implements [jobsdriver.ChargingDriver]: the charge and the jobs
 // are written under one lock.
-func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams) ([]string, error) {
+func (s *jobsDriver) EnqueueCharged(ctx context.Context, p jobtype.EnqueueChargedParams) ([]string, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
 	if len(p.Emails) == 0 {
-		return nil, jobs.ErrEmptyBatch
+		return nil, jobtype.ErrEmptyBatch
 	}
 	n := int64(len(p.Emails))
 	s.mu.Lock()
@@ -61,7 +62,7 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 	if _, err := s.checkLocked(c); err != nil {
 		return nil, err
 	}
-	ids := s.enqueueLocked(jobs.EnqueueParams{AccountID: p.AccountID, Emails: p.Emails, Cost: 1, Source: p.Source})
+	ids := s.enqueueLocked(jobtype.EnqueueParams{AccountID: p.AccountID, Emails: p.Emails, Cost: 1, Source: p.Source})
 	if c.Reference == "" {
 		c.Reference = "jobs:" + ids[0] + "-" + ids[len(ids)-1]
 	}
@@ -72,20 +73,20 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 			m = make(map[string]batch)
 			s.batches[p.AccountID] = m
 		}
-		ttl := cmp.Or(p.IdempotencyTTL, jobs.DefaultIdempotencyTTL)
+		ttl := cmp.Or(p.IdempotencyTTL, jobtype.DefaultIdempotencyTTL)
 		m[p.IdempotencyKey] = batch{IDs: slices.Clone(ids), Fingerprint: p.Fingerprint, Expires: t.Add(ttl)}
 	}
 	return ids, nil
 }
 
-func (s *Store) enqueueLocked(p jobs.EnqueueParams) []string {
+func (s *Store) enqueueLocked(p jobtype.EnqueueParams) []string {
 	t := now()
 	ids := make([]string, len(p.Emails))
 	// The batch is named after its first job; ids are consecutive under
 	// the lock, so the batch's jobs are first .. first+n-1.
 	first := s.jobSeq + 1
 	batchID := strconv.FormatUint(first, 10)
-	source := cmp.Or(p.Source, jobs.SourceAPI)
+	source := cmp.Or(p.Source, jobtype.SourceAPI)
 	s.groups[p.AccountID] = append(s.groups[p.AccountID], first)
 	s.batchNo[p.AccountID]++
 	s.tallies[first] = &tally{account: p.AccountID, source: source, total: len(p.Emails), counts: map[emailcheck.Status]int{}, created: t,
@@ -94,11 +95,11 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams) []string {
 	for i, email := range p.Emails {
 		s.jobSeq++
 		id := s.jobSeq
-		s.jobs[id] = &job{Job: jobs.Job{
+		s.jobs[id] = &job{Job: jobtype.Job{
 			ID:        strconv.FormatUint(id, 10),
 			AccountID: p.AccountID,
 			Email:     email,
-			State:     jobs.StateActive,
+			State:     jobtype.StateActive,
 			Cost:      p.Cost,
 			BatchID:   batchID,
 			Source:    source,
@@ -118,8 +119,8 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams) []string {
 	return ids
 }
 
-// Subscribe implements [jobs.Notifier].
-func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
+// Subscribe implements [jobsdriver.Notifier].
+func (s *jobsDriver) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
@@ -135,8 +136,8 @@ func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 	return ch, nil
 }
 
-// Lease implements [jobs.Driver].
-func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, error) {
+// Lease implements [jobsdriver.Driver].
+func (s *jobsDriver) Lease(ctx context.Context, p jobsdriver.LeaseParams) ([]jobsdriver.Lease, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
@@ -148,7 +149,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	t := now()
 	// Jobs retried for later wait in the delayed heap; move those now due
 	// to the ready heap, which hands out the lowest turn first (the fair
-	// order, see [jobs.Driver]), each with a new turn behind its account's
+	// order, see [jobsdriver.Driver]), each with a new turn behind its account's
 	// jobs waiting now.
 	for len(s.delayed) > 0 && !s.delayed[0].at.After(t) {
 		d := heap.Pop(&s.delayed).(delayedJob)
@@ -157,7 +158,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 			s.ready.push(readyJob{turn: j.turn, id: d.id})
 		}
 	}
-	out := make([]jobs.Lease, 0, min(p.Max, len(s.ready)))
+	out := make([]jobsdriver.Lease, 0, min(p.Max, len(s.ready)))
 	exp := t.Add(p.Duration)
 	for len(out) < p.Max && len(s.ready) > 0 {
 		e := s.ready.pop()
@@ -174,7 +175,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 }
 
 // leaseLocked leases j until exp.
-func (s *Store) leaseLocked(j *job, exp time.Time) jobs.Lease {
+func (s *Store) leaseLocked(j *job, exp time.Time) jobsdriver.Lease {
 	s.clock = max(s.clock, j.turn)
 	// A fresh token per lease: a worker whose lease was rescued and
 	// handed to another can no longer change the job.
@@ -183,31 +184,31 @@ func (s *Store) leaseLocked(j *job, exp time.Time) jobs.Lease {
 	j.token = strconv.FormatUint(s.tokenSeq, 36)
 	j.expires = exp
 	s.running[j.seq] = struct{}{}
-	return jobs.Lease{Job: j.Job, Token: j.token, ExpiresAt: exp}
+	return jobsdriver.Lease{Job: j.Job, Token: j.token, ExpiresAt: exp}
 }
 
 // heldLocked returns the running job that token holds, or an error. It is
 // the compare-and-set behind every change after leasing: the state must
 // still be running and the token the current lease's, so a completed job
 // is never completed twice and a worker that lost its lease (rescued after
-// expiry) writes nothing ([jobs.ErrLeaseLost]).
+// expiry) writes nothing ([jobtype.ErrLeaseLost]).
 func (s *Store) heldLocked(id, token string) (*job, uint64, error) {
 	n, err := strconv.ParseUint(id, 10, 64)
 	if err != nil {
-		return nil, 0, jobs.ErrNotFound
+		return nil, 0, jobtype.ErrNotFound
 	}
 	j, ok := s.jobs[n]
 	if !ok {
-		return nil, 0, jobs.ErrNotFound
+		return nil, 0, jobtype.ErrNotFound
 	}
 	if j.state != running || j.token != token || token == "" {
-		return nil, 0, jobs.ErrLeaseLost
+		return nil, 0, jobtype.ErrLeaseLost
 	}
 	return j, n, nil
 }
 
-// Heartbeat implements [jobs.Driver].
-func (s *Store) Heartbeat(ctx context.Context, p jobs.HeartbeatParams) (time.Time, error) {
+// Heartbeat implements [jobsdriver.Driver].
+func (s *jobsDriver) Heartbeat(ctx context.Context, p jobsdriver.HeartbeatParams) (time.Time, error) {
 	if err := ctxErr(ctx); err != nil {
 		return time.Time{}, err
 	}
@@ -221,8 +222,8 @@ func (s *Store) Heartbeat(ctx context.Context, p jobs.HeartbeatParams) (time.Tim
 	return j.expires, nil
 }
 
-// Complete implements [jobs.Driver].
-func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
+// Complete implements [jobsdriver.Driver].
+func (s *jobsDriver) Complete(ctx context.Context, p jobsdriver.CompleteParams) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
@@ -262,7 +263,7 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 				// The batch's final counts, under the same lock, as the
 				// event's data: the webhook package makes its bytes.
 				ev := jobEvent(j, e, e.CreatedAt)
-				data := jobs.BatchCompleted(b.batch(j.BatchID))
+				data := jobsdriver.BatchCompleted(b.batch(j.BatchID))
 				ev.Batch = &data
 				_ = ev.Expand() // an event with Batch always expands
 				s.addDeliveryLocked(ev)
@@ -271,7 +272,7 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 	}
 	res := p.Result
 	j.Result = &res
-	j.State = jobs.StateCompleted
+	j.State = jobtype.StateCompleted
 	j.CompletedAt = t
 	j.state = completed
 	j.token = ""
@@ -280,8 +281,8 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 	return nil
 }
 
-// Retry implements [jobs.Driver].
-func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
+// Retry implements [jobsdriver.Driver].
+func (s *jobsDriver) Retry(ctx context.Context, p jobsdriver.RetryParams) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
@@ -329,8 +330,8 @@ func (s *Store) makeAvailableLocked(j *job, n uint64, runAt time.Time) {
 	}
 }
 
-// RescueExpired implements [jobs.Driver].
-func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) (int, error) {
+// RescueExpired implements [jobsdriver.Driver].
+func (s *jobsDriver) RescueExpired(ctx context.Context, p jobsdriver.RescueParams) (int, error) {
 	if err := ctxErr(ctx); err != nil {
 		return 0, err
 	}
@@ -365,14 +366,14 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) (int, er
 	return count, nil
 }
 
-// Get implements [jobs.Driver].
-func (s *Store) Get(ctx context.Context, account, id string) (jobs.Job, error) {
+// Get implements [jobsdriver.Driver].
+func (s *jobsDriver) Get(ctx context.Context, account, id string) (jobtype.Job, error) {
 	if err := ctxErr(ctx); err != nil {
-		return jobs.Job{}, err
+		return jobtype.Job{}, err
 	}
 	n, err := strconv.ParseUint(id, 10, 64)
 	if err != nil {
-		return jobs.Job{}, jobs.ErrNotFound
+		return jobtype.Job{}, jobtype.ErrNotFound
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -380,7 +381,7 @@ func (s *Store) Get(ctx context.Context, account, id string) (jobs.Job, error) {
 	// Another account's job is as unknown as a missing one, so ids cannot
 	// be probed across accounts.
 	if !ok || j.AccountID != account {
-		return jobs.Job{}, jobs.ErrNotFound
+		return jobtype.Job{}, jobtype.ErrNotFound
 	}
 	out := j.Job
 	if j.Result != nil {
@@ -390,8 +391,8 @@ func (s *Store) Get(ctx context.Context, account, id string) (jobs.Job, error) {
 	return out, nil
 }
 
-// Cleanup implements [jobs.Driver].
-func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) {
+// Cleanup implements [jobsdriver.Driver].
+func (s *jobsDriver) Cleanup(ctx context.Context, p jobsdriver.CleanupParams) (int, error) {
 	if err := ctxErr(ctx); err != nil {
 		return 0, err
 	}
@@ -463,12 +464,12 @@ func (s *Store) tallyLocked(account, batchID string) *tally {
 // are still kept, from the id after after (0 for the first), in submission
 // order, or nil when there are none. A batch's jobs are consecutive ids
 // from its first, so only the page asked for is read.
-func (s *Store) batchJobsLocked(account, batchID string, after uint64, limit int) []jobs.Job {
+func (s *Store) batchJobsLocked(account, batchID string, after uint64, limit int) []jobtype.Job {
 	first, err := strconv.ParseUint(batchID, 10, 64)
 	if err != nil {
 		return nil
 	}
-	var out []jobs.Job
+	var out []jobtype.Job
 	for id := max(first, after+1); len(out) < limit; id++ {
 		j, ok := s.jobs[id]
 		if !ok {
@@ -493,22 +494,22 @@ func (s *Store) batchJobsLocked(account, batchID string, after uint64, limit int
 	return out
 }
 
-// Batch implements [jobs.BatchDriver].
-func (s *Store) Batch(ctx context.Context, accountID, batchID string) (jobs.Batch, error) {
+// Batch implements [jobsdriver.BatchDriver].
+func (s *jobsDriver) Batch(ctx context.Context, accountID, batchID string) (jobtype.Batch, error) {
 	if err := ctxErr(ctx); err != nil {
-		return jobs.Batch{}, err
+		return jobtype.Batch{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b := s.tallyLocked(accountID, batchID)
 	if b == nil {
-		return jobs.Batch{}, jobs.ErrNotFound
+		return jobtype.Batch{}, jobtype.ErrNotFound
 	}
 	return b.batch(batchID), nil
 }
 
-// Batches implements [jobs.BatchDriver].
-func (s *Store) Batches(ctx context.Context, p jobs.BatchesParams) ([]jobs.Batch, error) {
+// Batches implements [jobsdriver.BatchDriver].
+func (s *jobsDriver) Batches(ctx context.Context, p jobtype.BatchesParams) ([]jobtype.Batch, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
@@ -523,7 +524,7 @@ func (s *Store) Batches(ctx context.Context, p jobs.BatchesParams) ([]jobs.Batch
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	groups := s.groups[p.AccountID]
-	var out []jobs.Batch
+	var out []jobtype.Batch
 	for i := len(groups) - 1; i >= 0 && len(out) < p.Limit; i-- {
 		if before != 0 && groups[i] >= before {
 			continue
@@ -535,8 +536,8 @@ func (s *Store) Batches(ctx context.Context, p jobs.BatchesParams) ([]jobs.Batch
 	return out, nil
 }
 
-// BatchJobs implements [jobs.BatchDriver].
-func (s *Store) BatchJobs(ctx context.Context, p jobs.BatchJobsParams) ([]jobs.Job, error) {
+// BatchJobs implements [jobsdriver.BatchDriver].
+func (s *jobsDriver) BatchJobs(ctx context.Context, p jobtype.BatchJobsParams) ([]jobtype.Job, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
@@ -551,15 +552,15 @@ func (s *Store) BatchJobs(ctx context.Context, p jobs.BatchJobsParams) ([]jobs.J
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tallyLocked(p.AccountID, p.BatchID) == nil {
-		return nil, jobs.ErrNotFound
+		return nil, jobtype.ErrNotFound
 	}
 	return s.batchJobsLocked(p.AccountID, p.BatchID, after, p.Limit), nil
 }
 
-var _ jobs.BatchDeferrer = (*Store)(nil)
+var _ jobsdriver.BatchDeferrer = (*jobsDriver)(nil)
 
-// DeferMany implements [jobs.BatchDeferrer]: each item as [Store.Retry].
-func (s *Store) DeferMany(ctx context.Context, ps []jobs.RetryParams) []error {
+// DeferMany implements [jobsdriver.BatchDeferrer]: each item as Retry.
+func (s *jobsDriver) DeferMany(ctx context.Context, ps []jobsdriver.RetryParams) []error {
 	errs := make([]error, len(ps))
 	for i, p := range ps {
 		errs[i] = s.Retry(ctx, p)
@@ -567,12 +568,12 @@ func (s *Store) DeferMany(ctx context.Context, ps []jobs.RetryParams) []error {
 	return errs
 }
 
-var _ jobs.BatchDeleter = (*Store)(nil)
+var _ jobsdriver.BatchDeleter = (*jobsDriver)(nil)
 
-// DeleteBatch implements [jobs.BatchDeleter]: the batch's counters, jobs
+// DeleteBatch implements [jobsdriver.BatchDeleter]: the batch's counters, jobs
 // and list rows go under the lock. The heaps and the completion order
 // may still name its jobs' ids; their readers skip ids with no job.
-func (s *Store) DeleteBatch(ctx context.Context, accountID, batchID string) error {
+func (s *jobsDriver) DeleteBatch(ctx context.Context, accountID, batchID string) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
@@ -580,7 +581,7 @@ func (s *Store) DeleteBatch(ctx context.Context, accountID, batchID string) erro
 	defer s.mu.Unlock()
 	b := s.tallyLocked(accountID, batchID)
 	if b == nil {
-		return jobs.ErrNotFound
+		return jobtype.ErrNotFound
 	}
 	first, _ := strconv.ParseUint(batchID, 10, 64)
 	for id := first; id < first+uint64(b.total); id++ {

@@ -8,14 +8,15 @@ import (
 	"strconv"
 
 	"github.com/validmail/validmail/credits"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobs.ListDriver = (*Store)(nil)
+var _ jobsdriver.ListDriver = (*jobsDriver)(nil)
 
 // memList is a committed list: its description and rows.
 type memList struct {
-	info jobs.ListInfo
+	info jobtype.ListInfo
 	rows []memRow
 }
 
@@ -30,7 +31,7 @@ type memRow struct {
 // store's lock.
 type listWriter struct {
 	s      *Store
-	p      jobs.BeginListParams
+	p      jobtype.BeginListParams
 	rows   []memRow
 	unique map[string]int // key → index in emails
 	emails []string
@@ -39,23 +40,23 @@ type listWriter struct {
 	closed bool
 }
 
-// BeginList implements [jobs.ListDriver]: nothing reaches the store before
+// BeginList implements [jobsdriver.ListDriver]: nothing reaches the store before
 // Commit.
-func (s *Store) BeginList(ctx context.Context, p jobs.BeginListParams) (jobs.ListWriter, error) {
+func (s *jobsDriver) BeginList(ctx context.Context, p jobtype.BeginListParams) (jobtype.ListWriter, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
-	return &listWriter{s: s, p: p, rows: make([]memRow, 0, max(p.Rows, 0)), unique: make(map[string]int)}, nil
+	return &listWriter{s: s.Store, p: p, rows: make([]memRow, 0, max(p.Rows, 0)), unique: make(map[string]int)}, nil
 }
 
-// Append implements [jobs.ListWriter]. A row's job is recorded as the
+// Append implements [jobtype.ListWriter]. A row's job is recorded as the
 // index of its address plus one until Commit knows the ids.
-func (w *listWriter) Append(ctx context.Context, rows []jobs.ListRow) error {
+func (w *listWriter) Append(ctx context.Context, rows []jobtype.ListRow) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
 	if w.closed {
-		return jobs.ErrListClosed
+		return jobtype.ErrListClosed
 	}
 	for _, r := range rows {
 		row := memRow{record: slices.Clone(r.Record)}
@@ -75,18 +76,18 @@ func (w *listWriter) Append(ctx context.Context, rows []jobs.ListRow) error {
 	return nil
 }
 
-// Commit implements [jobs.ListWriter]: the charge, the jobs, the batch and
+// Commit implements [jobtype.ListWriter]: the charge, the jobs, the batch and
 // the rows are written under one lock.
-func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
+func (w *listWriter) Commit(ctx context.Context) (jobtype.ListInfo, error) {
 	if err := ctxErr(ctx); err != nil {
-		return jobs.ListInfo{}, err
+		return jobtype.ListInfo{}, err
 	}
 	if w.closed {
-		return jobs.ListInfo{}, jobs.ErrListClosed
+		return jobtype.ListInfo{}, jobtype.ErrListClosed
 	}
 	w.closed = true
 	if len(w.emails) == 0 {
-		return jobs.ListInfo{}, jobs.ErrEmptyBatch
+		return jobtype.ListInfo{}, jobtype.ErrEmptyBatch
 	}
 	s := w.s
 	n := int64(len(w.emails))
@@ -102,12 +103,12 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 	if w.p.Charge {
 		if c.Delta < 0 {
 			if _, err := s.checkLocked(c); err != nil {
-				return jobs.ListInfo{}, err
+				return jobtype.ListInfo{}, err
 			}
 		}
 		cost, charged = 1, n-free
 	}
-	ids := s.enqueueLocked(jobs.EnqueueParams{AccountID: w.p.AccountID, Emails: w.emails, Cost: cost, Source: w.p.Source})
+	ids := s.enqueueLocked(jobtype.EnqueueParams{AccountID: w.p.AccountID, Emails: w.emails, Cost: cost, Source: w.p.Source})
 	first, _ := strconv.ParseUint(ids[0], 10, 64)
 	if w.p.Charge {
 		for i := range free {
@@ -124,7 +125,7 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 			w.rows[i].job += first - 1
 		}
 	}
-	info := jobs.ListInfo{
+	info := jobtype.ListInfo{
 		BatchID: ids[0], AccountID: w.p.AccountID, Name: w.p.Name,
 		Header: slices.Clone(w.p.Header), Column: w.p.Column,
 		Rows: len(w.rows), Addresses: len(w.emails), Duplicates: w.dups, InvalidRows: w.junk,
@@ -137,7 +138,7 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 			m = make(map[string]batch)
 			s.batches[w.p.AccountID] = m
 		}
-		ttl := cmp.Or(w.p.IdempotencyTTL, jobs.DefaultIdempotencyTTL)
+		ttl := cmp.Or(w.p.IdempotencyTTL, jobtype.DefaultIdempotencyTTL)
 		m[w.p.IdempotencyKey] = batch{IDs: []string{ids[0]}, Fingerprint: w.p.Fingerprint, Expires: now().Add(ttl)}
 	}
 	w.rows, w.unique, w.emails = nil, nil, nil
@@ -148,20 +149,20 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 // unexpired list: ok and that list's description (Replayed) when the
 // fingerprints match, ok and an error when they do not or the list is
 // gone, not ok when the key names nothing.
-func (s *Store) replayListLocked(p jobs.BeginListParams) (jobs.ListInfo, bool, error) {
+func (s *Store) replayListLocked(p jobtype.BeginListParams) (jobtype.ListInfo, bool, error) {
 	if p.IdempotencyKey == "" {
-		return jobs.ListInfo{}, false, nil
+		return jobtype.ListInfo{}, false, nil
 	}
 	b, found := s.batches[p.AccountID][p.IdempotencyKey]
 	if !found || !now().Before(b.Expires) {
-		return jobs.ListInfo{}, false, nil
+		return jobtype.ListInfo{}, false, nil
 	}
 	if len(b.IDs) != 1 || b.Fingerprint != p.Fingerprint {
-		return jobs.ListInfo{}, true, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, p.IdempotencyKey)
+		return jobtype.ListInfo{}, true, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, p.IdempotencyKey)
 	}
 	l := s.listLocked(p.AccountID, b.IDs[0])
 	if l == nil {
-		return jobs.ListInfo{}, true, jobs.ErrBatchReplayed
+		return jobtype.ListInfo{}, true, jobtype.ErrBatchReplayed
 	}
 	info := l.info
 	info.Header = slices.Clone(info.Header)
@@ -169,7 +170,7 @@ func (s *Store) replayListLocked(p jobs.BeginListParams) (jobs.ListInfo, bool, e
 	return info, true, nil
 }
 
-// Abort implements [jobs.ListWriter].
+// Abort implements [jobtype.ListWriter].
 func (w *listWriter) Abort(context.Context) error {
 	w.closed = true
 	w.rows, w.unique, w.emails = nil, nil, nil
@@ -185,24 +186,24 @@ func (s *Store) listLocked(account, batchID string) *memList {
 	return s.lists[n]
 }
 
-// List implements [jobs.ListDriver].
-func (s *Store) List(ctx context.Context, accountID, batchID string) (jobs.ListInfo, error) {
+// List implements [jobsdriver.ListDriver].
+func (s *jobsDriver) List(ctx context.Context, accountID, batchID string) (jobtype.ListInfo, error) {
 	if err := ctxErr(ctx); err != nil {
-		return jobs.ListInfo{}, err
+		return jobtype.ListInfo{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.listLocked(accountID, batchID)
 	if l == nil {
-		return jobs.ListInfo{}, jobs.ErrNotFound
+		return jobtype.ListInfo{}, jobtype.ErrNotFound
 	}
 	info := l.info
 	info.Header = slices.Clone(info.Header)
 	return info, nil
 }
 
-// ListRows implements [jobs.ListDriver].
-func (s *Store) ListRows(ctx context.Context, p jobs.ListRowsParams) ([]jobs.ListRow, error) {
+// ListRows implements [jobsdriver.ListDriver].
+func (s *jobsDriver) ListRows(ctx context.Context, p jobtype.ListRowsParams) ([]jobtype.ListRow, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
@@ -210,16 +211,16 @@ func (s *Store) ListRows(ctx context.Context, p jobs.ListRowsParams) ([]jobs.Lis
 	defer s.mu.Unlock()
 	l := s.listLocked(p.AccountID, p.BatchID)
 	if l == nil {
-		return nil, jobs.ErrNotFound
+		return nil, jobtype.ErrNotFound
 	}
 	from := max(p.After+1, 0)
 	if from >= len(l.rows) {
 		return nil, nil
 	}
 	rows := l.rows[from:min(from+p.Limit, len(l.rows))]
-	out := make([]jobs.ListRow, len(rows))
+	out := make([]jobtype.ListRow, len(rows))
 	for i, r := range rows {
-		out[i] = jobs.ListRow{N: from + i, Record: slices.Clone(r.record)}
+		out[i] = jobtype.ListRow{N: from + i, Record: slices.Clone(r.record)}
 		if r.job == 0 {
 			continue
 		}

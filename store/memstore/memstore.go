@@ -10,22 +10,23 @@ import (
 	"github.com/validmail/validmail/billing"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/webhook"
 )
 
 var (
-	_ store.Accounts      = (*Store)(nil)
-	_ store.PlanSetter    = (*Store)(nil)
-	_ credits.Store       = (*Store)(nil)
-	_ credits.PageStore   = (*Store)(nil)
-	_ credits.TotalsStore = (*Store)(nil)
-	_ jobs.Driver         = (*Store)(nil)
-	_ jobs.ChargingDriver = (*Store)(nil)
-	_ jobs.Notifier       = (*Store)(nil)
-	_ jobs.BatchDriver    = (*Store)(nil)
-	_ billing.Store       = (*Store)(nil)
+	_ store.Accounts            = (*Store)(nil)
+	_ store.PlanSetter          = (*Store)(nil)
+	_ credits.Store             = (*Store)(nil)
+	_ credits.PageStore         = (*Store)(nil)
+	_ credits.TotalsStore       = (*Store)(nil)
+	_ jobsdriver.Driver         = (*jobsDriver)(nil)
+	_ jobsdriver.ChargingDriver = (*jobsDriver)(nil)
+	_ jobsdriver.Notifier       = (*jobsDriver)(nil)
+	_ jobsdriver.BatchDriver    = (*jobsDriver)(nil)
+	_ billing.Store             = (*Store)(nil)
 )
 
 // Store is an in-memory backend. It is safe for concurrent use. The zero
@@ -45,7 +46,7 @@ type Store struct {
 	notices       noticeState               // finish mail choices and batch notices
 	team          teamState                 // members, invitations, audit logs
 	twoFactor     twoFactorState            // second factors, team requirements
-	slots         jobs.AccountSlots         // each account's jobs being validated
+	slots         jobsdriver.AccountSlots   // each account's jobs being validated
 
 	// credits
 	balances map[string]int64
@@ -101,14 +102,14 @@ type tally struct {
 }
 
 // batch returns the batch the tally counts, named id.
-func (t *tally) batch(id string) jobs.Batch {
-	b := jobs.Batch{
-		ID: id, AccountID: t.account, Source: t.source, State: jobs.StateActive,
+func (t *tally) batch(id string) jobtype.Batch {
+	b := jobtype.Batch{
+		ID: id, AccountID: t.account, Source: t.source, State: jobtype.StateActive,
 		CreatedAt: t.created, Total: t.total, Completed: t.completed,
 		Counts: maps.Clone(t.counts), Name: t.name, Number: t.number,
 	}
 	if t.completed == t.total {
-		b.State, b.CompletedAt = jobs.StateCompleted, t.completedAt
+		b.State, b.CompletedAt = jobtype.StateCompleted, t.completedAt
 	}
 	return b
 }
@@ -122,19 +123,19 @@ const (
 )
 
 type job struct {
-	jobs.Job
+	jobtype.Job
 	state   jobState
 	token   string
 	expires time.Time
 	runAt   time.Time
-	turn    uint64 // its place in the fair order (see [jobs.Driver])
+	turn    uint64 // its place in the fair order (see [jobsdriver.Driver])
 	seq     uint64 // its id, as a number
 }
 
 // New returns an empty Store.
 func New() *Store {
 	return &Store{
-		slots:         jobs.NewMemorySlots(),
+		slots:         jobsdriver.NewMemorySlots(),
 		accounts:      make(map[string]*store.Account),
 		byEmail:       make(map[string]string),
 		keys:          make(map[string]*store.Key),
@@ -166,7 +167,7 @@ func New() *Store {
 func (s *Store) Dump(ctx context.Context) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	js := make([]jobs.Job, 0, len(s.jobs))
+	js := make([]jobtype.Job, 0, len(s.jobs))
 	for _, j := range s.jobs {
 		js = append(js, j.Job)
 	}
@@ -178,7 +179,7 @@ func (s *Store) Dump(ctx context.Context) ([]byte, error) {
 		Accounts   map[string]*store.Account
 		Keys       map[string]*store.Key
 		Entries    map[string][]credits.Entry
-		Jobs       []jobs.Job
+		Jobs       []jobtype.Job
 		Batches    map[string]map[string]batch
 		Deliveries map[string]*webhook.Delivery
 		Endpoints  map[string]webhook.Endpoint

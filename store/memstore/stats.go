@@ -4,20 +4,21 @@ import (
 	"context"
 	"time"
 
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobs.StatsDriver = (*Store)(nil)
+var _ jobsdriver.StatsDriver = (*jobsDriver)(nil)
 
-// QueueStats implements [jobs.StatsDriver]: one pass over the jobs not
+// QueueStats implements [jobsdriver.StatsDriver]: one pass over the jobs not
 // yet completed.
-func (s *Store) QueueStats(ctx context.Context) (jobs.QueueStats, error) {
+func (s *jobsDriver) QueueStats(ctx context.Context) (jobtype.QueueStats, error) {
 	if err := ctxErr(ctx); err != nil {
-		return jobs.QueueStats{}, err
+		return jobtype.QueueStats{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var st jobs.QueueStats
+	var st jobtype.QueueStats
 	now := time.Now()
 	for _, j := range s.jobs {
 		switch j.state {

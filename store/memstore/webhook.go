@@ -20,7 +20,7 @@ var (
 // Webhooks is the webhook side of a [Store]: its outbox
 // ([webhook.Outbox]) and endpoints ([webhook.Endpoints]). It shares the
 // Store's data and mutex, so the event a job completion records
-// ([jobs.CompleteParams.Event]) is a pending delivery from the instant the
+// ([jobsdriver.CompleteParams.Event]) is a pending delivery from the instant the
 // job is completed.
 //
 // It is a separate type because the job queue's methods on Store already

@@ -4,12 +4,12 @@ import (
 	"context"
 	"time"
 
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 )
 
-var _ jobs.AccountSlots = (*Store)(nil)
+var _ jobsdriver.AccountSlots = (*Store)(nil)
 
-// AcquireSlot implements [jobs.AccountSlots]: one call of
+// AcquireSlot implements [jobsdriver.AccountSlots]: one call of
 // account_slot_acquire, which takes the account's advisory lock.
 func (s *Store) AcquireSlot(ctx context.Context, account, holder string, limit int, ttl time.Duration) (bool, error) {
 	var ok bool
@@ -20,7 +20,7 @@ func (s *Store) AcquireSlot(ctx context.Context, account, holder string, limit i
 	return ok, nil
 }
 
-// ReleaseSlot implements [jobs.AccountSlots].
+// ReleaseSlot implements [jobsdriver.AccountSlots].
 func (s *Store) ReleaseSlot(ctx context.Context, account, holder string) error {
 	_, err := s.pool.Exec(ctx, s.sql(`DELETE FROM {schema}.account_slots WHERE account = $1 AND holder = $2`), account, holder)
 	return fail(ctx, "release slot", err)

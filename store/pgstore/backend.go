@@ -19,7 +19,7 @@ func NewBackend(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*backend.
 }
 
 // Backend returns the store as a [backend.Backend]: the Store itself as
-// accounts, credits, passwords and job queue, its [Webhooks] as outbox and
+// accounts, credits and passwords, the job queue's driver (Jobs), its [Webhooks] as outbox and
 // endpoints, its [Sessions], and a [RateLimiter] over the same schema, so every process
 // on the database shares one limit per key. Closing it leaves the pool
 // open.
@@ -30,7 +30,7 @@ func (s *Store) Backend() *backend.Backend {
 		Shared:       true,
 		Accounts:     s,
 		Credits:      s,
-		Jobs:         s,
+		Jobs:         &jobsDriver{s},
 		Outbox:       w,
 		Endpoints:    w,
 		Limiter:      &RateLimiter{s: s},

@@ -9,23 +9,24 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobs.BatchDriver = (*Store)(nil)
+var _ jobsdriver.BatchDriver = (*jobsDriver)(nil)
 
 // batchColumns are the columns scanBatch reads, in order.
 const batchColumns = `id, account, source, total, completed, counts, created_at, completed_at, name, coalesce(number, 0)`
 
 // scanBatch reads a row of batchColumns.
-func scanBatch(row pgx.Row) (jobs.Batch, error) {
-	var b jobs.Batch
+func scanBatch(row pgx.Row) (jobtype.Batch, error) {
+	var b jobtype.Batch
 	var id int64
 	var counts map[string]int
 	var completed *time.Time
 	var name *string
 	if err := row.Scan(&id, &b.AccountID, &b.Source, &b.Total, &b.Completed, &counts, &b.CreatedAt, &completed, &name, &b.Number); err != nil {
-		return jobs.Batch{}, err
+		return jobtype.Batch{}, err
 	}
 	if name != nil {
 		b.Name = *name
@@ -35,9 +36,9 @@ func scanBatch(row pgx.Row) (jobs.Batch, error) {
 	for k, v := range counts {
 		b.Counts[emailcheck.Status(k)] = v
 	}
-	b.State = jobs.StateActive
+	b.State = jobtype.StateActive
 	if b.Completed == b.Total {
-		b.State = jobs.StateCompleted
+		b.State = jobtype.StateCompleted
 		if completed != nil {
 			b.CompletedAt = *completed
 		}
@@ -45,26 +46,26 @@ func scanBatch(row pgx.Row) (jobs.Batch, error) {
 	return b, nil
 }
 
-// Batch implements [jobs.BatchDriver]: one row of the batches table, whose
+// Batch implements [jobsdriver.BatchDriver]: one row of the batches table, whose
 // counters the completions keep.
-func (s *Store) Batch(ctx context.Context, accountID, batchID string) (jobs.Batch, error) {
+func (s *jobsDriver) Batch(ctx context.Context, accountID, batchID string) (jobtype.Batch, error) {
 	n, ok := parseID(batchID)
 	if !ok {
-		return jobs.Batch{}, jobs.ErrNotFound
+		return jobtype.Batch{}, jobtype.ErrNotFound
 	}
 	b, err := scanBatch(s.pool.QueryRow(ctx, s.sql(`SELECT `+batchColumns+` FROM {schema}.batches
 		WHERE id = $1 AND account = $2`), n, accountID))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return jobs.Batch{}, jobs.ErrNotFound
+		return jobtype.Batch{}, jobtype.ErrNotFound
 	}
 	if err != nil {
-		return jobs.Batch{}, fail(ctx, "batch", err)
+		return jobtype.Batch{}, fail(ctx, "batch", err)
 	}
 	return b, nil
 }
 
-// Batches implements [jobs.BatchDriver] on the (account, id) index.
-func (s *Store) Batches(ctx context.Context, p jobs.BatchesParams) ([]jobs.Batch, error) {
+// Batches implements [jobsdriver.BatchDriver] on the (account, id) index.
+func (s *jobsDriver) Batches(ctx context.Context, p jobtype.BatchesParams) ([]jobtype.Batch, error) {
 	var before *int64
 	if p.Before != "" {
 		n, ok := parseID(p.Before)
@@ -79,18 +80,18 @@ func (s *Store) Batches(ctx context.Context, p jobs.BatchesParams) ([]jobs.Batch
 	if err != nil {
 		return nil, fail(ctx, "batches", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (jobs.Batch, error) { return scanBatch(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (jobtype.Batch, error) { return scanBatch(r) })
 	if err != nil {
 		return nil, fail(ctx, "batches", err)
 	}
 	return out, nil
 }
 
-// BatchJobs implements [jobs.BatchDriver].
-func (s *Store) BatchJobs(ctx context.Context, p jobs.BatchJobsParams) ([]jobs.Job, error) {
+// BatchJobs implements [jobsdriver.BatchDriver].
+func (s *jobsDriver) BatchJobs(ctx context.Context, p jobtype.BatchJobsParams) ([]jobtype.Job, error) {
 	n, ok := parseID(p.BatchID)
 	if !ok {
-		return nil, jobs.ErrNotFound
+		return nil, jobtype.ErrNotFound
 	}
 	after := int64(0)
 	if p.After != "" {
@@ -103,7 +104,7 @@ func (s *Store) BatchJobs(ctx context.Context, p jobs.BatchJobsParams) ([]jobs.J
 	if err != nil {
 		return nil, fail(ctx, "batch jobs", err)
 	}
-	ls, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (jobs.Lease, error) { return scanJob(r) })
+	ls, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (jobsdriver.Lease, error) { return scanJob(r) })
 	if err != nil {
 		return nil, fail(ctx, "batch jobs", err)
 	}
@@ -112,23 +113,23 @@ func (s *Store) BatchJobs(ctx context.Context, p jobs.BatchJobsParams) ([]jobs.J
 			return nil, err
 		}
 	}
-	out := make([]jobs.Job, len(ls))
+	out := make([]jobtype.Job, len(ls))
 	for i, l := range ls {
 		out[i] = l.Job
 	}
 	return out, nil
 }
 
-var _ jobs.BatchDeleter = (*Store)(nil)
+var _ jobsdriver.BatchDeleter = (*jobsDriver)(nil)
 
-// DeleteBatch implements [jobs.BatchDeleter]: one transaction removes the
+// DeleteBatch implements [jobsdriver.BatchDeleter]: one transaction removes the
 // batch's jobs, then its row (the order completions lock them in, so
 // that a completion of one of its jobs waits, then finds nothing), then
 // its list and rows.
-func (s *Store) DeleteBatch(ctx context.Context, accountID, batchID string) error {
+func (s *jobsDriver) DeleteBatch(ctx context.Context, accountID, batchID string) error {
 	n, ok := parseID(batchID)
 	if !ok {
-		return jobs.ErrNotFound
+		return jobtype.ErrNotFound
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -146,7 +147,7 @@ func (s *Store) DeleteBatch(ctx context.Context, accountID, batchID string) erro
 		return fail(ctx, "delete batch", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return jobs.ErrNotFound
+		return jobtype.ErrNotFound
 	}
 	if _, err := tx.Exec(ctx, s.sql(`DELETE FROM {schema}.list_rows WHERE batch_id = $1`), n); err != nil {
 		return fail(ctx, "delete batch: list rows", err)

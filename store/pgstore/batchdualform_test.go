@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store/pgstore"
 	"github.com/validmail/validmail/webhook"
 )
@@ -28,20 +29,20 @@ func TestBatchEventWritesEarlierFormToo(t *testing.T) {
 		if _, err := s.Apply(ctx, creditsGrant("acct", 3)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: "acct", Emails: []string{"a@x.example", "b@x.example", "c@x.example"}}); err != nil {
+		if _, err := s.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: "acct", Emails: []string{"a@x.example", "b@x.example", "c@x.example"}}); err != nil {
 			t.Fatal(err)
 		}
-		ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 3, Duration: time.Minute})
+		ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 3, Duration: time.Minute})
 		if err != nil || len(ls) != 3 {
 			t.Fatalf("Lease: %d, %v", len(ls), err)
 		}
 		created := time.Date(2030, 1, 2, 3, 4, 5, 123456789, time.UTC)
-		var ps []jobs.CompleteParams
+		var ps []jobsdriver.CompleteParams
 		for i, l := range ls {
 			r := emailcheck.Result{Email: l.Email}
 			r.Confidence.Status = []emailcheck.Status{emailcheck.StatusLikely, emailcheck.StatusLikely, emailcheck.StatusUnknown}[i]
 			ev := webhook.NewBatchEvent("acct", l.ID, created)
-			ps = append(ps, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r, BatchEvent: &ev})
+			ps = append(ps, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: r, BatchEvent: &ev})
 		}
 		if many {
 			for _, err := range s.CompleteMany(ctx, ps) {

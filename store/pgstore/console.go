@@ -51,7 +51,7 @@ func (s *Store) ConfirmAccount(ctx context.Context, id string) (int64, error) {
 }
 
 // CreateToken implements [store.Tokens]: a row of the account_tokens
-// table, which [Store.Cleanup] empties of expired tokens.
+// table, which Cleanup empties of expired tokens.
 func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 	if !validID(t.AccountID) {
 		return store.ErrNotFound

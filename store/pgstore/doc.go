@@ -1,8 +1,11 @@
 // Package pgstore implements every backend interface of validmail on
-// PostgreSQL (13 or later) with github.com/jackc/pgx/v5: [store.Accounts],
-// [credits.Store], [jobs.Driver], [jobs.ChargingDriver] and [jobs.Notifier]
-// on [Store], and [webhook.Outbox] and [webhook.Endpoints] on [Webhooks].
-// [NewBackend] returns them all as one [backend.Backend].
+// PostgreSQL (13 or later) with github.com/jackc/pgx/v5: [store.Accounts]
+// and [credits.Store] on [Store], the job queue's driver
+// ([jobsdriver.Driver], [jobsdriver.ChargingDriver], [jobsdriver.Notifier],
+// …) over the same Store, and [webhook.Outbox] and [webhook.Endpoints] on
+// [Webhooks]. [NewBackend] returns them all as one [backend.Backend], the
+// driver as its Jobs: a host reaches the queue through jobs.NewQueue over
+// it, never on the Store.
 //
 // A [Store] runs over the host's *pgxpool.Pool and never closes it. All its
 // tables live in one schema ([Config.Schema], "public" by default), created
@@ -35,27 +38,27 @@
 //     ([Store.ClaimNotices]), settled by a compare-and-set on its claim's
 //     token ([Store.DoneNotice], [Store.DelayNotice]).
 //   - Jobs: ids come from a bigserial. A batch is one INSERT over unnest
-//     ([Store.Enqueue]); leasing is UPDATE ... WHERE id IN (SELECT ... FOR
-//     UPDATE SKIP LOCKED) ([Store.Lease], [Store.RescueExpired]); lease
+//     (Enqueue); leasing is UPDATE ... WHERE id IN (SELECT ... FOR
+//     UPDATE SKIP LOCKED) (Lease, RescueExpired); lease
 //     tokens are random UUIDs; every state change compares state and token
-//     ([Store.Heartbeat], [Store.Retry]). Completing a job, counting it in
+//     (Heartbeat, Retry). Completing a job, counting it in
 //     its batch's row, refunding it and inserting its webhook events as
 //     pending deliveries is one statement, so one transaction
-//     ([Store.Complete]); the batch row's lock orders a batch's
+//     (Complete); the batch row's lock orders a batch's
 //     completions, and the one that brings completed to total writes the
 //     batch's event. An event id already in the outbox fails it whole.
-//     [Store.CompleteMany] sends a group of those statements in one round
+//     CompleteMany sends a group of those statements in one round
 //     trip and one implicit transaction, in id order. Charging and
-//     enqueueing a batch is one transaction ([Store.EnqueueCharged]); a
+//     enqueueing a batch is one transaction (EnqueueCharged); a
 //     batch's idempotency key is stored with its job ids and content
-//     fingerprint until it expires ([Store.Cleanup] removes it).
+//     fingerprint until it expires (Cleanup removes it).
 //   - Webhooks: deliveries are leased like jobs (FOR UPDATE SKIP LOCKED,
 //     random tokens, compare-and-set on the token: [Webhooks.Lease],
 //     [Webhooks.MarkDelivered]), but every time in the outbox is the
 //     caller's clock, never the database's.
 //   - Retention: jobs and batches are partitioned by the UTC day their
 //     ids carry, with a default partition for days that have none.
-//     [Store.Cleanup] drops a day's partition once everything in it
+//     Cleanup drops a day's partition once everything in it
 //     finished before the cutoff's day, so retention writes no dead rows;
 //     a day still holding an active job keeps its partition and loses
 //     only its finished rows. [Store.EnsurePartitions] makes the days
@@ -66,11 +69,11 @@
 //     per connection, touch those days' partitions alone; a lease looks
 //     first from the day of the oldest unfinished job to today, and at
 //     the whole table only for what that range lacks.
-//   - Deletion: [Store.DeleteBatch] removes a batch's jobs, its row, its
+//   - Deletion: DeleteBatch removes a batch's jobs, its row, its
 //     list and rows in one transaction, jobs first (the order completions
 //     lock them in).
 //   - Wake-up: a statement trigger on the jobs table sends NOTIFY, and
-//     [Store.Subscribe] LISTENs on a dedicated connection taken from the
+//     Subscribe LISTENs on a dedicated connection taken from the
 //     pool, reconnecting when it fails.
 //   - Rate limits: [RateLimiter], one call of a stored GCRA function per
 //     decision, on a row per bucket locked for that decision only.
@@ -79,13 +82,13 @@
 //     takes the units only if the window has them all;
 //     [RateLimiter.Refund] is one UPDATE of that row, in the same window
 //     only.
-//   - List drafts ([jobs.ListDraftDriver], the console's lists waiting
-//     for confirmation): [Store.PutListDraft], one transaction under
+//   - List drafts ([jobsdriver.ListDraftDriver], the console's lists waiting
+//     for confirmation): PutListDraft, one transaction under
 //     advisory locks on the account and the network, which also removes
-//     expired drafts and chunks; [Store.TakeListDraft], one DELETE …
+//     expired drafts and chunks; TakeListDraft, one DELETE …
 //     RETURNING, so one of concurrent takes wins.
 //
-// Errors: the domain sentinels ([jobs.ErrNotFound], [store.ErrInvalidKey],
+// Errors: the domain sentinels ([jobtype.ErrNotFound], [store.ErrInvalidKey],
 // ...) as the interfaces promise; a cancelled context gives an error
 // wrapping ctx.Err(); a lost or refused connection gives an error matching
 // [store.ErrUnavailable]. A change whose commit was acknowledged is durable.

@@ -6,15 +6,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobs.ListDraftDriver = (*Store)(nil)
+var _ jobsdriver.ListDraftDriver = (*jobsDriver)(nil)
 
-// PutListDraftChunk implements [jobs.ListDraftDriver]: one row of
+// PutListDraftChunk implements [jobsdriver.ListDraftDriver]: one row of
 // list_draft_chunks.
-func (s *Store) PutListDraftChunk(ctx context.Context, id string, n int, data []byte, expiresAt time.Time) error {
+func (s *jobsDriver) PutListDraftChunk(ctx context.Context, id string, n int, data []byte, expiresAt time.Time) error {
 	if data == nil {
 		data = []byte{}
 	}
@@ -25,11 +25,11 @@ func (s *Store) PutListDraftChunk(ctx context.Context, id string, n int, data []
 	return fail(ctx, "put list draft chunk", err)
 }
 
-// PutListDraft implements [jobs.ListDraftDriver] in one transaction,
+// PutListDraft implements [jobsdriver.ListDraftDriver] in one transaction,
 // which locks the account's and the network's drafts (an advisory lock
 // on each) so that concurrent puts keep the bounds; expired drafts and
 // chunks are removed first.
-func (s *Store) PutListDraft(ctx context.Context, p jobs.PutListDraftParams) (bool, error) {
+func (s *jobsDriver) PutListDraft(ctx context.Context, p jobtype.PutListDraftParams) (bool, error) {
 	d := p.Draft
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -97,29 +97,29 @@ func (s *Store) PutListDraft(ctx context.Context, p jobs.PutListDraftParams) (bo
 
 const draftColumns = `id, account, network, meta, chunks, expires_at`
 
-func scanDraft(row pgx.Row) (jobs.ListDraft, error) {
-	var d jobs.ListDraft
+func scanDraft(row pgx.Row) (jobtype.ListDraft, error) {
+	var d jobtype.ListDraft
 	err := row.Scan(&d.ID, &d.AccountID, &d.Network, &d.Meta, &d.Chunks, &d.ExpiresAt)
 	return d, err
 }
 
-// ListDraft implements [jobs.ListDraftDriver].
-func (s *Store) ListDraft(ctx context.Context, accountID, id string) (jobs.ListDraft, error) {
+// ListDraft implements [jobsdriver.ListDraftDriver].
+func (s *jobsDriver) ListDraft(ctx context.Context, accountID, id string) (jobtype.ListDraft, error) {
 	d, err := scanDraft(s.pool.QueryRow(ctx, s.sql(`SELECT `+draftColumns+` FROM {schema}.list_drafts
 		WHERE id = $1 AND account = $2 AND expires_at > now()`), id, accountID))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return jobs.ListDraft{}, jobs.ErrNotFound
+		return jobtype.ListDraft{}, jobtype.ErrNotFound
 	}
 	return d, fail(ctx, "list draft", err)
 }
 
-// ListDraftChunk implements [jobs.ListDraftDriver].
-func (s *Store) ListDraftChunk(ctx context.Context, id string, n int) ([]byte, error) {
+// ListDraftChunk implements [jobsdriver.ListDraftDriver].
+func (s *jobsDriver) ListDraftChunk(ctx context.Context, id string, n int) ([]byte, error) {
 	var data []byte
 	err := s.pool.QueryRow(ctx, s.sql(`SELECT data FROM {schema}.list_draft_chunks
 		WHERE draft_id = $1 AND n = $2 AND expires_at > now()`), id, n).Scan(&data)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, jobs.ErrNotFound
+		return nil, jobtype.ErrNotFound
 	}
 	if data == nil && err == nil {
 		data = []byte{}
@@ -127,19 +127,19 @@ func (s *Store) ListDraftChunk(ctx context.Context, id string, n int) ([]byte, e
 	return data, fail(ctx, "list draft chunk", err)
 }
 
-// TakeListDraft implements [jobs.ListDraftDriver]: one DELETE …
+// TakeListDraft implements [jobsdriver.ListDraftDriver]: one DELETE …
 // RETURNING, which one of concurrent takes wins.
-func (s *Store) TakeListDraft(ctx context.Context, accountID, id string) (jobs.ListDraft, error) {
+func (s *jobsDriver) TakeListDraft(ctx context.Context, accountID, id string) (jobtype.ListDraft, error) {
 	d, err := scanDraft(s.pool.QueryRow(ctx, s.sql(`DELETE FROM {schema}.list_drafts
 		WHERE id = $1 AND account = $2 AND expires_at > now() RETURNING `+draftColumns), id, accountID))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return jobs.ListDraft{}, jobs.ErrNotFound
+		return jobtype.ListDraft{}, jobtype.ErrNotFound
 	}
 	return d, fail(ctx, "take list draft", err)
 }
 
-// DeleteListDraft implements [jobs.ListDraftDriver].
-func (s *Store) DeleteListDraft(ctx context.Context, id string) error {
+// DeleteListDraft implements [jobsdriver.ListDraftDriver].
+func (s *jobsDriver) DeleteListDraft(ctx context.Context, id string) error {
 	_, err := s.pool.Exec(ctx, s.sql(`
 		WITH gone AS (DELETE FROM {schema}.list_drafts WHERE id = $1 RETURNING id)
 		DELETE FROM {schema}.list_draft_chunks WHERE draft_id = $1`), id)

@@ -25,8 +25,9 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	ledger := credits.New(s, nil)
-	queue, err := jobs.NewQueue(s, ledger, nil)
+	b := s.Backend()
+	ledger := credits.New(b.Credits, nil)
+	queue, err := jobs.NewQueue(b.Jobs, ledger, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store/pgstore"
 )
 
@@ -20,21 +21,21 @@ func TestPromoteAfterClockStep(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
-	ids, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "acct", Emails: []string{"a@example.org"}})
+	ids, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: "acct", Emails: []string{"a@example.org"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 1, Duration: time.Minute})
+	ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 1, Duration: time.Minute})
 	if err != nil || len(ls) != 1 {
 		t.Fatalf("lease: %v %v", ls, err)
 	}
-	if err := s.Retry(ctx, jobs.RetryParams{ID: ls[0].ID, Token: ls[0].Token, RunAt: time.Now().Add(200 * time.Millisecond)}); err != nil {
+	if err := s.Retry(ctx, jobsdriver.RetryParams{ID: ls[0].ID, Token: ls[0].Token, RunAt: time.Now().Add(200 * time.Millisecond)}); err != nil {
 		t.Fatal(err)
 	}
 	s.StepClockBack(time.Hour)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 1, Duration: time.Minute})
+		ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 1, Duration: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +74,7 @@ func TestTwoStoresPromoteAtOnce(t *testing.T) {
 		for i := range em {
 			em[i] = fmt.Sprintf("u%d@a%d.example.org", i, a)
 		}
-		ids, err := stores[a%2].Enqueue(ctx, jobs.EnqueueParams{AccountID: acct, Emails: em})
+		ids, err := stores[a%2].Enqueue(ctx, jobtype.EnqueueParams{AccountID: acct, Emails: em})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,9 +84,9 @@ func TestTwoStoresPromoteAtOnce(t *testing.T) {
 	}
 	// Every job is handed back for the same moment: they come due in
 	// bulk, more than one promotion takes.
-	var held []jobs.Lease
+	var held []jobsdriver.Lease
 	for len(held) < len(owner) {
-		ls, err := stores[0].Lease(ctx, jobs.LeaseParams{Max: 500, Duration: time.Hour})
+		ls, err := stores[0].Lease(ctx, jobsdriver.LeaseParams{Max: 500, Duration: time.Hour})
 		if err != nil || len(ls) == 0 {
 			t.Fatalf("leased %d of %d jobs: %v", len(held), len(owner), err)
 		}
@@ -93,7 +94,7 @@ func TestTwoStoresPromoteAtOnce(t *testing.T) {
 	}
 	due := time.Now().Add(time.Hour) // moved to now below, all at once
 	for _, l := range held {
-		if err := stores[0].Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token, RunAt: due}); err != nil {
+		if err := stores[0].Retry(ctx, jobsdriver.RetryParams{ID: l.ID, Token: l.Token, RunAt: due}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -122,20 +123,20 @@ func TestTwoStoresPromoteAtOnce(t *testing.T) {
 					mu.Unlock()
 					return
 				}
-				ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 16, Duration: time.Minute})
+				ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 16, Duration: time.Minute})
 				for _, l := range ls {
 					switch k := rng.IntN(4); {
 					case l.Errors >= 3 || k == 0:
-						err = s.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: emailcheck.Result{Email: l.Email}})
+						err = s.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: emailcheck.Result{Email: l.Email}})
 						if err == nil {
 							mu.Lock()
 							completed[l.ID]++
 							mu.Unlock()
 						}
 					case k == 1:
-						err = s.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(time.Duration(rng.IntN(30)) * time.Millisecond)})
+						err = s.Retry(ctx, jobsdriver.RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(time.Duration(rng.IntN(30)) * time.Millisecond)})
 					default:
-						err = s.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(time.Duration(rng.IntN(30)) * time.Millisecond), Error: "timeout"})
+						err = s.Retry(ctx, jobsdriver.RetryParams{ID: l.ID, Token: l.Token, RunAt: time.Now().Add(time.Duration(rng.IntN(30)) * time.Millisecond), Error: "timeout"})
 					}
 					if err != nil {
 						break

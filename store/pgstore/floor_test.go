@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store/pgstore"
 )
 
@@ -36,13 +38,13 @@ func TestLeaseReachesOlderPartitions(t *testing.T) {
 	}
 	// Another account's, so that the old job's turns come before them
 	// after its retry too.
-	if _, err := a.Enqueue(ctx, jobs.EnqueueParams{AccountID: "new-acct", Emails: emails}); err != nil {
+	if _, err := a.Enqueue(ctx, jobtype.EnqueueParams{AccountID: "new-acct", Emails: emails}); err != nil {
 		t.Fatal(err)
 	}
 	// leaseOld leases from s and wants the old job first.
-	leaseOld := func(step string, s *pgstore.Store, d time.Duration) jobs.Lease {
+	leaseOld := func(step string, s *pgstore.Store, d time.Duration) jobsdriver.Lease {
 		t.Helper()
-		ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 10, Duration: d})
+		ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 10, Duration: d})
 		if err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
@@ -57,7 +59,7 @@ func TestLeaseReachesOlderPartitions(t *testing.T) {
 	}
 
 	l := leaseOld("first lease", a, time.Minute)
-	if err := a.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token, Error: "try again"}); err != nil {
+	if err := a.Retry(ctx, jobsdriver.RetryParams{ID: l.ID, Token: l.Token, Error: "try again"}); err != nil {
 		t.Fatal(err)
 	}
 	l = leaseOld("lease after a retry", a, time.Minute)
@@ -66,14 +68,14 @@ func TestLeaseReachesOlderPartitions(t *testing.T) {
 	if first, _ := a.LeaseRange(ctx, time.Now().Add(time.Hour)); first > oldID {
 		t.Errorf("leases look first from id %d, above the running job %d", first, oldID)
 	}
-	if err := a.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token}); err != nil {
+	if err := a.Retry(ctx, jobsdriver.RetryParams{ID: l.ID, Token: l.Token}); err != nil {
 		t.Fatal(err)
 	}
 	l = leaseOld("lease from another store after a retry", b, time.Millisecond)
 	// Its lease expires, and a rescue makes it available again.
 	deadline := time.Now().Add(time.Minute)
 	for {
-		n, err := b.RescueExpired(ctx, jobs.RescueParams{})
+		n, err := b.RescueExpired(ctx, jobsdriver.RescueParams{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +88,7 @@ func TestLeaseReachesOlderPartitions(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	l = leaseOld("lease after a rescue", a, time.Minute)
-	if err := a.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: jobs.UnknownResult(l.Email)}); err != nil {
+	if err := a.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: jobs.UnknownResult(l.Email)}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -109,7 +111,7 @@ func TestLeaseReachesOlderPartitions(t *testing.T) {
 	older := insertJobOfDay(t, pool, schema, time.Now().AddDate(0, 0, -2))
 	seen := false
 	for !seen {
-		ls, err := a.Lease(ctx, jobs.LeaseParams{Max: 50, Duration: time.Minute})
+		ls, err := a.Lease(ctx, jobsdriver.LeaseParams{Max: 50, Duration: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,9 +140,9 @@ func TestLeaseSweepsSeldom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease := func() []jobs.Lease {
+	lease := func() []jobsdriver.Lease {
 		t.Helper()
-		ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 10, Duration: time.Minute})
+		ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 10, Duration: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,8 @@ import (
 
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/webhook"
 )
 
@@ -25,8 +26,8 @@ const jobColumns = `id, account, email, state, cost, errors, last_error, created
 	completed_at, result, mx_hosts, token, lease_expires_at, batch_id, source, unjudged`
 
 // scanJob reads a row of jobColumns.
-func scanJob(row pgx.Row) (jobs.Lease, error) {
-	var l jobs.Lease
+func scanJob(row pgx.Row) (jobsdriver.Lease, error) {
+	var l jobsdriver.Lease
 	var id int64
 	var state string
 	var completed, expires *time.Time
@@ -38,17 +39,17 @@ func scanJob(row pgx.Row) (jobs.Lease, error) {
 	err := row.Scan(&id, &l.AccountID, &l.Email, &state, &l.Cost, &l.Errors, &l.LastError, &l.CreatedAt,
 		&completed, &result, &mx, &token, &expires, &batch, &source, &l.Unjudged)
 	if err != nil {
-		return jobs.Lease{}, err
+		return jobsdriver.Lease{}, err
 	}
 	l.ID = strconv.FormatInt(id, 10)
 	l.BatchID = strconv.FormatInt(batch, 10)
-	l.Source = jobs.SourceAPI
+	l.Source = jobtype.SourceAPI
 	if source != nil {
 		l.Source = *source
 	}
-	l.State = jobs.StateActive
+	l.State = jobtype.StateActive
 	if state == "completed" {
-		l.State = jobs.StateCompleted
+		l.State = jobtype.StateCompleted
 	}
 	if completed != nil {
 		l.CompletedAt = *completed
@@ -56,7 +57,7 @@ func scanJob(row pgx.Row) (jobs.Lease, error) {
 	if result != nil {
 		var r emailcheck.Result
 		if err := json.Unmarshal(result, &r); err != nil {
-			return jobs.Lease{}, fmt.Errorf("job %d: result: %w", id, err)
+			return jobsdriver.Lease{}, fmt.Errorf("job %d: result: %w", id, err)
 		}
 		r.MXHosts = mx
 		l.Result = &r
@@ -113,17 +114,17 @@ const enqueueSQL = `
 // sourceArg is the jobs' source column for a batch's source: NULL for the
 // API.
 func sourceArg(source string) *string {
-	if source == "" || source == jobs.SourceAPI {
+	if source == "" || source == jobtype.SourceAPI {
 		return nil
 	}
 	return &source
 }
 
-// Enqueue implements [jobs.Driver]: the batch is one INSERT statement, and
+// Enqueue implements [jobsdriver.Driver]: the batch is one INSERT statement, and
 // its commit wakes subscribed workers.
-func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) ([]string, error) {
+func (s *jobsDriver) Enqueue(ctx context.Context, p jobtype.EnqueueParams) ([]string, error) {
 	if len(p.Emails) == 0 {
-		return nil, jobs.ErrEmptyBatch
+		return nil, jobtype.ErrEmptyBatch
 	}
 	rows, err := s.pool.Query(ctx, s.sql(enqueueSQL), p.AccountID, p.Emails, p.Cost, sourceArg(p.Source))
 	if err != nil {
@@ -136,13 +137,13 @@ func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) ([]string, er
 	return formatIDs(ids), nil
 }
 
-// EnqueueCharged implements [jobs.ChargingDriver]: the charge, the jobs and
+// EnqueueCharged implements [jobsdriver.ChargingDriver]: the charge, the jobs and
 // the record of the batch's idempotency key are one transaction. The record
 // expires after p.IdempotencyTTL; the charge's ledger entry carries no
 // idempotency key, so an expired key can start a new batch.
-func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams) ([]string, error) {
+func (s *jobsDriver) EnqueueCharged(ctx context.Context, p jobtype.EnqueueChargedParams) ([]string, error) {
 	if len(p.Emails) == 0 {
-		return nil, jobs.ErrEmptyBatch
+		return nil, jobtype.ErrEmptyBatch
 	}
 	n := int64(len(p.Emails))
 	tx, err := s.pool.Begin(ctx)
@@ -156,7 +157,7 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 		// An expired record is removed first; then taking the key makes a
 		// concurrent batch under the same key wait at its insert, then
 		// find this batch.
-		ttl := cmp.Or(p.IdempotencyTTL, jobs.DefaultIdempotencyTTL)
+		ttl := cmp.Or(p.IdempotencyTTL, jobtype.DefaultIdempotencyTTL)
 		_, err := tx.Exec(ctx, s.sql(`
 			DELETE FROM {schema}.job_batches WHERE account = $1 AND idempotency_key = $2 AND expires_at <= now()`),
 			p.AccountID, p.IdempotencyKey)
@@ -214,7 +215,7 @@ func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams)
 // replayBatch answers a batch whose idempotency key names an unexpired
 // batch: the original ids when that was a batch of as many addresses with
 // the same fingerprint, else an error.
-func (s *Store) replayBatch(ctx context.Context, tx pgx.Tx, p jobs.EnqueueChargedParams) ([]string, error) {
+func (s *Store) replayBatch(ctx context.Context, tx pgx.Tx, p jobtype.EnqueueChargedParams) ([]string, error) {
 	var raw []int64
 	var fingerprint *string
 	err := tx.QueryRow(ctx, s.sql(`
@@ -239,7 +240,7 @@ const turnsCTE = `position AS MATERIALIZED (
 	)`
 
 // leaseSQL leases up to $1 of the ready jobs with ids first..last, first
-// in turn (the fair order between accounts, see [jobs.Driver]), for $2
+// in turn (the fair order between accounts, see [jobsdriver.Driver]), for $2
 // microseconds, and returns them in that order. A job handed back for
 // later is delayed until promoteSQL brings it back; the run-at is checked
 // too for one that a release before delayed jobs handed back, during a
@@ -273,7 +274,7 @@ const leaseSQL = `
 // promoteSQL makes up to $1 delayed jobs of the ids first..last whose
 // run-at has come, of accounts other than $2, available to leases, each
 // taking a new turn behind its account's jobs waiting now (the fair order,
-// see [jobs.Driver]), in id order within its account. It passes over the
+// see [jobsdriver.Driver]), in id order within its account. It passes over the
 // accounts whose row of job_turns another transaction holds (a list being
 // committed holds its account's for as long as that takes) rather than
 // wait, and returns how many jobs it promoted, how many due ones it saw,
@@ -357,9 +358,9 @@ func (s *Store) promote(ctx context.Context, now time.Time, first, last int64) {
 	}
 }
 
-// Lease implements [jobs.Driver] with SELECT ... FOR UPDATE SKIP LOCKED, so
+// Lease implements [jobsdriver.Driver] with SELECT ... FOR UPDATE SKIP LOCKED, so
 // that concurrent leasers never wait for each other nor share a job.
-func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, error) {
+func (s *jobsDriver) Lease(ctx context.Context, p jobsdriver.LeaseParams) ([]jobsdriver.Lease, error) {
 	if p.Max < 1 || p.Duration <= 0 {
 		return nil, fmt.Errorf("jobs: invalid lease request (max %d, duration %v)", p.Max, p.Duration)
 	}
@@ -378,7 +379,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	s.promote(ctx, now, first, last)
 	leases, err := s.lease(ctx, first, last, p.Max, p.Duration)
 	if err == nil && len(leases) < p.Max && (first > 0 || last < math.MaxInt64) && s.sweepDue(now) {
-		var more []jobs.Lease
+		var more []jobsdriver.Lease
 		more, err = s.lease(ctx, 0, math.MaxInt64, p.Max-len(leases), p.Duration)
 		s.swept(now, err == nil, len(more) > 0)
 		leases = append(leases, more...)
@@ -410,7 +411,7 @@ const leaseSettingsSQL = "SELECT set_config('enable_sort', 'off', true), set_con
 // is nearly empty (as they do until the first analyze after a large
 // enqueue, and the plan is kept as long as the statistics are): then
 // every lease costs in proportion to the queue's length.
-func (s *Store) lease(ctx context.Context, first, last int64, max int, d time.Duration) ([]jobs.Lease, error) {
+func (s *Store) lease(ctx context.Context, first, last int64, max int, d time.Duration) ([]jobsdriver.Lease, error) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	// Without a sort the plan's cost is rated past any threshold, which
@@ -423,10 +424,10 @@ func (s *Store) lease(ctx context.Context, first, last int64, max int, d time.Du
 	// (a completion, a retry) waits for its own commit, which the
 	// database writes after the lease's.
 	b.Queue(leaseSettingsSQL)
-	var leases []jobs.Lease
+	var leases []jobsdriver.Lease
 	b.Queue(s.sqlIDs(leaseSQL, first, last), max, d.Microseconds()).Query(func(rows pgx.Rows) error {
 		var err error
-		leases, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (jobs.Lease, error) { return scanJob(r) })
+		leases, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (jobsdriver.Lease, error) { return scanJob(r) })
 		return err
 	})
 	b.Queue("COMMIT")
@@ -444,16 +445,16 @@ func held(changed, exists bool) error {
 	case changed:
 		return nil
 	case exists:
-		return jobs.ErrLeaseLost
+		return jobtype.ErrLeaseLost
 	}
-	return jobs.ErrNotFound
+	return jobtype.ErrNotFound
 }
 
-// Heartbeat implements [jobs.Driver].
-func (s *Store) Heartbeat(ctx context.Context, p jobs.HeartbeatParams) (time.Time, error) {
+// Heartbeat implements [jobsdriver.Driver].
+func (s *jobsDriver) Heartbeat(ctx context.Context, p jobsdriver.HeartbeatParams) (time.Time, error) {
 	id, ok := parseID(p.ID)
 	if !ok {
-		return time.Time{}, jobs.ErrNotFound
+		return time.Time{}, jobtype.ErrNotFound
 	}
 	var expires *time.Time
 	var exists bool
@@ -531,12 +532,12 @@ const completeSQL = `
 	)
 	SELECT EXISTS (SELECT 1 FROM done), EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1 AND id BETWEEN {first} AND {last})`
 
-// Complete implements [jobs.Driver]: result, batch counters, refund and
+// Complete implements [jobsdriver.Driver]: result, batch counters, refund and
 // events are written by one statement. The event becomes a pending delivery of
 // [Webhooks], due at its CreatedAt (the completion time when zero).
 // An event id already in the outbox fails the completion as a whole with
 // an error wrapping [webhook.ErrDuplicate]; the lease still holds.
-func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
+func (s *jobsDriver) Complete(ctx context.Context, p jobsdriver.CompleteParams) error {
 	args, err := completeArgs(p)
 	if err != nil {
 		return err
@@ -555,10 +556,10 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 }
 
 // completeArgs returns completeSQL's arguments for p.
-func completeArgs(p jobs.CompleteParams) ([]any, error) {
+func completeArgs(p jobsdriver.CompleteParams) ([]any, error) {
 	id, ok := parseID(p.ID)
 	if !ok {
-		return nil, jobs.ErrNotFound
+		return nil, jobtype.ErrNotFound
 	}
 	result, err := json.Marshal(p.Result)
 	if err != nil {
@@ -657,12 +658,12 @@ const completeManySQL = `
 	SELECT u.id, d.id IS NOT NULL, EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = u.id AND id BETWEEN {first} AND {last})
 	FROM input u LEFT JOIN done d ON d.id = u.id`
 
-// CompleteMany implements [jobs.BatchCompleter] with completeManySQL: one
+// CompleteMany implements [jobsdriver.BatchCompleter] with completeManySQL: one
 // statement, one round trip and one commit for the group. If the
 // statement fails as a whole (an event id already in the outbox, say),
 // each job is completed on its own instead, so the failure stays with
 // its job.
-func (s *Store) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []error {
+func (s *jobsDriver) CompleteMany(ctx context.Context, ps []jobsdriver.CompleteParams) []error {
 	errs := make([]error, len(ps))
 	n := len(ps)
 	var (
@@ -678,7 +679,7 @@ func (s *Store) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []er
 	for i, p := range ps {
 		id, ok := parseID(p.ID)
 		if !ok {
-			errs[i] = jobs.ErrNotFound
+			errs[i] = jobtype.ErrNotFound
 			continue
 		}
 		if _, dup := index[id]; dup {
@@ -753,11 +754,11 @@ func (s *Store) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []er
 	return errs
 }
 
-// Retry implements [jobs.Driver].
-func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
+// Retry implements [jobsdriver.Driver].
+func (s *jobsDriver) Retry(ctx context.Context, p jobsdriver.RetryParams) error {
 	id, ok := parseID(p.ID)
 	if !ok {
-		return jobs.ErrNotFound
+		return jobtype.ErrNotFound
 	}
 	var runAt *time.Time
 	if !p.RunAt.IsZero() {
@@ -801,11 +802,11 @@ func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
 	return held(changed, exists)
 }
 
-// RescueExpired implements [jobs.Driver]. The rows are locked and their
+// RescueExpired implements [jobsdriver.Driver]. The rows are locked and their
 // state and expiry checked again under the lock, so a job completed or
 // re-leased meanwhile is left alone. Subscribed workers are woken when jobs
 // were rescued.
-func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) (int, error) {
+func (s *jobsDriver) RescueExpired(ctx context.Context, p jobsdriver.RescueParams) (int, error) {
 	var limit *int64
 	if p.Limit > 0 {
 		l := int64(p.Limit)
@@ -841,33 +842,33 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) (int, er
 	return n, nil
 }
 
-// Get implements [jobs.Driver].
-func (s *Store) Get(ctx context.Context, account, id string) (jobs.Job, error) {
+// Get implements [jobsdriver.Driver].
+func (s *jobsDriver) Get(ctx context.Context, account, id string) (jobtype.Job, error) {
 	n, ok := parseID(id)
 	if !ok {
-		return jobs.Job{}, jobs.ErrNotFound
+		return jobtype.Job{}, jobtype.ErrNotFound
 	}
 	first, last := dayBounds(n, n)
 	l, err := scanJob(s.pool.QueryRow(ctx, s.sqlIDs(`SELECT `+jobColumns+` FROM {schema}.jobs
 		WHERE id = $1 AND id BETWEEN {first} AND {last} AND account = $2`, first, last), n, account))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return jobs.Job{}, jobs.ErrNotFound
+		return jobtype.Job{}, jobtype.ErrNotFound
 	}
 	if err != nil {
-		return jobs.Job{}, fail(ctx, "get job", err)
+		return jobtype.Job{}, fail(ctx, "get job", err)
 	}
 	return l.Job, nil
 }
 
-// Cleanup implements [jobs.Driver]. Jobs and batches go by whole days:
+// Cleanup implements [jobsdriver.Driver]. Jobs and batches go by whole days:
 // those finished before the start of p.CompletedBefore's day (UTC) are
 // removed, most of them by dropping their day's partition (see
 // [Store.EnsurePartitions]); a completed job is kept at most a day longer
-// than asked ([Store.CleanupGranularity]). p.Limit bounds the rows deleted
+// than asked (CleanupGranularity). p.Limit bounds the rows deleted
 // one by one, not the partitions dropped. Cleanup also makes the
 // partitions of the days ahead and removes expired idempotency records,
 // dashboard sessions and mailed tokens.
-func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) {
+func (s *jobsDriver) Cleanup(ctx context.Context, p jobsdriver.CleanupParams) (int, error) {
 	// One process at a time makes and drops partitions; another
 	// cleaning up meanwhile leaves it to the one holding the lock.
 	n := 0
@@ -912,17 +913,17 @@ func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) 
 	return n, nil
 }
 
-// CleanupGranularity implements [jobs.GranularCleanup]: jobs leave by
+// CleanupGranularity implements [jobsdriver.GranularCleanup]: jobs leave by
 // whole days.
-func (s *Store) CleanupGranularity() time.Duration { return 24 * time.Hour }
+func (s *jobsDriver) CleanupGranularity() time.Duration { return 24 * time.Hour }
 
-var _ jobs.BatchDeferrer = (*Store)(nil)
+var _ jobsdriver.BatchDeferrer = (*jobsDriver)(nil)
 
-// DeferMany implements [jobs.BatchDeferrer] with one statement: each job
+// DeferMany implements [jobsdriver.BatchDeferrer] with one statement: each job
 // still held by its token becomes delayed until its run-at, keeping its
 // errors, and takes its new turn when it comes due (promoteSQL), as
-// [Store.Retry] does for a job handed back for later.
-func (s *Store) DeferMany(ctx context.Context, ps []jobs.RetryParams) []error {
+// Retry does for a job handed back for later.
+func (s *jobsDriver) DeferMany(ctx context.Context, ps []jobsdriver.RetryParams) []error {
 	errs := make([]error, len(ps))
 	ids := make([]int64, 0, len(ps))
 	tokens := make([]string, 0, len(ps))
@@ -932,7 +933,7 @@ func (s *Store) DeferMany(ctx context.Context, ps []jobs.RetryParams) []error {
 		id, ok := parseID(p.ID)
 		switch {
 		case !ok:
-			errs[i] = jobs.ErrNotFound
+			errs[i] = jobtype.ErrNotFound
 		case p.Error != "" || p.RunAt.IsZero():
 			errs[i] = s.Retry(ctx, p)
 		default:

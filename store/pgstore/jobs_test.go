@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store/pgstore"
 )
 
@@ -31,7 +32,7 @@ func TestDelayedMigration(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	ids, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "acct", Emails: []string{"a@example.org", "b@example.org", "c@example.org"}})
+	ids, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: "acct", Emails: []string{"a@example.org", "b@example.org", "c@example.org"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestDelayedMigration(t *testing.T) {
 	}
 	leaseIDs := func() []string {
 		t.Helper()
-		ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 10, Duration: time.Minute})
+		ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 10, Duration: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +101,7 @@ func TestUnjudgedMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "acct", Emails: []string{"a@example.org", "b@example.org", "c@example.org", "d@example.org"}})
+	ids, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: "acct", Emails: []string{"a@example.org", "b@example.org", "c@example.org", "d@example.org"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestUnjudgedMigration(t *testing.T) {
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 10, Duration: time.Minute})
+	ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 10, Duration: time.Minute})
 	if err != nil || len(ls) != len(ids) {
 		t.Fatalf("leased %d jobs, %v; want %d", len(ls), err, len(ids))
 	}
@@ -144,7 +145,7 @@ func TestLeasePlanReadsTheTurnIndex(t *testing.T) {
 		emails[i] = fmt.Sprintf("user%d@example.org", i)
 	}
 	for range 20 {
-		if _, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "big", Emails: emails}); err != nil {
+		if _, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: "big", Emails: emails}); err != nil {
 			t.Fatal(err)
 		}
 	}

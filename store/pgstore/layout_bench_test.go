@@ -12,6 +12,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store/pgstore"
 )
 
@@ -128,7 +129,7 @@ func (l *layoutRun) drain(b *testing.B, n int) {
 	p, err := jobs.NewPool(l.queue, instantValidator{}, &jobs.PoolConfig{
 		Workers:         8,
 		CleanupInterval: -1,
-		OnComplete: func(context.Context, jobs.Job) {
+		OnComplete: func(context.Context, jobtype.Job) {
 			if done.Add(1) == int64(n) {
 				close(finished)
 			}

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store/pgstore"
 )
 
@@ -28,14 +29,14 @@ func TestListCommitBesideBatches(t *testing.T) {
 	// A few lists, each with batches submitted all through its commit:
 	// one round that ends in a deadlock is a failure.
 	for round := range 3 {
-		w, err := s.BeginList(ctx, jobs.BeginListParams{AccountID: acct, Header: []string{"email"}, Rows: rows, Charge: true})
+		w, err := s.BeginList(ctx, jobtype.BeginListParams{AccountID: acct, Header: []string{"email"}, Rows: rows, Charge: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		page := make([]jobs.ListRow, 0, 1000)
+		page := make([]jobtype.ListRow, 0, 1000)
 		for i := range rows {
 			e := fmt.Sprintf("r%d-%d@example.org", round, i)
-			page = append(page, jobs.ListRow{N: i, Record: []string{e}, Email: e, Key: e})
+			page = append(page, jobtype.ListRow{N: i, Record: []string{e}, Email: e, Key: e})
 			if len(page) == cap(page) {
 				if err := w.Append(ctx, page); err != nil {
 					t.Fatal(err)
@@ -49,7 +50,7 @@ func TestListCommitBesideBatches(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			for i := 0; !stop.Load(); i++ {
-				_, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: []string{fmt.Sprintf("b%d-%d@example.org", round, i)}})
+				_, err := s.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: acct, Emails: []string{fmt.Sprintf("b%d-%d@example.org", round, i)}})
 				if err != nil {
 					batchErr = err
 					return
@@ -89,16 +90,16 @@ func TestLeaseBesideListCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	const lister, other = "acct-lister", "acct-other"
-	if _, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: lister, Emails: []string{"retried@example.org"}}); err != nil {
+	if _, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: lister, Emails: []string{"retried@example.org"}}); err != nil {
 		t.Fatal(err)
 	}
-	ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 1, Duration: time.Minute})
+	ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 1, Duration: time.Minute})
 	if err != nil || len(ls) != 1 {
 		t.Fatalf("lease: %v %v", ls, err)
 	}
 	// The lister's job failed and is retried in a moment.
 	due := time.Now().Add(100 * time.Millisecond)
-	if err := s.Retry(ctx, jobs.RetryParams{ID: ls[0].ID, Token: ls[0].Token, RunAt: due, Error: "timeout"}); err != nil {
+	if err := s.Retry(ctx, jobsdriver.RetryParams{ID: ls[0].ID, Token: ls[0].Token, RunAt: due, Error: "timeout"}); err != nil {
 		t.Fatal(err)
 	}
 	// A transaction takes the lister's place in line and holds it until
@@ -112,7 +113,7 @@ func TestLeaseBesideListCommit(t *testing.T) {
 		ON CONFLICT (account) DO UPDATE SET last_turn = jt.last_turn + 1000000`, lister); err != nil {
 		t.Fatal(err)
 	}
-	ids, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: other, Emails: []string{"a@example.org", "b@example.org"}})
+	ids, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: other, Emails: []string{"a@example.org", "b@example.org"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestLeaseBesideListCommit(t *testing.T) {
 	lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	start := time.Now()
-	got, err := s.Lease(lctx, jobs.LeaseParams{Max: 10, Duration: time.Minute})
+	got, err := s.Lease(lctx, jobsdriver.LeaseParams{Max: 10, Duration: time.Minute})
 	if err != nil {
 		t.Fatalf("a lease while another account's list commits: %v after %v; want the other account's %d jobs at once", err, time.Since(start).Round(time.Millisecond), len(ids))
 	}

@@ -10,10 +10,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/validmail/validmail/credits"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobs.ListDriver = (*Store)(nil)
+var _ jobsdriver.ListDriver = (*jobsDriver)(nil)
 
 // listWriter stages a list inside one transaction: the rows go to a
 // temporary table, and Commit turns them into jobs, rows, the batch, the
@@ -23,21 +24,21 @@ var _ jobs.ListDriver = (*Store)(nil)
 type listWriter struct {
 	s       *Store
 	tx      pgx.Tx
-	p       jobs.BeginListParams
+	p       jobtype.BeginListParams
 	batchID int64
 	closed  bool
 }
 
-// BeginList implements [jobs.ListDriver]: it opens the list's
+// BeginList implements [jobsdriver.ListDriver]: it opens the list's
 // transaction, takes the batch's id (all of the transaction's ids share
 // its day, as now() is the transaction's start) and makes the staging
 // table.
-func (s *Store) BeginList(ctx context.Context, p jobs.BeginListParams) (jobs.ListWriter, error) {
+func (s *jobsDriver) BeginList(ctx context.Context, p jobtype.BeginListParams) (jobtype.ListWriter, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fail(ctx, "begin list", err)
 	}
-	w := &listWriter{s: s, tx: tx, p: p}
+	w := &listWriter{s: s.Store, tx: tx, p: p}
 	err = tx.QueryRow(ctx, s.sql(`SELECT {schema}.next_job_id()`)).Scan(&w.batchID)
 	if err == nil {
 		_, err = tx.Exec(ctx, `CREATE TEMP TABLE validmail_list_stage (n integer, record text[], email text, key text) ON COMMIT DROP`)
@@ -49,10 +50,10 @@ func (s *Store) BeginList(ctx context.Context, p jobs.BeginListParams) (jobs.Lis
 	return w, nil
 }
 
-// Append implements [jobs.ListWriter] with COPY into the staging table.
-func (w *listWriter) Append(ctx context.Context, rows []jobs.ListRow) error {
+// Append implements [jobtype.ListWriter] with COPY into the staging table.
+func (w *listWriter) Append(ctx context.Context, rows []jobtype.ListRow) error {
 	if w.closed {
-		return jobs.ErrListClosed
+		return jobtype.ErrListClosed
 	}
 	src := make([][]any, len(rows))
 	for i, r := range rows {
@@ -104,11 +105,11 @@ const commitListSQL = `
 	       (SELECT count(*) FROM pg_temp.validmail_list_stage),
 	       (SELECT count(*) FROM pg_temp.validmail_list_stage WHERE key IS NULL)`
 
-// Commit implements [jobs.ListWriter]: jobs, rows, charge, batch and list
+// Commit implements [jobtype.ListWriter]: jobs, rows, charge, batch and list
 // are written by the list's transaction, which commits them together.
-func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
+func (w *listWriter) Commit(ctx context.Context) (jobtype.ListInfo, error) {
 	if w.closed {
-		return jobs.ListInfo{}, jobs.ErrListClosed
+		return jobtype.ListInfo{}, jobtype.ErrListClosed
 	}
 	w.closed = true
 	defer rollback(w.tx)
@@ -124,42 +125,42 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 	}
 	var keys int64
 	if err := w.tx.QueryRow(ctx, listKeysSQL).Scan(&keys); err != nil {
-		return jobs.ListInfo{}, fail(ctx, "commit list", err)
+		return jobtype.ListInfo{}, fail(ctx, "commit list", err)
 	}
 	if keys == 0 {
-		return jobs.ListInfo{}, jobs.ErrEmptyBatch
+		return jobtype.ListInfo{}, jobtype.ErrEmptyBatch
 	}
 	var start int64
 	if err := s.pool.QueryRow(ctx, s.sql(reserveTurnsSQL), p.AccountID, keys).Scan(&start); err != nil {
-		return jobs.ListInfo{}, fail(ctx, "commit list: turns", err)
+		return jobtype.ListInfo{}, fail(ctx, "commit list: turns", err)
 	}
 	var unique, rows, junk int
 	err := w.tx.QueryRow(ctx, s.sql(commitListSQL), p.AccountID, cost, w.batchID, sourceArg(p.Source), int64(p.Free), start).Scan(&unique, &rows, &junk)
 	if err != nil {
-		return jobs.ListInfo{}, fail(ctx, "commit list", err)
+		return jobtype.ListInfo{}, fail(ctx, "commit list", err)
 	}
 	if unique == 0 {
-		return jobs.ListInfo{}, jobs.ErrEmptyBatch
+		return jobtype.ListInfo{}, jobtype.ErrEmptyBatch
 	}
 	batch := strconv.FormatInt(w.batchID, 10)
 	charged := int64(0)
 	if p.Charge && unique > p.Free {
 		charged = int64(unique - p.Free)
 		if err := s.addBalance(ctx, w.tx, p.AccountID, -charged); err != nil {
-			return jobs.ListInfo{}, err
+			return jobtype.ListInfo{}, err
 		}
 		_, err = w.tx.Exec(ctx, s.sql(`
 			INSERT INTO {schema}.credit_entries (account, delta, reason, reference) VALUES ($1, $2, $3, $4)`),
 			p.AccountID, -charged, string(credits.ReasonCharge), "list:"+batch)
 		if err != nil {
-			return jobs.ListInfo{}, fail(ctx, "commit list: charge", err)
+			return jobtype.ListInfo{}, fail(ctx, "commit list: charge", err)
 		}
 	}
 	var name *string
 	if p.Name != "" {
 		name = &p.Name
 	}
-	info := jobs.ListInfo{
+	info := jobtype.ListInfo{
 		BatchID: batch, AccountID: p.AccountID, Name: p.Name, Header: p.Header, Column: p.Column,
 		Rows: rows, Addresses: unique, Duplicates: rows - unique - junk, InvalidRows: junk, Charged: charged,
 	}
@@ -176,10 +177,10 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 		VALUES ($1, $2, $6, $7, $8, $4, $9, $10, $11)`),
 		w.batchID, p.AccountID, sourceArg(p.Source), unique, name, header, p.Column, rows, info.Duplicates, junk, charged)
 	if err != nil {
-		return jobs.ListInfo{}, fail(ctx, "commit list: batch", err)
+		return jobtype.ListInfo{}, fail(ctx, "commit list: batch", err)
 	}
 	if err := w.tx.Commit(ctx); err != nil {
-		return jobs.ListInfo{}, fail(ctx, "commit list: commit", err)
+		return jobtype.ListInfo{}, fail(ctx, "commit list: commit", err)
 	}
 	if unique >= analyzeAfterList {
 		s.analyzeJobsOfDay(ctx, w.batchID)
@@ -193,13 +194,13 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 // find this list. When the key names an unexpired list, it returns that
 // list's description (replayed) or a conflict, and the caller's
 // transaction, rolled back, leaves nothing.
-func (s *Store) takeListKey(ctx context.Context, tx pgx.Tx, p jobs.BeginListParams, batchID int64) (jobs.ListInfo, bool, error) {
-	ttl := cmp.Or(p.IdempotencyTTL, jobs.DefaultIdempotencyTTL)
+func (s *Store) takeListKey(ctx context.Context, tx pgx.Tx, p jobtype.BeginListParams, batchID int64) (jobtype.ListInfo, bool, error) {
+	ttl := cmp.Or(p.IdempotencyTTL, jobtype.DefaultIdempotencyTTL)
 	_, err := tx.Exec(ctx, s.sql(`
 		DELETE FROM {schema}.job_batches WHERE account = $1 AND idempotency_key = $2 AND expires_at <= now()`),
 		p.AccountID, p.IdempotencyKey)
 	if err != nil {
-		return jobs.ListInfo{}, false, fail(ctx, "commit list: key", err)
+		return jobtype.ListInfo{}, false, fail(ctx, "commit list: key", err)
 	}
 	tag, err := tx.Exec(ctx, s.sql(`
 		INSERT INTO {schema}.job_batches (account, idempotency_key, job_ids, fingerprint, expires_at)
@@ -207,10 +208,10 @@ func (s *Store) takeListKey(ctx context.Context, tx pgx.Tx, p jobs.BeginListPara
 		ON CONFLICT (account, idempotency_key) DO NOTHING`),
 		p.AccountID, p.IdempotencyKey, batchID, p.Fingerprint, ttl.Microseconds())
 	if err != nil {
-		return jobs.ListInfo{}, false, fail(ctx, "commit list: key", err)
+		return jobtype.ListInfo{}, false, fail(ctx, "commit list: key", err)
 	}
 	if tag.RowsAffected() == 1 {
-		return jobs.ListInfo{}, false, nil
+		return jobtype.ListInfo{}, false, nil
 	}
 	var ids []int64
 	var fingerprint *string
@@ -219,14 +220,14 @@ func (s *Store) takeListKey(ctx context.Context, tx pgx.Tx, p jobs.BeginListPara
 		p.AccountID, p.IdempotencyKey).Scan(&ids, &fingerprint)
 	switch {
 	case err != nil:
-		return jobs.ListInfo{}, true, fail(ctx, "commit list: replay", err)
+		return jobtype.ListInfo{}, true, fail(ctx, "commit list: replay", err)
 	case len(ids) != 1, fingerprint == nil, *fingerprint != p.Fingerprint:
-		return jobs.ListInfo{}, true, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, p.IdempotencyKey)
+		return jobtype.ListInfo{}, true, fmt.Errorf("%w: key %q", credits.ErrIdempotencyConflict, p.IdempotencyKey)
 	}
 	rollback(tx)
-	info, err := s.List(ctx, p.AccountID, strconv.FormatInt(ids[0], 10))
-	if errors.Is(err, jobs.ErrNotFound) {
-		return jobs.ListInfo{}, true, jobs.ErrBatchReplayed
+	info, err := (&jobsDriver{s}).List(ctx, p.AccountID, strconv.FormatInt(ids[0], 10))
+	if errors.Is(err, jobtype.ErrNotFound) {
+		return jobtype.ListInfo{}, true, jobtype.ErrBatchReplayed
 	}
 	info.Replayed = err == nil
 	return info, true, err
@@ -247,7 +248,7 @@ func (s *Store) analyzeJobsOfDay(ctx context.Context, id int64) {
 	}
 }
 
-// Abort implements [jobs.ListWriter]: the transaction rolls back.
+// Abort implements [jobtype.ListWriter]: the transaction rolls back.
 func (w *listWriter) Abort(ctx context.Context) error {
 	if w.closed {
 		return nil
@@ -260,13 +261,13 @@ func (w *listWriter) Abort(ctx context.Context) error {
 	return fail(ctx, "abort list", err)
 }
 
-// List implements [jobs.ListDriver].
-func (s *Store) List(ctx context.Context, accountID, batchID string) (jobs.ListInfo, error) {
+// List implements [jobsdriver.ListDriver].
+func (s *jobsDriver) List(ctx context.Context, accountID, batchID string) (jobtype.ListInfo, error) {
 	id, ok := parseID(batchID)
 	if !ok {
-		return jobs.ListInfo{}, jobs.ErrNotFound
+		return jobtype.ListInfo{}, jobtype.ErrNotFound
 	}
-	info := jobs.ListInfo{BatchID: batchID, AccountID: accountID}
+	info := jobtype.ListInfo{BatchID: batchID, AccountID: accountID}
 	var name *string
 	err := s.pool.QueryRow(ctx, s.sql(`
 		SELECT l.header, l.col, l.rows, l.addresses, l.duplicates, l.invalid_rows, l.charged, b.name
@@ -274,10 +275,10 @@ func (s *Store) List(ctx context.Context, accountID, batchID string) (jobs.ListI
 		WHERE l.batch_id = $1 AND l.account = $2`), id, accountID).
 		Scan(&info.Header, &info.Column, &info.Rows, &info.Addresses, &info.Duplicates, &info.InvalidRows, &info.Charged, &name)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return jobs.ListInfo{}, jobs.ErrNotFound
+		return jobtype.ListInfo{}, jobtype.ErrNotFound
 	}
 	if err != nil {
-		return jobs.ListInfo{}, fail(ctx, "list", err)
+		return jobtype.ListInfo{}, fail(ctx, "list", err)
 	}
 	if name != nil {
 		info.Name = *name
@@ -285,11 +286,11 @@ func (s *Store) List(ctx context.Context, accountID, batchID string) (jobs.ListI
 	return info, nil
 }
 
-// ListRows implements [jobs.ListDriver]: a page of rows, then their jobs.
-func (s *Store) ListRows(ctx context.Context, p jobs.ListRowsParams) ([]jobs.ListRow, error) {
+// ListRows implements [jobsdriver.ListDriver]: a page of rows, then their jobs.
+func (s *jobsDriver) ListRows(ctx context.Context, p jobtype.ListRowsParams) ([]jobtype.ListRow, error) {
 	id, ok := parseID(p.BatchID)
 	if !ok {
-		return nil, jobs.ErrNotFound
+		return nil, jobtype.ErrNotFound
 	}
 	var exists bool
 	err := s.pool.QueryRow(ctx, s.sql(`SELECT EXISTS (SELECT 1 FROM {schema}.lists WHERE batch_id = $1 AND account = $2)`),
@@ -298,7 +299,7 @@ func (s *Store) ListRows(ctx context.Context, p jobs.ListRowsParams) ([]jobs.Lis
 		return nil, fail(ctx, "list rows", err)
 	}
 	if !exists {
-		return nil, jobs.ErrNotFound
+		return nil, jobtype.ErrNotFound
 	}
 	rows, err := s.pool.Query(ctx, s.sql(`
 		SELECT n, record, job_id FROM {schema}.list_rows WHERE batch_id = $1 AND n > $2 ORDER BY n LIMIT $3`),
@@ -306,14 +307,14 @@ func (s *Store) ListRows(ctx context.Context, p jobs.ListRowsParams) ([]jobs.Lis
 	if err != nil {
 		return nil, fail(ctx, "list rows", err)
 	}
-	var out []jobs.ListRow
+	var out []jobtype.ListRow
 	var jobIDs []int64
 	var rowJobs []int64
 	var n int32
 	var record []string
 	var job *int64
 	_, err = pgx.ForEachRow(rows, []any{&n, &record, &job}, func() error {
-		out = append(out, jobs.ListRow{N: int(n), Record: record})
+		out = append(out, jobtype.ListRow{N: int(n), Record: record})
 		record = nil
 		j := int64(0)
 		if job != nil {
@@ -333,11 +334,11 @@ func (s *Store) ListRows(ctx context.Context, p jobs.ListRowsParams) ([]jobs.Lis
 	if err != nil {
 		return nil, fail(ctx, "list rows: jobs", err)
 	}
-	ls, err := pgx.CollectRows(jrows, func(r pgx.CollectableRow) (jobs.Lease, error) { return scanJob(r) })
+	ls, err := pgx.CollectRows(jrows, func(r pgx.CollectableRow) (jobsdriver.Lease, error) { return scanJob(r) })
 	if err != nil {
 		return nil, fail(ctx, "list rows: jobs", err)
 	}
-	byID := make(map[int64]*jobs.Job, len(ls))
+	byID := make(map[int64]*jobtype.Job, len(ls))
 	for i := range ls {
 		jid, _ := parseID(ls[i].ID)
 		byID[jid] = &ls[i].Job

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/credits"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store/pgstore"
 )
 
@@ -26,14 +27,14 @@ func TestListConnectionLost(t *testing.T) {
 	if _, err := ledger.Apply(ctx, creditsGrant("acct", 10_000)); err != nil {
 		t.Fatal(err)
 	}
-	w, err := s.BeginList(ctx, jobs.BeginListParams{AccountID: "acct", Header: []string{"email"}, Rows: 3000, Charge: true})
+	w, err := s.BeginList(ctx, jobtype.BeginListParams{AccountID: "acct", Header: []string{"email"}, Rows: 3000, Charge: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := make([]jobs.ListRow, 3000)
+	rows := make([]jobtype.ListRow, 3000)
 	for i := range rows {
 		e := fmt.Sprintf("u%d@example.org", i)
-		rows[i] = jobs.ListRow{N: i, Record: []string{e}, Email: e, Key: e}
+		rows[i] = jobtype.ListRow{N: i, Record: []string{e}, Email: e, Key: e}
 	}
 	if err := w.Append(ctx, rows); err != nil {
 		t.Fatal(err)
@@ -64,7 +65,7 @@ func TestListConnectionLost(t *testing.T) {
 	if bal, _ := ledger.Balance(ctx, "acct"); bal != 10_000 {
 		t.Fatalf("balance %d; want 10000", bal)
 	}
-	if ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 10, Duration: time.Minute}); err != nil || len(ls) != 0 {
+	if ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 10, Duration: time.Minute}); err != nil || len(ls) != 0 {
 		t.Fatalf("leased %d, %v", len(ls), err)
 	}
 }

@@ -17,14 +17,14 @@ type listener struct {
 	err    error         // that attempt's error, readable once ready is closed
 }
 
-// Subscribe implements [jobs.Notifier]. The first subscription takes a
+// Subscribe implements [jobsdriver.Notifier]. The first subscription takes a
 // connection out of the pool for LISTEN (the pool may open another in its
 // place); it is given back, closed, when the last subscription ends. When
 // the connection fails it is replaced, and every subscriber is signalled
 // once, since notifications may have been missed meanwhile. Subscribe
 // returns once notifications are flowing, or the error of the first attempt
 // to listen.
-func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
+func (s *jobsDriver) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -120,7 +120,7 @@ func partitionDay(table, name string) (time.Time, bool) {
 // ErrPartitionBusy reports a partition that could not be made or dropped
 // because other sessions held the locks it needs for longer than the
 // store waits for them (a long query on the table, say). Nothing is
-// changed; the next attempt, at the latest the next [Store.Cleanup],
+// changed; the next attempt, at the latest the next Cleanup,
 // tries again.
 var ErrPartitionBusy = errors.New("pgstore: partition busy")
 
@@ -142,7 +142,7 @@ const (
 // yesterday through [PartitionDaysAhead] days after now, moving into each
 // the rows the default partition holds for its day. It is safe to call
 // from several processes at once: one does the work, under an advisory
-// lock, and the others return at once. New and [Store.Cleanup] call it;
+// lock, and the others return at once. New and Cleanup call it;
 // a host that never runs Cleanup calls it daily. Each partition waits
 // briefly for its locks, a few times over; one still busy then is left
 // undone, with an error wrapping [ErrPartitionBusy].

@@ -8,7 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store/pgstore"
 )
 
@@ -90,7 +91,7 @@ func TestCleanupPassesBusyPartitions(t *testing.T) {
 			}
 			const perDay = 100
 			fillDays(t, pool, schema, now, 4, perDay) // days -4 … -1
-			if _, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "acct", Emails: []string{"a@example.org", "b@example.org"}}); err != nil {
+			if _, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: "acct", Emails: []string{"a@example.org", "b@example.org"}}); err != nil {
 				t.Fatal(err)
 			}
 			oldest := "jobs_p" + now.UTC().AddDate(0, 0, -4).Format("20060102")
@@ -108,7 +109,7 @@ func TestCleanupPassesBusyPartitions(t *testing.T) {
 			cutoff := now.AddDate(0, 0, -2)
 			cleaned := make(chan error, 1)
 			go func() {
-				_, err := s.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: cutoff})
+				_, err := s.Cleanup(ctx, jobsdriver.CleanupParams{CompletedBefore: cutoff})
 				cleaned <- err
 			}()
 			// While the cleanup waits for a lock, if it is seen to, the
@@ -142,14 +143,14 @@ func TestCleanupPassesBusyPartitions(t *testing.T) {
 			if waiting := waitingLocks(t, pool, schema); waiting != 0 {
 				t.Errorf("%d lock requests still waiting once Cleanup returned", waiting)
 			}
-			if _, err := s.Lease(ctx, jobs.LeaseParams{Max: 1, Duration: time.Minute}); err != nil {
+			if _, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 1, Duration: time.Minute}); err != nil {
 				t.Errorf("a lease after the cleanup: %v", err)
 			}
 
 			if err := reader.Rollback(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: cutoff}); err != nil {
+			if _, err := s.Cleanup(ctx, jobsdriver.CleanupParams{CompletedBefore: cutoff}); err != nil {
 				t.Fatal(err)
 			}
 			for back := 4; back >= 3; back-- {
@@ -198,7 +199,7 @@ func TestRetentionChecksWithoutScans(t *testing.T) {
 		now.UTC().AddDate(0, 0, -4).Unix()/86400); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: now.AddDate(0, 0, -2)}); err != nil {
+	if _, err := s.Cleanup(ctx, jobsdriver.CleanupParams{CompletedBefore: now.AddDate(0, 0, -2)}); err != nil {
 		t.Fatal(err)
 	}
 	for back, want := range map[int]bool{6: true, 5: true, 3: false} {

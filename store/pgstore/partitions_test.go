@@ -15,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store/pgstore"
 )
 
@@ -115,7 +117,7 @@ func TestRetentionDropsPartitions(t *testing.T) {
 	partsBefore := partitionCount(t, pool, schema, "jobs")
 
 	cutoff := now.AddDate(0, 0, -3)
-	n, err := s.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: cutoff})
+	n, err := s.Cleanup(ctx, jobsdriver.CleanupParams{CompletedBefore: cutoff})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +129,7 @@ func TestRetentionDropsPartitions(t *testing.T) {
 	if got, want := jobCount(t, pool, schema), 3*perDay+1; got != want {
 		t.Errorf("%d jobs left, want %d", got, want)
 	}
-	if j, err := s.Get(ctx, "acct", late); err != nil || j.State != jobs.StateActive {
+	if j, err := s.Get(ctx, "acct", late); err != nil || j.State != jobtype.StateActive {
 		t.Errorf("the old active job after cleanup: %+v, %v", j, err)
 	}
 	// Days -11 … -4 end by then: seven partitions dropped (-11 was
@@ -143,20 +145,20 @@ func TestRetentionDropsPartitions(t *testing.T) {
 		t.Errorf("%d batches left, want 4", batches)
 	}
 	// Once the late job completes, its day goes whole at the next cleanup.
-	ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 1, Duration: time.Minute})
+	ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 1, Duration: time.Minute})
 	if err != nil || len(ls) != 1 {
 		t.Fatalf("lease the late job: %v, %v", ls, err)
 	}
-	if err := s.Complete(ctx, jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: jobs.UnknownResult(ls[0].Email)}); err != nil {
+	if err := s.Complete(ctx, jobsdriver.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: jobs.UnknownResult(ls[0].Email)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: cutoff}); err != nil {
+	if _, err := s.Cleanup(ctx, jobsdriver.CleanupParams{CompletedBefore: cutoff}); err != nil {
 		t.Fatal(err)
 	}
 	if got := partitionCount(t, pool, schema, "jobs"); got != partsBefore-7 {
 		t.Errorf("%d partitions while the late job's completion is young, want %d", got, partsBefore-7)
 	}
-	if _, err := s.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: now.AddDate(0, 0, 2)}); err != nil {
+	if _, err := s.Cleanup(ctx, jobsdriver.CleanupParams{CompletedBefore: now.AddDate(0, 0, 2)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := jobCount(t, pool, schema); got != 0 {
@@ -317,7 +319,7 @@ func TestMigrateToPartitions(t *testing.T) {
 		t.Errorf("jobs_legacy holds %d jobs (%v), want all 80 from before", legacy, err)
 	}
 	// Ids go on from the old sequence, and the upgraded store works.
-	ids, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "acct", Emails: []string{"new@example.org"}})
+	ids, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: "acct", Emails: []string{"new@example.org"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +328,7 @@ func TestMigrateToPartitions(t *testing.T) {
 		t.Errorf("new job id %d, want past the old ones (last batch %d)", id, last)
 	}
 	for range 40 {
-		ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 10, Duration: time.Minute})
+		ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 10, Duration: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -334,18 +336,18 @@ func TestMigrateToPartitions(t *testing.T) {
 			break
 		}
 		for _, l := range ls {
-			if err := s.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: jobs.UnknownResult(l.Email)}); err != nil {
+			if err := s.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: jobs.UnknownResult(l.Email)}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	for _, id := range batch {
 		b, err := s.Batch(ctx, "acct", id)
-		if err != nil || b.State != jobs.StateCompleted {
+		if err != nil || b.State != jobtype.StateCompleted {
 			t.Fatalf("batch %s after the upgrade: %+v, %v", id, b, err)
 		}
 	}
-	n, err := s.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: now.AddDate(0, 0, 2)})
+	n, err := s.Cleanup(ctx, jobsdriver.CleanupParams{CompletedBefore: now.AddDate(0, 0, 2)})
 	if err != nil || n != 81 {
 		t.Fatalf("cleanup past everything: %d, %v; want 81", n, err)
 	}
@@ -428,7 +430,7 @@ func TestRetentionAtVolume(t *testing.T) {
 	for back := 7; back >= 0; back-- {
 		cutoff := now.AddDate(0, 0, -3-back)
 		start := time.Now()
-		n, err := s.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: cutoff})
+		n, err := s.Cleanup(ctx, jobsdriver.CleanupParams{CompletedBefore: cutoff})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -475,7 +477,7 @@ func TestCleanupFromTwoProcesses(t *testing.T) {
 	for round := range 2 {
 		for _, s := range stores {
 			go func() {
-				n, err := s.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: cutoff.Add(time.Duration(round) * time.Millisecond)})
+				n, err := s.Cleanup(ctx, jobsdriver.CleanupParams{CompletedBefore: cutoff.Add(time.Duration(round) * time.Millisecond)})
 				results <- result{n, err}
 			}()
 		}
@@ -523,7 +525,7 @@ func TestPartitionMadeWhileWorkersRun(t *testing.T) {
 		for i := range emails {
 			emails[i] = "u" + strconv.Itoa(b) + "-" + strconv.Itoa(i) + "@example.org"
 		}
-		if _, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "acct", Emails: emails}); err != nil {
+		if _, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: "acct", Emails: emails}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -533,14 +535,14 @@ func TestPartitionMadeWhileWorkersRun(t *testing.T) {
 	for range 8 {
 		go func() {
 			for wctx.Err() == nil {
-				ls, err := s.Lease(wctx, jobs.LeaseParams{Max: 20, Duration: time.Minute})
+				ls, err := s.Lease(wctx, jobsdriver.LeaseParams{Max: 20, Duration: time.Minute})
 				if err != nil {
 					workerErrs <- err
 					return
 				}
-				ps := make([]jobs.CompleteParams, len(ls))
+				ps := make([]jobsdriver.CompleteParams, len(ls))
 				for i, l := range ls {
-					ps[i] = jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: jobs.UnknownResult(l.Email)}
+					ps[i] = jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: jobs.UnknownResult(l.Email)}
 				}
 				if len(ps) > 0 {
 					s.CompleteMany(wctx, ps)

@@ -18,19 +18,19 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/validmail/validmail/credits"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store"
 )
 
 var (
-	_ store.Accounts      = (*Store)(nil)
-	_ store.PlanSetter    = (*Store)(nil)
-	_ credits.Store       = (*Store)(nil)
-	_ credits.PageStore   = (*Store)(nil)
-	_ credits.TotalsStore = (*Store)(nil)
-	_ jobs.Driver         = (*Store)(nil)
-	_ jobs.ChargingDriver = (*Store)(nil)
-	_ jobs.Notifier       = (*Store)(nil)
+	_ store.Accounts            = (*Store)(nil)
+	_ store.PlanSetter          = (*Store)(nil)
+	_ credits.Store             = (*Store)(nil)
+	_ credits.PageStore         = (*Store)(nil)
+	_ credits.TotalsStore       = (*Store)(nil)
+	_ jobsdriver.Driver         = (*jobsDriver)(nil)
+	_ jobsdriver.ChargingDriver = (*jobsDriver)(nil)
+	_ jobsdriver.Notifier       = (*jobsDriver)(nil)
 )
 
 // Errors reported by a [Store] beside the domain packages' sentinels.
@@ -123,7 +123,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 // ensurePartitionsAtStart makes the partitions of the days ahead as the
 // store opens. A failure (a lock other sessions held too long) does not
 // keep the store from opening: the default partition takes the rows of a
-// day without its own until the next [Store.Cleanup] makes it.
+// day without its own until the next Cleanup makes it.
 func (s *Store) ensurePartitionsAtStart(ctx context.Context) {
 	if err := s.EnsurePartitions(ctx, time.Now()); err != nil {
 		s.logger.WarnContext(ctx, "pgstore: partitions of the days ahead not made at start; the next cleanup makes them", "err", err)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/pgstore"
 )
@@ -134,7 +134,7 @@ func TestNotifyLatency(t *testing.T) {
 	for i := range rounds {
 		drain(ch)
 		start := time.Now()
-		if _, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "a", Emails: []string{fmt.Sprint(i, "@example.org")}}); err != nil {
+		if _, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: "a", Emails: []string{fmt.Sprint(i, "@example.org")}}); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -188,7 +188,7 @@ func TestNotifyReconnects(t *testing.T) {
 		t.Fatal("no signal after the listener reconnected")
 	}
 	drain(ch)
-	if _, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "a", Emails: []string{"x@example.org"}}); err != nil {
+	if _, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: "a", Emails: []string{"x@example.org"}}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -222,7 +222,7 @@ func TestDatabaseGoesAway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: a.ID, Emails: []string{"a@example.org", "b@example.org"}})
+	ids, err := s.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: a.ID, Emails: []string{"a@example.org", "b@example.org"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestCanceledContext(t *testing.T) {
 	s := newStore(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "a", Emails: []string{"x@example.org"}}); !errors.Is(err, context.Canceled) {
+	if _, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: "a", Emails: []string{"x@example.org"}}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Enqueue with a canceled context: %v", err)
 	}
 	if _, err := s.Subscribe(ctx); !errors.Is(err, context.Canceled) {

@@ -13,7 +13,7 @@ import (
 // Sessions is the dashboard's [store.SessionStore] in the sessions table
 // of the store's schema, so that every process on the database shares
 // them; rows are keyed by the hash of the token and indexed by account.
-// Expired rows are never found, and [Store.Cleanup] deletes them.
+// Expired rows are never found, and Cleanup deletes them.
 type Sessions struct{ s *Store }
 
 var _ store.SessionStore = (*Sessions)(nil)

@@ -4,15 +4,16 @@ import (
 	"context"
 	"time"
 
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobs.StatsDriver = (*Store)(nil)
+var _ jobsdriver.StatsDriver = (*jobsDriver)(nil)
 
-// QueueStats implements [jobs.StatsDriver] on the partial indexes of
+// QueueStats implements [jobsdriver.StatsDriver] on the partial indexes of
 // available and running jobs.
-func (s *Store) QueueStats(ctx context.Context) (jobs.QueueStats, error) {
-	var st jobs.QueueStats
+func (s *jobsDriver) QueueStats(ctx context.Context) (jobtype.QueueStats, error) {
+	var st jobtype.QueueStats
 	var oldest *time.Time
 	err := s.pool.QueryRow(ctx, s.sql(`
 		SELECT count(*) FILTER (WHERE state = 'available' AND run_at <= now()),
@@ -21,7 +22,7 @@ func (s *Store) QueueStats(ctx context.Context) (jobs.QueueStats, error) {
 		       min(created_at)
 		FROM {schema}.jobs WHERE state IN ('available', 'running')`)).Scan(&st.Available, &st.Delayed, &st.Running, &oldest)
 	if err != nil {
-		return jobs.QueueStats{}, fail(ctx, "queue stats", err)
+		return jobtype.QueueStats{}, fail(ctx, "queue stats", err)
 	}
 	if oldest != nil {
 		st.OldestActive = *oldest

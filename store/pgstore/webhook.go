@@ -22,7 +22,7 @@ var (
 // Webhooks is the webhook side of a [Store]: its outbox ([webhook.Outbox])
 // and endpoints ([webhook.Endpoints]), in the tables webhook_deliveries and
 // webhook_endpoints of the Store's schema. The event a job completion
-// records ([jobs.CompleteParams.Event]) is inserted into webhook_deliveries
+// records ([jobsdriver.CompleteParams.Event]) is inserted into webhook_deliveries
 // by the statement that completes the job, so it is a pending delivery
 // exactly when the job is completed; a batch's last completion inserts
 // its batch.completed event with the batch's final counts in the column

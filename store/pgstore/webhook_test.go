@@ -12,6 +12,8 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store/pgstore"
 	"github.com/validmail/validmail/webhook"
 )
@@ -27,16 +29,16 @@ func TestCompleteWritesDelivery(t *testing.T) {
 	if _, err := s.Apply(ctx, creditsGrant("acct", 2)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: "acct", Emails: []string{"a@x.example", "b@x.example"}}); err != nil {
+	if _, err := s.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: "acct", Emails: []string{"a@x.example", "b@x.example"}}); err != nil {
 		t.Fatal(err)
 	}
-	ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 2, Duration: time.Minute})
+	ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 2, Duration: time.Minute})
 	if err != nil || len(ls) != 2 {
 		t.Fatalf("Lease: %d, %v", len(ls), err)
 	}
 	before := time.Now()
 	ev := &webhook.Event{ID: "msg_1", Type: webhook.TypeValidationCompleted, Payload: []byte(`{"n":1}`)}
-	if err := s.Complete(ctx, jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: emailcheck.Result{Email: ls[0].Email}, Event: ev}); err != nil {
+	if err := s.Complete(ctx, jobsdriver.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: emailcheck.Result{Email: ls[0].Email}, Event: ev}); err != nil {
 		t.Fatal(err)
 	}
 	j, err := s.Get(ctx, "acct", ls[0].ID)
@@ -56,11 +58,11 @@ func TestCompleteWritesDelivery(t *testing.T) {
 		t.Errorf("event created %v, due %v; want the completion time %v", d.CreatedAt, d.NextAttempt, j.CompletedAt)
 	}
 
-	err = s.Complete(ctx, jobs.CompleteParams{ID: ls[1].ID, Token: ls[1].Token, Result: jobs.UnknownResult(ls[1].Email), Refund: 1, Event: ev})
+	err = s.Complete(ctx, jobsdriver.CompleteParams{ID: ls[1].ID, Token: ls[1].Token, Result: jobs.UnknownResult(ls[1].Email), Refund: 1, Event: ev})
 	if !errors.Is(err, webhook.ErrDuplicate) {
 		t.Fatalf("completion with a duplicate event id: %v, want ErrDuplicate", err)
 	}
-	if _, err := s.Heartbeat(ctx, jobs.HeartbeatParams{ID: ls[1].ID, Token: ls[1].Token, Duration: time.Minute}); err != nil {
+	if _, err := s.Heartbeat(ctx, jobsdriver.HeartbeatParams{ID: ls[1].ID, Token: ls[1].Token, Duration: time.Minute}); err != nil {
 		t.Fatalf("the lease did not survive: %v", err)
 	}
 	if n, _ := w.Pending(ctx); n != 1 {
@@ -116,11 +118,11 @@ func TestMigrateFromFirstSchema(t *testing.T) {
 		t.Errorf("leased %v after the upgrade, want %v", got, want)
 	}
 	// The old batch has no fingerprint: any fingerprint replays it.
-	ids, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: "acct", Emails: []string{"a", "b", "c"}, IdempotencyKey: "k", Fingerprint: "fp"})
+	ids, err := s.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: "acct", Emails: []string{"a", "b", "c"}, IdempotencyKey: "k", Fingerprint: "fp"})
 	if err != nil || !slices.Equal(ids, []string{"1", "2", "3"}) {
 		t.Fatalf("replay of an old batch = %v, %v; want its ids", ids, err)
 	}
-	_, err = s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: "acct", Emails: []string{"a", "b"}, IdempotencyKey: "k", Fingerprint: "fp"})
+	_, err = s.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: "acct", Emails: []string{"a", "b"}, IdempotencyKey: "k", Fingerprint: "fp"})
 	if !errors.Is(err, credits.ErrIdempotencyConflict) {
 		t.Fatalf("old key with another count = %v, want ErrIdempotencyConflict", err)
 	}

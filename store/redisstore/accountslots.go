@@ -5,10 +5,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 )
 
-var _ jobs.AccountSlots = (*Store)(nil)
+var _ jobsdriver.AccountSlots = (*Store)(nil)
 
 // An account's jobs being validated are the sorted set "slots:ACCOUNT"
 // in the account's shard: holder → expiry (Unix ms, the server's clock).
@@ -24,7 +24,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 `)
 
-// AcquireSlot implements [jobs.AccountSlots]: one script in the
+// AcquireSlot implements [jobsdriver.AccountSlots]: one script in the
 // account's shard.
 func (s *Store) AcquireSlot(ctx context.Context, account, holder string, limit int, ttl time.Duration) (bool, error) {
 	if err := checkCtx(ctx, "acquire slot"); err != nil {
@@ -38,7 +38,7 @@ func (s *Store) AcquireSlot(ctx context.Context, account, holder string, limit i
 	return n == 1, nil
 }
 
-// ReleaseSlot implements [jobs.AccountSlots].
+// ReleaseSlot implements [jobsdriver.AccountSlots].
 func (s *Store) ReleaseSlot(ctx context.Context, account, holder string) error {
 	if err := checkCtx(ctx, "release slot"); err != nil {
 		return err

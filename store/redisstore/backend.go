@@ -17,7 +17,7 @@ func NewBackend(client redis.UniversalClient, cfg *Config) (*backend.Backend, er
 }
 
 // Backend returns the store as a [backend.Backend]: the Store itself as
-// accounts, credits and job queue, its [Webhooks] as outbox and
+// accounts and credits, the job queue's driver (Jobs), its [Webhooks] as outbox and
 // endpoints, and a [RateLimiter] whose buckets sit among the store's
 // shards (an account's, named with the account's id as their group, in the
 // account's shard), so every process on the server shares one limit per
@@ -29,7 +29,7 @@ func (s *Store) Backend() *backend.Backend {
 		Shared:       true,
 		Accounts:     s,
 		Credits:      s,
-		Jobs:         s,
+		Jobs:         &jobsDriver{s},
 		Outbox:       w,
 		Endpoints:    w,
 		Limiter:      s.rateLimiter(),

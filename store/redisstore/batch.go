@@ -12,18 +12,19 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobs.BatchDriver = (*Store)(nil)
+var _ jobsdriver.BatchDriver = (*jobsDriver)(nil)
 
 // batchFrom reads a batch's record (bt:ID) for the account; a record of
-// another account, or none, is [jobs.ErrNotFound].
-func batchFrom(id, account string, m map[string]string) (jobs.Batch, error) {
+// another account, or none, is [jobtype.ErrNotFound].
+func batchFrom(id, account string, m map[string]string) (jobtype.Batch, error) {
 	if len(m) == 0 || m["account"] != account {
-		return jobs.Batch{}, jobs.ErrNotFound
+		return jobtype.Batch{}, jobtype.ErrNotFound
 	}
-	b := jobs.Batch{ID: id, AccountID: account, Source: cmp.Or(m["source"], jobs.SourceAPI), Counts: map[emailcheck.Status]int{}, Name: m["name"]}
+	b := jobtype.Batch{ID: id, AccountID: account, Source: cmp.Or(m["source"], jobtype.SourceAPI), Counts: map[emailcheck.Status]int{}, Name: m["name"]}
 	b.Number, _ = strconv.ParseInt(m["no"], 10, 64)
 	var err1, err2, err3, err4 error
 	b.Total, err1 = strconv.Atoi(m["total"])
@@ -31,20 +32,20 @@ func batchFrom(id, account string, m map[string]string) (jobs.Batch, error) {
 	b.CreatedAt, err3 = micros(m["created"])
 	b.CompletedAt, err4 = micros(m["completed"])
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return jobs.Batch{}, fmt.Errorf("%w: batch %s: %v", ErrBadData, id, err)
+		return jobtype.Batch{}, fmt.Errorf("%w: batch %s: %v", ErrBadData, id, err)
 	}
 	for k, v := range m {
 		if status, ok := strings.CutPrefix(k, "c:"); ok {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return jobs.Batch{}, fmt.Errorf("%w: batch %s: count of %s", ErrBadData, id, status)
+				return jobtype.Batch{}, fmt.Errorf("%w: batch %s: count of %s", ErrBadData, id, status)
 			}
 			b.Counts[emailcheck.Status(status)] = n
 		}
 	}
-	b.State = jobs.StateActive
+	b.State = jobtype.StateActive
 	if b.Completed >= b.Total {
-		b.State = jobs.StateCompleted
+		b.State = jobtype.StateCompleted
 	} else {
 		b.CompletedAt = time.Time{}
 	}
@@ -55,9 +56,9 @@ func batchFrom(id, account string, m map[string]string) (jobs.Batch, error) {
 // after+1 (0 for the start) and at most limit of them (0 for all): the
 // batch's jobs are consecutive ids from its first, so one pipeline reads
 // exactly the range asked for.
-func (s *Store) batchJobs(ctx context.Context, account, batchID string, after int64, limit int) ([]jobs.Job, error) {
+func (s *Store) batchJobs(ctx context.Context, account, batchID string, after int64, limit int) ([]jobtype.Job, error) {
 	if !validID(batchID) {
-		return nil, jobs.ErrNotFound
+		return nil, jobtype.ErrNotFound
 	}
 	m, err := s.rdb.HGetAll(ctx, s.idBase(batchID)+"bt:"+batchID).Result()
 	if err != nil {
@@ -69,7 +70,7 @@ func (s *Store) batchJobs(ctx context.Context, account, batchID string, after in
 	}
 	first, err := strconv.ParseInt(batchID, 10, 64)
 	if err != nil || b.Total < 1 {
-		return nil, jobs.ErrNotFound
+		return nil, jobtype.ErrNotFound
 	}
 	from, to := max(first, after+1), first+int64(b.Total)-1
 	if limit > 0 {
@@ -86,7 +87,7 @@ func (s *Store) batchJobs(ctx context.Context, account, batchID string, after in
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, s.wrap(ctx, "batch jobs", err)
 	}
-	out := make([]jobs.Job, 0, len(cmds))
+	out := make([]jobtype.Job, 0, len(cmds))
 	for i, c := range cmds {
 		h := c.Val()
 		if len(h) == 0 || h["batch"] != batchID {
@@ -101,25 +102,25 @@ func (s *Store) batchJobs(ctx context.Context, account, batchID string, after in
 	return out, nil
 }
 
-// Batch implements [jobs.BatchDriver]: the batch's record, whose counters
+// Batch implements [jobsdriver.BatchDriver]: the batch's record, whose counters
 // the completions keep.
-func (s *Store) Batch(ctx context.Context, accountID, batchID string) (jobs.Batch, error) {
+func (s *jobsDriver) Batch(ctx context.Context, accountID, batchID string) (jobtype.Batch, error) {
 	if err := checkCtx(ctx, "batch"); err != nil {
-		return jobs.Batch{}, err
+		return jobtype.Batch{}, err
 	}
 	if !validID(batchID) {
-		return jobs.Batch{}, jobs.ErrNotFound
+		return jobtype.Batch{}, jobtype.ErrNotFound
 	}
 	m, err := s.rdb.HGetAll(ctx, s.idBase(batchID)+"bt:"+batchID).Result()
 	if err != nil {
-		return jobs.Batch{}, s.wrap(ctx, "batch", err)
+		return jobtype.Batch{}, s.wrap(ctx, "batch", err)
 	}
 	return batchFrom(batchID, accountID, m)
 }
 
-// Batches implements [jobs.BatchDriver]: the account's list of batches,
+// Batches implements [jobsdriver.BatchDriver]: the account's list of batches,
 // then their records in one pipeline.
-func (s *Store) Batches(ctx context.Context, p jobs.BatchesParams) ([]jobs.Batch, error) {
+func (s *jobsDriver) Batches(ctx context.Context, p jobtype.BatchesParams) ([]jobtype.Batch, error) {
 	if err := checkCtx(ctx, "batches"); err != nil {
 		return nil, err
 	}
@@ -131,7 +132,7 @@ func (s *Store) Batches(ctx context.Context, p jobs.BatchesParams) ([]jobs.Batch
 		maxScore = "(" + p.Before
 	}
 	list := s.acctKey(p.AccountID, "batches:"+p.AccountID)
-	out := make([]jobs.Batch, 0, p.Limit)
+	out := make([]jobtype.Batch, 0, p.Limit)
 	for len(out) < p.Limit {
 		// Batches past their retention are skipped and forgotten, so a
 		// page may take more than one read.
@@ -153,7 +154,7 @@ func (s *Store) Batches(ctx context.Context, p jobs.BatchesParams) ([]jobs.Batch
 		var gone []any
 		for i, id := range ids {
 			b, err := batchFrom(id, p.AccountID, cmds[i].Val())
-			if errors.Is(err, jobs.ErrNotFound) {
+			if errors.Is(err, jobtype.ErrNotFound) {
 				gone = append(gone, id)
 				continue
 			}
@@ -172,8 +173,8 @@ func (s *Store) Batches(ctx context.Context, p jobs.BatchesParams) ([]jobs.Batch
 	return out, nil
 }
 
-// BatchJobs implements [jobs.BatchDriver].
-func (s *Store) BatchJobs(ctx context.Context, p jobs.BatchJobsParams) ([]jobs.Job, error) {
+// BatchJobs implements [jobsdriver.BatchDriver].
+func (s *jobsDriver) BatchJobs(ctx context.Context, p jobtype.BatchJobsParams) ([]jobtype.Job, error) {
 	if err := checkCtx(ctx, "batch jobs"); err != nil {
 		return nil, err
 	}
@@ -188,7 +189,7 @@ func (s *Store) BatchJobs(ctx context.Context, p jobs.BatchJobsParams) ([]jobs.J
 	return s.batchJobs(ctx, p.AccountID, p.BatchID, after, p.Limit)
 }
 
-var _ jobs.BatchDeleter = (*Store)(nil)
+var _ jobsdriver.BatchDeleter = (*jobsDriver)(nil)
 
 // scriptBatchDelete removes a batch's record, so that it reads as gone at
 // once, and the jobs of a batch that is not a list; a list is marked
@@ -219,15 +220,15 @@ end
 return 1
 `)
 
-// DeleteBatch implements [jobs.BatchDeleter] with [scriptBatchDelete],
+// DeleteBatch implements [jobsdriver.BatchDeleter] with [scriptBatchDelete],
 // then, for a list, drops its jobs and rows.
-func (s *Store) DeleteBatch(ctx context.Context, accountID, batchID string) error {
+func (s *jobsDriver) DeleteBatch(ctx context.Context, accountID, batchID string) error {
 	if err := checkCtx(ctx, "delete batch"); err != nil {
 		return err
 	}
 	k, ok := idShard(batchID)
 	if !ok || !validID(batchID) || k != accountShard(accountID) {
-		return jobs.ErrNotFound
+		return jobtype.ErrNotFound
 	}
 	base := s.shardBase(k)
 	keys := []string{base + "bt:" + batchID, s.acctKey(accountID, "batches:"+accountID), base + "lst:" + batchID, base + "lists"}
@@ -237,7 +238,7 @@ func (s *Store) DeleteBatch(ctx context.Context, accountID, batchID string) erro
 	}
 	switch n {
 	case 0:
-		return jobs.ErrNotFound
+		return jobtype.ErrNotFound
 	case 2:
 		// Unreadable already; what a failure leaves, Cleanup drops.
 		if err := s.dropList(ctx, base, batchID, false); err != nil {

@@ -5,7 +5,8 @@ import (
 	"time"
 
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/webhook"
 )
 
@@ -19,11 +20,11 @@ func TestBatchEventStoredBefore(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s, c, _ := setup(t, nil)
-	ids, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "acct", Emails: []string{"a@example.org", "b@example.org"}})
+	ids, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: "acct", Emails: []string{"a@example.org", "b@example.org"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 10, Duration: time.Minute})
+	ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 10, Duration: time.Minute})
 	if err != nil || len(ls) != len(ids) {
 		t.Fatalf("leased %d, %v", len(ls), err)
 	}
@@ -33,7 +34,7 @@ func TestBatchEventStoredBefore(t *testing.T) {
 		r := emailcheck.Result{Email: l.Email}
 		r.Confidence.Status = emailcheck.StatusLikely
 		ev = webhook.NewBatchEvent("acct", l.ID, created)
-		if err := s.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r, BatchEvent: &ev}); err != nil {
+		if err := s.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: r, BatchEvent: &ev}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,9 +1,12 @@
 // Package redisstore keeps every validmail backend in Redis: accounts and
-// keys ([store.Accounts]), the credits ledger ([credits.Store]), the job
-// queue ([jobs.Driver], [jobs.ChargingDriver], [jobs.Notifier]) and the
-// webhook outbox and endpoints ([webhook.Outbox], [webhook.Endpoints], on
-// [Webhooks]), with a shared [RateLimiter]; [NewBackend] returns them all
-// as one [backend.Backend]. It runs on the host's go-redis client
+// keys ([store.Accounts]) and the credits ledger ([credits.Store]) on
+// [Store], the job queue's driver ([jobsdriver.Driver],
+// [jobsdriver.ChargingDriver], [jobsdriver.Notifier], …) over the same
+// Store, and the webhook outbox and endpoints ([webhook.Outbox],
+// [webhook.Endpoints], on [Webhooks]), with a shared [RateLimiter];
+// [NewBackend] returns them all as one [backend.Backend], the driver as
+// its Jobs (a host reaches the queue through jobs.NewQueue over it, never
+// on the Store). It runs on the host's go-redis client
 // ([redis.UniversalClient]) and never owns it.
 //
 // Every change that touches more than one key is one Lua script, run with
@@ -50,7 +53,7 @@
 //     sets of job ids; ready: the ready jobs of the layout before the fair
 //     order (by id), moved to their accounts' queues by the next leases
 //   - accts: the accounts with ready jobs, by their next turn; turn: the
-//     last turn leased (the fair order, see [Store.Lease])
+//     last turn leased (the fair order, see Lease)
 //   - bal:ACCOUNT, hist:ACCOUNT, idem:ACCOUNT: the balance, the entries as
 //     a list of JSON objects in id order, and the entries by idempotency key
 //   - ctot:ACCOUNT: the account's per-day totals (sum and count of the
@@ -104,7 +107,7 @@
 // only their SHA-256 hash (and a key's display prefix) are.
 //
 // Idle workers are woken by a PUBLISH on the channel "{prefix}notify" that
-// the enqueueing script sends; [Store.Subscribe] listens on it.
+// the enqueueing script sends; Subscribe listens on it.
 //
 // # Where each promise is kept
 //
@@ -114,23 +117,23 @@
 //     per-day totals in the same script. A page of history
 //     ([Store.HistoryPage]) is a binary search of the list by id, then one
 //     LRANGE.
-//   - A charged batch is both or neither: [Store.EnqueueCharged] checks the
+//   - A charged batch is both or neither: EnqueueCharged checks the
 //     charge and the job keys, then writes both, in one script.
-//   - Leases: [Store.Lease] hands out ids from the accounts' queues in
+//   - Leases: Lease hands out ids from the accounts' queues in
 //     turn (the accounts in line, lowest next turn first, a job each, in
 //     one script per shard; shards share a lease in proportion) with a
-//     random token; [Store.Heartbeat], [Store.Retry] and [Store.Complete] compare
+//     random token; Heartbeat, Retry and Complete compare
 //     state and token in their script, so a rescued lease writes nothing.
 //   - Completion, refund, batch counters and webhook events are one script
-//     ([Store.Complete]); the completion that brings a batch's done counter
+//     (Complete); the completion that brings a batch's done counter
 //     to its total writes the batch's event, so exactly one does. An event
 //     id already in the outbox fails it whole.
-//   - Crashed workers: [Store.RescueExpired] moves expired leases back to
+//   - Crashed workers: RescueExpired moves expired leases back to
 //     their places in their accounts' queues and counts a failure.
-//   - Deletion: [Store.DeleteBatch] removes the batch's record (so it
+//   - Deletion: DeleteBatch removes the batch's record (so it
 //     reads as gone at once) and a plain batch's jobs in one script; a
 //     list is marked being removed and its jobs and rows dropped 2,000
-//     keys a script, what a failure leaves finished by [Store.Cleanup].
+//     keys a script, what a failure leaves finished by Cleanup.
 //     Ids of removed jobs left in the queues' sets are skipped and
 //     dropped by their readers.
 //   - Shared rate limits: [RateLimiter], one GCRA script per decision on the
@@ -139,7 +142,7 @@
 //     window (by the server's clock) that expires when the window ends;
 //     [RateLimiter.Refund], one script on that key, which does nothing once
 //     it is gone.
-//   - List drafts ([jobs.ListDraftDriver]): in the store's own slot,
-//     [Store.PutListDraft] and [Store.TakeListDraft] one script each;
+//   - List drafts ([jobsdriver.ListDraftDriver]): in the store's own slot,
+//     PutListDraft and TakeListDraft one script each;
 //     every key expires with its draft.
 package redisstore

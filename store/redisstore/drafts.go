@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobs.ListDraftDriver = (*Store)(nil)
+var _ jobsdriver.ListDraftDriver = (*jobsDriver)(nil)
 
 // List drafts live in the store's own slot ("{prefix}"), as accounts and
 // sessions do: draft:ID, a hash of the record, and draftdata:ID, a hash
@@ -75,9 +75,9 @@ redis.call('DEL', KEYS[1])
 return f
 `)
 
-// PutListDraftChunk implements [jobs.ListDraftDriver]: a field of
+// PutListDraftChunk implements [jobsdriver.ListDraftDriver]: a field of
 // draftdata:ID, which expires with the draft.
-func (s *Store) PutListDraftChunk(ctx context.Context, id string, n int, data []byte, expiresAt time.Time) error {
+func (s *jobsDriver) PutListDraftChunk(ctx context.Context, id string, n int, data []byte, expiresAt time.Time) error {
 	k := s.key("draftdata:" + id)
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, k, strconv.Itoa(n), data)
@@ -87,8 +87,8 @@ func (s *Store) PutListDraftChunk(ctx context.Context, id string, n int, data []
 	return s.wrap(ctx, "put list draft chunk", err)
 }
 
-// PutListDraft implements [jobs.ListDraftDriver]: one script.
-func (s *Store) PutListDraft(ctx context.Context, p jobs.PutListDraftParams) (bool, error) {
+// PutListDraft implements [jobsdriver.ListDraftDriver]: one script.
+func (s *jobsDriver) PutListDraft(ctx context.Context, p jobtype.PutListDraftParams) (bool, error) {
 	d := p.Draft
 	keys := []string{s.key("draft:" + d.ID), s.key("draftacct:" + d.AccountID), s.key("draftseq")}
 	if d.Network != "" {
@@ -106,21 +106,21 @@ func (s *Store) PutListDraft(ctx context.Context, p jobs.PutListDraftParams) (bo
 	return n == 1, nil
 }
 
-// ListDraft implements [jobs.ListDraftDriver].
-func (s *Store) ListDraft(ctx context.Context, accountID, id string) (jobs.ListDraft, error) {
+// ListDraft implements [jobsdriver.ListDraftDriver].
+func (s *jobsDriver) ListDraft(ctx context.Context, accountID, id string) (jobtype.ListDraft, error) {
 	f, err := s.rdb.HMGet(ctx, s.key("draft:"+id), "account", "network", "meta", "chunks", "expires").Result()
 	if err != nil {
-		return jobs.ListDraft{}, s.wrap(ctx, "list draft", err)
+		return jobtype.ListDraft{}, s.wrap(ctx, "list draft", err)
 	}
 	if a, _ := f[0].(string); a != accountID {
-		return jobs.ListDraft{}, jobs.ErrNotFound
+		return jobtype.ListDraft{}, jobtype.ErrNotFound
 	}
 	return draftOf(id, accountID, f[1:])
 }
 
 // draftOf reads a draft's record from its network, meta, chunks and
 // expires fields.
-func draftOf(id, account string, f []any) (jobs.ListDraft, error) {
+func draftOf(id, account string, f []any) (jobtype.ListDraft, error) {
 	net, _ := f[0].(string)
 	meta, _ := f[1].(string)
 	cs, _ := f[2].(string)
@@ -128,16 +128,16 @@ func draftOf(id, account string, f []any) (jobs.ListDraft, error) {
 	chunks, err1 := strconv.Atoi(cs)
 	exp, err2 := strconv.ParseInt(es, 10, 64)
 	if err := errors.Join(err1, err2); err != nil {
-		return jobs.ListDraft{}, errors.Join(ErrBadData, err)
+		return jobtype.ListDraft{}, errors.Join(ErrBadData, err)
 	}
-	return jobs.ListDraft{ID: id, AccountID: account, Network: net, Meta: []byte(meta), Chunks: chunks, ExpiresAt: time.UnixMilli(exp)}, nil
+	return jobtype.ListDraft{ID: id, AccountID: account, Network: net, Meta: []byte(meta), Chunks: chunks, ExpiresAt: time.UnixMilli(exp)}, nil
 }
 
-// ListDraftChunk implements [jobs.ListDraftDriver].
-func (s *Store) ListDraftChunk(ctx context.Context, id string, n int) ([]byte, error) {
+// ListDraftChunk implements [jobsdriver.ListDraftDriver].
+func (s *jobsDriver) ListDraftChunk(ctx context.Context, id string, n int) ([]byte, error) {
 	b, err := s.rdb.HGet(ctx, s.key("draftdata:"+id), strconv.Itoa(n)).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return nil, jobs.ErrNotFound
+		return nil, jobtype.ErrNotFound
 	}
 	if err != nil {
 		return nil, s.wrap(ctx, "list draft chunk", err)
@@ -148,23 +148,23 @@ func (s *Store) ListDraftChunk(ctx context.Context, id string, n int) ([]byte, e
 	return b, nil
 }
 
-// TakeListDraft implements [jobs.ListDraftDriver]: one script.
-func (s *Store) TakeListDraft(ctx context.Context, accountID, id string) (jobs.ListDraft, error) {
+// TakeListDraft implements [jobsdriver.ListDraftDriver]: one script.
+func (s *jobsDriver) TakeListDraft(ctx context.Context, accountID, id string) (jobtype.ListDraft, error) {
 	f, err := s.run(ctx, scriptTakeDraft, []string{s.key("draft:" + id)}, accountID).Slice()
 	if errors.Is(err, redis.Nil) {
-		return jobs.ListDraft{}, jobs.ErrNotFound
+		return jobtype.ListDraft{}, jobtype.ErrNotFound
 	}
 	if err != nil {
-		return jobs.ListDraft{}, s.wrap(ctx, "take list draft", err)
+		return jobtype.ListDraft{}, s.wrap(ctx, "take list draft", err)
 	}
 	if len(f) != 4 {
-		return jobs.ListDraft{}, ErrBadData
+		return jobtype.ListDraft{}, ErrBadData
 	}
 	return draftOf(id, accountID, f)
 }
 
-// DeleteListDraft implements [jobs.ListDraftDriver].
-func (s *Store) DeleteListDraft(ctx context.Context, id string) error {
+// DeleteListDraft implements [jobsdriver.ListDraftDriver].
+func (s *jobsDriver) DeleteListDraft(ctx context.Context, id string) error {
 	err := s.rdb.Del(ctx, s.key("draft:"+id), s.key("draftdata:"+id)).Err()
 	return s.wrap(ctx, "delete list draft", err)
 }

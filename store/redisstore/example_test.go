@@ -38,7 +38,8 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	q, err := jobs.NewQueue(s, credits.New(s, nil), nil)
+	b := s.Backend()
+	q, err := jobs.NewQueue(b.Jobs, credits.New(b.Credits, nil), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -17,7 +17,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/redisstore"
 )
@@ -157,7 +158,7 @@ func TestClusterFailoverMidBatch(t *testing.T) {
 	for i := range emails {
 		emails[i] = fmt.Sprintf("u%d@example.com", i)
 	}
-	ids, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct.ID, Emails: emails})
+	ids, err := s.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: acct.ID, Emails: emails})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestClusterFailoverMidBatch(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for work.Err() == nil {
-				ls, err := s.Lease(work, jobs.LeaseParams{Max: 20, Duration: 3 * time.Second})
+				ls, err := s.Lease(work, jobsdriver.LeaseParams{Max: 20, Duration: 3 * time.Second})
 				if err != nil {
 					if killedAt.Load() != 0 {
 						failedAt.CompareAndSwap(0, time.Now().UnixNano())
@@ -204,7 +205,7 @@ func TestClusterFailoverMidBatch(t *testing.T) {
 				}
 				for _, l := range ls {
 					start := time.Now().UnixNano()
-					err := s.Complete(work, jobs.CompleteParams{ID: l.ID, Token: l.Token, Refund: refund(l.ID),
+					err := s.Complete(work, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Refund: refund(l.ID),
 						Result: emailcheck.Result{Email: l.Email, Confidence: emailcheck.Confidence{Status: emailcheck.StatusLikely}}, Retention: time.Hour})
 					switch {
 					case err == nil:
@@ -215,7 +216,7 @@ func TestClusterFailoverMidBatch(t *testing.T) {
 						if k := killedAt.Load(); k != 0 && start > k {
 							resumedAt.CompareAndSwap(0, time.Now().UnixNano())
 						}
-					case errors.Is(err, jobs.ErrLeaseLost), errors.Is(err, jobs.ErrNotFound):
+					case errors.Is(err, jobtype.ErrLeaseLost), errors.Is(err, jobtype.ErrNotFound):
 					default:
 						if killedAt.Load() != 0 {
 							failedAt.CompareAndSwap(0, time.Now().UnixNano())
@@ -228,7 +229,7 @@ func TestClusterFailoverMidBatch(t *testing.T) {
 	}
 	wg.Go(func() {
 		for work.Err() == nil {
-			s.RescueExpired(work, jobs.RescueParams{})
+			s.RescueExpired(work, jobsdriver.RescueParams{})
 			time.Sleep(200 * time.Millisecond)
 		}
 	})
@@ -272,7 +273,7 @@ func TestClusterFailoverMidBatch(t *testing.T) {
 		if err != nil {
 			t.Fatalf("job %s: %v", id, err)
 		}
-		if j.State != jobs.StateCompleted {
+		if j.State != jobtype.StateCompleted {
 			t.Fatalf("job %s is %s", id, j.State)
 		}
 		refunds += refund(id)
@@ -330,7 +331,7 @@ func TestClusterFailoverBlastRadius(t *testing.T) {
 		for j := range emails {
 			emails[j] = fmt.Sprintf("u%d-%d@example.com", i, j)
 		}
-		if _, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: a.ID, Emails: emails}); err != nil {
+		if _, err := s.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: a.ID, Emails: emails}); err != nil {
 			t.Fatal(err)
 		}
 		owner[a.ID], slotOf[a.ID] = m.Options().Addr, int(slot)
@@ -361,7 +362,7 @@ func TestClusterFailoverBlastRadius(t *testing.T) {
 		wg.Go(func() {
 			for work.Err() == nil {
 				leasedAt := time.Now().UnixNano()
-				ls, err := s.Lease(work, jobs.LeaseParams{Max: 20, Duration: time.Minute})
+				ls, err := s.Lease(work, jobsdriver.LeaseParams{Max: 20, Duration: time.Minute})
 				if err != nil || len(ls) == 0 {
 					time.Sleep(20 * time.Millisecond)
 					continue
@@ -371,7 +372,7 @@ func TestClusterFailoverBlastRadius(t *testing.T) {
 					if k != 0 && owner[l.AccountID] == victim {
 						continue // its master is gone: left to expire
 					}
-					err := s.Complete(work, jobs.CompleteParams{ID: l.ID, Token: l.Token,
+					err := s.Complete(work, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token,
 						Result: emailcheck.Result{Email: l.Email, Confidence: emailcheck.Confidence{Status: emailcheck.StatusLikely}}, Retention: time.Hour})
 					if err != nil {
 						continue

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store/redisstore"
 )
 
@@ -34,14 +35,14 @@ func TestLeaseFindsShardsAfterClockStep(t *testing.T) {
 			for i := range em {
 				em[i] = fmt.Sprintf("u%d@example.org", i)
 			}
-			if _, err := b.Enqueue(ctx, jobs.EnqueueParams{AccountID: big, Emails: em}); err != nil {
+			if _, err := b.Enqueue(ctx, jobtype.EnqueueParams{AccountID: big, Emails: em}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := b.Lease(ctx, jobs.LeaseParams{Max: 2, Duration: time.Minute}); err != nil {
+			if _, err := b.Lease(ctx, jobsdriver.LeaseParams{Max: 2, Duration: time.Minute}); err != nil {
 				t.Fatal(err)
 			}
 			redisstore.StepClockBack(b, step)
-			if _, err := a.Enqueue(ctx, jobs.EnqueueParams{AccountID: small, Emails: em[:10]}); err != nil {
+			if _, err := a.Enqueue(ctx, jobtype.EnqueueParams{AccountID: small, Emails: em[:10]}); err != nil {
 				t.Fatal(err)
 			}
 			// Taking turns by shard, the small batch is out within a few
@@ -53,7 +54,7 @@ func TestLeaseFindsShardsAfterClockStep(t *testing.T) {
 				if time.Now().After(deadline) {
 					t.Fatalf("%d of the second account's 10 jobs leased in 10 s by the instance working through the list", got)
 				}
-				ls, err := b.Lease(ctx, jobs.LeaseParams{Max: 2, Duration: time.Minute})
+				ls, err := b.Lease(ctx, jobsdriver.LeaseParams{Max: 2, Duration: time.Minute})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -14,23 +14,24 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/webhook"
 )
 
-// Enqueue implements [jobs.Driver]: the ids come from one INCRBY-style
+// Enqueue implements [jobsdriver.Driver]: the ids come from one INCRBY-style
 // counter step and every job is written by one script.
-func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) ([]string, error) {
+func (s *jobsDriver) Enqueue(ctx context.Context, p jobtype.EnqueueParams) ([]string, error) {
 	if err := checkCtx(ctx, "enqueue"); err != nil {
 		return nil, err
 	}
 	if len(p.Emails) == 0 {
-		return nil, jobs.ErrEmptyBatch
+		return nil, jobtype.ErrEmptyBatch
 	}
 	k := accountShard(p.AccountID)
 	base := s.shardBase(k)
 	args := make([]any, 0, 6+len(p.Emails))
-	args = append(args, base+"job:", p.AccountID, strconv.FormatInt(p.Cost, 10), s.channel(), cmp.Or(p.Source, jobs.SourceAPI), idOffset(k))
+	args = append(args, base+"job:", p.AccountID, strconv.FormatInt(p.Cost, 10), s.channel(), cmp.Or(p.Source, jobtype.SourceAPI), idOffset(k))
 	for _, e := range p.Emails {
 		args = append(args, e)
 	}
@@ -42,25 +43,25 @@ func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) ([]string, er
 	return idRange(first, len(p.Emails))
 }
 
-// EnqueueCharged implements [jobs.ChargingDriver]: one script checks the
+// EnqueueCharged implements [jobsdriver.ChargingDriver]: one script checks the
 // batch's idempotency key (with the batch's size and fingerprint) and the
 // balance, then writes the jobs and the charge.
-func (s *Store) EnqueueCharged(ctx context.Context, p jobs.EnqueueChargedParams) ([]string, error) {
+func (s *jobsDriver) EnqueueCharged(ctx context.Context, p jobtype.EnqueueChargedParams) ([]string, error) {
 	if err := checkCtx(ctx, "enqueue"); err != nil {
 		return nil, err
 	}
 	if len(p.Emails) == 0 {
-		return nil, jobs.ErrEmptyBatch
+		return nil, jobtype.ErrEmptyBatch
 	}
 	if p.AccountID == "" {
 		return nil, fmt.Errorf("%w: empty account", credits.ErrInvalidAmount)
 	}
-	ttl := cmp.Or(p.IdempotencyTTL, jobs.DefaultIdempotencyTTL)
+	ttl := cmp.Or(p.IdempotencyTTL, jobtype.DefaultIdempotencyTTL)
 	k := accountShard(p.AccountID)
 	base := s.shardBase(k)
 	args := make([]any, 0, 8+len(p.Emails))
 	args = append(args, base, p.AccountID, s.channel(), p.IdempotencyKey, p.Fingerprint,
-		max(ttl.Milliseconds(), 1), cmp.Or(p.Source, jobs.SourceAPI), idOffset(k))
+		max(ttl.Milliseconds(), 1), cmp.Or(p.Source, jobtype.SourceAPI), idOffset(k))
 	for _, e := range p.Emails {
 		args = append(args, e)
 	}
@@ -90,7 +91,7 @@ func idRange(first string, n int) ([]string, error) {
 // the arguments of one command).
 const maxLease = 1000
 
-// Lease implements [jobs.Driver]: one script moves due retries to the ready
+// Lease implements [jobsdriver.Driver]: one script moves due retries to the ready
 // set, takes the lowest ids, and records each lease in the leases sorted
 // set scored by its expiry. It hands out at most 1,000 jobs per call.
 //
@@ -99,7 +100,7 @@ const maxLease = 1000
 // instead of retrying across the cluster's redirects, a shard that fails
 // is skipped for [shardBackoff] while the others are leased from, and the
 // call fails only when no shard that answered had work.
-func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, error) {
+func (s *jobsDriver) Lease(ctx context.Context, p jobsdriver.LeaseParams) ([]jobsdriver.Lease, error) {
 	if err := checkCtx(ctx, "lease"); err != nil {
 		return nil, err
 	}
@@ -111,7 +112,7 @@ func (s *Store) Lease(ctx context.Context, p jobs.LeaseParams) ([]jobs.Lease, er
 	// leased; which shards hold work is looked up again when none of them
 	// does, and every probeEvery.
 	var (
-		out     []jobs.Lease
+		out     []jobsdriver.Lease
 		lastErr error
 	)
 	for probed := false; ; {
@@ -416,7 +417,7 @@ func (s *Store) probed(mask, answered uint32) uint32 {
 }
 
 // leaseShard leases at most limit jobs of shard k for d.
-func (s *Store) leaseShard(ctx context.Context, k, limit int, d time.Duration) ([]jobs.Lease, error) {
+func (s *Store) leaseShard(ctx context.Context, k, limit int, d time.Duration) ([]jobsdriver.Lease, error) {
 	// One script moves due retries to the ready set and leases from it, so
 	// two workers never see the same job as available; the token is made
 	// here, at random, and only its holder can change the job afterwards.
@@ -434,7 +435,7 @@ func (s *Store) leaseShard(ctx context.Context, k, limit int, d time.Duration) (
 	if len(f)%width != 0 {
 		return nil, fmt.Errorf("%w: lease reply of %d fields", ErrBadData, len(f))
 	}
-	out := make([]jobs.Lease, 0, len(f)/width)
+	out := make([]jobsdriver.Lease, 0, len(f)/width)
 	for i := 0; i < len(f); i += width {
 		r := f[i : i+width]
 		cost, err1 := strconv.ParseInt(r[3], 10, 64)
@@ -445,19 +446,19 @@ func (s *Store) leaseShard(ctx context.Context, k, limit int, d time.Duration) (
 		if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 			return nil, fmt.Errorf("%w: job %s: %v", ErrBadData, r[0], err)
 		}
-		out = append(out, jobs.Lease{
-			Job: jobs.Job{
+		out = append(out, jobsdriver.Lease{
+			Job: jobtype.Job{
 				ID:        r[0],
 				AccountID: r[1],
 				Email:     r[2],
-				State:     jobs.StateActive,
+				State:     jobtype.StateActive,
 				Cost:      cost,
 				Errors:    errs,
 				LastError: r[5],
 				Unjudged:  unjudged,
 				CreatedAt: created,
 				BatchID:   r[9],
-				Source:    cmp.Or(r[10], jobs.SourceAPI),
+				Source:    cmp.Or(r[10], jobtype.SourceAPI),
 			},
 			Token:     r[7],
 			ExpiresAt: exp,
@@ -470,9 +471,9 @@ func (s *Store) leaseShard(ctx context.Context, k, limit int, d time.Duration) (
 func (s *Store) leaseErr(ctx context.Context, op string, err error) error {
 	switch c, _ := code(err); c {
 	case "NOTFOUND":
-		return jobs.ErrNotFound
+		return jobtype.ErrNotFound
 	case "LEASELOST":
-		return jobs.ErrLeaseLost
+		return jobtype.ErrLeaseLost
 	}
 	return s.wrap(ctx, op, err)
 }
@@ -483,13 +484,13 @@ func validID(id string) bool {
 	return err == nil
 }
 
-// Heartbeat implements [jobs.Driver].
-func (s *Store) Heartbeat(ctx context.Context, p jobs.HeartbeatParams) (time.Time, error) {
+// Heartbeat implements [jobsdriver.Driver].
+func (s *jobsDriver) Heartbeat(ctx context.Context, p jobsdriver.HeartbeatParams) (time.Time, error) {
 	if err := checkCtx(ctx, "heartbeat"); err != nil {
 		return time.Time{}, err
 	}
 	if !validID(p.ID) {
-		return time.Time{}, jobs.ErrNotFound
+		return time.Time{}, jobtype.ErrNotFound
 	}
 	base := s.idBase(p.ID)
 	keys := []string{base + "job:" + p.ID, base + "leases"}
@@ -507,12 +508,12 @@ type storedResult struct {
 	MXHosts []string `json:"mx_hosts,omitempty"`
 }
 
-// Complete implements [jobs.Driver]: the completion, the refund and the
+// Complete implements [jobsdriver.Driver]: the completion, the refund and the
 // webhook delivery of the event are one script, which checks the lease
 // token, the ledger's idempotency key, that the event id is new and every
 // key's type before writing. A repeated event id fails with an error
 // wrapping [webhook.ErrDuplicate] and changes nothing.
-func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
+func (s *jobsDriver) Complete(ctx context.Context, p jobsdriver.CompleteParams) error {
 	if err := checkCtx(ctx, "complete"); err != nil {
 		return err
 	}
@@ -528,9 +529,9 @@ func (s *Store) Complete(ctx context.Context, p jobs.CompleteParams) error {
 
 // completeFields returns the retention (ms) of p's completion and its
 // completeWidth fields of the completion scripts.
-func (s *Store) completeFields(p jobs.CompleteParams) (int64, []any, error) {
+func (s *Store) completeFields(p jobsdriver.CompleteParams) (int64, []any, error) {
 	if !validID(p.ID) {
-		return 0, nil, jobs.ErrNotFound
+		return 0, nil, jobtype.ErrNotFound
 	}
 	if p.Refund < 0 {
 		return 0, nil, fmt.Errorf("%w: refund %d", credits.ErrInvalidAmount, p.Refund)
@@ -566,7 +567,7 @@ func (s *Store) completeFields(p jobs.CompleteParams) (int64, []any, error) {
 }
 
 // completeErr translates a completion script's failure for p.
-func (s *Store) completeErr(ctx context.Context, p jobs.CompleteParams, err error) error {
+func (s *Store) completeErr(ctx context.Context, p jobsdriver.CompleteParams, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -579,12 +580,12 @@ func (s *Store) completeErr(ctx context.Context, p jobs.CompleteParams, err erro
 	return s.leaseErr(ctx, "complete", err)
 }
 
-// CompleteMany implements [jobs.BatchCompleter]: one script completes
+// CompleteMany implements [jobsdriver.BatchCompleter]: one script completes
 // every job, each atomically and independently (its checks, then its
 // writes), in one round trip. If the script fails as a whole (a wrong key
 // type, a refund conflicting with the ledger), the jobs are completed one
 // by one, so the failure stays with its job.
-func (s *Store) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []error {
+func (s *jobsDriver) CompleteMany(ctx context.Context, ps []jobsdriver.CompleteParams) []error {
 	errs := make([]error, len(ps))
 	if err := checkCtx(ctx, "complete"); err != nil {
 		for i := range errs {
@@ -635,9 +636,9 @@ func (s *Store) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []er
 		switch codes[k] {
 		case "":
 		case "NOTFOUND":
-			errs[i] = jobs.ErrNotFound
+			errs[i] = jobtype.ErrNotFound
 		case "LEASELOST":
-			errs[i] = jobs.ErrLeaseLost
+			errs[i] = jobtype.ErrLeaseLost
 		case "DUPLICATE":
 			errs[i] = fmt.Errorf("redisstore: complete job %s: %w", ps[i].ID, webhook.ErrDuplicate)
 		default:
@@ -647,15 +648,15 @@ func (s *Store) CompleteMany(ctx context.Context, ps []jobs.CompleteParams) []er
 	return errs
 }
 
-// Retry implements [jobs.Driver]. A run-at puts the job in the delayed
+// Retry implements [jobsdriver.Driver]. A run-at puts the job in the delayed
 // sorted set; Lease moves it back, to a new place in its account's queue,
 // when it is due.
-func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
+func (s *jobsDriver) Retry(ctx context.Context, p jobsdriver.RetryParams) error {
 	if err := checkCtx(ctx, "retry"); err != nil {
 		return err
 	}
 	if !validID(p.ID) {
-		return jobs.ErrNotFound
+		return jobtype.ErrNotFound
 	}
 	var at int64
 	if !p.RunAt.IsZero() {
@@ -667,10 +668,10 @@ func (s *Store) Retry(ctx context.Context, p jobs.RetryParams) error {
 	return s.leaseErr(ctx, "retry", err)
 }
 
-// RescueExpired implements [jobs.Driver]. The script rescues a job only if
+// RescueExpired implements [jobsdriver.Driver]. The script rescues a job only if
 // it is still running under an expired lease, so a job completed or
 // re-leased meanwhile is left alone.
-func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) (int, error) {
+func (s *jobsDriver) RescueExpired(ctx context.Context, p jobsdriver.RescueParams) (int, error) {
 	if err := checkCtx(ctx, "rescue"); err != nil {
 		return 0, err
 	}
@@ -698,27 +699,27 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) (int, er
 	return total, nil
 }
 
-// Get implements [jobs.Driver].
-func (s *Store) Get(ctx context.Context, account, id string) (jobs.Job, error) {
+// Get implements [jobsdriver.Driver].
+func (s *jobsDriver) Get(ctx context.Context, account, id string) (jobtype.Job, error) {
 	if err := checkCtx(ctx, "get job"); err != nil {
-		return jobs.Job{}, err
+		return jobtype.Job{}, err
 	}
 	if !validID(id) {
-		return jobs.Job{}, jobs.ErrNotFound
+		return jobtype.Job{}, jobtype.ErrNotFound
 	}
 	m, err := s.rdb.HGetAll(ctx, s.idBase(id)+"job:"+id).Result()
 	if err != nil {
-		return jobs.Job{}, s.wrap(ctx, "get job", err)
+		return jobtype.Job{}, s.wrap(ctx, "get job", err)
 	}
 	if len(m) == 0 || m["account"] != account {
-		return jobs.Job{}, jobs.ErrNotFound
+		return jobtype.Job{}, jobtype.ErrNotFound
 	}
 	return jobFromHash(id, m)
 }
 
-func jobFromHash(id string, m map[string]string) (jobs.Job, error) {
-	j := jobs.Job{ID: id, AccountID: m["account"], Email: m["email"], LastError: m["last_error"], State: jobs.StateActive,
-		BatchID: m["batch"], Source: cmp.Or(m["source"], jobs.SourceAPI)}
+func jobFromHash(id string, m map[string]string) (jobtype.Job, error) {
+	j := jobtype.Job{ID: id, AccountID: m["account"], Email: m["email"], LastError: m["last_error"], State: jobtype.StateActive,
+		BatchID: m["batch"], Source: cmp.Or(m["source"], jobtype.SourceAPI)}
 	var err1, err2, err3, err4, err5 error
 	j.Cost, err1 = strconv.ParseInt(m["cost"], 10, 64)
 	j.Errors, err2 = strconv.Atoi(cmp.Or(m["errors"], "0"))
@@ -726,23 +727,23 @@ func jobFromHash(id string, m map[string]string) (jobs.Job, error) {
 	j.CompletedAt, err4 = micros(m["completed"])
 	j.Unjudged, err5 = strconv.Atoi(cmp.Or(m["unjudged"], "0"))
 	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
-		return jobs.Job{}, fmt.Errorf("%w: job %s: %v", ErrBadData, id, err)
+		return jobtype.Job{}, fmt.Errorf("%w: job %s: %v", ErrBadData, id, err)
 	}
 	if m["state"] == "d" {
 		var r storedResult
 		if err := json.Unmarshal([]byte(m["result"]), &r); err != nil {
-			return jobs.Job{}, fmt.Errorf("%w: job %s result: %v", ErrBadData, id, err)
+			return jobtype.Job{}, fmt.Errorf("%w: job %s result: %v", ErrBadData, id, err)
 		}
 		r.Result.MXHosts = r.MXHosts
-		j.State = jobs.StateCompleted
+		j.State = jobtype.StateCompleted
 		j.Result = &r.Result
 	}
 	return j, nil
 }
 
-// Cleanup implements [jobs.Driver]. Completed jobs also expire on their own
+// Cleanup implements [jobsdriver.Driver]. Completed jobs also expire on their own
 // after [Config.Retention].
-func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) {
+func (s *jobsDriver) Cleanup(ctx context.Context, p jobsdriver.CleanupParams) (int, error) {
 	if err := checkCtx(ctx, "cleanup"); err != nil {
 		return 0, err
 	}
@@ -770,11 +771,11 @@ func (s *Store) Cleanup(ctx context.Context, p jobs.CleanupParams) (int, error) 
 	return total, nil
 }
 
-// Subscribe implements [jobs.Notifier] with a Pub/Sub subscription to the
+// Subscribe implements [jobsdriver.Notifier] with a Pub/Sub subscription to the
 // channel the enqueueing scripts publish on. It returns once the server has
 // confirmed the subscription; the subscription's connection is closed when
 // ctx ends.
-func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
+func (s *jobsDriver) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 	if err := checkCtx(ctx, "subscribe"); err != nil {
 		return nil, err
 	}
@@ -810,12 +811,12 @@ func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 	return out, nil
 }
 
-var _ jobs.BatchDeferrer = (*Store)(nil)
+var _ jobsdriver.BatchDeferrer = (*jobsDriver)(nil)
 
-// DeferMany implements [jobs.BatchDeferrer]: one script per shard's jobs
+// DeferMany implements [jobsdriver.BatchDeferrer]: one script per shard's jobs
 // (a pool's deferrals are mostly of one shard, as its leases are); an item
-// with an error or without a run-at goes through [Store.Retry].
-func (s *Store) DeferMany(ctx context.Context, ps []jobs.RetryParams) []error {
+// with an error or without a run-at goes through Retry.
+func (s *jobsDriver) DeferMany(ctx context.Context, ps []jobsdriver.RetryParams) []error {
 	errs := make([]error, len(ps))
 	if err := checkCtx(ctx, "defer"); err != nil {
 		for i := range errs {
@@ -832,7 +833,7 @@ func (s *Store) DeferMany(ctx context.Context, ps []jobs.RetryParams) []error {
 	for i, p := range ps {
 		switch {
 		case !validID(p.ID):
-			errs[i] = jobs.ErrNotFound
+			errs[i] = jobtype.ErrNotFound
 			continue
 		case p.Error != "" || p.RunAt.IsZero():
 			errs[i] = s.Retry(ctx, p)
@@ -860,9 +861,9 @@ func (s *Store) DeferMany(ctx context.Context, ps []jobs.RetryParams) []error {
 				errs[i] = s.wrap(ctx, "defer", err)
 			case codes[k] == "":
 			case codes[k] == "NOTFOUND":
-				errs[i] = jobs.ErrNotFound
+				errs[i] = jobtype.ErrNotFound
 			case codes[k] == "LEASELOST":
-				errs[i] = jobs.ErrLeaseLost
+				errs[i] = jobtype.ErrLeaseLost
 			default:
 				errs[i] = fmt.Errorf("%w: deferral answer %q", ErrBadData, codes[k])
 			}

@@ -16,6 +16,8 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/redisstore"
 	"github.com/validmail/validmail/webhook"
@@ -94,7 +96,7 @@ func TestReadsPreviousLayout(t *testing.T) {
 		t.Fatalf("the old idempotency key: %+v, %v", e, err)
 	}
 	emails := []string{"a@example.org", "b@example.org", "c@example.org", "d@example.org"}
-	ids, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: layout1Account, Emails: emails, IdempotencyKey: "b1"})
+	ids, err := s.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: layout1Account, Emails: emails, IdempotencyKey: "b1"})
 	if err != nil || strings.Join(ids, ",") != "1,2,3,4" {
 		t.Fatalf("the old batch's idempotency key: %v, %v", ids, err)
 	}
@@ -102,18 +104,18 @@ func TestReadsPreviousLayout(t *testing.T) {
 	if err != nil || b.Total != 4 || b.Completed != 2 {
 		t.Fatalf("old batch %+v, %v", b, err)
 	}
-	ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 10, Duration: time.Minute})
+	ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 10, Duration: time.Minute})
 	if err != nil || len(ls) != 2 {
 		t.Fatalf("lease the old batch's jobs: %+v, %v", ls, err)
 	}
 	for _, l := range ls {
 		r := emailcheck.Result{Email: l.Email}
 		r.Confidence.Status = emailcheck.StatusLikely
-		if err := s.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
+		if err := s.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: r}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if b, err := s.Batch(ctx, layout1Account, "1"); err != nil || b.State != jobs.StateCompleted || b.Completed != 4 {
+	if b, err := s.Batch(ctx, layout1Account, "1"); err != nil || b.State != jobtype.StateCompleted || b.Completed != 4 {
 		t.Fatalf("old batch after completion %+v, %v", b, err)
 	}
 	w := s.Backend().Outbox.(*redisstore.Webhooks)
@@ -124,7 +126,7 @@ func TestReadsPreviousLayout(t *testing.T) {
 		t.Fatalf("old endpoint %+v, %v", ep, err)
 	}
 	// A new batch of the old account continues its ids.
-	ids, err = s.Enqueue(ctx, jobs.EnqueueParams{AccountID: layout1Account, Emails: []string{"e@example.org"}, Cost: 1})
+	ids, err = s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: layout1Account, Emails: []string{"e@example.org"}, Cost: 1})
 	if err != nil || len(ids) != 1 || ids[0] != "5" {
 		t.Fatalf("new batch of the old account: %v, %v", ids, err)
 	}
@@ -158,13 +160,13 @@ func TestClusterSpreadsAccounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: a.ID,
+		if _, err := q.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: a.ID,
 			Emails: []string{"a@example.org", "b@example.org", "c@example.org"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for done := 0; done < 300; {
-		ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 50, Duration: time.Minute})
+		ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 50, Duration: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +176,7 @@ func TestClusterSpreadsAccounts(t *testing.T) {
 		for _, l := range ls {
 			r := emailcheck.Result{Email: l.Email}
 			r.Confidence.Status = emailcheck.StatusLikely
-			if err := s.Complete(ctx, jobs.CompleteParams{ID: l.ID, Token: l.Token, Result: r, Refund: 1,
+			if err := s.Complete(ctx, jobsdriver.CompleteParams{ID: l.ID, Token: l.Token, Result: r, Refund: 1,
 				Event: &webhook.Event{ID: "ev-" + l.ID, Type: "job.completed", Payload: []byte(`{}`)}}); err != nil {
 				t.Fatal(err)
 			}

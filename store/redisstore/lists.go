@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobs.ListDriver = (*Store)(nil)
+var _ jobsdriver.ListDriver = (*jobsDriver)(nil)
 
 // A list lives in its account's shard:
 //   - lst:FIRST, a hash: its description, its state ("s" staging, "ok"
@@ -230,7 +230,7 @@ type listWriter struct {
 	k      int
 	base   string
 	batch  string
-	p      jobs.BeginListParams
+	p      jobtype.BeginListParams
 	closed bool
 	done   bool
 }
@@ -242,15 +242,15 @@ func (w *listWriter) keys() []string {
 
 func deadline() int64 { return time.Now().Add(listAbandonAfter).UnixMicro() }
 
-// BeginList implements [jobs.ListDriver]: one script reserves an id for
+// BeginList implements [jobsdriver.ListDriver]: one script reserves an id for
 // every row (the unique addresses are at most that many; the batch's jobs
 // are the first of them, consecutive) and records the list as staging.
-func (s *Store) BeginList(ctx context.Context, p jobs.BeginListParams) (jobs.ListWriter, error) {
+func (s *jobsDriver) BeginList(ctx context.Context, p jobtype.BeginListParams) (jobtype.ListWriter, error) {
 	if err := checkCtx(ctx, "begin list"); err != nil {
 		return nil, err
 	}
 	if p.Rows < 1 {
-		return nil, jobs.ErrEmptyBatch
+		return nil, jobtype.ErrEmptyBatch
 	}
 	k := accountShard(p.AccountID)
 	base := s.shardBase(k)
@@ -264,17 +264,17 @@ func (s *Store) BeginList(ctx context.Context, p jobs.BeginListParams) (jobs.Lis
 		charge, cost = "1", "1"
 	}
 	first, err := s.run(ctx, scriptListBegin, []string{base + "seq:job", base + "lstpending"},
-		base, idOffset(k), p.Rows, p.AccountID, cmp.Or(p.Source, jobs.SourceAPI), cost, p.Name, string(header), p.Column, charge, deadline(), p.Free).Text()
+		base, idOffset(k), p.Rows, p.AccountID, cmp.Or(p.Source, jobtype.SourceAPI), cost, p.Name, string(header), p.Column, charge, deadline(), p.Free).Text()
 	if err != nil {
 		return nil, s.wrap(ctx, "begin list", err)
 	}
-	return &listWriter{s: s, k: k, base: base, batch: first, p: p}, nil
+	return &listWriter{s: s.Store, k: k, base: base, batch: first, p: p}, nil
 }
 
-// Append implements [jobs.ListWriter].
-func (w *listWriter) Append(ctx context.Context, rows []jobs.ListRow) error {
+// Append implements [jobtype.ListWriter].
+func (w *listWriter) Append(ctx context.Context, rows []jobtype.ListRow) error {
 	if w.closed {
-		return jobs.ErrListClosed
+		return jobtype.ErrListClosed
 	}
 	for len(rows) > 0 {
 		part := rows[:min(len(rows), listChunk)]
@@ -295,19 +295,19 @@ func (w *listWriter) Append(ctx context.Context, rows []jobs.ListRow) error {
 	return nil
 }
 
-// Commit implements [jobs.ListWriter]: one script charges, writes the
+// Commit implements [jobtype.ListWriter]: one script charges, writes the
 // batch and readies the jobs. A refused commit leaves the staged list to
 // Abort.
-func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
+func (w *listWriter) Commit(ctx context.Context) (jobtype.ListInfo, error) {
 	if w.closed {
-		return jobs.ListInfo{}, jobs.ErrListClosed
+		return jobtype.ListInfo{}, jobtype.ErrListClosed
 	}
 	w.closed = true
 	s := w.s
 	keys := w.keys()
 	keys = append([]string{keys[0], keys[1], keys[2], w.base + "rq:" + w.p.AccountID, keys[3], keys[4]}, s.creditKeys(w.p.AccountID)...)
 	keys = append(keys, w.base+"idk:"+w.p.AccountID+":"+w.p.IdempotencyKey)
-	ttl := cmp.Or(w.p.IdempotencyTTL, jobs.DefaultIdempotencyTTL)
+	ttl := cmp.Or(w.p.IdempotencyTTL, jobtype.DefaultIdempotencyTTL)
 	res, err := s.run(ctx, scriptListCommit, keys, w.base, s.channel(), w.p.IdempotencyKey, w.p.Fingerprint, max(ttl.Milliseconds(), 1)).StringSlice()
 	if c, _ := code(err); c == "CONFLICT" || (err == nil && len(res) == 2 && res[0] == "replay") {
 		// The key named an earlier list: what was staged goes.
@@ -315,25 +315,25 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 			s.logger.WarnContext(ctx, "redisstore: drop a replayed list's staging", "err", derr)
 		}
 		if err != nil {
-			return jobs.ListInfo{}, s.creditErr(ctx, "commit list", 0, err)
+			return jobtype.ListInfo{}, s.creditErr(ctx, "commit list", 0, err)
 		}
-		info, err := s.List(ctx, w.p.AccountID, res[1])
-		if errors.Is(err, jobs.ErrNotFound) {
-			return jobs.ListInfo{}, jobs.ErrBatchReplayed
+		info, err := (&jobsDriver{s}).List(ctx, w.p.AccountID, res[1])
+		if errors.Is(err, jobtype.ErrNotFound) {
+			return jobtype.ListInfo{}, jobtype.ErrBatchReplayed
 		}
 		info.Replayed = err == nil
 		return info, err
 	}
 	if err != nil {
 		if c, _ := code(err); c == "EMPTY" {
-			return jobs.ListInfo{}, jobs.ErrEmptyBatch
+			return jobtype.ListInfo{}, jobtype.ErrEmptyBatch
 		}
 		var m int64
 		if c, _ := code(err); c == "INSUFFICIENT" {
 			m, _ = s.rdb.HGet(ctx, keys[0], "next").Int64()
 			m -= min(int64(w.p.Free), m)
 		}
-		return jobs.ListInfo{}, s.creditErr(ctx, "commit list", m, err)
+		return jobtype.ListInfo{}, s.creditErr(ctx, "commit list", m, err)
 	}
 	w.done = true
 	s.busy.Or(1 << w.k)
@@ -341,13 +341,13 @@ func (w *listWriter) Commit(ctx context.Context) (jobs.ListInfo, error) {
 	for i, v := range res {
 		n[i], _ = strconv.ParseInt(v, 10, 64)
 	}
-	return jobs.ListInfo{
+	return jobtype.ListInfo{
 		BatchID: res[0], AccountID: w.p.AccountID, Name: w.p.Name, Header: w.p.Header, Column: w.p.Column,
 		Addresses: int(n[1]), Rows: int(n[2]), Duplicates: int(n[3]), InvalidRows: int(n[4]), Charged: n[5],
 	}, nil
 }
 
-// Abort implements [jobs.ListWriter]: the staged jobs and rows are
+// Abort implements [jobtype.ListWriter]: the staged jobs and rows are
 // removed, a bounded number of keys per script.
 func (w *listWriter) Abort(ctx context.Context) error {
 	if w.done {
@@ -399,21 +399,21 @@ func (s *Store) cleanupLists(ctx context.Context) error {
 }
 
 // listInfo reads a list's description for the account; staging lists and
-// others' are [jobs.ErrNotFound].
-func (s *Store) listInfo(ctx context.Context, accountID, batchID string) (jobs.ListInfo, error) {
+// others' are [jobtype.ErrNotFound].
+func (s *Store) listInfo(ctx context.Context, accountID, batchID string) (jobtype.ListInfo, error) {
 	if !validID(batchID) {
-		return jobs.ListInfo{}, jobs.ErrNotFound
+		return jobtype.ListInfo{}, jobtype.ErrNotFound
 	}
 	m, err := s.rdb.HGetAll(ctx, s.idBase(batchID)+"lst:"+batchID).Result()
 	if err != nil {
-		return jobs.ListInfo{}, s.wrap(ctx, "list", err)
+		return jobtype.ListInfo{}, s.wrap(ctx, "list", err)
 	}
 	if m["state"] != "ok" || m["account"] != accountID {
-		return jobs.ListInfo{}, jobs.ErrNotFound
+		return jobtype.ListInfo{}, jobtype.ErrNotFound
 	}
-	info := jobs.ListInfo{BatchID: batchID, AccountID: accountID, Name: m["name"]}
+	info := jobtype.ListInfo{BatchID: batchID, AccountID: accountID, Name: m["name"]}
 	if err := json.Unmarshal([]byte(m["header"]), &info.Header); err != nil {
-		return jobs.ListInfo{}, fmt.Errorf("%w: list %s: header", ErrBadData, batchID)
+		return jobtype.ListInfo{}, fmt.Errorf("%w: list %s: header", ErrBadData, batchID)
 	}
 	info.Column, _ = strconv.Atoi(m["col"])
 	info.Rows, _ = strconv.Atoi(m["rows"])
@@ -424,24 +424,24 @@ func (s *Store) listInfo(ctx context.Context, accountID, batchID string) (jobs.L
 	return info, nil
 }
 
-// List implements [jobs.ListDriver].
-func (s *Store) List(ctx context.Context, accountID, batchID string) (jobs.ListInfo, error) {
+// List implements [jobsdriver.ListDriver].
+func (s *jobsDriver) List(ctx context.Context, accountID, batchID string) (jobtype.ListInfo, error) {
 	if err := checkCtx(ctx, "list"); err != nil {
-		return jobs.ListInfo{}, err
+		return jobtype.ListInfo{}, err
 	}
 	info, err := s.listInfo(ctx, accountID, batchID)
 	if err != nil {
-		return jobs.ListInfo{}, err
+		return jobtype.ListInfo{}, err
 	}
 	if _, err := s.Batch(ctx, accountID, batchID); err != nil {
-		return jobs.ListInfo{}, err
+		return jobtype.ListInfo{}, err
 	}
 	return info, nil
 }
 
-// ListRows implements [jobs.ListDriver]: the rows' chunks in one
+// ListRows implements [jobsdriver.ListDriver]: the rows' chunks in one
 // pipeline, then their jobs in another.
-func (s *Store) ListRows(ctx context.Context, p jobs.ListRowsParams) ([]jobs.ListRow, error) {
+func (s *jobsDriver) ListRows(ctx context.Context, p jobtype.ListRowsParams) ([]jobtype.ListRow, error) {
 	if err := checkCtx(ctx, "list rows"); err != nil {
 		return nil, err
 	}
@@ -464,7 +464,7 @@ func (s *Store) ListRows(ctx context.Context, p jobs.ListRowsParams) ([]jobs.Lis
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, s.wrap(ctx, "list rows", err)
 	}
-	out := make([]jobs.ListRow, 0, to-from)
+	out := make([]jobtype.ListRow, 0, to-from)
 	var ids []string
 	for _, c := range cmds {
 		for _, e := range c.Val() {
@@ -472,7 +472,7 @@ func (s *Store) ListRows(ctx context.Context, p jobs.ListRowsParams) ([]jobs.Lis
 			if !ok {
 				return nil, fmt.Errorf("%w: list %s: row", ErrBadData, p.BatchID)
 			}
-			row := jobs.ListRow{N: from + len(out)}
+			row := jobtype.ListRow{N: from + len(out)}
 			if err := json.Unmarshal([]byte(rec), &row.Record); err != nil {
 				return nil, fmt.Errorf("%w: list %s: row %d", ErrBadData, p.BatchID, row.N)
 			}

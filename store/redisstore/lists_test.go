@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
 // TestListAbandoned stages a list whose uploader dies before the commit:
@@ -19,14 +19,14 @@ func TestListAbandoned(t *testing.T) {
 	ctx := t.Context()
 	s, c, prefix := setup(t, nil)
 	before := listKeyCount(t, c, prefix)
-	w, err := s.BeginList(ctx, jobs.BeginListParams{AccountID: "acct", Header: []string{"email"}, Rows: 2500, Charge: true})
+	w, err := s.BeginList(ctx, jobtype.BeginListParams{AccountID: "acct", Header: []string{"email"}, Rows: 2500, Charge: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := make([]jobs.ListRow, 2500)
+	rows := make([]jobtype.ListRow, 2500)
 	for i := range rows {
 		e := fmt.Sprintf("u%d@example.org", i%2000)
-		rows[i] = jobs.ListRow{N: i, Record: []string{e}, Email: e, Key: e}
+		rows[i] = jobtype.ListRow{N: i, Record: []string{e}, Email: e, Key: e}
 	}
 	if err := w.Append(ctx, rows); err != nil {
 		t.Fatal(err)
@@ -34,11 +34,11 @@ func TestListAbandoned(t *testing.T) {
 	if listKeyCount(t, c, prefix) < before+2000 {
 		t.Fatal("nothing staged")
 	}
-	if ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 10, Duration: time.Minute}); err != nil || len(ls) != 0 {
+	if ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 10, Duration: time.Minute}); err != nil || len(ls) != 0 {
 		t.Fatalf("leased %d staged jobs, %v", len(ls), err)
 	}
 	// Cleanup leaves a list within its deadline alone.
-	if _, err := s.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: time.Now()}); err != nil {
+	if _, err := s.Cleanup(ctx, jobsdriver.CleanupParams{CompletedBefore: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if listKeyCount(t, c, prefix) < before+2000 {
@@ -48,7 +48,7 @@ func TestListAbandoned(t *testing.T) {
 	for _, k := range keysLike(t, c, prefix+"*lstpending") {
 		c.ZAddXX(ctx, k, redis.Z{Score: 1, Member: mustMember(t, c, k)})
 	}
-	if _, err := s.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: time.Now()}); err != nil {
+	if _, err := s.Cleanup(ctx, jobsdriver.CleanupParams{CompletedBefore: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if n := listKeyCount(t, c, prefix); n != before {

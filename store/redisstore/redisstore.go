@@ -17,19 +17,20 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/validmail/validmail/credits"
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store"
 )
 
 var (
-	_ store.Accounts      = (*Store)(nil)
-	_ store.PlanSetter    = (*Store)(nil)
-	_ credits.Store       = (*Store)(nil)
-	_ credits.PageStore   = (*Store)(nil)
-	_ credits.TotalsStore = (*Store)(nil)
-	_ jobs.Driver         = (*Store)(nil)
-	_ jobs.ChargingDriver = (*Store)(nil)
-	_ jobs.Notifier       = (*Store)(nil)
+	_ store.Accounts            = (*Store)(nil)
+	_ store.PlanSetter          = (*Store)(nil)
+	_ credits.Store             = (*Store)(nil)
+	_ credits.PageStore         = (*Store)(nil)
+	_ credits.TotalsStore       = (*Store)(nil)
+	_ jobsdriver.Driver         = (*jobsDriver)(nil)
+	_ jobsdriver.ChargingDriver = (*jobsDriver)(nil)
+	_ jobsdriver.Notifier       = (*jobsDriver)(nil)
 )
 
 // Errors reported by a [Store] besides the domain packages' sentinels.
@@ -52,10 +53,10 @@ type Config struct {
 	// shard's tag (":s" and digits). Default [DefaultPrefix].
 	Prefix string
 	// Retention is how long a completed job stays readable when its
-	// completion does not say (jobs.CompleteParams.Retention, which a
+	// completion does not say (jobsdriver.CompleteParams.Retention, which a
 	// jobs.Pool always sets to its queue's retention, so that a deployment
 	// has one setting): its key expires that long after completion.
-	// Default [jobs.DefaultRetention].
+	// Default [jobtype.DefaultRetention].
 	Retention time.Duration
 	// Logger receives the store's records: the server's persistence at
 	// [Store.Setup], and a loss of its data. Default: discard.
@@ -131,7 +132,7 @@ func New(client redis.UniversalClient, cfg *Config) (*Store, error) {
 		prefix:      c.Prefix,
 		bases:       shardBases(c.Prefix),
 		base:        "{" + c.Prefix + "}",
-		retention:   cmp.Or(c.Retention, jobs.DefaultRetention),
+		retention:   cmp.Or(c.Retention, jobtype.DefaultRetention),
 		logger:      cmp.Or(c.Logger, slog.New(slog.DiscardHandler)),
 		init:        c.Init,
 		skipMigrate: c.SkipMigrate,

@@ -17,6 +17,8 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/redisstore"
 	"github.com/validmail/validmail/webhook"
@@ -81,19 +83,19 @@ func TestWrongType(t *testing.T) {
 			return err
 		}},
 		{"EnqueueReady", "rq:A", func(s *redisstore.Store, acct string) error {
-			_, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: acct, Emails: []string{"a@example.org"}})
+			_, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: acct, Emails: []string{"a@example.org"}})
 			return err
 		}},
 		{"EnqueueJobKey", "job:" + redisstore.FirstJobID("A"), func(s *redisstore.Store, acct string) error {
-			_, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: acct, Emails: []string{"a@example.org"}})
+			_, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: acct, Emails: []string{"a@example.org"}})
 			return err
 		}},
 		{"EnqueueChargedBatches", "idk:A:k", func(s *redisstore.Store, acct string) error {
-			_, err := s.EnqueueCharged(ctx, jobs.EnqueueChargedParams{AccountID: acct, Emails: []string{"a@example.org"}, IdempotencyKey: "k"})
+			_, err := s.EnqueueCharged(ctx, jobtype.EnqueueChargedParams{AccountID: acct, Emails: []string{"a@example.org"}, IdempotencyKey: "k"})
 			return err
 		}},
 		{"LeaseLeases", "leases", func(s *redisstore.Store, acct string) error {
-			_, err := s.Lease(ctx, jobs.LeaseParams{Max: 1, Duration: time.Second})
+			_, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 1, Duration: time.Second})
 			return err
 		}},
 		{"GetJob", "job:7", func(s *redisstore.Store, acct string) error {
@@ -137,7 +139,7 @@ func TestWrongType(t *testing.T) {
 			}
 			if tt.name == "LeaseLeases" {
 				// A job to lease, so that the lease script runs.
-				if _, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: acct, Emails: []string{"a@example.org"}}); err != nil {
+				if _, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: acct, Emails: []string{"a@example.org"}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -166,16 +168,16 @@ func TestWrongTypeCompleteWritesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, c, _ := setup(t, nil)
-	if _, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "A", Emails: []string{"a@example.org"}, Cost: 1}); err != nil {
+	if _, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: "A", Emails: []string{"a@example.org"}, Cost: 1}); err != nil {
 		t.Fatal(err)
 	}
-	ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 1, Duration: time.Minute})
+	ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 1, Duration: time.Minute})
 	if err != nil || len(ls) != 1 {
 		t.Fatalf("lease: %v, %v", ls, err)
 	}
 	outbox := redisstore.KeyOf(s, "A", "wh:acct:A")
 	c.Set(ctx, outbox, "x", 0)
-	cp := jobs.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: jobs.UnknownResult("a@example.org"), Refund: 1,
+	cp := jobsdriver.CompleteParams{ID: ls[0].ID, Token: ls[0].Token, Result: jobs.UnknownResult("a@example.org"), Refund: 1,
 		Event: &webhook.Event{ID: "ev1", Payload: []byte(`{}`)}}
 	if err := s.Complete(ctx, cp); !errors.Is(err, redisstore.ErrBadData) {
 		t.Fatalf("complete with a spoiled outbox: %v, want ErrBadData", err)
@@ -183,7 +185,7 @@ func TestWrongTypeCompleteWritesNothing(t *testing.T) {
 	if bal, _ := s.Balance(ctx, "A"); bal != 0 {
 		t.Fatalf("a failed completion refunded: balance %d", bal)
 	}
-	if j, err := s.Get(ctx, "A", ls[0].ID); err != nil || j.State != jobs.StateActive {
+	if j, err := s.Get(ctx, "A", ls[0].ID); err != nil || j.State != jobtype.StateActive {
 		t.Fatalf("job after a failed completion: %+v, %v", j, err)
 	}
 	c.Del(ctx, outbox)
@@ -290,7 +292,7 @@ func TestNotifierLatency(t *testing.T) {
 	var lat []time.Duration
 	for range rounds {
 		start := time.Now()
-		if _, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "A", Emails: []string{"a@example.org"}}); err != nil {
+		if _, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: "A", Emails: []string{"a@example.org"}}); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -326,39 +328,39 @@ func TestRetentionExpiresResults(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, c, _ := setup(t, &redisstore.Config{Retention: 100 * time.Millisecond})
-	ids, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "A", Emails: []string{"a@example.org"}})
+	ids, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: "A", Emails: []string{"a@example.org"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 1, Duration: time.Minute})
+	ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 1, Duration: time.Minute})
 	if err != nil || len(ls) != 1 {
 		t.Fatalf("lease: %v, %v", ls, err)
 	}
 	res := emailcheck.Result{Email: "a@example.org", MXHosts: []string{"mx.example.org"}}
 	res.Confidence.Status = emailcheck.StatusLikely
-	if err := s.Complete(ctx, jobs.CompleteParams{ID: ids[0], Token: ls[0].Token, Result: res}); err != nil {
+	if err := s.Complete(ctx, jobsdriver.CompleteParams{ID: ids[0], Token: ls[0].Token, Result: res}); err != nil {
 		t.Fatal(err)
 	}
 	j, err := s.Get(ctx, "A", ids[0])
-	if err != nil || j.State != jobs.StateCompleted || j.Result == nil || j.Result.MXHosts[0] != "mx.example.org" {
+	if err != nil || j.State != jobtype.StateCompleted || j.Result == nil || j.Result.MXHosts[0] != "mx.example.org" {
 		t.Fatalf("completed job: %+v, %v", j, err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if _, err := s.Get(ctx, "A", ids[0]); !errors.Is(err, jobs.ErrNotFound) {
+	if _, err := s.Get(ctx, "A", ids[0]); !errors.Is(err, jobtype.ErrNotFound) {
 		t.Fatalf("job past its retention: %v, want ErrNotFound", err)
 	}
 	// Its batch goes with it, from the account's list too.
-	if _, err := s.Batch(ctx, "A", ids[0]); !errors.Is(err, jobs.ErrNotFound) {
+	if _, err := s.Batch(ctx, "A", ids[0]); !errors.Is(err, jobtype.ErrNotFound) {
 		t.Fatalf("batch past its retention: %v, want ErrNotFound", err)
 	}
-	if bs, err := s.Batches(ctx, jobs.BatchesParams{AccountID: "A", Limit: 10}); err != nil || len(bs) != 0 {
+	if bs, err := s.Batches(ctx, jobtype.BatchesParams{AccountID: "A", Limit: 10}); err != nil || len(bs) != 0 {
 		t.Fatalf("batches past their retention: %v, %v", bs, err)
 	}
 	if n, err := c.Exists(ctx, redisstore.KeyOf(s, "A", "bt:"+ids[0]), redisstore.KeyOf(s, "A", "batches:A")).Result(); err != nil || n != 0 {
 		t.Fatalf("%d batch keys left past the retention (%v)", n, err)
 	}
 	// Cleanup forgets it too.
-	if _, err := s.Cleanup(ctx, jobs.CleanupParams{CompletedBefore: time.Now()}); err != nil {
+	if _, err := s.Cleanup(ctx, jobsdriver.CleanupParams{CompletedBefore: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -421,7 +423,7 @@ func TestServerGoneAway(t *testing.T) {
 		},
 		"Balance": func() error { _, err := s2.Balance(ctx, "A"); return err },
 		"Lease": func() error {
-			_, err := s2.Lease(ctx, jobs.LeaseParams{Max: 1, Duration: time.Second})
+			_, err := s2.Lease(ctx, jobsdriver.LeaseParams{Max: 1, Duration: time.Second})
 			return err
 		},
 		"Authenticate": func() error { _, err := s2.Authenticate(ctx, store.NewSecret()); return err },
@@ -509,17 +511,17 @@ func TestCompletionCarriesRetention(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, c, _ := setup(t, nil) // the store's default: 7 days
-	ids, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "A", Emails: []string{"a@example.org"}})
+	ids, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: "A", Emails: []string{"a@example.org"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 1, Duration: time.Minute})
+	ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 1, Duration: time.Minute})
 	if err != nil || len(ls) != 1 {
 		t.Fatalf("lease: %v, %v", ls, err)
 	}
 	res := emailcheck.Result{Email: "a@example.org"}
 	res.Confidence.Status = emailcheck.StatusLikely
-	if err := s.Complete(ctx, jobs.CompleteParams{ID: ids[0], Token: ls[0].Token, Result: res, Retention: time.Hour}); err != nil {
+	if err := s.Complete(ctx, jobsdriver.CompleteParams{ID: ids[0], Token: ls[0].Token, Result: res, Retention: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	ttl, err := c.PTTL(ctx, redisstore.KeyOf(s, "A", "job:"+ids[0])).Result()

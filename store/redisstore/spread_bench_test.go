@@ -9,6 +9,7 @@ import (
 	"github.com/validmail/validmail/credits"
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobtype"
 	"github.com/validmail/validmail/store/backend"
 )
 
@@ -47,7 +48,7 @@ func benchDrainAccounts(b *testing.B, be *backend.Backend) {
 	p, err := jobs.NewPool(q, instantValidator{}, &jobs.PoolConfig{
 		Workers:         8,
 		CleanupInterval: -1,
-		OnComplete: func(context.Context, jobs.Job) {
+		OnComplete: func(context.Context, jobtype.Job) {
 			if done.Add(1) == int64(b.N) {
 				close(finished)
 			}

@@ -6,24 +6,24 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
-var _ jobs.StatsDriver = (*Store)(nil)
+var _ jobsdriver.StatsDriver = (*jobsDriver)(nil)
 
 // statsScan bounds the delayed and leased ids read to find the oldest
 // active job.
 const statsScan = 1000
 
-// QueueStats implements [jobs.StatsDriver]: the sizes of the ready,
+// QueueStats implements [jobsdriver.StatsDriver]: the sizes of the ready,
 // delayed and leases sets of every shard, and the earliest creation time
 // of each shard's lowest id among them (ids grow with creation within a
 // shard). Of the delayed and leased sets only the first statsScan ids by
 // score are looked at.
-func (s *Store) QueueStats(ctx context.Context) (jobs.QueueStats, error) {
+func (s *jobsDriver) QueueStats(ctx context.Context) (jobtype.QueueStats, error) {
 	if err := checkCtx(ctx, "queue stats"); err != nil {
-		return jobs.QueueStats{}, err
+		return jobtype.QueueStats{}, err
 	}
 	type shardCmds struct {
 		delayed, leases *redis.IntCmd
@@ -43,15 +43,15 @@ func (s *Store) QueueStats(ctx context.Context) (jobs.QueueStats, error) {
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return jobs.QueueStats{}, s.wrap(ctx, "queue stats", err)
+		return jobtype.QueueStats{}, s.wrap(ctx, "queue stats", err)
 	}
-	var st jobs.QueueStats
+	var st jobtype.QueueStats
 	pipe = s.rdb.Pipeline()
 	var created []*redis.StringCmd
 	for k, c := range cmds {
 		ready, err := c.ready.Int64Slice()
 		if err != nil || len(ready) != 2 {
-			return jobs.QueueStats{}, fmt.Errorf("%w: ready jobs' stats %v (%v)", ErrBadData, ready, err)
+			return jobtype.QueueStats{}, fmt.Errorf("%w: ready jobs' stats %v (%v)", ErrBadData, ready, err)
 		}
 		st.Available += int(ready[0])
 		first := []string{}

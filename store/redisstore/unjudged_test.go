@@ -4,7 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
+	"github.com/validmail/validmail/jobs/jobtype"
 )
 
 // TestUnjudgedStoredBefore: a job that a release before the unjudged
@@ -15,11 +16,11 @@ func TestUnjudgedStoredBefore(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s, c, _ := setup(t, nil)
-	ids, err := s.Enqueue(ctx, jobs.EnqueueParams{AccountID: "acct", Emails: []string{"a@example.org", "b@example.org", "c@example.org"}})
+	ids, err := s.Enqueue(ctx, jobtype.EnqueueParams{AccountID: "acct", Emails: []string{"a@example.org", "b@example.org", "c@example.org"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 10, Duration: time.Minute})
+	ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 10, Duration: time.Minute})
 	if err != nil || len(ls) != len(ids) {
 		t.Fatalf("leased %d, %v", len(ls), err)
 	}
@@ -29,7 +30,7 @@ func TestUnjudgedStoredBefore(t *testing.T) {
 		ids[2]: "the domain's nameservers answered with a failure (unjudged attempt 1 of 3)",
 	}
 	for _, l := range ls {
-		if err := s.Retry(ctx, jobs.RetryParams{ID: l.ID, Token: l.Token, Error: lastErrors[l.ID], Unjudged: 7}); err != nil {
+		if err := s.Retry(ctx, jobsdriver.RetryParams{ID: l.ID, Token: l.Token, Error: lastErrors[l.ID], Unjudged: 7}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -39,7 +40,7 @@ func TestUnjudgedStoredBefore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ls, err = s.Lease(ctx, jobs.LeaseParams{Max: 10, Duration: time.Minute})
+	ls, err = s.Lease(ctx, jobsdriver.LeaseParams{Max: 10, Duration: time.Minute})
 	if err != nil || len(ls) != len(ids) {
 		t.Fatalf("leased %d, %v", len(ls), err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/validmail/validmail/jobs"
+	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store"
 	"github.com/validmail/validmail/store/redisstore"
 )
@@ -45,7 +45,7 @@ func checkPreviousData(t *testing.T, s *redisstore.Store) {
 	if b, err := s.Batch(ctx, layout1Account, "1"); err != nil || b.Total != 4 || b.Completed != 2 {
 		t.Fatalf("the previous release's batch: %+v, %v", b, err)
 	}
-	ls, err := s.Lease(ctx, jobs.LeaseParams{Max: 10, Duration: time.Minute})
+	ls, err := s.Lease(ctx, jobsdriver.LeaseParams{Max: 10, Duration: time.Minute})
 	if err != nil || len(ls) != 2 {
 		t.Fatalf("the previous release's queued jobs: %+v, %v; want 2", ls, err)
 	}

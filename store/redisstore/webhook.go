@@ -22,7 +22,7 @@ var (
 
 // Webhooks is the webhook side of a [Store]: its outbox
 // ([webhook.Outbox]) and endpoints ([webhook.Endpoints]), under the same
-// prefix. The event a job completion records ([jobs.CompleteParams.Event])
+// prefix. The event a job completion records ([jobsdriver.CompleteParams.Event])
 // is written by the completion's own script, so it is a pending delivery
 // from the instant the job is completed; a batch's last completion writes
 // its batch.completed event with the batch's final counts in the

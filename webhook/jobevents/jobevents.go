@@ -14,7 +14,7 @@
 //	events.Attach(&pcfg)
 //	pool, err := jobs.NewPool(queue, validator, &pcfg)
 //
-// The backend's [jobs.Driver] then stores the events as pending
+// The backend's [jobsdriver.Driver] then stores the events as pending
 // deliveries in the same atomic step that completes the job, and the
 // [webhook.Dispatcher] delivers them at once rather than at its next
 // poll. The Builder remembers for a while whether an account has an
@@ -46,7 +46,7 @@ const maxCached = 10_000
 
 // Waker is woken after a completion that may have written events; a
 // [*webhook.Dispatcher] is one. (It is not the job queue's
-// jobs.Notifier, which a driver implements to signal new jobs.)
+// jobsdriver.Notifier, which a driver implements to signal new jobs.)
 type Waker interface {
 	// Notify asks for due events to be delivered now. It must not block.
 	Notify()

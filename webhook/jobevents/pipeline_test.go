@@ -100,7 +100,7 @@ func TestCompletedJobsAreDelivered(t *testing.T) {
 		}
 	}
 
-	queue, err := jobs.NewQueue(s, credits.New(s, nil), nil)
+	queue, err := jobs.NewQueue(s.Backend().Jobs, credits.New(s, nil), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
