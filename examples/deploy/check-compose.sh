@@ -20,6 +20,18 @@ here="$(cd "$(dirname "$0")" && pwd)"
 compose_cmd="${COMPOSE:-podman-compose}"
 read -r -a compose <<<"$compose_cmd"
 project="validmail-check-$$"
+# Debian's podman runs containers with crun by default, which refuses the
+# compose file's ulimits (setrlimit: operation not permitted) where runc
+# sets them: podman-compose has no runtime option, so point podman at a
+# configuration naming runc, unless the caller gave one
+# (CONTAINERS_CONF, or PODMAN_RUNTIME=crun to keep crun).
+case "$compose_cmd" in podman-compose*)
+  if [ -z "${CONTAINERS_CONF:-}" ] && command -v runc >/dev/null 2>&1 && [ "${PODMAN_RUNTIME:-runc}" = runc ]; then
+    containers_conf=$(mktemp)
+    printf '[engine]\nruntime = "runc"\n' >"$containers_conf"
+    export CONTAINERS_CONF="$containers_conf"
+  fi ;;
+esac
 export VALIDMAIL_PORT_1="${VALIDMAIL_PORT_1:-18181}" VALIDMAIL_PORT_2="${VALIDMAIL_PORT_2:-18182}"
 export VALIDMAIL_METRICS_PORT_1="${VALIDMAIL_METRICS_PORT_1:-18191}" VALIDMAIL_METRICS_PORT_2="${VALIDMAIL_METRICS_PORT_2:-18192}"
 
@@ -53,7 +65,7 @@ cleanup() {
   LIMIT=420 run_compose down -v -t 75 >/dev/null 2>&1 || true
   # podman-compose 1.0 leaves the project's network behind.
   case "$compose_cmd" in podman-compose*) podman network rm -f "${project}_default" >/dev/null 2>&1 || true ;; esac
-  rm -f "$logs"
+  rm -f "$logs" ${containers_conf:+"$containers_conf"}
   exit "$status"
 }
 trap cleanup EXIT
