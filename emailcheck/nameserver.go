@@ -264,6 +264,10 @@ func (ns *nameserver) answered(sent time.Time, retry bool) {
 func (ns *nameserver) track(sent time.Time) *flightMark {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
+	return ns.trackLocked(sent)
+}
+
+func (ns *nameserver) trackLocked(sent time.Time) *flightMark {
 	if !ns.fast {
 		return nil
 	}
@@ -469,9 +473,14 @@ func (v *Validator) ResolverStats() []NameserverStats {
 	return out
 }
 
-// pace returns the RTO and the window for a query sent now.
-func (ns *nameserver) pace() (time.Duration, int) {
+// pace returns the RTO and the window for a query sent at sent, and,
+// for a first attempt (not a retry) of the first flight, its mark there
+// ([nameserver.track]): one lock a query.
+func (ns *nameserver) pace(sent time.Time, retry bool) (rto time.Duration, window int, mark *flightMark) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	return ns.rto, ns.limit()
+	if !retry {
+		mark = ns.trackLocked(sent)
+	}
+	return ns.rto, ns.limit(), mark
 }

@@ -429,11 +429,8 @@ func (q *queryRun) sendNext(ctx context.Context) (again bool, err error) {
 	}
 	q.tries[i]++
 	a := &attempt{ns: ns, holding: true, retry: retry, marked: marked, sent: time.Now()}
-	a.rto, a.window = ns.pace()
+	a.rto, a.window, a.mark = ns.pace(a.sent, retry)
 	a.rto = min(max(a.rto, q.backoff), r.timeout)
-	if !retry {
-		a.mark = ns.track(a.sent)
-	}
 	q.atts = append(q.atts, a)
 	call, err := ns.udp.send(q.m, len(q.atts)-1, q.results)
 	if err != nil {
