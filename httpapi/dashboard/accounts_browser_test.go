@@ -26,25 +26,8 @@ func TestAccountsInBrowser(t *testing.T) {
 			s := startSite(t, nil, withMail(t, srv))
 			ctx := browser(t, js)
 			email := fmt.Sprintf("ada-%v@example.com", js)
-			check := func(page string) {
-				t.Helper()
-				if js {
-					axeCheck(t, ctx, page)
-				}
-				fits(t, ctx, page)
-				if js {
-					shoot(t, ctx, "account-"+page)
-					run(t, ctx, "narrow", emulation.SetDeviceMetricsOverride(320, 720, 1, true))
-					shoot(t, ctx, "narrow-account-"+page)
-					run(t, ctx, "wide", emulation.ClearDeviceMetricsOverride())
-				}
-			}
-			text := func(sel string) string {
-				t.Helper()
-				var s string
-				run(t, ctx, "read "+sel, chromedp.Text(sel, &s, chromedp.ByQuery))
-				return s
-			}
+			check := func(page string) { t.Helper(); checkPage(t, ctx, js, "account", page) }
+			text := func(sel string) string { t.Helper(); return readText(t, ctx, sel) }
 
 			// Sign up: the answer says to look for mail.
 			run(t, ctx, "sign up",

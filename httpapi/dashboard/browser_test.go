@@ -194,6 +194,31 @@ func shoot(t *testing.T, ctx context.Context, name string) {
 	}
 }
 
+// checkPage checks a console page as the browser tests do: axe with
+// JavaScript, nothing wider than the window, and with -update its
+// screenshots at the window's width and at 320 px, named prefix-page.
+func checkPage(t *testing.T, ctx context.Context, js bool, prefix, page string) {
+	t.Helper()
+	if js {
+		axeCheck(t, ctx, page)
+	}
+	fits(t, ctx, page)
+	if js && *update {
+		shoot(t, ctx, prefix+"-"+page)
+		run(t, ctx, "narrow", emulation.SetDeviceMetricsOverride(320, 720, 1, true))
+		shoot(t, ctx, "narrow-"+prefix+"-"+page)
+		run(t, ctx, "wide", emulation.ClearDeviceMetricsOverride())
+	}
+}
+
+// readText returns the text of the first element sel matches.
+func readText(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	var s string
+	run(t, ctx, "read "+sel, chromedp.Text(sel, &s, chromedp.ByQuery))
+	return s
+}
+
 // axeCheck runs axe-core on the page and fails on serious or critical
 // violations. It needs JavaScript.
 func axeCheck(t *testing.T, ctx context.Context, page string) {

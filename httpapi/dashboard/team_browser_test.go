@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
 
@@ -22,25 +21,8 @@ func TestTeamInBrowser(t *testing.T) {
 			memberEmail := fmt.Sprintf("member-%v@example.com", js)
 			confirmedOwner(t, s.base, o, ownerEmail)
 			ctx := browser(t, js)
-			check := func(page string) {
-				t.Helper()
-				if js {
-					axeCheck(t, ctx, page)
-				}
-				fits(t, ctx, page)
-				if js {
-					shoot(t, ctx, "team-"+page)
-					run(t, ctx, "narrow", emulation.SetDeviceMetricsOverride(320, 720, 1, true))
-					shoot(t, ctx, "narrow-team-"+page)
-					run(t, ctx, "wide", emulation.ClearDeviceMetricsOverride())
-				}
-			}
-			text := func(sel string) string {
-				t.Helper()
-				var s string
-				run(t, ctx, "read "+sel, chromedp.Text(sel, &s, chromedp.ByQuery))
-				return s
-			}
+			check := func(page string) { t.Helper(); checkPage(t, ctx, js, "team", page) }
+			text := func(sel string) string { t.Helper(); return readText(t, ctx, sel) }
 			signIn := func(email, password string) {
 				t.Helper()
 				run(t, ctx, "sign in as "+email,

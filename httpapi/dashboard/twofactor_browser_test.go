@@ -22,20 +22,8 @@ func TestTwoFactorInBrowser(t *testing.T) {
 			email := fmt.Sprintf("totp-%v@example.com", js)
 			confirmedOwner(t, s.base, o, email)
 			ctx := browser(t, js)
-			check := func(page string) {
-				t.Helper()
-				if js {
-					axeCheck(t, ctx, page)
-					shoot(t, ctx, "totp-"+page)
-				}
-				fits(t, ctx, page)
-			}
-			text := func(sel string) string {
-				t.Helper()
-				var s string
-				run(t, ctx, "read "+sel, chromedp.Text(sel, &s, chromedp.ByQuery))
-				return strings.TrimSpace(s)
-			}
+			check := func(page string) { t.Helper(); checkPage(t, ctx, js, "totp", page) }
+			text := func(sel string) string { t.Helper(); return strings.TrimSpace(readText(t, ctx, sel)) }
 			password := func() {
 				t.Helper()
 				run(t, ctx, "password",
