@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/httpapi"
@@ -93,20 +92,9 @@ func TestBatchPageShowsReasons(t *testing.T) {
 		t.Fatalf("bulk: %d %s", a.code, a.body)
 	}
 	batch := strings.TrimPrefix(a.hdr.Get("Location"), s.base)
-	deadline := time.Now().Add(time.Minute)
-	var page answer
-	for {
-		page = u.do("GET", batch, nil)
-		if strings.Contains(page.body, `id="state">completed<`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the batch did not complete within a minute:\n%s", page.body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	page := u.completedPage(t, batch)
 	for _, want := range []string{"<td>valid</td>", "<td>no_such_domain</td><td>=cmd@gmail.com</td>", "<td>invalid_syntax</td>"} {
-		if !strings.Contains(page.body, want) {
+		if !strings.Contains(page, want) {
 			t.Errorf("the batch page lacks %q", want)
 		}
 	}

@@ -188,18 +188,7 @@ func TestListTool(t *testing.T) {
 		}
 
 		// The batch: its name and number, then its downloads by group.
-		var page string
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			page = u.do("GET", batchURL, nil).body
-			if strings.Contains(page, `<span id="state">completed</span>`) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the list is not validated after 30 s:\n%s", page)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		page := u.completedPage(t, batchURL)
 		if !strings.Contains(page, "<title>customers.csv (batch 1)") || !strings.Contains(page, "?group=safe") {
 			t.Fatalf("the batch page:\n%s", page)
 		}
@@ -570,24 +559,14 @@ func TestListToolLargeListSizes(t *testing.T) {
 	if a.code != http.StatusSeeOther {
 		t.Fatalf("confirm: %d\n%s", a.code, a.body)
 	}
-	var page string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		page = u.do("GET", batchURL, nil).body
-		if strings.Contains(page, `<span id="state">completed</span>`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the list is not validated after 30 s:\n%s", page)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	page := u.completedPage(t, batchURL)
 	if !strings.Contains(page, `id="sizes-counting"`) || strings.Contains(page, `id="size-safe"`) {
 		t.Fatalf("the first view of a large list's page:\n%s", page)
 	}
+	deadline := time.Now().Add(time.Minute)
 	for !strings.Contains(page, `id="size-safe"`) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the groups are not counted after 30 s:\n%s", page)
+			t.Fatalf("the groups are not counted after a minute:\n%s", page)
 		}
 		time.Sleep(20 * time.Millisecond)
 		page = u.do("GET", batchURL, nil).body
@@ -618,18 +597,7 @@ func TestBatchPagePager(t *testing.T) {
 	if a.code != http.StatusSeeOther {
 		t.Fatalf("bulk: %d %s", a.code, a.body)
 	}
-	var page string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		page = u.do("GET", batchURL, nil).body
-		if strings.Contains(page, `<span id="state">completed</span>`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not validated after 30 s:\n%s", page)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	page := u.completedPage(t, batchURL)
 	next := regexp.MustCompile(`<a href="([^"]*\?after=[0-9]+)">Next results</a>`)
 	m := next.FindStringSubmatch(page)
 	if m == nil || strings.Count(page, "@good.com</td>") != 100 || !strings.Contains(page, "150 in all, 100 a page") {
@@ -646,17 +614,25 @@ func TestBatchPagePager(t *testing.T) {
 	}
 	a = u.do("POST", "/dashboard/bulk", url.Values{"emails": {list.String()}})
 	exact := strings.TrimPrefix(a.hdr.Get("Location"), s.base)
-	for {
-		page = u.do("GET", exact, nil).body
-		if strings.Contains(page, `<span id="state">completed</span>`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not validated after 30 s:\n%s", page)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	page = u.completedPage(t, exact)
 	if strings.Count(page, "@good.com</td>") != 100 || next.MatchString(page) || !strings.Contains(page, "100 in all, all shown") {
 		t.Fatalf("a batch of exactly 100:\n%s", page)
+	}
+}
+
+// completedPage returns the batch page at path once it says the batch
+// completed, polling for up to a minute.
+func (u *user) completedPage(t *testing.T, path string) string {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		page := u.do("GET", path, nil).body
+		if strings.Contains(page, `<span id="state">completed</span>`) {
+			return page
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not completed after a minute:\n%s", path, page)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
