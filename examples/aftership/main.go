@@ -8,11 +8,14 @@
 //
 //	go run . -n 1000 -latency 20ms -rounds 5
 //	go run . -readbuf 4096        # a resolver with a 4 KiB receive buffer
+//	go run . -additional          # MX answers carry their hosts' addresses
 //
 // emailcheck asks for each domain's MX records and then for its MX hosts'
 // addresses (two round trips, the hosts cached across domains);
 // email-verifier asks for the MX records only (net.LookupMX through Go's
-// resolver, pointed here at the same server).
+// resolver, pointed here at the same server). With -additional the server
+// puts the hosts' addresses in the MX answers' additional section, and
+// emailcheck takes them from there instead of asking.
 package main
 
 import (
@@ -41,6 +44,7 @@ func main() {
 	rounds := flag.Int("rounds", 5, "rounds, each on new domains")
 	readBuf := flag.Int("readbuf", 0, "the nameserver's UDP receive buffer in bytes (0: 4 MiB)")
 	pending := flag.Int("pending", 0, "the most queries the nameserver holds at once (0: no bound)")
+	additional := flag.Bool("additional", false, "MX answers carry their hosts' addresses in the additional section, as BIND's\nresolver sends them from its cache (default: the question only, as most public resolvers)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this `file`")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -54,16 +58,16 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*n, *latency, *rounds, *readBuf, *pending); err != nil {
+	if err := run(*n, *latency, *rounds, *readBuf, *pending, *additional); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "aftership:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int, latency time.Duration, rounds, readBuf, pending int) error {
+func run(n int, latency time.Duration, rounds, readBuf, pending int, additional bool) error {
 	srv, err := dnstest.NewServer(nil, &dnstest.Options{
-		Latency: latency, ReadBuffer: readBuf, MaxPending: pending,
+		Latency: latency, ReadBuffer: readBuf, MaxPending: pending, Additional: additional,
 		Fallback: func(name string) (dnstest.Domain, bool) {
 			if !strings.HasSuffix(name, ".cmp") || strings.HasPrefix(name, "mx.") {
 				return dnstest.Domain{}, false // hosts answer for themselves
