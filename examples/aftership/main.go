@@ -9,6 +9,7 @@
 //	go run . -n 1000 -latency 20ms -rounds 5
 //	go run . -readbuf 4096        # a resolver with a 4 KiB receive buffer
 //	go run . -additional          # MX answers carry their hosts' addresses
+//	go run . -warm                # one validator for all rounds, as a service keeps
 //
 // emailcheck asks for each domain's MX records and then for its MX hosts'
 // addresses (two round trips, the hosts cached across domains);
@@ -44,6 +45,7 @@ func main() {
 	rounds := flag.Int("rounds", 5, "rounds, each on new domains")
 	readBuf := flag.Int("readbuf", 0, "the nameserver's UDP receive buffer in bytes (0: 4 MiB)")
 	pending := flag.Int("pending", 0, "the most queries the nameserver holds at once (0: no bound)")
+	warm := flag.Bool("warm", false, "keep one validator across rounds, as a service does, so that its\nnameserver windows carry what earlier rounds learnt (default: a new validator each round)")
 	additional := flag.Bool("additional", false, "MX answers carry their hosts' addresses in the additional section, as BIND's\nresolver sends them from its cache (default: the question only, as most public resolvers)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this `file`")
 	flag.Parse()
@@ -58,14 +60,14 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*n, *latency, *rounds, *readBuf, *pending, *additional); err != nil {
+	if err := run(*n, *latency, *rounds, *readBuf, *pending, *additional, *warm); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "aftership:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int, latency time.Duration, rounds, readBuf, pending int, additional bool) error {
+func run(n int, latency time.Duration, rounds, readBuf, pending int, additional, warm bool) error {
 	srv, err := dnstest.NewServer(nil, &dnstest.Options{
 		Latency: latency, ReadBuffer: readBuf, MaxPending: pending, Additional: additional,
 		Fallback: func(name string) (dnstest.Domain, bool) {
@@ -94,6 +96,12 @@ func run(n int, latency time.Duration, rounds, readBuf, pending int, additional 
 	verifier := emailverifier.NewVerifier()
 
 	var ours, theirs []time.Duration
+	var kept *emailcheck.Validator // the validator kept across rounds (-warm)
+	defer func() {
+		if kept != nil {
+			kept.Close()
+		}
+	}()
 	for round := range rounds {
 		emails := func(tag string) []string {
 			out := make([]string, n)
@@ -103,11 +111,18 @@ func run(n int, latency time.Duration, rounds, readBuf, pending int, additional 
 			return out
 		}
 		runOurs := func() error {
-			v, err := emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, AllowPrivateMX: true})
-			if err != nil {
-				return err
+			v := kept
+			if v == nil {
+				var err error
+				if v, err = emailcheck.New(&emailcheck.Config{Nameservers: []string{srv.Addr()}, AllowPrivateMX: true}); err != nil {
+					return err
+				}
+				if warm {
+					kept = v
+				} else {
+					defer v.Close()
+				}
 			}
-			defer v.Close()
 			var unknown atomic.Int64
 			before := srv.Queries()
 			took := parallel(emails("v"), func(e string) {
