@@ -106,3 +106,71 @@ func TestPoolStalledWritesAreNotSlowDomains(t *testing.T) {
 		t.Errorf("%d leases held at once while writes stalled; want at most %d", held, bound)
 	}
 }
+
+// Two pools on one store, sharing its account slots, while completion
+// writes stall: a bounded account still has at most its bound of jobs
+// validated at once, and every job is completed exactly once when the
+// writes go through.
+func TestPoolAccountBoundWhileWritesStall(t *testing.T) {
+	t.Parallel()
+	s := memstore.New()
+	d := &stalledWrites{Driver: s.Backend().Jobs, release: make(chan struct{})}
+	q, err := jobs.NewQueue(d, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	f := newInFlight()
+	bound := func(_ context.Context, account string) int {
+		if account == "capped" {
+			return 2
+		}
+		return 0
+	}
+	var mu sync.Mutex
+	completions := map[string]int{}
+	for range 2 {
+		p, err := jobs.NewPool(q, validatorFunc(f.validate), &jobs.PoolConfig{
+			Workers: 4, PollInterval: 5 * time.Millisecond, AccountConcurrency: bound, AccountSlots: s.Backend().AccountSlots,
+			SlowAfter: time.Minute, CleanupInterval: -1,
+			OnComplete: func(_ context.Context, j jobs.Job) {
+				mu.Lock()
+				completions[j.ID]++
+				mu.Unlock()
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runPool(t, p)
+	}
+	var all []string
+	for _, account := range []string{"capped", "free"} {
+		var emails []string
+		for i := range 40 {
+			emails = append(emails, fmt.Sprintf("%s-%d@example.org", account, i))
+		}
+		ids, err := q.Enqueue(ctx, account, emails)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, ids...)
+	}
+	time.Sleep(2 * time.Second)
+	close(d.release)
+	waitFor(t, 2*time.Minute, "every job completed", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(completions) == len(all)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for id, n := range completions {
+		if n != 1 {
+			t.Errorf("job %s completed %d times", id, n)
+		}
+	}
+	if n := f.most("capped"); n > 2 {
+		t.Errorf("the bounded account had %d jobs validated at once, bound 2", n)
+	}
+}
