@@ -61,7 +61,10 @@ func TestPoolHoldsBackWhileWritesFail(t *testing.T) {
 	if _, err := q.Enqueue(context.Background(), "a", emails); err != nil {
 		t.Fatal(err)
 	}
-	v := validatorFunc(func(_ context.Context, email string) (emailcheck.Result, error) { d.validated.Add(1); return likelyResult(email), nil })
+	v := validatorFunc(func(_ context.Context, email string) (emailcheck.Result, error) {
+		d.validated.Add(1)
+		return likelyResult(email), nil
+	})
 	p, err := jobs.NewPool(q, v, &jobs.PoolConfig{Workers: 2, PollInterval: 5 * time.Millisecond, CleanupInterval: -1})
 	if err != nil {
 		t.Fatal(err)
