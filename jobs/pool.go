@@ -521,11 +521,13 @@ func (r *run) runJob(ctx context.Context, l jobsdriver.Lease) (aside bool) {
 		r.deferrals <- deferral{l: l, runAt: time.Now().Add(r.deferralDelay(l.AccountID))}
 		return false
 	}
+	validated := func() {}
 	if !moved {
 		t := time.AfterFunc(r.p.cfg.SlowAfter, func() { r.setAside(ctx, j, false) })
 		defer t.Stop()
+		validated = func() { t.Stop() }
 	}
-	handedOff := r.process(ctx, l)
+	handedOff := r.process(ctx, l, validated)
 	r.mu.Lock()
 	j.done = true
 	aside = j.aside
@@ -726,10 +728,12 @@ func (r *run) handBack(ctx context.Context, l jobsdriver.Lease) {
 // validation that used all its time still has its outcome recorded.
 const bookkeepingTimeout = 10 * time.Second
 
-// process validates a leased job and completes it. It reports whether it
+// process validates a leased job and completes it, calling validated
+// once the validation has its answer: only the validation may make a
+// job slow, not the writes of its outcome. It reports whether it
 // handed the completion to the group completer, which then finishes the
 // job's bookkeeping.
-func (r *run) process(ctx context.Context, l jobsdriver.Lease) (handedOff bool) {
+func (r *run) process(ctx context.Context, l jobsdriver.Lease, validated func()) (handedOff bool) {
 	p := r.p
 	p.busy.Add(1)
 	defer p.busy.Add(-1)
@@ -739,6 +743,7 @@ func (r *run) process(ctx context.Context, l jobsdriver.Lease) (handedOff bool) 
 
 	// During an outage, a job leased before it began goes back unopened.
 	if p.outage.isDown() {
+		validated()
 		bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 		defer bcancel()
 		r.putBack(bctx, l)
@@ -759,7 +764,9 @@ func (r *run) process(ctx context.Context, l jobsdriver.Lease) (handedOff bool) 
 		dnsUp = p.outage.answers(context.WithoutCancel(ctx))
 	}
 	// The outcome's bookkeeping has its own time, whatever the
-	// validation and the canary took.
+	// validation and the canary took, and a slow write does not make the
+	// job slow (its domain or account taken for slow ones).
+	validated()
 	bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer bcancel()
 	if err == nil && res.Confidence.Status == emailcheck.StatusUnknown {
