@@ -28,7 +28,9 @@ func TestInsufficientNamesTheBalanceJudged(t *testing.T) {
 		}
 		var wg sync.WaitGroup
 		var err error
-		wg.Go(func() { _, err = s.Apply(ctx, credits.Change{AccountID: acct, Delta: -1, Reason: credits.ReasonCharge}) })
+		wg.Go(func() {
+			_, err = s.Apply(ctx, credits.Change{AccountID: acct, Delta: -1, Reason: credits.ReasonCharge})
+		})
 		wg.Go(func() {
 			if _, err := s.Apply(ctx, creditsGrant(acct, 5)); err != nil {
 				t.Error(err)
