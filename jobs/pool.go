@@ -361,6 +361,45 @@ type run struct {
 	wake        chan struct{}       // rescued jobs are available
 	completions chan completion     // to completeInGroups; nil without a BatchCompleter
 	deferrals   chan deferral       // to deferInGroups
+	// writesFailing counts the completion writes that failed in a row
+	// for the store's sake (not a lease lost): while it is above zero,
+	// fetch waits between leases ([run.writeBackoff]).
+	writesFailing atomic.Int64
+}
+
+// maxWriteBackoff bounds the wait between leases while completion writes
+// fail.
+const maxWriteBackoff = 5 * time.Second
+
+// writeBackoff is how long fetch waits before its next lease while
+// completion writes fail: the poll interval, doubled for each failure in
+// a row, up to maxWriteBackoff. A store that takes leases but cannot
+// write their outcomes (a full disk, a broken trigger) then sees a few
+// jobs now and again rather than the whole backlog validated and thrown
+// away, each job held until its lease expires.
+func (r *run) writeBackoff() time.Duration {
+	n := r.writesFailing.Load()
+	if n == 0 {
+		return 0
+	}
+	d := r.p.cfg.PollInterval << min(n-1, 16)
+	if d <= 0 || d > maxWriteBackoff {
+		d = maxWriteBackoff
+	}
+	return d
+}
+
+// wrote records the outcome of a completion write: err is the store's
+// answer for it.
+func (r *run) wrote(err error) {
+	switch {
+	case err == nil || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrNotFound):
+		if r.writesFailing.Load() != 0 {
+			r.writesFailing.Store(0)
+		}
+	default:
+		r.writesFailing.Add(1)
+	}
 }
 
 // deferral is a job a worker hands back for later, for deferInGroups to
@@ -416,6 +455,7 @@ func (r *run) completeInGroups(ctx context.Context, bc jobsdriver.BatchCompleter
 			if i < len(errs) {
 				err = errs[i]
 			}
+			r.wrote(err)
 			r.completed(cctx, c.job, c.p.Refund, err)
 			r.release(c.job.ID)
 		}
@@ -450,6 +490,17 @@ func (r *run) fetch(ctx context.Context, work chan<- jobsdriver.Lease, notify <-
 		if p.outage.isDown() {
 			p.outage.waitUp(ctx)
 			continue
+		}
+		// While completions cannot be written, lease now and again only.
+		if d := r.writeBackoff(); d > 0 {
+			poll.Reset(d)
+			select {
+			case <-ctx.Done():
+			case <-poll.C:
+			}
+			if ctx.Err() != nil {
+				continue
+			}
 		}
 		want := r.capacity - int(r.outstanding.Load())
 		leases, err := p.q.driver.Lease(ctx, jobsdriver.LeaseParams{Max: want, Duration: p.cfg.LeaseDuration})
@@ -835,7 +886,9 @@ func (r *run) process(ctx context.Context, l jobsdriver.Lease, validated func())
 		r.completions <- completion{p: cp, job: job}
 		return true
 	}
-	r.completed(bctx, job, cp.Refund, p.q.driver.Complete(bctx, cp))
+	err = p.q.driver.Complete(bctx, cp)
+	r.wrote(err)
+	r.completed(bctx, job, cp.Refund, err)
 	return false
 }
 

@@ -77,4 +77,15 @@ func TestPoolHoldsBackWhileWritesFail(t *testing.T) {
 	if n := d.leased.Load(); n > 20*8 {
 		t.Errorf("%d of %d jobs leased and validated while no completion could be written", n, len(emails))
 	}
+	// Once writes succeed again, the backlog drains: the jobs leased
+	// meanwhile come back when their leases expire.
+	d.failing.Store(false)
+	want := int64(len(emails)) - d.leased.Load() // those leased before wait for their leases to expire
+	deadline := time.Now().Add(2 * time.Minute)
+	for p.Completed() < want && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := p.Completed(); got < want {
+		t.Errorf("after writes recovered, %d jobs completed, want at least %d", got, want)
+	}
 }
