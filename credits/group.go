@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // GroupStore is a [Store] that applies several changes of one account in
@@ -81,7 +82,7 @@ func (g *grouper) apply(ctx context.Context, c Change) (Entry, error) {
 	}
 	g.waiting[c.AccountID] = nil
 	g.mu.Unlock()
-	g.run(context.WithoutCancel(ctx), []*pendingChange{p})
+	g.run([]*pendingChange{p})
 	if next := g.next(c.AccountID); next != nil {
 		go g.drain(c.AccountID, next)
 	}
@@ -119,13 +120,37 @@ func (g *grouper) next(account string) []*pendingChange {
 // drain writes the account's groups one after the other until none waits.
 func (g *grouper) drain(account string, group []*pendingChange) {
 	for ; group != nil; group = g.next(account) {
-		g.run(context.WithoutCancel(group[0].ctx), group)
+		g.run(group)
+	}
+}
+
+// groupContext returns the context a group is written under: it carries
+// the first change's values and ends once every change's own context has
+// ended, so that no caller gives up the others' changes, and a store that
+// hangs holds no caller past the latest of the group's deadlines.
+func groupContext(group []*pendingChange) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(group[0].ctx))
+	var left atomic.Int64
+	left.Store(int64(len(group)))
+	stops := make([]func() bool, len(group))
+	for i, p := range group {
+		stops[i] = context.AfterFunc(p.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
 	}
 }
 
 // run writes one group and hands each change its outcome; a group the
 // store could not write gives every change its error.
-func (g *grouper) run(ctx context.Context, group []*pendingChange) {
+func (g *grouper) run(group []*pendingChange) {
 	defer func() {
 		for _, p := range group {
 			close(p.done)
@@ -136,6 +161,8 @@ func (g *grouper) run(ctx context.Context, group []*pendingChange) {
 		p.entry, p.err = g.store.Apply(p.ctx, p.c)
 		return
 	}
+	ctx, cancel := groupContext(group)
+	defer cancel()
 	cs := make([]Change, len(group))
 	for i, p := range group {
 		cs[i] = p.c

@@ -361,6 +361,45 @@ type run struct {
 	wake        chan struct{}       // rescued jobs are available
 	completions chan completion     // to completeInGroups; nil without a BatchCompleter
 	deferrals   chan deferral       // to deferInGroups
+	// writesFailing counts the completion writes that failed in a row
+	// for the store's sake (not a lease lost): while it is above zero,
+	// fetch waits between leases ([run.writeBackoff]).
+	writesFailing atomic.Int64
+}
+
+// maxWriteBackoff bounds the wait between leases while completion writes
+// fail.
+const maxWriteBackoff = 5 * time.Second
+
+// writeBackoff is how long fetch waits before its next lease while
+// completion writes fail: the poll interval, doubled for each failure in
+// a row, up to maxWriteBackoff. A store that takes leases but cannot
+// write their outcomes (a full disk, a broken trigger) then sees a few
+// jobs now and again rather than the whole backlog validated and thrown
+// away, each job held until its lease expires.
+func (r *run) writeBackoff() time.Duration {
+	n := r.writesFailing.Load()
+	if n == 0 {
+		return 0
+	}
+	d := r.p.cfg.PollInterval << min(n-1, 16)
+	if d <= 0 || d > maxWriteBackoff {
+		d = maxWriteBackoff
+	}
+	return d
+}
+
+// wrote records the outcome of a completion write: err is the store's
+// answer for it.
+func (r *run) wrote(err error) {
+	switch {
+	case err == nil || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrNotFound):
+		if r.writesFailing.Load() != 0 {
+			r.writesFailing.Store(0)
+		}
+	default:
+		r.writesFailing.Add(1)
+	}
 }
 
 // deferral is a job a worker hands back for later, for deferInGroups to
@@ -416,6 +455,7 @@ func (r *run) completeInGroups(ctx context.Context, bc jobsdriver.BatchCompleter
 			if i < len(errs) {
 				err = errs[i]
 			}
+			r.wrote(err)
 			r.completed(cctx, c.job, c.p.Refund, err)
 			r.release(c.job.ID)
 		}
@@ -450,6 +490,17 @@ func (r *run) fetch(ctx context.Context, work chan<- jobsdriver.Lease, notify <-
 		if p.outage.isDown() {
 			p.outage.waitUp(ctx)
 			continue
+		}
+		// While completions cannot be written, lease now and again only.
+		if d := r.writeBackoff(); d > 0 {
+			poll.Reset(d)
+			select {
+			case <-ctx.Done():
+			case <-poll.C:
+			}
+			if ctx.Err() != nil {
+				continue
+			}
 		}
 		want := r.capacity - int(r.outstanding.Load())
 		leases, err := p.q.driver.Lease(ctx, jobsdriver.LeaseParams{Max: want, Duration: p.cfg.LeaseDuration})
@@ -521,11 +572,13 @@ func (r *run) runJob(ctx context.Context, l jobsdriver.Lease) (aside bool) {
 		r.deferrals <- deferral{l: l, runAt: time.Now().Add(r.deferralDelay(l.AccountID))}
 		return false
 	}
+	validated := func() {}
 	if !moved {
 		t := time.AfterFunc(r.p.cfg.SlowAfter, func() { r.setAside(ctx, j, false) })
 		defer t.Stop()
+		validated = func() { t.Stop() }
 	}
-	handedOff := r.process(ctx, l)
+	handedOff := r.process(ctx, l, validated)
 	r.mu.Lock()
 	j.done = true
 	aside = j.aside
@@ -726,10 +779,12 @@ func (r *run) handBack(ctx context.Context, l jobsdriver.Lease) {
 // validation that used all its time still has its outcome recorded.
 const bookkeepingTimeout = 10 * time.Second
 
-// process validates a leased job and completes it. It reports whether it
+// process validates a leased job and completes it, calling validated
+// once the validation has its answer: only the validation may make a
+// job slow, not the writes of its outcome. It reports whether it
 // handed the completion to the group completer, which then finishes the
 // job's bookkeeping.
-func (r *run) process(ctx context.Context, l jobsdriver.Lease) (handedOff bool) {
+func (r *run) process(ctx context.Context, l jobsdriver.Lease, validated func()) (handedOff bool) {
 	p := r.p
 	p.busy.Add(1)
 	defer p.busy.Add(-1)
@@ -739,6 +794,7 @@ func (r *run) process(ctx context.Context, l jobsdriver.Lease) (handedOff bool) 
 
 	// During an outage, a job leased before it began goes back unopened.
 	if p.outage.isDown() {
+		validated()
 		bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 		defer bcancel()
 		r.putBack(bctx, l)
@@ -759,7 +815,9 @@ func (r *run) process(ctx context.Context, l jobsdriver.Lease) (handedOff bool) 
 		dnsUp = p.outage.answers(context.WithoutCancel(ctx))
 	}
 	// The outcome's bookkeeping has its own time, whatever the
-	// validation and the canary took.
+	// validation and the canary took, and a slow write does not make the
+	// job slow (its domain or account taken for slow ones).
+	validated()
 	bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer bcancel()
 	if err == nil && res.Confidence.Status == emailcheck.StatusUnknown {
@@ -828,7 +886,9 @@ func (r *run) process(ctx context.Context, l jobsdriver.Lease) (handedOff bool) 
 		r.completions <- completion{p: cp, job: job}
 		return true
 	}
-	r.completed(bctx, job, cp.Refund, p.q.driver.Complete(bctx, cp))
+	err = p.q.driver.Complete(bctx, cp)
+	r.wrote(err)
+	r.completed(bctx, job, cp.Refund, err)
 	return false
 }
 

@@ -31,6 +31,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) credits.Store) {
 		{"ConcurrentCharges", testConcurrentCharges},
 		{"ApplyGroup", testApplyGroup},
 		{"GroupedConcurrent", testGroupedConcurrent},
+		{"GroupedMixed", testGroupedMixed},
 		{"Idempotency", testIdempotency},
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},
 		{"InvalidChanges", testInvalid},

@@ -43,31 +43,45 @@ func (s *Store) Apply(ctx context.Context, c credits.Change) (credits.Entry, err
 	if c.Delta > 0 {
 		query = grantSQL
 	}
-	var id int64
-	var at time.Time
-	err := s.pool.QueryRow(ctx, s.sql(query), c.AccountID, c.Delta, string(c.Reason), c.Reference, key).Scan(&id, &at)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		// A charge the balance does not cover, unless the key was used
-		// before: a replay is answered whatever the balance now.
-		if key != nil {
-			if prev, err := s.replay(ctx, s.pool, c); !errors.Is(err, pgx.ErrNoRows) {
-				return prev, err
+	for attempt := 1; ; attempt++ {
+		var id int64
+		var at time.Time
+		err := s.pool.QueryRow(ctx, s.sql(query), c.AccountID, c.Delta, string(c.Reason), c.Reference, key).Scan(&id, &at)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			// A charge the balance does not cover, unless the key was used
+			// before: a replay is answered whatever the balance now.
+			if key != nil {
+				if prev, err := s.replay(ctx, s.pool, c); !errors.Is(err, pgx.ErrNoRows) {
+					return prev, err
+				}
 			}
+			var bal int64
+			err := s.pool.QueryRow(ctx, s.sql(`SELECT balance FROM {schema}.credit_balances WHERE account = $1`), c.AccountID).Scan(&bal)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return credits.Entry{}, fail(ctx, "apply: balance", err)
+			}
+			// A balance read after the refusal that covers the charge
+			// comes from a grant committed in between: the charge is
+			// judged again, so that a refusal names a balance that does
+			// not cover it.
+			if bal >= -c.Delta && attempt < maxChargeAttempts {
+				continue
+			}
+			return credits.Entry{}, &credits.InsufficientError{Balance: bal, Required: -c.Delta}
+		case isUsedKey(err):
+			return s.replay(ctx, s.pool, c)
+		case err != nil:
+			return credits.Entry{}, fail(ctx, "apply", err)
 		}
-		var bal int64
-		err := s.pool.QueryRow(ctx, s.sql(`SELECT balance FROM {schema}.credit_balances WHERE account = $1`), c.AccountID).Scan(&bal)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return credits.Entry{}, fail(ctx, "apply: balance", err)
-		}
-		return credits.Entry{}, &credits.InsufficientError{Balance: bal, Required: -c.Delta}
-	case isUsedKey(err):
-		return s.replay(ctx, s.pool, c)
-	case err != nil:
-		return credits.Entry{}, fail(ctx, "apply", err)
+		return written(c, id, at), nil
 	}
-	return written(c, id, at), nil
 }
+
+// maxChargeAttempts bounds how often [Store.Apply] judges a charge again
+// when the balance it reads after a refusal covers it (grants landing in
+// between, each time).
+const maxChargeAttempts = 3
 
 // replay returns the entry written earlier under c's idempotency key
 // (an error matching pgx.ErrNoRows when there is none), or an
