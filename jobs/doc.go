@@ -59,11 +59,15 @@
 // the job goes back to the queue without counting an attempt and the Pool
 // leases nothing until the canary answers again; the jobs of the outage,
 // those in flight when it began included, then complete with their true
-// verdicts. A validation that takes long (a domain answering slowly or
-// never) goes aside after [PoolConfig.SlowAfter] and frees its worker, and
-// the next jobs of its account or domain go aside at once (or, when the
-// slow lane is full, wait in the queue a moment), so that no batch waits
-// behind another's dead domains.
+// verdicts. Likewise, while the store takes leases but fails to write
+// their outcomes, the Pool leases only now and again (the poll interval,
+// doubled for each failed write in a row, up to 5 s) rather than validate
+// the whole backlog for nothing. A validation that takes long (a domain
+// answering slowly or never) goes aside after [PoolConfig.SlowAfter] and
+// frees its worker (the writes of its outcome do not count), and the next
+// jobs of its account or domain go aside at once (or, when the slow lane
+// is full, wait in the queue a moment), so that no batch waits behind
+// another's dead domains.
 //
 // # Sharing the workers between accounts
 //
