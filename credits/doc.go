@@ -31,5 +31,9 @@
 // judged one by one in arrival order. A lone change waits for nothing;
 // the busier an account, the larger its groups, so that a client charging
 // one account from many connections is not held to one durable commit per
-// charge on its balance.
+// charge on its balance. A change held whose context ends before its
+// group is sent is withdrawn; a group sent is written until the store
+// answers or every one of its changes' contexts has ended, so that one
+// caller giving up cancels nobody else's change and a store that hangs
+// holds no caller past the group's latest deadline.
 package credits
