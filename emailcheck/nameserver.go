@@ -512,8 +512,17 @@ func (v *Validator) ResolverStats() []NameserverStats {
 func (ns *nameserver) pace(sent time.Time, retry bool) (rto time.Duration, window int, mark *flightMark) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
+	rto = ns.rto
 	if !retry {
 		mark = ns.trackLocked(sent)
 	}
-	return ns.rto, ns.limit(), mark
+	if mark != nil {
+		// A query of a first flight waits as long as one sent before any
+		// round trip was measured: a burst into a buffer that drops most
+		// of it shows a hole within two round trips, and the window falls
+		// before the dropped queries are sent again, rather than after
+		// they were sent into the same full buffer.
+		rto = max(rto, min(initialRTO, ns.maxRTO))
+	}
+	return rto, ns.limit(), mark
 }
