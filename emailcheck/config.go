@@ -38,7 +38,8 @@ type Config struct {
 	// until a query goes missing (then by one per answer, and by one per
 	// round trip past the threshold), and halves when
 	// an answer goes missing, so that a burst of lookups never floods a
-	// resolver; queries beyond it wait their turn. Default 1024.
+	// resolver; a burst after a time with nothing in flight starts again
+	// from 256 at most; queries beyond it wait their turn. Default 1024.
 	MaxInFlight int
 
 	// CanaryZones are the zones under which [Validator.PingNameservers]

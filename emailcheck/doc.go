@@ -61,8 +61,14 @@
 // first attempt timed out; a name that is never answered, such as a
 // domain whose own servers are dead, shrinks nothing), so that a burst of
 // thousands of lookups never overflows a resolver's queue, and no one's
-// dead domains slow the others' lookups. Queries beyond the window wait
-// their turn, first attempts before retries. A nameserver
+// dead domains slow the others' lookups. A burst that follows a time
+// with nothing in flight (32 queries or more at once) is a first flight
+// again, from the window or 256, whichever is less: the server may take
+// less than when the window grew (it restarted with a smaller buffer, or
+// got busy), and a hole shows that within two round trips, before the
+// dropped queries are sent again (TCP's restart after idle, RFC 5681
+// §4.1). Queries beyond the window wait their turn, first attempts
+// before retries. A nameserver
 // whose port refuses (ICMP port or host unreachable: it restarts, or is
 // not there yet) is an outage, not a failure of the names asked: the
 // queries wait for it, trying again after 20 ms, doubling to 500 ms, for

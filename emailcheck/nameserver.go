@@ -35,6 +35,11 @@ const (
 	// its silence counts as a hole: a resolver on the same host answers in
 	// well under a millisecond, and a scheduler's jitter is longer.
 	holeFloor = minRTO / 2
+	// restartBurst is how many queries in flight make a burst once
+	// nothing was in flight: such a burst begins a first flight again
+	// ([nameserver.takeLocked]). Fewer, a trickle of lookups, send no
+	// more than a server of any size takes.
+	restartBurst = 32
 	// minWindow is the least a window shrinks to.
 	minWindow = 2
 	// rttBand is how much slower than the fastest a nameserver may be and
@@ -83,6 +88,9 @@ type nameserver struct {
 	fast        bool
 	flight      []*flightMark
 	fastAnswers int // answers in the first flight
+	// idle says nothing was in flight since the last burst began: what
+	// the window grew to is not known to fit the server now.
+	idle bool
 	// answeredSent is when the latest-sent query answered so far was
 	// sent: a query sent before it and unanswered was passed over by the
 	// server for its name's sake, not lost with the server's other work.
@@ -180,7 +188,24 @@ func (ns *nameserver) acquire(ctx context.Context, retry bool) error {
 	}
 }
 
+// takeLocked takes a place in the window. A burst after a time with
+// nothing in flight (restartBurst first attempts in flight) begins a
+// first flight again, from the window or initialWindow, whichever is
+// less: the server may take less than when the window grew (it restarted
+// with a smaller receive buffer, or got busy with others' queries), and a
+// burst at the whole window would then be mostly dropped and its
+// retransmissions with it. Within two round trips a hole shows such a
+// loss, and the window falls to twice what the server answered before
+// the dropped queries are sent again. This is TCP's restart window after
+// idle (RFC 5681 §4.1), with the first flight's growth.
 func (ns *nameserver) takeLocked(retry bool) {
+	if !retry && ns.inFlight+1 >= restartBurst {
+		if ns.idle && !ns.fast && ns.sampled {
+			ns.fast, ns.flight, ns.fastAnswers = true, nil, 0
+			ns.cwnd = min(ns.cwnd, initialWindow)
+		}
+		ns.idle = false
+	}
 	ns.inFlight++
 	if retry {
 		ns.retries++
@@ -197,6 +222,12 @@ func (ns *nameserver) release(retry bool) {
 
 func (ns *nameserver) releaseLocked(retry bool) {
 	ns.inFlight--
+	if ns.inFlight == 0 {
+		// A first flight whose queries were all answered or ended is
+		// over: a later query left unanswered says nothing of it.
+		ns.idle = true
+		ns.endFlightLocked()
+	}
 	if retry {
 		ns.retries--
 	}
@@ -244,7 +275,7 @@ func (ns *nameserver) answered(sent time.Time, retry bool) {
 	ns.lastAnswer = time.Now()
 	switch {
 	case sent.Before(ns.cut):
-	case ns.fast && !ns.holeLocked():
+	case ns.fast && !ns.holeLocked(time.Since(sent)):
 		ns.fastAnswers++
 		ns.cwnd += fastGrowth
 		if ns.cwnd >= ns.maxWin {
@@ -276,18 +307,20 @@ func (ns *nameserver) trackLocked(sent time.Time) *flightMark {
 	return m
 }
 
-// holeLocked reports whether the first flight shows a hole: its oldest
-// query still unanswered has waited two smoothed round trips, while
+// holeLocked reports, at an answer that took rtt, whether the first
+// flight shows a hole: its oldest query still unanswered has waited two
+// smoothed round trips, and twice rtt (the smoothed round trip may be of
+// the server as it was before an idle time, faster than now), while
 // queries sent after it were answered. A hole ends the first flight, and
 // the window falls to twice the answers that came in it: what the server
 // has shown it takes in, rather than what was sent into a buffer that
 // dropped the rest.
-func (ns *nameserver) holeLocked() bool {
+func (ns *nameserver) holeLocked(rtt time.Duration) bool {
 	for len(ns.flight) > 0 && ns.flight[0].done.Load() {
 		ns.flight[0] = nil
 		ns.flight = ns.flight[1:]
 	}
-	if len(ns.flight) == 0 || time.Since(ns.flight[0].sent) <= max(2*ns.srtt, holeFloor) {
+	if len(ns.flight) == 0 || time.Since(ns.flight[0].sent) <= max(2*ns.srtt, 2*rtt, holeFloor) {
 		return false
 	}
 	ns.endFlightLocked()
@@ -479,8 +512,17 @@ func (v *Validator) ResolverStats() []NameserverStats {
 func (ns *nameserver) pace(sent time.Time, retry bool) (rto time.Duration, window int, mark *flightMark) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
+	rto = ns.rto
 	if !retry {
 		mark = ns.trackLocked(sent)
 	}
-	return ns.rto, ns.limit(), mark
+	if mark != nil {
+		// A query of a first flight waits as long as one sent before any
+		// round trip was measured: a burst into a buffer that drops most
+		// of it shows a hole within two round trips, and the window falls
+		// before the dropped queries are sent again, rather than after
+		// they were sent into the same full buffer.
+		rto = max(rto, min(initialRTO, ns.maxRTO))
+	}
+	return rto, ns.limit(), mark
 }

@@ -73,6 +73,8 @@ func TestWindow(t *testing.T) {
 		if err := ns.acquire(ctx, false); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for range 10 {
 		ns.answered(time.Now(), false)
 	}
 	if got, want := ns.stats().Window, initialWindow+10*fastGrowth; got != want {
@@ -221,11 +223,14 @@ func TestFirstFlightHole(t *testing.T) {
 	// Without a hole, answers grow the window by fastGrowth until it
 	// reaches MaxInFlight, which ends the first flight.
 	ok := newNameserver("127.0.0.1:53", 2*time.Second, initialWindow+30)
+	var sent []*flightMark
 	for range 10 {
 		if err := ok.acquire(ctx, false); err != nil {
 			t.Fatal(err)
 		}
-		m := ok.track(time.Now())
+		sent = append(sent, ok.track(time.Now()))
+	}
+	for _, m := range sent {
 		m.done.Store(true)
 		ok.answered(time.Now(), false)
 	}
@@ -379,6 +384,8 @@ func TestWindowGrowth(t *testing.T) {
 		if err := ns.acquire(ctx, false); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for range 100 {
 		ns.answered(time.Now(), false)
 	}
 	if got := ns.limit(); got != 400 {
@@ -469,5 +476,76 @@ func TestQueued(t *testing.T) {
 	ns.mu.Unlock()
 	if ns.queued(sent) {
 		t.Fatalf("queued after the answer to a query sent 80ms after it (smoothed round trip %v)", ns.stats().SRTT)
+	}
+}
+
+// A burst after a time with nothing in flight begins a first flight
+// again, from the window or initialWindow, whichever is less; a trickle
+// does not, and a flight all of whose queries ended is over.
+func TestFirstFlightAfterIdle(t *testing.T) {
+	ctx := context.Background()
+	ns := newNameserver("127.0.0.1:53", 2*time.Second, 1024)
+	// A first flight of 256 queries in flight, answered without a hole:
+	// each answer grows the window by fastGrowth, up to MaxInFlight.
+	for range initialWindow {
+		if err := ns.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		ns.track(time.Now()).done.Store(true)
+	}
+	for range initialWindow {
+		ns.answered(time.Now(), false)
+	}
+	if ns.fast || ns.limit() != 1024 {
+		t.Fatalf("after the first flight: window %d, first flight %v; want 1024 and over", ns.limit(), ns.fast)
+	}
+	// A trickle: a few queries at a time, never restartBurst in flight.
+	for range 50 {
+		for range 3 {
+			if err := ns.acquire(ctx, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 3 {
+			ns.answered(time.Now(), false)
+		}
+	}
+	if ns.fast || ns.limit() < 1024 {
+		t.Fatalf("after a trickle: window %d, first flight %v; want 1024 and no flight", ns.limit(), ns.fast)
+	}
+	// A burst: the restartBurst-th query in flight begins a first flight
+	// at initialWindow.
+	for i := range restartBurst {
+		if err := ns.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		if want := i == restartBurst-1; ns.fast != want {
+			t.Fatalf("query %d of a burst in flight: first flight %v, want %v", i+1, ns.fast, want)
+		}
+	}
+	if got := ns.limit(); got != initialWindow {
+		t.Fatalf("window at a burst after idle: %d; want %d", got, initialWindow)
+	}
+	// The burst's answers come without a hole: the window quadruples
+	// back towards MaxInFlight, and once nothing is in flight the flight
+	// is over.
+	for range restartBurst {
+		ns.answered(time.Now(), false)
+	}
+	if want := initialWindow + fastGrowth*restartBurst; ns.fast || ns.limit() != want {
+		t.Fatalf("after the burst: window %d, first flight %v; want %d and over", ns.limit(), ns.fast, want)
+	}
+	// A server that showed it takes few: a burst after idle starts from
+	// the window as it is, not from initialWindow.
+	ns.mu.Lock()
+	ns.cwnd, ns.idle = 40, true
+	ns.mu.Unlock()
+	for range 40 {
+		if err := ns.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := ns.limit(); !ns.fast || got != 40 {
+		t.Fatalf("burst after idle with a window of 40: window %d, first flight %v; want 40 and a flight", got, ns.fast)
 	}
 }

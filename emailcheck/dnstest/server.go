@@ -81,7 +81,7 @@ type Server struct {
 
 	noMXAddrs  bool
 	additional bool
-	maxPending int64
+	maxPending atomic.Int64 // 0: no bound
 	pending    atomic.Int64 // queries held now
 	dropped    atomic.Int64 // queries dropped for want of room
 
@@ -123,7 +123,6 @@ func NewServer(zone Zone, opts *Options) (*Server, error) {
 		fallback:   o.Fallback,
 		noMXAddrs:  o.NoMXAddrs,
 		additional: o.Additional,
-		maxPending: int64(o.MaxPending),
 		hosts:      make(map[string]MX),
 		zone:       make(map[string]Domain, len(zone)),
 		ents:       make(map[string]int),
@@ -134,6 +133,7 @@ func NewServer(zone Zone, opts *Options) (*Server, error) {
 		s.negTTL = 60
 	}
 	s.latency.Store(int64(o.Latency))
+	s.maxPending.Store(int64(max(o.MaxPending, 0)))
 	for name, d := range zone {
 		cname := canonical(name)
 		if err := validate(cname, d); err != nil {
@@ -325,6 +325,26 @@ func (s *Server) Delete(name string) {
 	}
 }
 
+// SetMaxPending sets the most queries the server holds at once,
+// replacing Options.MaxPending, as a resolver that got busy bounds its
+// queue; 0 removes the bound. The queries held already count against it;
+// none of them is dropped.
+func (s *Server) SetMaxPending(n int) { s.maxPending.Store(int64(max(n, 0))) }
+
+// SetReadBuffer sets the size, in bytes, of the UDP socket's receive
+// buffer, replacing Options.ReadBuffer, as a resolver restarted with a
+// smaller one: it applies to the socket now and to the one
+// SetRefusing(false) opens. The kernel may round the size.
+func (s *Server) SetReadBuffer(bytes int) error {
+	s.udpMu.Lock()
+	defer s.udpMu.Unlock()
+	s.readBuffer = bytes
+	if u, ok := s.udp.PacketConn.(*net.UDPConn); ok && !s.udpDown {
+		return u.SetReadBuffer(bytes)
+	}
+	return nil
+}
+
 // SetLatency sets the delay before every answer, replacing
 // Options.Latency. It applies to queries received from then on.
 func (s *Server) SetLatency(d time.Duration) { s.latency.Store(int64(d)) }
@@ -514,13 +534,13 @@ func (s *Server) serveDNS(w dns.ResponseWriter, req *dns.Msg) {
 	q := req.Question[0]
 	name := canonical(q.Name)
 	s.count(name, q.Qtype)
-	if s.maxPending > 0 {
-		if s.pending.Add(1) > s.maxPending {
-			s.pending.Add(-1)
-			s.dropped.Add(1)
-			return
-		}
-		defer s.pending.Add(-1)
+	// Every query held counts, bound or not, so that a bound set while
+	// queries are held sees them.
+	held := s.pending.Add(1)
+	defer s.pending.Add(-1)
+	if limit := s.maxPending.Load(); limit > 0 && held > limit {
+		s.dropped.Add(1)
+		return
 	}
 
 	d, kind := s.lookup(name)

@@ -979,3 +979,67 @@ func TestMaxPending(t *testing.T) {
 		t.Errorf("unbounded server dropped %d", free.Dropped())
 	}
 }
+
+// SetMaxPending bounds the queue of a server started without a bound,
+// counting the queries it holds already, and 0 lifts the bound again.
+func TestSetMaxPending(t *testing.T) {
+	t.Parallel()
+	s := dnstest.Start(t, dnstest.Zone{
+		"slow.example.net": {Latency: time.Minute, A: []string{"192.0.2.1"}},
+		"fast.example.net": {A: []string{"192.0.2.2"}},
+	}, nil)
+	conn, err := net.Dial("udp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	wire, err := new(dns.Msg).SetQuestion("slow.example.net.", dns.TypeA).Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := conn.Write(wire); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); s.Queries() < 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server received %d queries; want 2", s.Queries())
+		}
+	}
+	mustExchange(t, s, "fast.example.net", dns.TypeA) // no bound yet
+	s.SetMaxPending(2)
+	c := &dns.Client{Timeout: 200 * time.Millisecond}
+	if _, _, err := c.Exchange(new(dns.Msg).SetQuestion("fast.example.net.", dns.TypeA), s.Addr()); !isTimeout(err) {
+		t.Fatalf("with two slow queries held under a bound of 2: err %v; want a timeout", err)
+	}
+	if got := s.Dropped(); got != 1 {
+		t.Fatalf("Dropped() = %d; want 1", got)
+	}
+	s.SetMaxPending(0)
+	mustExchange(t, s, "fast.example.net", dns.TypeA)
+	if got := s.Dropped(); got != 1 {
+		t.Errorf("Dropped() = %d after the bound was lifted; want 1", got)
+	}
+}
+
+// SetReadBuffer resizes the live socket's receive buffer and the one a
+// restart opens: the server answers throughout.
+func TestSetReadBuffer(t *testing.T) {
+	t.Parallel()
+	s := dnstest.Start(t, dnstest.Zone{"fast.example.net": {A: []string{"192.0.2.2"}}}, nil)
+	if err := s.SetReadBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
+	mustExchange(t, s, "fast.example.net", dns.TypeA)
+	if err := s.SetRefusing(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetReadBuffer(8192); err != nil {
+		t.Fatalf("while refusing: %v", err)
+	}
+	if err := s.SetRefusing(false); err != nil {
+		t.Fatal(err)
+	}
+	mustExchange(t, s, "fast.example.net", dns.TypeA)
+}
