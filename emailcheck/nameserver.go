@@ -95,6 +95,10 @@ type nameserver struct {
 	// sent: a query sent before it and unanswered was passed over by the
 	// server for its name's sake, not lost with the server's other work.
 	answeredSent time.Time
+	// silent says rto doubled since the server's last answer: it may have
+	// stopped answering, and a server that answers is preferred to it
+	// ([pick]), however their RTOs compare.
+	silent bool
 }
 
 // flightMark is a query of a server's first flight; done once it is
@@ -109,6 +113,9 @@ type waiter struct {
 	ready   chan struct{} // closed when granted
 	granted bool
 	retry   bool // waits for a retry
+	// leave says it leaves the queue when the server's RTO doubles, and
+	// dismissed that it did: ready was closed without a place.
+	leave, dismissed bool
 }
 
 func newNameserver(addr string, timeout time.Duration, maxInFlight int) *nameserver {
@@ -153,14 +160,24 @@ func (ns *nameserver) retryLimit() int { return max(1, ns.limit()/retryShare) }
 // retries hold at most a quarter of the window, so that names that are
 // never answered cannot crowd out the questions asked after them.
 func (ns *nameserver) acquire(ctx context.Context, retry bool) error {
+	_, err := ns.acquireUnlessSlower(ctx, retry, false)
+	return err
+}
+
+// acquireUnlessSlower is [nameserver.acquire], but when leave is set a
+// query still waiting when the server's RTO doubles (it stopped
+// answering meanwhile: [nameserver.timedOut]) leaves the queue and
+// reports dismissed, so that it can go to a server that answers rather than
+// wait its turn behind queries that will all time out.
+func (ns *nameserver) acquireUnlessSlower(ctx context.Context, retry, leave bool) (dismissed bool, err error) {
 	ns.mu.Lock()
 	if ns.inFlight < ns.limit() && (retry && len(ns.waiters) == 0 && ns.retries < ns.retryLimit() ||
 		!retry && (len(ns.waiters) == 0 || ns.waiters[0].retry)) {
 		ns.takeLocked(retry)
 		ns.mu.Unlock()
-		return nil
+		return false, nil
 	}
-	w := &waiter{ready: make(chan struct{}), retry: retry}
+	w := &waiter{ready: make(chan struct{}), retry: retry, leave: leave}
 	if retry {
 		ns.waiters = append(ns.waiters, w)
 	} else {
@@ -174,18 +191,34 @@ func (ns *nameserver) acquire(ctx context.Context, retry bool) error {
 	ns.mu.Unlock()
 	select {
 	case <-w.ready:
-		return nil
+		return w.dismissed, nil
 	case <-ctx.Done():
 		ns.mu.Lock()
+		defer ns.mu.Unlock()
 		if w.granted {
 			ns.releaseLocked(retry)
 		} else if i := slices.Index(ns.waiters, w); i >= 0 {
 			ns.waiters = slices.Delete(ns.waiters, i, i+1)
 			ns.grantLocked() // a retry behind it may fit now
 		}
-		ns.mu.Unlock()
-		return ctx.Err()
+		return false, ctx.Err()
 	}
+}
+
+// dismissLocked sends the waiters that may leave away: the server's RTO
+// doubled, and they may go to another server.
+func (ns *nameserver) dismissLocked() {
+	kept := ns.waiters[:0]
+	for _, w := range ns.waiters {
+		if w.leave {
+			w.dismissed = true
+			close(w.ready)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	clear(ns.waiters[len(kept):])
+	ns.waiters = kept
 }
 
 // takeLocked takes a place in the window. A burst after a time with
@@ -250,11 +283,13 @@ func (ns *nameserver) grantLocked() {
 	}
 }
 
-// currentRTO returns the retransmission timeout for a query sent now.
-func (ns *nameserver) currentRTO() time.Duration {
+// standing returns the retransmission timeout for a query sent now, and
+// whether the server has gone silent: its RTO doubled since its last
+// answer.
+func (ns *nameserver) standing() (rto time.Duration, silent bool) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	return ns.rto
+	return ns.rto, ns.silent
 }
 
 // answered records the answer to a query sent at sent, in time, and
@@ -370,6 +405,7 @@ func (ns *nameserver) sampleLocked(rtt time.Duration) {
 		ns.srtt = (7*ns.srtt + rtt) / 8
 	}
 	ns.rto = min(max(ns.srtt+4*ns.rttvar, minRTO), ns.maxRTO)
+	ns.silent = false
 }
 
 // timedOut records that a query sent at sent had no answer within its
@@ -397,6 +433,8 @@ func (ns *nameserver) timedOut(sent time.Time, retry bool) (namesLoss bool) {
 	if !namesLoss && !sent.Before(ns.backoff) {
 		ns.rto = min(2*ns.rto, ns.maxRTO)
 		ns.backoff = time.Now()
+		ns.silent = true
+		ns.dismissLocked()
 	}
 	ns.releaseLocked(retry)
 	return namesLoss

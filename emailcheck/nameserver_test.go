@@ -91,13 +91,14 @@ func TestWindow(t *testing.T) {
 		}
 	}
 	ns.answered(time.Now(), false)
-	win, rto := ns.limit(), ns.currentRTO()
+	win := ns.limit()
+	rto, _ := ns.standing()
 	ns.timedOut(lost, false)
 	ns.timedOut(lost, false)
 	if ns.limit() != win || ns.inFlight != 0 {
 		t.Fatalf("after two timeouts: window %d, %d in flight; want %d and 0", ns.limit(), ns.inFlight, win)
 	}
-	if got := ns.currentRTO(); got != rto {
+	if got, _ := ns.standing(); got != rto {
 		t.Fatalf("RTO after two timeouts of queries overtaken by an answer: %v; want %v", got, rto)
 	}
 	// A question answered to a retransmission was dropped: the window
@@ -547,5 +548,98 @@ func TestFirstFlightAfterIdle(t *testing.T) {
 	}
 	if got := ns.limit(); !ns.fast || got != 40 {
 		t.Fatalf("burst after idle with a window of 40: window %d, first flight %v; want 40 and a flight", got, ns.fast)
+	}
+}
+
+// A query waiting for a place at a server whose RTO doubles (it stopped
+// answering) leaves the queue, so that it can go to another server; one
+// that may not leave, and the places in flight, stay.
+func TestWaiterLeavesServerThatWentSilent(t *testing.T) {
+	ns := newNameserver("127.0.0.1:53", 10*time.Second, 2)
+	ctx := context.Background()
+	sent := time.Now()
+	for range 2 {
+		if err := ns.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leaving := make(chan bool, 1)
+	go func() {
+		slower, err := ns.acquireUnlessSlower(ctx, false, true)
+		if err != nil {
+			t.Error(err)
+		}
+		leaving <- slower
+	}()
+	waitCond(t, func() bool { return ns.stats().Waiting == 1 })
+	staying := make(chan bool, 1)
+	go func() {
+		slower, err := ns.acquireUnlessSlower(ctx, false, false)
+		if err != nil {
+			t.Error(err)
+		}
+		staying <- slower
+	}()
+	waitCond(t, func() bool { return ns.stats().Waiting == 2 })
+	if _, silent := ns.standing(); silent {
+		t.Fatal("silent before any timeout")
+	}
+
+	// Nothing answered since the query was sent: the server may have
+	// stopped answering, its RTO doubles, and it has gone silent.
+	ns.timedOut(sent, false)
+	if !<-leaving {
+		t.Fatal("the waiter that may leave was granted instead of leaving")
+	}
+	if rto, silent := ns.standing(); !silent || rto != 2*initialRTO {
+		t.Fatalf("after the timeout: RTO %v, silent %v; want %v and silent", rto, silent, 2*initialRTO)
+	}
+	// The place the timeout gave back went to the waiter that stays.
+	if slower := <-staying; slower {
+		t.Fatal("the waiter that may not leave left")
+	}
+	if st := ns.stats(); st.InFlight != 2 || st.Waiting != 0 {
+		t.Fatalf("stats %+v; want 2 in flight, none waiting", st)
+	}
+	// An answer ends the silence.
+	ns.answered(time.Now(), false)
+	if _, silent := ns.standing(); silent {
+		t.Fatal("still silent after an answer")
+	}
+}
+
+// pick prefers a server that answers to one that went silent, however
+// their RTOs compare, and goes back to the RTO band when all are silent.
+func TestPickPassesOverSilentServer(t *testing.T) {
+	server := func(rto time.Duration, silent bool) *nameserver {
+		ns := newNameserver("127.0.0.1:53", 10*time.Second, 16)
+		ns.rto, ns.silent = rto, silent
+		return ns
+	}
+	cases := []struct {
+		name     string
+		seq      []*nameserver
+		tries    []int
+		failover bool
+		want     int
+	}{
+		// A dead server backed off from its first guess (800 ms) beside
+		// one measured slow on a loaded host (1.5 s): the answering one.
+		{"silentLowerRTO", []*nameserver{server(800*time.Millisecond, true), server(1500*time.Millisecond, false)}, []int{1, 0}, false, 1},
+		{"silentUntried", []*nameserver{server(800*time.Millisecond, true), server(1500*time.Millisecond, false)}, []int{0, 1}, false, 1},
+		// Both answering: the RTO band, then the fewer tries.
+		{"bandFewerTries", []*nameserver{server(800*time.Millisecond, false), server(1100*time.Millisecond, false)}, []int{1, 0}, false, 1},
+		{"outOfBand", []*nameserver{server(800*time.Millisecond, false), server(1500*time.Millisecond, false)}, []int{1, 0}, false, 0},
+		// All silent: as if none were.
+		{"allSilent", []*nameserver{server(800*time.Millisecond, true), server(3200*time.Millisecond, true)}, []int{1, 0}, false, 0},
+		// A failover (a server failed outright) asks the one asked least.
+		{"failover", []*nameserver{server(800*time.Millisecond, true), server(1500*time.Millisecond, false)}, []int{0, 1}, true, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := pick(c.seq, c.tries, c.failover); got != c.want {
+				t.Fatalf("pick = %d; want %d", got, c.want)
+			}
+		})
 	}
 }

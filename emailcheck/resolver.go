@@ -408,8 +408,15 @@ func (q *queryRun) sendNext(ctx context.Context) (again bool, err error) {
 	// A first attempt under a marked zone waits as a retry does.
 	marked := r.zones.marked(q.zone)
 	retry := len(q.atts) > 0 || marked
-	if err := ns.acquire(ctx, retry); err != nil {
+	// While it waits for a place, a server that stops answering (its RTO
+	// doubles) may have fallen out of those pick prefers: pick again.
+	slower, err := ns.acquireUnlessSlower(ctx, retry, len(q.seq) > 1)
+	if err != nil {
 		return false, r.failure(ctx, fmt.Errorf("%w: %s %s: waiting for %s: %w", errNoAnswer, q.name, dns.TypeToString[q.qtype], ns.addr, err), q.answered)
+	}
+	if slower {
+		q.send = true
+		return true, nil
 	}
 	if q.lead == nil {
 		// The wait for a place may have been long: ask the zone again.
@@ -658,13 +665,23 @@ func pick(seq []*nameserver, tries []int, failover bool) int {
 	fast := make([]bool, len(seq))
 	if !failover {
 		rtos := make([]time.Duration, len(seq))
-		best := time.Duration(math.MaxInt64)
+		silent := make([]bool, len(seq))
+		answering := false
 		for i, ns := range seq {
-			rtos[i] = ns.currentRTO()
-			best = min(best, rtos[i])
+			rtos[i], silent[i] = ns.standing()
+			answering = answering || !silent[i]
+		}
+		// A server that went silent is passed over while another answers:
+		// its RTO, backed off from a guess, may still be below that of a
+		// server measured on a loaded host.
+		best := time.Duration(math.MaxInt64)
+		for i := range seq {
+			if !answering || !silent[i] {
+				best = min(best, rtos[i])
+			}
 		}
 		for i := range seq {
-			fast[i] = rtos[i] <= best+rttBand
+			fast[i] = (!answering || !silent[i]) && rtos[i] <= best+rttBand
 		}
 	}
 	best := 0
@@ -903,7 +920,7 @@ func (r *resolver) ping(ctx context.Context, ns *nameserver, m *dns.Msg, sample 
 	}()
 	end := time.NewTimer(r.timeout)
 	defer end.Stop()
-	wait := ns.currentRTO()
+	wait, _ := ns.standing()
 	retry := time.NewTimer(0)
 	defer retry.Stop()
 	for {
