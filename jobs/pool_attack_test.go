@@ -4,63 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
-	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store/memstore"
 )
-
-// stalledWrites is a memstore's driver whose group completions hang, as
-// on a database whose disk stalls, until release is closed or their
-// context ends; it counts the jobs leased and those handed back.
-type stalledWrites struct {
-	jobsdriver.Driver
-	release  chan struct{}
-	leased   atomic.Int64
-	deferred atomic.Int64 // handed back for later, no attempt counted
-	mu       sync.Mutex
-	maxHeld  int64
-	done     atomic.Int64
-}
-
-func (s *stalledWrites) Lease(ctx context.Context, p jobsdriver.LeaseParams) ([]jobsdriver.Lease, error) {
-	ls, err := s.Driver.Lease(ctx, p)
-	n := s.leased.Add(int64(len(ls)))
-	s.mu.Lock()
-	s.maxHeld = max(s.maxHeld, n-s.done.Load()-s.deferred.Load())
-	s.mu.Unlock()
-	return ls, err
-}
-
-func (s *stalledWrites) Retry(ctx context.Context, p jobsdriver.RetryParams) error {
-	if p.Error == "" && !p.RunAt.IsZero() {
-		s.deferred.Add(1)
-	}
-	return s.Driver.Retry(ctx, p)
-}
-
-func (s *stalledWrites) CompleteMany(ctx context.Context, ps []jobsdriver.CompleteParams) []error {
-	select {
-	case <-s.release:
-	case <-ctx.Done():
-	}
-	errs := make([]error, len(ps))
-	for i, p := range ps {
-		if ctx.Err() != nil {
-			errs[i] = ctx.Err()
-			continue
-		}
-		errs[i] = s.Complete(ctx, p)
-		if errs[i] == nil {
-			s.done.Add(1)
-		}
-	}
-	return errs
-}
 
 // While completion writes stall, the pool's held leases stay bounded,
 // and the jobs waiting for their write are not taken for slow domains:
@@ -68,7 +18,7 @@ func (s *stalledWrites) CompleteMany(ctx context.Context, ps []jobsdriver.Comple
 // earlier jobs wait for a write rather than for the DNS.
 func TestPoolStalledWritesAreNotSlowDomains(t *testing.T) {
 	t.Parallel()
-	d := &stalledWrites{Driver: memstore.New().Backend().Jobs, release: make(chan struct{})}
+	d := &gatedWrites{Driver: memstore.New().Backend().Jobs, release: make(chan struct{})}
 	q, err := jobs.NewQueue(d, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +64,7 @@ func TestPoolStalledWritesAreNotSlowDomains(t *testing.T) {
 func TestPoolAccountBoundWhileWritesStall(t *testing.T) {
 	t.Parallel()
 	s := memstore.New()
-	d := &stalledWrites{Driver: s.Backend().Jobs, release: make(chan struct{})}
+	d := &gatedWrites{Driver: s.Backend().Jobs, release: make(chan struct{})}
 	q, err := jobs.NewQueue(d, nil, nil)
 	if err != nil {
 		t.Fatal(err)

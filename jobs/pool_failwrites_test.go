@@ -2,7 +2,6 @@ package jobs_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -10,37 +9,8 @@ import (
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
-	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store/memstore"
 )
-
-// failingWrites is a memstore's driver whose group completions fail
-// while failing is set, as on a database that takes leases but cannot
-// write completions (a full disk for its outbox, a broken trigger).
-type failingWrites struct {
-	jobsdriver.Driver
-	failing   atomic.Bool
-	leased    atomic.Int64
-	validated atomic.Int64
-}
-
-func (s *failingWrites) Lease(ctx context.Context, p jobsdriver.LeaseParams) ([]jobsdriver.Lease, error) {
-	ls, err := s.Driver.Lease(ctx, p)
-	s.leased.Add(int64(len(ls)))
-	return ls, err
-}
-
-func (s *failingWrites) CompleteMany(ctx context.Context, ps []jobsdriver.CompleteParams) []error {
-	errs := make([]error, len(ps))
-	for i, p := range ps {
-		if s.failing.Load() {
-			errs[i] = errors.New("disk full")
-			continue
-		}
-		errs[i] = s.Complete(ctx, p)
-	}
-	return errs
-}
 
 // While every completion write fails, the pool does not go on leasing
 // and validating the whole backlog only to throw the results away (each
@@ -48,7 +18,7 @@ func (s *failingWrites) CompleteMany(ctx context.Context, ps []jobsdriver.Comple
 // of jobs, as it pauses during a DNS outage.
 func TestPoolHoldsBackWhileWritesFail(t *testing.T) {
 	t.Parallel()
-	d := &failingWrites{Driver: memstore.New().Backend().Jobs}
+	d := &gatedWrites{Driver: memstore.New().Backend().Jobs}
 	d.failing.Store(true)
 	q, err := jobs.NewQueue(d, nil, nil)
 	if err != nil {
@@ -61,8 +31,9 @@ func TestPoolHoldsBackWhileWritesFail(t *testing.T) {
 	if _, err := q.Enqueue(context.Background(), "a", emails); err != nil {
 		t.Fatal(err)
 	}
+	var validated atomic.Int64
 	v := validatorFunc(func(_ context.Context, email string) (emailcheck.Result, error) {
-		d.validated.Add(1)
+		validated.Add(1)
 		return likelyResult(email), nil
 	})
 	p, err := jobs.NewPool(q, v, &jobs.PoolConfig{Workers: 2, PollInterval: 5 * time.Millisecond, CleanupInterval: -1})
@@ -71,7 +42,7 @@ func TestPoolHoldsBackWhileWritesFail(t *testing.T) {
 	}
 	runPool(t, p)
 	time.Sleep(2 * time.Second)
-	t.Logf("in 2 s of failing writes: leased %d, validated %d, completed %d", d.leased.Load(), d.validated.Load(), p.Completed())
+	t.Logf("in 2 s of failing writes: leased %d, validated %d, completed %d", d.leased.Load(), validated.Load(), p.Completed())
 	// A capacity of 8 leases: twenty times that is ample for the
 	// failures to be noticed.
 	if n := d.leased.Load(); n > 20*8 {

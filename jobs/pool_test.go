@@ -12,7 +12,6 @@ import (
 
 	"github.com/validmail/validmail/emailcheck"
 	"github.com/validmail/validmail/jobs"
-	"github.com/validmail/validmail/jobs/jobsdriver"
 	"github.com/validmail/validmail/store/memstore"
 	"github.com/validmail/validmail/webhook"
 )
@@ -269,39 +268,13 @@ func TestSlowLaneShared(t *testing.T) {
 	waitUntil("C's job, while A's and B's hang", func() bool { return quickDone.Load() == 1 })
 }
 
-// blockedCompleter is a memstore's driver whose group completions wait
-// until release is closed, counting the jobs leased meanwhile.
-type blockedCompleter struct {
-	jobsdriver.Driver
-	release chan struct{}
-	leased  atomic.Int64
-}
-
-func (b *blockedCompleter) Lease(ctx context.Context, p jobsdriver.LeaseParams) ([]jobsdriver.Lease, error) {
-	ls, err := b.Driver.Lease(ctx, p)
-	b.leased.Add(int64(len(ls)))
-	return ls, err
-}
-
-func (b *blockedCompleter) CompleteMany(ctx context.Context, ps []jobsdriver.CompleteParams) []error {
-	select {
-	case <-b.release:
-	case <-ctx.Done():
-	}
-	errs := make([]error, len(ps))
-	for i, p := range ps {
-		errs[i] = b.Complete(ctx, p)
-	}
-	return errs
-}
-
 // Jobs whose completion waits to be written no longer wait for a worker:
 // while a group's write is slow, the pool goes on leasing and working
 // jobs (up to a bound), rather than stop at its capacity; and every job
 // is completed once the writes go through.
 func TestPoolLeasesWhileCompletionsAreWritten(t *testing.T) {
 	t.Parallel()
-	d := &blockedCompleter{Driver: memstore.New().Backend().Jobs, release: make(chan struct{})}
+	d := &gatedWrites{Driver: memstore.New().Backend().Jobs, release: make(chan struct{})}
 	q, err := jobs.NewQueue(d, nil, nil)
 	if err != nil {
 		t.Fatal(err)
