@@ -657,45 +657,59 @@ func (r *resolver) rotation() []*nameserver {
 // asked least among those answering about as fast as the fastest (an RTO
 // within rttBand of the lowest, as each timeout doubles a server's RTO),
 // so that a server that stopped answering is passed over while another
-// answers.
+// answers. A server gone silent is passed over while another answers,
+// but for one probe each time its RTO passed since it went silent or was
+// last probed ([nameserver.probeDueLocked]), which it takes as a server
+// that answers would.
 func pick(seq []*nameserver, tries []int, failover bool) int {
 	if len(seq) == 1 {
 		return 0
 	}
 	fast := make([]bool, len(seq))
+	var rtos []time.Duration
+	var silent, probe []bool
+	answering := false
 	if !failover {
-		rtos := make([]time.Duration, len(seq))
-		silent := make([]bool, len(seq))
-		answering := false
+		now := time.Now()
+		rtos = make([]time.Duration, len(seq))
+		silent, probe = make([]bool, len(seq)), make([]bool, len(seq))
 		for i, ns := range seq {
-			rtos[i], silent[i] = ns.standing()
+			rtos[i], silent[i], probe[i] = ns.standingAt(now)
 			answering = answering || !silent[i]
 		}
-		// A server that went silent is passed over while another answers:
-		// its RTO, backed off from a guess, may still be below that of a
-		// server measured on a loaded host.
-		best := time.Duration(math.MaxInt64)
-		for i := range seq {
-			if !answering || !silent[i] {
-				best = min(best, rtos[i])
+	}
+	for {
+		if !failover {
+			// A server that went silent is passed over while another
+			// answers: its RTO, backed off from a guess, may still be
+			// below that of a server measured on a loaded host.
+			eligible := func(i int) bool { return !answering || !silent[i] || probe[i] }
+			best := time.Duration(math.MaxInt64)
+			for i := range seq {
+				if eligible(i) {
+					best = min(best, rtos[i])
+				}
+			}
+			for i := range seq {
+				fast[i] = eligible(i) && rtos[i] <= best+rttBand
 			}
 		}
-		for i := range seq {
-			fast[i] = (!answering || !silent[i]) && rtos[i] <= best+rttBand
-		}
-	}
-	best := 0
-	for i := 1; i < len(seq); i++ {
-		switch {
-		case fast[i] != fast[best]:
-			if fast[i] {
+		best := 0
+		for i := 1; i < len(seq); i++ {
+			switch {
+			case fast[i] != fast[best]:
+				if fast[i] {
+					best = i
+				}
+			case tries[i] < tries[best]:
 				best = i
 			}
-		case tries[i] < tries[best]:
-			best = i
 		}
+		if failover || !answering || !silent[best] || seq[best].claimProbe(time.Now()) {
+			return best
+		}
+		probe[best] = false // another query took the probe
 	}
-	return best
 }
 
 // close closes the UDP sockets; queries still waiting fail.
