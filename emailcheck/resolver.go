@@ -403,7 +403,7 @@ func (q *queryRun) sendNext(ctx context.Context) (again bool, err error) {
 		return false, nil
 	}
 	q.send = false
-	i := pick(q.seq, q.tries, q.failover)
+	i, probe := pickProbe(q.seq, q.tries, q.failover)
 	ns := q.seq[i]
 	// A first attempt under a marked zone waits as a retry does.
 	marked := r.zones.marked(q.zone)
@@ -415,6 +415,14 @@ func (q *queryRun) sendNext(ctx context.Context) (again bool, err error) {
 		return false, r.failure(ctx, fmt.Errorf("%w: %s %s: waiting for %s: %w", errNoAnswer, q.name, dns.TypeToString[q.qtype], ns.addr, err), q.answered)
 	}
 	if slower {
+		q.send = true
+		return true, nil
+	}
+	if !probe && !q.failover && passedOver(q.seq, ns) {
+		// It was granted a place at a server gone silent, freed by that
+		// server's own queries timing out, while another answers again:
+		// it goes there instead, as pick now says.
+		ns.release(retry)
 		q.send = true
 		return true, nil
 	}
@@ -662,8 +670,15 @@ func (r *resolver) rotation() []*nameserver {
 // last probed ([nameserver.probeDueLocked]), which it takes as a server
 // that answers would.
 func pick(seq []*nameserver, tries []int, failover bool) int {
+	i, _ := pickProbe(seq, tries, failover)
+	return i
+}
+
+// pickProbe is [pick], and reports whether the server picked is silent
+// and takes the query as its probe.
+func pickProbe(seq []*nameserver, tries []int, failover bool) (int, bool) {
 	if len(seq) == 1 {
-		return 0
+		return 0, false
 	}
 	fast := make([]bool, len(seq))
 	var rtos []time.Duration
@@ -705,11 +720,31 @@ func pick(seq []*nameserver, tries []int, failover bool) int {
 				best = i
 			}
 		}
-		if failover || !answering || !silent[best] || seq[best].claimProbe(time.Now()) {
-			return best
+		if failover || !answering || !silent[best] {
+			return best, false
+		}
+		if seq[best].claimProbe(time.Now()) {
+			return best, true
 		}
 		probe[best] = false // another query took the probe
 	}
+}
+
+// passedOver reports whether ns has gone silent while another server of
+// seq answers: [pick] would pass it over, but for a probe.
+func passedOver(seq []*nameserver, ns *nameserver) bool {
+	if len(seq) == 1 {
+		return false
+	}
+	if _, silent := ns.standing(); !silent {
+		return false
+	}
+	for _, other := range seq {
+		if _, silent := other.standing(); other != ns && !silent {
+			return true
+		}
+	}
+	return false
 }
 
 // close closes the UDP sockets; queries still waiting fail.

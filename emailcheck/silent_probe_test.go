@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
+
 	"github.com/validmail/validmail/emailcheck/dnstest"
 )
 
@@ -116,4 +118,61 @@ func TestSilentServerIsProbed(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	waitCond(t, func() bool { return !silent() })
+}
+
+// A query waiting at a server gone silent, granted a place there when the
+// server's own queries time out, goes instead to another server that
+// answers again meanwhile: it is not sent into the silence.
+func TestGrantAtSilentServerGoesToAnswering(t *testing.T) {
+	dead, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	var deadGot atomic.Int64
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			if _, _, err := dead.ReadFromUDP(buf); err != nil {
+				return
+			}
+			deadGot.Add(1)
+		}
+	}()
+	srv := dnstest.Start(t, dnstest.Zone{"example.com": {MX: []dnstest.MX{{Pref: 10, Host: "mx.example.com"}}}}, nil)
+	r := newResolver([]string{dead.LocalAddr().String(), srv.Addr()}, 10*time.Second, 3, 2)
+	defer r.close()
+	a, b := r.servers[0], r.servers[1]
+	// Both gone silent; the dead one's window full of queries that will
+	// time out, and its RTO the lower: pick sends to it; once the live
+	// one answers, out of the band of its RTO, so that no probe is due.
+	ctx := context.Background()
+	for range 2 {
+		if err := a.acquire(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.mu.Lock()
+	a.rto, a.silent, a.backoff = 600*time.Millisecond, true, time.Now()
+	a.mu.Unlock()
+	b.mu.Lock()
+	b.rto, b.silent, b.backoff = 5*time.Second, true, time.Now()
+	b.mu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.query(ctx, "example.com.", dns.TypeMX)
+		done <- err
+	}()
+	waitCond(t, func() bool { return a.stats().Waiting == 1 })
+	// The live one answers again (a sample), then a place at the dead
+	// one is given back.
+	b.sample(time.Now(), time.Millisecond)
+	a.release(false)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := deadGot.Load(); n != 0 {
+		t.Fatalf("the dead server got %d queries; want none, the live one answering", n)
+	}
+	a.release(false)
 }
