@@ -97,8 +97,12 @@ type nameserver struct {
 	answeredSent time.Time
 	// silent says rto doubled since the server's last answer: it may have
 	// stopped answering, and a server that answers is preferred to it
-	// ([pick]), however their RTOs compare.
+	// ([pick]), however their RTOs compare, but for a probe now and then
+	// ([nameserver.probeDueLocked]).
 	silent bool
+	// probed is when a query last went to the server while it was silent,
+	// to see whether it answers again.
+	probed time.Time
 }
 
 // flightMark is a query of a server's first flight; done once it is
@@ -290,6 +294,39 @@ func (ns *nameserver) standing() (rto time.Duration, silent bool) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	return ns.rto, ns.silent
+}
+
+// standingAt is [nameserver.standing] for [pick] at now, and whether a
+// silent server is due a probe ([nameserver.probeDueLocked]).
+func (ns *nameserver) standingAt(now time.Time) (rto time.Duration, silent, probe bool) {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	return ns.rto, ns.silent, ns.probeDueLocked(now)
+}
+
+// probeDueLocked reports whether the server, silent, may be sent one query
+// to see whether it answers again: its RTO has passed since the RTO last
+// doubled and since the last such probe. A server passed over for its
+// silence hears from nobody, and its silence would otherwise outlast
+// whatever made it (a lost datagram, a name whose servers are dead, a
+// restart) for as long as another server answers, however slowly. A
+// probe that times out doubles the RTO again, so that a server that stays
+// dead is probed ever more rarely, once per QueryTimeout at most.
+func (ns *nameserver) probeDueLocked(now time.Time) bool {
+	return ns.silent && !now.Before(later(ns.backoff, ns.probed).Add(ns.rto))
+}
+
+// claimProbe takes the probe of a silent server for a query about to be
+// sent to it, and reports whether it was still due: queries picking a
+// server at once send it one probe between them.
+func (ns *nameserver) claimProbe(now time.Time) bool {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	if !ns.probeDueLocked(now) {
+		return false
+	}
+	ns.probed = now
+	return true
 }
 
 // answered records the answer to a query sent at sent, in time, and

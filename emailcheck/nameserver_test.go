@@ -614,6 +614,7 @@ func TestPickPassesOverSilentServer(t *testing.T) {
 	server := func(rto time.Duration, silent bool) *nameserver {
 		ns := newNameserver("127.0.0.1:53", 10*time.Second, 16)
 		ns.rto, ns.silent = rto, silent
+		ns.backoff = time.Now() // gone silent just now: no probe due
 		return ns
 	}
 	cases := []struct {
@@ -641,5 +642,41 @@ func TestPickPassesOverSilentServer(t *testing.T) {
 				t.Fatalf("pick = %d; want %d", got, c.want)
 			}
 		})
+	}
+}
+
+// A server gone silent is probed once its RTO has passed since it went
+// silent: one query of those picking at once goes to it, if it is among
+// those answering about as fast as the fastest, and the next probe is due
+// an RTO later.
+func TestPickProbesSilentServer(t *testing.T) {
+	silent := newNameserver("127.0.0.1:53", 10*time.Second, 16)
+	silent.rto, silent.silent = 100*time.Millisecond, true
+	silent.backoff = time.Now().Add(-time.Second)
+	slow := newNameserver("127.0.0.1:54", 10*time.Second, 16)
+	slow.rto = 1500 * time.Millisecond
+	seq, tries := []*nameserver{slow, silent}, []int{0, 0}
+	if got := pick(seq, tries, false); got != 1 {
+		t.Fatalf("first pick after the silent server's RTO passed = %d; want the probe, 1", got)
+	}
+	if got := pick(seq, tries, false); got != 0 {
+		t.Fatalf("second pick = %d; want 0: the probe was taken", got)
+	}
+	silent.mu.Lock()
+	silent.probed = time.Now().Add(-time.Second)
+	silent.mu.Unlock()
+	if got := pick(seq, tries, false); got != 1 {
+		t.Fatalf("pick an RTO after the probe = %d; want the next probe, 1", got)
+	}
+	// Out of the band of the one that answers: no probe, none taken.
+	silent.mu.Lock()
+	silent.rto, silent.probed = 5*time.Second, time.Time{}
+	silent.backoff = time.Now().Add(-time.Minute)
+	silent.mu.Unlock()
+	if got := pick(seq, tries, false); got != 0 {
+		t.Fatalf("pick with the silent server out of band = %d; want 0", got)
+	}
+	if !silent.probed.IsZero() {
+		t.Fatal("a probe was taken by a query that went elsewhere")
 	}
 }

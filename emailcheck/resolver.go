@@ -403,7 +403,7 @@ func (q *queryRun) sendNext(ctx context.Context) (again bool, err error) {
 		return false, nil
 	}
 	q.send = false
-	i := pick(q.seq, q.tries, q.failover)
+	i, probe := pickProbe(q.seq, q.tries, q.failover)
 	ns := q.seq[i]
 	// A first attempt under a marked zone waits as a retry does.
 	marked := r.zones.marked(q.zone)
@@ -415,6 +415,14 @@ func (q *queryRun) sendNext(ctx context.Context) (again bool, err error) {
 		return false, r.failure(ctx, fmt.Errorf("%w: %s %s: waiting for %s: %w", errNoAnswer, q.name, dns.TypeToString[q.qtype], ns.addr, err), q.answered)
 	}
 	if slower {
+		q.send = true
+		return true, nil
+	}
+	if !probe && !q.failover && passedOver(q.seq, ns) {
+		// It was granted a place at a server gone silent, freed by that
+		// server's own queries timing out, while another answers again:
+		// it goes there instead, as pick now says.
+		ns.release(retry)
 		q.send = true
 		return true, nil
 	}
@@ -657,45 +665,86 @@ func (r *resolver) rotation() []*nameserver {
 // asked least among those answering about as fast as the fastest (an RTO
 // within rttBand of the lowest, as each timeout doubles a server's RTO),
 // so that a server that stopped answering is passed over while another
-// answers.
+// answers. A server gone silent is passed over while another answers,
+// but for one probe each time its RTO passed since it went silent or was
+// last probed ([nameserver.probeDueLocked]), which it takes as a server
+// that answers would.
 func pick(seq []*nameserver, tries []int, failover bool) int {
+	i, _ := pickProbe(seq, tries, failover)
+	return i
+}
+
+// pickProbe is [pick], and reports whether the server picked is silent
+// and takes the query as its probe.
+func pickProbe(seq []*nameserver, tries []int, failover bool) (int, bool) {
 	if len(seq) == 1 {
-		return 0
+		return 0, false
 	}
 	fast := make([]bool, len(seq))
+	var rtos []time.Duration
+	var silent, probe []bool
+	answering := false
 	if !failover {
-		rtos := make([]time.Duration, len(seq))
-		silent := make([]bool, len(seq))
-		answering := false
+		now := time.Now()
+		rtos = make([]time.Duration, len(seq))
+		silent, probe = make([]bool, len(seq)), make([]bool, len(seq))
 		for i, ns := range seq {
-			rtos[i], silent[i] = ns.standing()
+			rtos[i], silent[i], probe[i] = ns.standingAt(now)
 			answering = answering || !silent[i]
 		}
-		// A server that went silent is passed over while another answers:
-		// its RTO, backed off from a guess, may still be below that of a
-		// server measured on a loaded host.
-		best := time.Duration(math.MaxInt64)
-		for i := range seq {
-			if !answering || !silent[i] {
-				best = min(best, rtos[i])
+	}
+	for {
+		if !failover {
+			// A server that went silent is passed over while another
+			// answers: its RTO, backed off from a guess, may still be
+			// below that of a server measured on a loaded host.
+			eligible := func(i int) bool { return !answering || !silent[i] || probe[i] }
+			best := time.Duration(math.MaxInt64)
+			for i := range seq {
+				if eligible(i) {
+					best = min(best, rtos[i])
+				}
+			}
+			for i := range seq {
+				fast[i] = eligible(i) && rtos[i] <= best+rttBand
 			}
 		}
-		for i := range seq {
-			fast[i] = (!answering || !silent[i]) && rtos[i] <= best+rttBand
-		}
-	}
-	best := 0
-	for i := 1; i < len(seq); i++ {
-		switch {
-		case fast[i] != fast[best]:
-			if fast[i] {
+		best := 0
+		for i := 1; i < len(seq); i++ {
+			switch {
+			case fast[i] != fast[best]:
+				if fast[i] {
+					best = i
+				}
+			case tries[i] < tries[best]:
 				best = i
 			}
-		case tries[i] < tries[best]:
-			best = i
+		}
+		if failover || !answering || !silent[best] {
+			return best, false
+		}
+		if seq[best].claimProbe(time.Now()) {
+			return best, true
+		}
+		probe[best] = false // another query took the probe
+	}
+}
+
+// passedOver reports whether ns has gone silent while another server of
+// seq answers: [pick] would pass it over, but for a probe.
+func passedOver(seq []*nameserver, ns *nameserver) bool {
+	if len(seq) == 1 {
+		return false
+	}
+	if _, silent := ns.standing(); !silent {
+		return false
+	}
+	for _, other := range seq {
+		if _, silent := other.standing(); other != ns && !silent {
+			return true
 		}
 	}
-	return best
+	return false
 }
 
 // close closes the UDP sockets; queries still waiting fail.
