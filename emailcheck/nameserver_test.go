@@ -651,8 +651,10 @@ func TestPickPassesOverSilentServer(t *testing.T) {
 // an RTO later.
 func TestPickProbesSilentServer(t *testing.T) {
 	silent := newNameserver("127.0.0.1:53", 10*time.Second, 16)
-	silent.rto, silent.silent = 100*time.Millisecond, true
-	silent.backoff = time.Now().Add(-time.Second)
+	// An RTO of a second: the second pick comes well within it, however
+	// busy the machine.
+	silent.rto, silent.silent = time.Second, true
+	silent.backoff = time.Now().Add(-2 * time.Second)
 	slow := newNameserver("127.0.0.1:54", 10*time.Second, 16)
 	slow.rto = 1500 * time.Millisecond
 	seq, tries := []*nameserver{slow, silent}, []int{0, 0}
@@ -663,7 +665,7 @@ func TestPickProbesSilentServer(t *testing.T) {
 		t.Fatalf("second pick = %d; want 0: the probe was taken", got)
 	}
 	silent.mu.Lock()
-	silent.probed = time.Now().Add(-time.Second)
+	silent.probed = time.Now().Add(-2 * time.Second)
 	silent.mu.Unlock()
 	if got := pick(seq, tries, false); got != 1 {
 		t.Fatalf("pick an RTO after the probe = %d; want the next probe, 1", got)

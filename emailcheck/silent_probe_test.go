@@ -66,11 +66,11 @@ func newSwitchProxy(t *testing.T, target string) *switchProxy {
 	return p
 }
 
-// A server that lost one query while nothing else was in flight (its
-// RTO doubled: it went silent) is sent queries again once it answers,
-// though the other server answers all the while: a probe finds it
-// answering. Passed over for good, it would leave every lookup to the
-// other server, however slow that one is or gets.
+// A server gone silent (a query lost while nothing else was in flight
+// doubled its RTO) is sent queries again once it answers, though the
+// other server answers all the while: a probe finds it answering. Passed
+// over for good, it would leave every lookup to the other server,
+// however slow that one is or gets.
 func TestSilentServerIsProbed(t *testing.T) {
 	srv := dnstest.Start(t, nil, &dnstest.Options{Fallback: func(name string) (dnstest.Domain, bool) {
 		if !strings.HasSuffix(name, ".probe") {
@@ -87,37 +87,25 @@ func TestSilentServerIsProbed(t *testing.T) {
 	ctx := context.Background()
 	first := v.resolver.servers[0]
 	silent := func() bool { _, s := first.standing(); return s }
-	// Both measured first: a loss then doubles the first server's RTO
-	// from a round trip on the loopback, within rttBand of the other's.
-	for i := 0; first.stats().SRTT == 0 || v.resolver.servers[1].stats().SRTT == 0; i++ {
-		if i == 20 {
-			t.Fatalf("both servers not measured in 20 lookups: %+v", v.ResolverStats())
-		}
-		if _, err := v.Validate(ctx, fmt.Sprintf("u@warm%d.probe", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a.dead.Store(true)
-	for i := 0; !silent(); i++ {
-		if i == 20 {
-			t.Fatal("the first server did not go silent in 20 lookups")
-		}
-		if res, err := v.Validate(ctx, fmt.Sprintf("u@lost%d.probe", i)); err != nil || res.Confidence.Status != StatusLikely {
-			t.Fatalf("lookup while the first server is dead: %v %v", res.Confidence.Status, err)
-		}
-	}
-	a.dead.Store(false)
+	// The first server just went silent, with an RTO (doubled from a
+	// round trip on the loopback) in the band of the other's, whatever
+	// the other measures on a busy machine.
+	first.mu.Lock()
+	first.rto, first.silent, first.backoff = 100*time.Millisecond, true, time.Now()
+	first.mu.Unlock()
 	before := a.received.Load()
-	for i := 0; a.received.Load() == before; i++ {
+	// Until a probe's answer came in time (on a busy machine, one may not,
+	// and the next probe comes an RTO later).
+	for i := 0; a.received.Load() == before || silent(); i++ {
 		if i == 200 {
-			t.Fatalf("the first server, answering again, got no query in 200 lookups: %+v", v.ResolverStats())
+			t.Fatalf("the first server, answering again, not heard in 200 lookups: %d queries, %+v", a.received.Load()-before, v.ResolverStats())
 		}
 		if res, err := v.Validate(ctx, fmt.Sprintf("u@back%d.probe", i)); err != nil || res.Confidence.Status != StatusLikely {
 			t.Fatalf("lookup with both servers answering: %v %v", res.Confidence.Status, err)
 		}
+		// 200 lookups 10 ms apart span well over the silent RTO.
 		time.Sleep(10 * time.Millisecond)
 	}
-	waitCond(t, func() bool { return !silent() })
 }
 
 // A query waiting at a server gone silent, granted a place there when the
