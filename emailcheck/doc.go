@@ -68,7 +68,12 @@
 // got busy), and a hole shows that within two round trips, before the
 // dropped queries are sent again (TCP's restart after idle, RFC 5681
 // §4.1). Queries beyond the window wait their turn, first attempts
-// before retries. A nameserver
+// before retries. A nameserver whose RTO doubled with nothing answered
+// since is silent: while another answers, queries pass it over, however
+// the RTOs compare (a dead server's backed-off guess may be below a live
+// one's measured on a loaded host), but for one probe each time its RTO
+// passes, and the queries waiting for a place at it pick a server again
+// when its RTO doubles. A nameserver
 // whose port refuses (ICMP port or host unreachable: it restarts, or is
 // not there yet) is an outage, not a failure of the names asked: the
 // queries wait for it, trying again after 20 ms, doubling to 500 ms, for
