@@ -39,50 +39,6 @@ func pacingZone(slow time.Duration) *dnstest.Options {
 	}}
 }
 
-// lossyProxy forwards UDP between clients and target, dropping every
-// dropEvery-th query.
-func lossyProxy(t *testing.T, target string, dropEvery int) string {
-	t.Helper()
-	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
-	up, err := net.ResolveUDPAddr("udp", target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		var n int
-		buf := make([]byte, 65536)
-		for {
-			k, from, err := pc.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			if n++; n%dropEvery == 0 {
-				continue
-			}
-			msg := slices.Clone(buf[:k])
-			go func() {
-				c, err := net.DialUDP("udp", nil, up)
-				if err != nil {
-					return
-				}
-				defer c.Close()
-				c.Write(msg)
-				c.SetReadDeadline(time.Now().Add(10 * time.Second))
-				b := make([]byte, 65536)
-				m, err := c.Read(b)
-				if err == nil {
-					pc.WriteToUDP(b[:m], from)
-				}
-			}()
-		}
-	}()
-	return pc.LocalAddr().String()
-}
-
 type paceCase struct {
 	name      string
 	opts      func() *dnstest.Options
@@ -120,7 +76,9 @@ func TestDNSPacingHostileResolvers(t *testing.T) {
 		{name: "pending64", opts: func() *dnstest.Options { o := pacingZone(0); o.MaxPending = 64; return o }, servers: one, n: 1000},
 		{name: "slownames", opts: func() *dnstest.Options { return pacingZone(1500 * time.Millisecond) }, servers: one, n: 1000, slowShare: true},
 		{name: "lossy10", opts: func() *dnstest.Options { return pacingZone(0) }, servers: func(t *testing.T, srv *dnstest.Server) []string {
-			return []string{lossyProxy(t, srv.Addr(), 10)}
+			p := dnstest.StartProxy(t, srv.Addr())
+			p.SetDropEvery(10)
+			return []string{p.Addr()}
 		}, n: 1000, mayLose: 2},
 		{name: "onedead", opts: func() *dnstest.Options { return pacingZone(0) }, servers: func(t *testing.T, srv *dnstest.Server) []string {
 			silent, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
