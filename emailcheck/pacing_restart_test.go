@@ -41,8 +41,11 @@ func watchWindow(v *emailcheck.Validator) func() int {
 // window followed by a trickle with a slow name. (A burst whose head
 // alone waits on a slow upstream looks, by timing, like one whose head
 // the server dropped: the window falls then, and grows back.) The server
-// drops nothing, so the window must not fall below where a new
-// validator's starts (256).
+// drops nothing, so the window must not collapse: it may fall from
+// where a restarted flight begins (256) to twice the answers seen, when
+// a busy machine holds one answer back long enough to look like a hole,
+// but never below a quarter of that (64), where a window taken for a
+// loss after loss would go.
 func TestWarmWindowHealthyServerChanges(t *testing.T) {
 	if testing.Short() {
 		t.Skip("thousands of lookups per case")
@@ -97,8 +100,8 @@ func TestWarmWindowHealthyServerChanges(t *testing.T) {
 			if r.notLikely > 0 {
 				t.Errorf("%d existing domains not LIKELY", r.notLikely)
 			}
-			if srv.Dropped() == 0 && (low < 256 || st.Window < 256) {
-				t.Errorf("the window fell to %d (%d at the end) on a server that dropped nothing", low, st.Window)
+			if srv.Dropped() == 0 && (low < 64 || st.Window < 64) {
+				t.Errorf("the window fell to %d (%d at the end) on a server that dropped nothing; want 64 at least", low, st.Window)
 			}
 		})
 	}
