@@ -45,7 +45,8 @@ func watchWindow(v *emailcheck.Validator) func() int {
 // where a restarted flight begins (256) to twice the answers seen, when
 // a busy machine holds one answer back long enough to look like a hole,
 // but never below a quarter of that (64), where a window taken for a
-// loss after loss would go.
+// loss after loss would go. A trickle after a burst is no flight: it
+// must not lower the window the burst left.
 func TestWarmWindowHealthyServerChanges(t *testing.T) {
 	if testing.Short() {
 		t.Skip("thousands of lookups per case")
@@ -62,6 +63,8 @@ func TestWarmWindowHealthyServerChanges(t *testing.T) {
 			// A burst of sixty, then lookups one at a time, one of
 			// them a name whose zone answers slowly.
 			r := burst(v, "small", 60)
+			left := v.ResolverStats()[0].Window
+			least := watchWindow(v)
 			for i := range 20 {
 				prefix := "trickle"
 				if i == 5 {
@@ -76,6 +79,9 @@ func TestWarmWindowHealthyServerChanges(t *testing.T) {
 				wg.Wait()
 			}
 			time.Sleep(400 * time.Millisecond)
+			if low := least(); low < left {
+				t.Errorf("the trickle after the burst lowered the window from %d to %d", left, low)
+			}
 			return r
 		}},
 	}
