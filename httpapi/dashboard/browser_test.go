@@ -168,14 +168,61 @@ func browser(t *testing.T, js bool) context.Context {
 	return ctx
 }
 
+// stepTimeout bounds one step of a browser test: a step a loaded machine
+// makes slow finishes well within it, and one that waits for what never
+// comes (a click lost to a page reloading itself, say) fails with the page
+// it was on instead of holding the package until its timeout.
+const stepTimeout = 2 * time.Minute
+
+// run runs one step of a browser test, bounded by stepTimeout; a step that
+// fails ends the test with where the browser was and what it showed.
 func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
 	t.Helper()
-	if err := chromedp.Run(ctx, actions...); err != nil {
-		var loc string
-		chromedp.Run(ctx, chromedp.Location(&loc))
-		var body string
-		chromedp.Run(ctx, chromedp.Text("main", &body, chromedp.ByQuery))
-		t.Fatalf("%s: %v (at %s)\n%s", what, err, loc, body)
+	sctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	if err := chromedp.Run(sctx, actions...); err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, whereAmI(ctx))
+	}
+}
+
+// whereAmI describes the browser's page for a failure: its address and
+// the text of its main element, each read within seconds.
+func whereAmI(ctx context.Context) string {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var loc, body string
+	chromedp.Run(rctx, chromedp.Location(&loc))
+	chromedp.Run(rctx, chromedp.Evaluate(`(document.querySelector("main") || document.body || {}).innerText || ""`, &body))
+	return fmt.Sprintf("(at %s)\n%s", loc, body)
+}
+
+// settledPage is true of a page that no longer reloads itself: no meta
+// refresh (for browsers without JavaScript, in a noscript element, which
+// such a browser may parse as elements and another as text) and no
+// element polling by htmx.
+const settledPage = `!document.querySelector('meta[http-equiv="refresh"], [hx-trigger^="every"]') && ` +
+	`![...document.querySelectorAll("noscript")].some(n => n.textContent.includes("refresh"))`
+
+// settle waits until cond, a JavaScript expression, is true of the
+// browser's page, for up to within. A page that reloads or polls itself
+// is read between two documents now and then; the errors that brings
+// (a node or an execution context gone) mean "look again", not a failure.
+func settle(t *testing.T, ctx context.Context, what, cond string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var last error
+	for {
+		var ok bool
+		actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		last = chromedp.Run(actx, chromedp.Evaluate(`!!(`+cond+`)`, &ok))
+		cancel()
+		if last == nil && ok {
+			return
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			t.Fatalf("%s: not so after %v (last error: %v)\n%s", what, within, last, whereAmI(ctx))
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
@@ -357,23 +404,7 @@ func TestConsoleInBrowser(t *testing.T) {
 				chromedp.Click(`//button[normalize-space()="Validate"]`),
 				chromedp.WaitVisible("#progress", chromedp.ByID),
 			)
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				var state string
-				run(t, ctx, "progress", chromedp.Text("#state", &state, chromedp.ByID))
-				if state == "completed" {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the batch is %q after 30 s", state)
-				}
-				time.Sleep(200 * time.Millisecond)
-				if !js {
-					// Without JavaScript the page reloads itself (meta
-					// refresh); wait for the new one.
-					run(t, ctx, "reload", chromedp.WaitReady("#state", chromedp.ByID))
-				}
-			}
+			settle(t, ctx, "the batch completed", `document.getElementById("state")?.textContent == "completed" && document.querySelector("table") && `+settledPage, time.Minute)
 			var done string
 			run(t, ctx, "results", chromedp.WaitVisible("table", chromedp.ByQuery), chromedp.Text("#done", &done, chromedp.ByID))
 			if done != "50" {
@@ -501,20 +532,11 @@ func TestConsoleInBrowser(t *testing.T) {
 }
 
 // waitTestDelivered waits until the webhook page reports its test event
-// delivered: it reloads itself until then, by htmx or, without
-// JavaScript, a meta refresh.
+// delivered and no longer reloads itself (by htmx or, without JavaScript,
+// a meta refresh): a click while it still might could be undone by the
+// reload.
 func waitTestDelivered(t *testing.T, ctx context.Context) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var outcome string
-		run(t, ctx, "test event outcome", chromedp.WaitReady("#test", chromedp.ByID), chromedp.Text("#test", &outcome, chromedp.ByID))
-		if strings.Contains(outcome, "Delivered") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the test event is not reported delivered after a minute: %q", outcome)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	settle(t, ctx, "the test event reported delivered",
+		`document.getElementById("test")?.textContent.includes("Delivered") && `+settledPage, time.Minute)
 }
