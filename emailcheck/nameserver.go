@@ -164,16 +164,16 @@ func (ns *nameserver) retryLimit() int { return max(1, ns.limit()/retryShare) }
 // retries hold at most a quarter of the window, so that names that are
 // never answered cannot crowd out the questions asked after them.
 func (ns *nameserver) acquire(ctx context.Context, retry bool) error {
-	_, err := ns.acquireUnlessSlower(ctx, retry, false)
+	_, err := ns.acquireOrLeave(ctx, retry, false)
 	return err
 }
 
-// acquireUnlessSlower is [nameserver.acquire], but when leave is set a
+// acquireOrLeave is [nameserver.acquire], but when leave is set a
 // query still waiting when the server's RTO doubles (it stopped
 // answering meanwhile: [nameserver.timedOut]) leaves the queue and
 // reports dismissed, so that it can go to a server that answers rather than
 // wait its turn behind queries that will all time out.
-func (ns *nameserver) acquireUnlessSlower(ctx context.Context, retry, leave bool) (dismissed bool, err error) {
+func (ns *nameserver) acquireOrLeave(ctx context.Context, retry, leave bool) (dismissed bool, err error) {
 	ns.mu.Lock()
 	if ns.inFlight < ns.limit() && (retry && len(ns.waiters) == 0 && ns.retries < ns.retryLimit() ||
 		!retry && (len(ns.waiters) == 0 || ns.waiters[0].retry)) {

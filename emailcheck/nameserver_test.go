@@ -565,7 +565,7 @@ func TestWaiterLeavesServerThatWentSilent(t *testing.T) {
 	}
 	leaving := make(chan bool, 1)
 	go func() {
-		slower, err := ns.acquireUnlessSlower(ctx, false, true)
+		slower, err := ns.acquireOrLeave(ctx, false, true)
 		if err != nil {
 			t.Error(err)
 		}
@@ -574,7 +574,7 @@ func TestWaiterLeavesServerThatWentSilent(t *testing.T) {
 	waitCond(t, func() bool { return ns.stats().Waiting == 1 })
 	staying := make(chan bool, 1)
 	go func() {
-		slower, err := ns.acquireUnlessSlower(ctx, false, false)
+		slower, err := ns.acquireOrLeave(ctx, false, false)
 		if err != nil {
 			t.Error(err)
 		}

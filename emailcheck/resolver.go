@@ -410,11 +410,11 @@ func (q *queryRun) sendNext(ctx context.Context) (again bool, err error) {
 	retry := len(q.atts) > 0 || marked
 	// While it waits for a place, a server that stops answering (its RTO
 	// doubles) may have fallen out of those pick prefers: pick again.
-	slower, err := ns.acquireUnlessSlower(ctx, retry, len(q.seq) > 1)
+	dismissed, err := ns.acquireOrLeave(ctx, retry, len(q.seq) > 1)
 	if err != nil {
 		return false, r.failure(ctx, fmt.Errorf("%w: %s %s: waiting for %s: %w", errNoAnswer, q.name, dns.TypeToString[q.qtype], ns.addr, err), q.answered)
 	}
-	if slower {
+	if dismissed {
 		q.send = true
 		return true, nil
 	}
