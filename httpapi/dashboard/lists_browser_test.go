@@ -86,14 +86,14 @@ func TestListToolInBrowser(t *testing.T) {
 
 			// Confirm: the batch's progress, then its downloads.
 			run(t, ctx, "confirm", chromedp.Click("#confirm", chromedp.ByID), chromedp.WaitVisible("#progress", chromedp.ByID))
+			// The page polls its progress (by htmx, or a meta refresh
+			// without JavaScript) until the list is complete.
+			settle(t, ctx, "the list completed", `document.getElementById("state")?.textContent == "completed" && `+settledPage, time.Minute)
 			var title string
 			run(t, ctx, "title", chromedp.Title(&title))
 			if !strings.HasPrefix(title, "Spring customers (batch 1)") {
 				t.Fatalf("batch page title %q", title)
 			}
-			// The page polls its progress (by htmx, or a meta refresh
-			// without JavaScript), then shows the downloads once complete.
-			settle(t, ctx, "the list completed", `document.getElementById("state")?.textContent == "completed" && document.getElementById("downloads") && `+settledPage, time.Minute)
 			run(t, ctx, "downloads", chromedp.WaitVisible("#downloads", chromedp.ByID))
 			both("list batch", "list-batch")
 			var rows, unique, junk, batchURL string
