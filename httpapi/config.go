@@ -130,6 +130,12 @@ type Config struct {
 	// Default [DefaultMaxBodyBytes].
 	MaxBodyBytes int64
 
+	// Workbooks bounds the .xlsx exports being made at once, per account
+	// and per process; give the console the same gate. nil: a gate of
+	// this handler's own, within the [WorkbookLimits] defaults, counting
+	// each account's in this process.
+	Workbooks *WorkbookGate
+
 	// Lists bounds and directs POST /api/v1/lists (its Column and Text
 	// come from each request). nil means the [lists.Options] defaults: up
 	// to 1,000,000 rows and 256 MiB.

@@ -88,6 +88,8 @@ type Handler struct {
 	// listPace is how fast an upload must send to outlive the server's
 	// read timeout.
 	listPace uploads.Pace
+	// workbooks admits the .xlsx exports being made.
+	workbooks *WorkbookGate
 }
 
 // NewHandler returns the API over its four required parts: v validates
@@ -121,6 +123,10 @@ func NewHandler(v jobs.Validator, ledger *credits.Ledger, queue *jobs.Queue, acc
 		seller:          cfg.Seller,
 		checkoutSuccess: cfg.CheckoutSuccessURL,
 		checkoutCancel:  cfg.CheckoutCancelURL,
+		workbooks:       cfg.Workbooks,
+	}
+	if h.workbooks == nil {
+		h.workbooks = NewWorkbookGate(WorkbookLimits{Logger: cfg.Logger})
 	}
 	switch {
 	case h.maxKeys == 0:

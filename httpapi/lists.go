@@ -579,6 +579,13 @@ func (h *Handler) exportTable(w http.ResponseWriter, r *http.Request, c *call, b
 	hd := w.Header()
 	name := `attachment; filename="batch-` + batchID + exportSuffix(f) + "." + format + `"`
 	if format == "xlsx" {
+		leave, ok := h.workbooks.Enter(ctx, c.key.AccountID)
+		if !ok {
+			hd.Set("Retry-After", workbookRetryAfter)
+			writeProblem(w, c, CodeRateLimited, "Other .xlsx workbooks are being made for this account or on this server; try again in a few seconds, or ask for format=csv, which is not limited.")
+			return
+		}
+		defer leave()
 		sw, err := NewSheetWriter("Results")
 		if err != nil {
 			h.backendError(w, c, "export", err)

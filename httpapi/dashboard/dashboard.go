@@ -347,6 +347,12 @@ type Config struct {
 	// here has one), else they count in this process. Default: a
 	// [ratelimit.Memory], which limits this process only.
 	Limiter ratelimit.Limiter
+	// Workbooks bounds the .xlsx downloads being made at once, per
+	// account and per process; give it the API's ([httpapi.Config]
+	// Workbooks), so that one bound covers both. nil: a gate of the
+	// console's own, within the [httpapi.WorkbookLimits] defaults,
+	// counting each account's in this process.
+	Workbooks *httpapi.WorkbookGate
 	// ClientIP returns a request's client address, for the limits per
 	// client address, which count an address with the rest of its
 	// network, an IPv4 /24 or an IPv6 /64. Default: the connection's
@@ -521,6 +527,9 @@ func newSettings(st Storage, ledger *credits.Ledger, queue *jobs.Queue, c *Confi
 		return settings{}, fmt.Errorf("dashboard: %w: NoticeInterval must be positive, NoticeLease at least a second", httpapi.ErrConfig)
 	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	if cfg.Workbooks == nil {
+		cfg.Workbooks = httpapi.NewWorkbookGate(httpapi.WorkbookLimits{Logger: cfg.Logger})
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

@@ -982,7 +982,7 @@ func (d *Dashboard) listExport(w http.ResponseWriter, r *http.Request, a store.A
 	filter := httpapi.ExportFilter{Group: group, Dedupe: dedupe, NotAddresses: junk}
 	file := downloadName(batchRow{Batch: b}, name)
 	if format == "xlsx" {
-		d.writeXLSX(w, r, strings.TrimSuffix(file, ".csv")+".xlsx", func(start func() httpapi.RecordWriter) error {
+		d.writeXLSX(w, r, a, strings.TrimSuffix(file, ".csv")+".xlsx", func(start func() httpapi.RecordWriter) error {
 			return httpapi.WriteList(ctx, d.cfg.Queue, info, filter, start)
 		})
 		return

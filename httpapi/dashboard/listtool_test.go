@@ -20,6 +20,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/validmail/validmail/credits"
+	"github.com/validmail/validmail/httpapi"
 	"github.com/validmail/validmail/httpapi/dashboard"
 	"github.com/validmail/validmail/jobs/lists"
 	"github.com/validmail/validmail/store/backend"
@@ -110,7 +111,14 @@ const customers = "name;Mail;city\n" +
 // the rows of each group with the uploaded columns.
 func TestListTool(t *testing.T) {
 	eachBackend(t, func(t *testing.T, open func() *backend.Backend, _ bool) {
-		s := startSite(t, open(), func(dc *dashboard.Config, _ string) { dc.BulkLimit = 5 })
+		b := open()
+		// The console's workbooks, counted in the backend with one at a
+		// time per account; the test holds the account's place as
+		// another instance would.
+		workbooks := func() *httpapi.WorkbookGate {
+			return httpapi.NewWorkbookGate(httpapi.WorkbookLimits{Slots: b.AccountSlots, PerAccount: 1})
+		}
+		s := startSite(t, b, func(dc *dashboard.Config, _ string) { dc.BulkLimit = 5; dc.Workbooks = workbooks() })
 		u := newUser(t, s.base)
 		u.signup("lister@example.com")
 
@@ -285,6 +293,25 @@ func TestListTool(t *testing.T) {
 			if a := other.do("GET", batchURL+u, nil); a.code != http.StatusNotFound {
 				t.Errorf("another account's .xlsx download %s: %d", u, a.code)
 			}
+		}
+		// While another instance makes the account's workbook, one more
+		// is refused for a few seconds; the CSV is not.
+		acct, err := b.Accounts.GetAccountByEmail(context.Background(), "lister@example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		leave, ok := workbooks().Enter(context.Background(), acct.ID)
+		if !ok {
+			t.Fatal("the account's workbook place is taken with none being made")
+		}
+		if a := u.do("GET", batchURL+"/list.xlsx?group=safe", nil); a.code != http.StatusTooManyRequests || a.hdr.Get("Retry-After") == "" ||
+			!strings.Contains(a.body, "Try again in a few seconds") {
+			t.Errorf("an .xlsx while another instance makes the account's: %d %q\n%s", a.code, a.hdr.Get("Retry-After"), a.body)
+		}
+		get("?group=safe")
+		leave()
+		if rows := sheet("/results.xlsx"); len(rows) != 9 {
+			t.Errorf("the results as .xlsx once the other is made: %d rows", len(rows))
 		}
 	})
 }

@@ -920,16 +920,23 @@ func (d *Dashboard) batchXLSX(w http.ResponseWriter, r *http.Request, a store.Ac
 	if s := r.URL.Query().Get("status"); s != "" {
 		f.Statuses = []emailcheck.Status{emailcheck.Status(s)}
 	}
-	d.writeXLSX(w, r, "batch-"+b.ID+".xlsx", func(start func() httpapi.RecordWriter) error {
+	d.writeXLSX(w, r, a, "batch-"+b.ID+".xlsx", func(start func() httpapi.RecordWriter) error {
 		return httpapi.WriteBatch(r.Context(), d.cfg.Queue, a.ID, b.ID, f, start)
 	})
 }
 
 // writeXLSX sends the records write gives as an .xlsx workbook named
-// file. The workbook is made whole before its first byte is sent (its
+// file, if [Config.Workbooks] admits one more of the account's. The workbook is made whole before its first byte is sent (its
 // rows spill to a temporary file past a few thousand), so that a store
 // failure is a page saying so rather than a truncated file.
-func (d *Dashboard) writeXLSX(w http.ResponseWriter, r *http.Request, file string, write func(start func() httpapi.RecordWriter) error) {
+func (d *Dashboard) writeXLSX(w http.ResponseWriter, r *http.Request, a store.Account, file string, write func(start func() httpapi.RecordWriter) error) {
+	leave, ok := d.cfg.Workbooks.Enter(r.Context(), a.ID)
+	if !ok {
+		w.Header().Set("Retry-After", "5")
+		d.fail(w, r, http.StatusTooManyRequests, "Other .xlsx files are being made for your account or on this server. Try again in a few seconds, or download the CSV, which is not limited.")
+		return
+	}
+	defer leave()
 	sw, err := httpapi.NewSheetWriter("Results")
 	if err != nil {
 		d.backendError(w, r, "xlsx export", err)

@@ -424,6 +424,11 @@ func (s *Service) buildAPI() (httpapi.Config, error) {
 			acfg.RateLimiter = ratelimit.NewMemory(acfg.Now)
 		}
 	}
+	if acfg.Workbooks == nil {
+		// One gate for the API and the console, counting each account's
+		// workbooks in the backend, across instances.
+		acfg.Workbooks = httpapi.NewWorkbookGate(httpapi.WorkbookLimits{Slots: b.AccountSlots, Logger: s.logger})
+	}
 	var err error
 	if s.api, err = httpapi.NewHandler(s.validator, s.ledger, s.queue, b.Accounts, &acfg); err != nil {
 		return acfg, err
@@ -536,6 +541,9 @@ func (s *Service) mountDashboard(dc dashboard.Config, api httpapi.Config) error 
 	}
 	if dc.Limiter == nil {
 		dc.Limiter = api.RateLimiter
+	}
+	if dc.Workbooks == nil {
+		dc.Workbooks = api.Workbooks
 	}
 	if dc.WebhookTestLimit == (ratelimit.Limit{}) {
 		dc.WebhookTestLimit = api.WebhookTestLimit
