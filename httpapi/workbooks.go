@@ -25,6 +25,10 @@ const (
 // refused for want of a place.
 const workbookRetryAfter = "5"
 
+// slotWait bounds the wait for the slots' store: one that does not
+// answer by then counts as failed.
+const slotWait = 5 * time.Second
+
 // workbookSlotTTL is how long a workbook's slot is held without renewal:
 // an instance that dies while making one frees its slot within it.
 const workbookSlotTTL = 2 * time.Minute
@@ -86,8 +90,8 @@ func NewWorkbookGate(l WorkbookLimits) *WorkbookGate {
 // seconds. Otherwise the caller must call leave once the workbook is
 // sent or abandoned. The account's slot is renewed while held, so a
 // workbook may take longer than the slot's time to live. A failure of
-// the slots' store lets the workbook be made, logged: an outage there
-// does not stop exports.
+// the slots' store, or no answer within seconds, lets the workbook be
+// made, logged: an outage there does not stop exports.
 func (g *WorkbookGate) Enter(ctx context.Context, account string) (leave func(), ok bool) {
 	select {
 	case g.here <- struct{}{}:
@@ -98,7 +102,14 @@ func (g *WorkbookGate) Enter(ctx context.Context, account string) (leave func(),
 	rand.Read(b[:])
 	holder := "workbook-" + hex.EncodeToString(b[:])
 	key := "workbooks:" + account
-	got, err := g.slots.AcquireSlot(ctx, key, holder, g.perAccount, workbookSlotTTL)
+	actx, cancel := context.WithTimeout(ctx, slotWait)
+	got, err := g.slots.AcquireSlot(actx, key, holder, g.perAccount, workbookSlotTTL)
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		// The request is gone: nothing to make.
+		<-g.here
+		return nil, false
+	}
 	if err != nil {
 		g.logger.WarnContext(ctx, "httpapi: workbook slots failed; workbook made", "err", err)
 		return func() { <-g.here }, true
