@@ -602,7 +602,7 @@ func (h *Handler) exportTable(w http.ResponseWriter, r *http.Request, c *call, b
 		hd.Set("Content-Disposition", name)
 		w.WriteHeader(http.StatusOK)
 		c.code = ""
-		if _, err := sw.WriteTo(w); err != nil {
+		if _, err := h.workbooks.Send(w, sw); err != nil {
 			c.errText = "xlsx export: " + err.Error()
 		}
 		return

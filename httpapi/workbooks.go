@@ -1,10 +1,13 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -19,6 +22,10 @@ const (
 	// DefaultWorkbooksPerInstance is how many .xlsx workbooks one
 	// process makes at once, of every account.
 	DefaultWorkbooksPerInstance = 4
+	// DefaultWorkbookSendWindow and DefaultWorkbookSendBytes: a client
+	// takes a workbook at 1 MiB per 30 s at least (about 35 KiB/s).
+	DefaultWorkbookSendWindow       = 30 * time.Second
+	DefaultWorkbookSendBytes  int64 = 1 << 20
 )
 
 // workbookRetryAfter is the Retry-After, in seconds, of a workbook
@@ -48,6 +55,15 @@ type WorkbookLimits struct {
 	// PerInstance is how many workbooks this process makes at once, of
 	// every account. Default [DefaultWorkbooksPerInstance].
 	PerInstance int
+	// SendWindow and SendBytes are the least pace at which a client must
+	// take a workbook: SendBytes more every SendWindow, else its
+	// connection is cut and its places given back. Defaults
+	// [DefaultWorkbookSendWindow] and [DefaultWorkbookSendBytes]. A
+	// workbook is compressed as it is sent, so its places are held until
+	// it is sent; the pace keeps a client that stops reading from
+	// holding them.
+	SendWindow time.Duration
+	SendBytes  int64
 	// Logger receives the failures of Slots, which let the workbook be
 	// made. nil: they are not logged.
 	Logger *slog.Logger
@@ -61,6 +77,8 @@ type WorkbookGate struct {
 	slots      jobsdriver.AccountSlots
 	perAccount int
 	here       chan struct{} // a place per workbook this process makes
+	sendWindow time.Duration
+	sendBytes  int64
 	logger     *slog.Logger
 }
 
@@ -78,6 +96,8 @@ func NewWorkbookGate(l WorkbookLimits) *WorkbookGate {
 		n = DefaultWorkbooksPerInstance
 	}
 	g.here = make(chan struct{}, n)
+	g.sendWindow = cmp.Or(l.SendWindow, DefaultWorkbookSendWindow)
+	g.sendBytes = cmp.Or(l.SendBytes, DefaultWorkbookSendBytes)
 	if g.logger == nil {
 		g.logger = slog.New(slog.DiscardHandler)
 	}
@@ -85,58 +105,66 @@ func NewWorkbookGate(l WorkbookLimits) *WorkbookGate {
 }
 
 // Enter takes a place to make a workbook of account. ok is false when
-// this process makes as many as it may, or the account has as many being
-// made: the caller refuses the request (429), to be tried again in
+// the account has as many being made, or this process makes as many as
+// it may: the caller refuses the request (429), to be tried again in
 // seconds. Otherwise the caller must call leave once the workbook is
-// sent or abandoned. The account's slot is renewed while held, so a
-// workbook may take longer than the slot's time to live. A failure of
-// the slots' store, or no answer within seconds, lets the workbook be
-// made, logged: an outage there does not stop exports.
+// sent or abandoned; a second call does nothing. The account's slot is
+// renewed while held, so a workbook may take longer than the slot's time
+// to live. A failure of the slots' store, or no answer within seconds,
+// lets the workbook be made, logged: an outage there does not stop
+// exports. The account's slot is asked for first, so that an account at
+// its bound, asking again and again, takes none of the process's places.
 func (g *WorkbookGate) Enter(ctx context.Context, account string) (leave func(), ok bool) {
-	select {
-	case g.here <- struct{}{}:
-	default:
-		return nil, false
-	}
 	var b [12]byte
 	rand.Read(b[:])
 	holder := "workbook-" + hex.EncodeToString(b[:])
 	key := "workbooks:" + account
 	actx, cancel := context.WithTimeout(ctx, slotWait)
-	got, err := g.slots.AcquireSlot(actx, key, holder, g.perAccount, workbookSlotTTL)
+	held, err := g.slots.AcquireSlot(actx, key, holder, g.perAccount, workbookSlotTTL)
 	cancel()
-	if err != nil && ctx.Err() != nil {
-		// The request is gone: nothing to make.
-		<-g.here
-		return nil, false
-	}
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, false // the request is gone: nothing to make
+	case err != nil:
 		g.logger.WarnContext(ctx, "httpapi: workbook slots failed; workbook made", "err", err)
-		return func() { <-g.here }, true
-	}
-	if !got {
-		<-g.here
+	case !held:
 		return nil, false
+	}
+	select {
+	case g.here <- struct{}{}:
+	default:
+		if held {
+			g.release(ctx, key, holder)
+		}
+		return nil, false
+	}
+	var once sync.Once
+	if !held {
+		return func() { once.Do(func() { <-g.here }) }, true
 	}
 	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() { g.renew(ctx, key, holder, done) })
-	var once sync.Once
+	go g.renew(ctx, key, holder, done)
 	return func() {
 		once.Do(func() {
-			close(done)
-			wg.Wait()
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if err := g.slots.ReleaseSlot(rctx, key, holder); err != nil {
-				g.logger.WarnContext(ctx, "httpapi: workbook slot not released; it lapses on its own", "err", err)
-			}
 			<-g.here
+			close(done)
+			g.release(ctx, key, holder)
 		})
 	}, true
 }
 
-// renew keeps holder's slot of key until done is closed.
+// release gives holder's slot of key back, within seconds.
+func (g *WorkbookGate) release(ctx context.Context, key, holder string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), slotWait)
+	defer cancel()
+	if err := g.slots.ReleaseSlot(rctx, key, holder); err != nil {
+		g.logger.WarnContext(ctx, "httpapi: workbook slot not released; it lapses on its own", "err", err)
+	}
+}
+
+// renew keeps holder's slot of key until done is closed. A renewal that
+// was under way when done closed is undone, so that no slot outlives
+// its workbook.
 func (g *WorkbookGate) renew(ctx context.Context, key, holder string, done <-chan struct{}) {
 	t := time.NewTicker(workbookSlotTTL / 4)
 	defer t.Stop()
@@ -145,11 +173,55 @@ func (g *WorkbookGate) renew(ctx context.Context, key, holder string, done <-cha
 		case <-done:
 			return
 		case <-t.C:
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			if _, err := g.slots.AcquireSlot(rctx, key, holder, g.perAccount, workbookSlotTTL); err != nil {
-				g.logger.WarnContext(ctx, "httpapi: workbook slot not renewed", "err", err)
-			}
-			cancel()
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), slotWait)
+		if _, err := g.slots.AcquireSlot(rctx, key, holder, g.perAccount, workbookSlotTTL); err != nil {
+			g.logger.WarnContext(ctx, "httpapi: workbook slot not renewed", "err", err)
+		}
+		cancel()
+		select {
+		case <-done:
+			g.release(ctx, key, holder)
+			return
+		default:
 		}
 	}
+}
+
+// Send writes the workbook sw holds as w's body at the gate's pace: the
+// connection's write deadline is pushed SendWindow ahead each time
+// SendBytes more are taken, so that a client that stops reading is cut
+// off. On a ResponseWriter that cannot set deadlines it only writes.
+func (g *WorkbookGate) Send(w http.ResponseWriter, sw *SheetWriter) (int64, error) {
+	pw := &pacedWriter{w: w, rc: http.NewResponseController(w), window: g.sendWindow, bytes: g.sendBytes}
+	pw.paced = pw.rc.SetWriteDeadline(time.Now().Add(pw.window)) == nil
+	n, err := sw.WriteTo(pw)
+	if pw.paced {
+		if ferr := pw.rc.Flush(); err == nil {
+			err = ferr
+		}
+		pw.rc.SetWriteDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// pacedWriter writes to a response, pushing its write deadline a window
+// ahead each time bytes more are written.
+type pacedWriter struct {
+	w      io.Writer
+	rc     *http.ResponseController
+	window time.Duration
+	bytes  int64
+	since  int64
+	paced  bool
+}
+
+func (p *pacedWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	p.since += int64(n)
+	if p.paced && p.since >= p.bytes {
+		p.since = 0
+		p.rc.SetWriteDeadline(time.Now().Add(p.window))
+	}
+	return n, err
 }

@@ -951,7 +951,7 @@ func (d *Dashboard) writeXLSX(w http.ResponseWriter, r *http.Request, a store.Ac
 	h.Set("Content-Type", httpapi.XLSXContentType)
 	h.Set("Content-Disposition", `attachment; filename="`+file+`"`)
 	h.Set("Cache-Control", "no-store")
-	if _, err := sw.WriteTo(w); err != nil {
+	if _, err := d.cfg.Workbooks.Send(w, sw); err != nil {
 		d.cfg.Logger.ErrorContext(r.Context(), "dashboard: xlsx export", "err", err)
 	}
 }
