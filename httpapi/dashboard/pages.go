@@ -926,9 +926,10 @@ func (d *Dashboard) batchXLSX(w http.ResponseWriter, r *http.Request, a store.Ac
 }
 
 // writeXLSX sends the records write gives as an .xlsx workbook named
-// file, if [Config.Workbooks] admits one more of the account's. The workbook is made whole before its first byte is sent (its
-// rows spill to a temporary file past a few thousand), so that a store
-// failure is a page saying so rather than a truncated file.
+// file, if [Config.Workbooks] admits one more of the account's, at its
+// send pace. The workbook's rows are all read before its first byte is
+// sent (they spill to a temporary file past a few thousand), so that a
+// store failure is a page saying so rather than a truncated file.
 func (d *Dashboard) writeXLSX(w http.ResponseWriter, r *http.Request, a store.Account, file string, write func(start func() httpapi.RecordWriter) error) {
 	leave, ok := d.cfg.Workbooks.Enter(r.Context(), a.ID)
 	if !ok {
