@@ -4,7 +4,6 @@ import (
 	"encoding/csv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // The CSV export gives each row's reason and suggestion, the suggestion
@@ -14,13 +13,7 @@ func TestExportReasonAndSuggestion(t *testing.T) {
 	f := setup(t, nil)
 	id, ids := submit(t, f, f.key, "jane@good.com", "=cmd@gmial.com", "nope", "x@servfail.com")
 	f.runPool(t)
-	deadline := time.Now().Add(time.Minute)
-	for f.do(t, req{method: "GET", target: "/api/v1/batches/" + id, key: f.key}).JSON(t)["state"] != "completed" {
-		if time.Now().After(deadline) {
-			t.Fatal("the batch did not complete within a minute")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitCompleted(t, f, id)
 	resp := f.do(t, req{method: "GET", target: "/api/v1/batches/" + id + "/results?format=csv", key: f.key})
 	rows, err := csv.NewReader(strings.NewReader(string(resp.Body))).ReadAll()
 	if err != nil || len(rows) != 5 {

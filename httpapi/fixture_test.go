@@ -395,3 +395,15 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// waitCompleted waits until the batch id of f's key is completed.
+func waitCompleted(t *testing.T, f *fixture, id string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for f.do(t, req{method: "GET", target: "/api/v1/batches/" + id, key: f.key}).JSON(t)["state"] != "completed" {
+		if time.Now().After(deadline) {
+			t.Fatal("the batch did not complete within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -76,13 +76,7 @@ func TestWorkbookRefusedWhileOthersAreMade(t *testing.T) {
 	f := setup(t, &options{configure: func(c *httpapi.Config) { c.Workbooks = gate }})
 	id, _ := submit(t, f, f.key, "jane@good.com", "john@good.com")
 	f.runPool(t)
-	deadline := time.Now().Add(time.Minute)
-	for f.do(t, req{method: "GET", target: "/api/v1/batches/" + id, key: f.key}).JSON(t)["state"] != "completed" {
-		if time.Now().After(deadline) {
-			t.Fatal("the batch did not complete within a minute")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitCompleted(t, f, id)
 	xlsx := "/api/v1/batches/" + id + "/results?format=xlsx"
 	leave, ok := gate.Enter(context.Background(), f.acct.ID)
 	if !ok {
