@@ -5,12 +5,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"io"
 	"log/slog"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/validmail/validmail/httpapi/internal/uploads"
 	"github.com/validmail/validmail/jobs/jobsdriver"
 )
 
@@ -36,14 +36,18 @@ const workbookRetryAfter = "5"
 // answer by then counts as failed.
 const slotWait = 5 * time.Second
 
+// workbookSendMax bounds a workbook's send: the largest (a million rows,
+// about 63 MiB) takes 32 minutes at the least default pace.
+const workbookSendMax = time.Hour
+
 // workbookSlotTTL is how long a workbook's slot is held without renewal:
 // an instance that dies while making one frees its slot within it.
 const workbookSlotTTL = 2 * time.Minute
 
 // WorkbookLimits bounds the .xlsx workbooks being made at once. A
-// workbook is made whole before its first byte is sent, its rows spilling
-// to a temporary file, so each one made costs a core and disk until it
-// is sent; CSV exports stream and are not bounded here.
+// workbook's rows spill to a temporary file before its first byte is
+// sent, and it is compressed as it is sent, so each one costs a core and
+// disk until it is sent; CSV exports stream and are not bounded here.
 type WorkbookLimits struct {
 	// Slots holds each account's workbooks being made. The backend's
 	// (Backend.AccountSlots) bounds an account across every instance
@@ -77,8 +81,7 @@ type WorkbookGate struct {
 	slots      jobsdriver.AccountSlots
 	perAccount int
 	here       chan struct{} // a place per workbook this process makes
-	sendWindow time.Duration
-	sendBytes  int64
+	send       uploads.Pace
 	logger     *slog.Logger
 }
 
@@ -96,8 +99,11 @@ func NewWorkbookGate(l WorkbookLimits) *WorkbookGate {
 		n = DefaultWorkbooksPerInstance
 	}
 	g.here = make(chan struct{}, n)
-	g.sendWindow = cmp.Or(l.SendWindow, DefaultWorkbookSendWindow)
-	g.sendBytes = cmp.Or(l.SendBytes, DefaultWorkbookSendBytes)
+	g.send = uploads.Pace{
+		Window:      cmp.Or(l.SendWindow, DefaultWorkbookSendWindow),
+		MinBytes:    cmp.Or(l.SendBytes, DefaultWorkbookSendBytes),
+		MaxDuration: workbookSendMax,
+	}
 	if g.logger == nil {
 		g.logger = slog.New(slog.DiscardHandler)
 	}
@@ -188,40 +194,14 @@ func (g *WorkbookGate) renew(ctx context.Context, key, holder string, done <-cha
 	}
 }
 
-// Send writes the workbook sw holds as w's body at the gate's pace: the
-// connection's write deadline is pushed SendWindow ahead each time
-// SendBytes more are taken, so that a client that stops reading is cut
-// off. On a ResponseWriter that cannot set deadlines it only writes.
+// Send writes the workbook sw holds as w's body at the gate's pace
+// ([WorkbookLimits] SendWindow and SendBytes), so that a client that
+// stops reading is cut off and its places given back.
 func (g *WorkbookGate) Send(w http.ResponseWriter, sw *SheetWriter) (int64, error) {
-	pw := &pacedWriter{w: w, rc: http.NewResponseController(w), window: g.sendWindow, bytes: g.sendBytes}
-	pw.paced = pw.rc.SetWriteDeadline(time.Now().Add(pw.window)) == nil
+	pw := uploads.NewWriter(w, g.send)
 	n, err := sw.WriteTo(pw)
-	if pw.paced {
-		if ferr := pw.rc.Flush(); err == nil {
-			err = ferr
-		}
-		pw.rc.SetWriteDeadline(time.Time{})
-	}
-	return n, err
-}
-
-// pacedWriter writes to a response, pushing its write deadline a window
-// ahead each time bytes more are written.
-type pacedWriter struct {
-	w      io.Writer
-	rc     *http.ResponseController
-	window time.Duration
-	bytes  int64
-	since  int64
-	paced  bool
-}
-
-func (p *pacedWriter) Write(b []byte) (int, error) {
-	n, err := p.w.Write(b)
-	p.since += int64(n)
-	if p.paced && p.since >= p.bytes {
-		p.since = 0
-		p.rc.SetWriteDeadline(time.Now().Add(p.window))
+	if derr := pw.Done(); err == nil {
+		err = derr
 	}
 	return n, err
 }

@@ -73,10 +73,14 @@ func NewReader(w http.ResponseWriter, body io.Reader, pace Pace, slot *Slot) *Re
 	return rd
 }
 
-// deadline is the next read deadline: a window ahead, within MaxDuration.
-func (rd *Reader) deadline() time.Time {
-	d := rd.now().Add(rd.pace.Window)
-	if last := rd.start.Add(rd.pace.MaxDuration); d.After(last) {
+// deadline is the next read deadline.
+func (rd *Reader) deadline() time.Time { return rd.pace.next(rd.start, rd.now()) }
+
+// next is the next deadline of a transfer at p begun at start: a window
+// after now, within MaxDuration of start.
+func (p Pace) next(start, now time.Time) time.Time {
+	d := now.Add(p.Window)
+	if last := start.Add(p.MaxDuration); d.After(last) {
 		d = last
 	}
 	return d
@@ -154,4 +158,49 @@ func (rd *Reader) Done() {
 	if first && rd.slot != nil {
 		rd.slot.Pin()
 	}
+}
+
+// Writer writes a response's body at a [Pace], as [Reader] reads a
+// request's: it sets the connection's write deadline a Window ahead when
+// created, and again each time MinBytes more are written (never past
+// MaxDuration from the start), so that a client that stops reading is
+// cut off rather than holding what the body is sent from. On a
+// ResponseWriter that cannot set deadlines it only writes.
+type Writer struct {
+	w     io.Writer
+	rc    *http.ResponseController
+	pace  Pace
+	since int64 // bytes since the deadline was last pushed
+	start time.Time
+	paced bool
+}
+
+// NewWriter returns w written at pace (zero fields are DefaultPace's).
+func NewWriter(w http.ResponseWriter, pace Pace) *Writer {
+	pw := &Writer{w: w, rc: http.NewResponseController(w), pace: pace.OrDefault(), start: time.Now()}
+	pw.paced = pw.rc.SetWriteDeadline(pw.pace.next(pw.start, pw.start)) == nil
+	return pw
+}
+
+// Write implements io.Writer.
+func (pw *Writer) Write(b []byte) (int, error) {
+	n, err := pw.w.Write(b)
+	pw.since += int64(n)
+	if pw.paced && pw.since >= pw.pace.MinBytes {
+		pw.since = 0
+		pw.rc.SetWriteDeadline(pw.pace.next(pw.start, time.Now()))
+	}
+	return n, err
+}
+
+// Done sends what is buffered, at the pace still, then clears the
+// connection's write deadline, so that a kept-alive connection's next
+// request is not cut.
+func (pw *Writer) Done() error {
+	if !pw.paced {
+		return nil
+	}
+	err := pw.rc.Flush()
+	pw.rc.SetWriteDeadline(time.Time{})
+	return err
 }
